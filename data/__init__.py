@@ -1,0 +1,1 @@
+"""Kernel tables read by vnetlab (installed as the package ``vnetlab.data``)."""

@@ -1,0 +1,243 @@
+"""Kernel versions and architecture profiles, read from data/kernels.toml and data/arches.toml.
+
+``kernel("6.1")`` gives a :class:`Kernel` (ordered by version) carrying that kernel's rules;
+``arch("x86_64", kernel="6.1")`` gives an :class:`Arch` with the sizes the skb code computes from them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from vnetlab.tables import Section, TableError, load_table
+
+DEFAULT_KERNEL = "6.1"
+DEFAULT_ARCH = "x86_64"
+
+
+class UnknownKernelError(ValueError):
+    """A kernel version the models have no rules for."""
+
+
+class UnknownArchError(ValueError):
+    """An architecture the models have no profile for."""
+
+
+def known_kernels() -> tuple[str, ...]:
+    """The kernel versions with rules in data/kernels.toml, oldest first."""
+    table = load_table("kernels")
+    return tuple(sorted(table, key=_version_key))
+
+
+def known_arches() -> tuple[str, ...]:
+    return tuple(load_table("arches"))
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in version.split("."))
+    except ValueError:
+        raise TableError(f"data/kernels.toml: section [{version!r}] is not a version like \"6.1\"") from None
+
+
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """One kernel release and the rules it really had (data/kernels.toml)."""
+
+    version: str
+    rules: Section = field(repr=False)
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        return _version_key(self.version)
+
+    def rule(self, name: str) -> Any:
+        return self.rules[name]
+
+    def source(self, name: str) -> str:
+        return self.rules.source(name)
+
+    def __eq__(self, other: object) -> bool:
+        other_key = _coerce_key(other)
+        return NotImplemented if other_key is None else self.key == other_key
+
+    def __lt__(self, other: object) -> bool:
+        other_key = _coerce_key(other)
+        if other_key is None:
+            return NotImplemented
+        return self.key < other_key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __str__(self) -> str:
+        return self.version
+
+
+def _coerce_key(other: object) -> tuple[int, ...] | None:
+    if isinstance(other, Kernel):
+        return other.key
+    if isinstance(other, str):
+        try:
+            return tuple(int(p) for p in other.split("."))
+        except ValueError:
+            return None
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(version: str) -> Kernel:
+    table = load_table("kernels")
+    if version not in table:
+        raise UnknownKernelError(
+            f"kernel={version!r} is not a known kernel; known: {', '.join(known_kernels())}"
+        )
+    return Kernel(version, table[version])
+
+
+def kernel(version: "str | Kernel") -> Kernel:
+    """The :class:`Kernel` for ``version`` ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18", ...)."""
+    if isinstance(version, Kernel):
+        return version
+    if not isinstance(version, str):
+        raise UnknownKernelError(
+            f"kernel must be a version string such as '6.1', got {version!r}; known: {', '.join(known_kernels())}"
+        )
+    return _kernel(version.removeprefix("v"))
+
+
+_resolve_kernel = kernel  # arch() takes a parameter named kernel
+
+
+def _align(value: int, to: int) -> int:
+    return (value + to - 1) // to * to
+
+
+@dataclass(frozen=True)
+class Arch:
+    """An architecture profile resolved for one kernel (MAX_SKB_FRAGS and so sizeof(shinfo) depend on both)."""
+
+    name: str
+    kernel: str
+    page_size: int
+    l1_cache_bytes: int
+    net_ip_align: int
+    net_skb_pad: int
+    pointer_bytes: int
+    max_skb_frags: int
+    skb_frag_size: int
+    skb_shared_info_size: int
+    shinfo_size: int
+    sk_buff_size: int
+    description: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def smp_cache_bytes(self) -> int:
+        # include/linux/cache.h: SMP_CACHE_BYTES defaults to L1_CACHE_BYTES on every arch modelled here.
+        return self.l1_cache_bytes
+
+    def skb_data_align(self, size: int) -> int:
+        """SKB_DATA_ALIGN(X) = ALIGN(X, SMP_CACHE_BYTES) (include/linux/skbuff.h)."""
+        return _align(size, self.smp_cache_bytes)
+
+    def skb_truesize(self, size: int) -> int:
+        """SKB_TRUESIZE(X) = X + SKB_DATA_ALIGN(sizeof(sk_buff)) + SKB_DATA_ALIGN(sizeof(shinfo))."""
+        return size + self.skb_data_align(self.sk_buff_size) + self.shinfo_size
+
+    def skb_with_overhead(self, size: int) -> int:
+        """SKB_WITH_OVERHEAD(X) = X - SKB_DATA_ALIGN(sizeof(struct skb_shared_info))."""
+        return size - self.shinfo_size
+
+    def skb_head_align(self, size: int) -> int:
+        """SKB_HEAD_ALIGN(X) = SKB_DATA_ALIGN(X) + SKB_DATA_ALIGN(sizeof(shinfo)) (6.3+ skbuff.h)."""
+        return self.skb_data_align(size) + self.shinfo_size
+
+
+def _max_skb_frags(page_size: int, k: Kernel, config_max_skb_frags: int | None) -> int:
+    rule = k.rule("max_skb_frags_rule")
+    if rule == "page_size":
+        # include/linux/skbuff.h (< 6.3): 16 if 65536/PAGE_SIZE + 1 < 16, else 65536/PAGE_SIZE + 1.
+        if config_max_skb_frags is not None:
+            raise ValueError(
+                f"max_skb_frags={config_max_skb_frags} cannot be set for kernel {k.version}: "
+                "CONFIG_MAX_SKB_FRAGS exists from 6.3 on; before it MAX_SKB_FRAGS follows PAGE_SIZE"
+            )
+        return max(16, 65536 // page_size + 1)
+    if rule == "config":
+        # include/linux/skbuff.h (6.3+): MAX_SKB_FRAGS = CONFIG_MAX_SKB_FRAGS, net/Kconfig range 17..45, default 17.
+        if config_max_skb_frags is None:
+            return int(k.rule("config_max_skb_frags_default"))
+        if not isinstance(config_max_skb_frags, int) or not 17 <= config_max_skb_frags <= 45:
+            raise ValueError(
+                f"max_skb_frags must be CONFIG_MAX_SKB_FRAGS in 17..45 (net/Kconfig), got {config_max_skb_frags!r}"
+            )
+        return config_max_skb_frags
+    raise TableError(f"data/kernels.toml: [{k.version}].max_skb_frags_rule has unknown value {rule!r}")
+
+
+def _skb_shared_info_size(pointer_bytes: int, s64_align: int, max_skb_frags: int) -> tuple[int, int]:
+    """sizeof(struct skb_shared_info) and sizeof(skb_frag_t), laid out as the C compiler does.
+
+    Layout of include/linux/skbuff.h struct skb_shared_info, the same from 5.4 to 6.18 (BTF 6.18):
+    u8 flags, meta_len, nr_frags, tx_flags; u16 gso_size, gso_segs; frag_list*; hwtstamps (s64);
+    u32 gso_type, tskey; atomic_t dataref; destructor_arg* (union); skb_frag_t frags[MAX_SKB_FRAGS],
+    skb_frag_t being {page*/netmem, u32 len, u32 offset}.
+    """
+    members = [(1, 1)] * 4 + [(2, 2)] * 2 + [(pointer_bytes, pointer_bytes), (8, s64_align)]
+    members += [(4, 4)] * 3 + [(pointer_bytes, pointer_bytes)]
+    frag_size = _align(pointer_bytes + 8, pointer_bytes)
+    offset = 0
+    struct_align = 1
+    for size, align in members:
+        offset = _align(offset, align) + size
+        struct_align = max(struct_align, align)
+    offset = _align(offset, pointer_bytes) + frag_size * max_skb_frags
+    return _align(offset, struct_align), frag_size
+
+
+@functools.lru_cache(maxsize=None)
+def _arch(name: str, version: str, config_max_skb_frags: int | None) -> Arch:
+    table = load_table("arches")
+    if name not in table:
+        raise UnknownArchError(f"arch={name!r} is not a known architecture; known: {', '.join(table)}")
+    sec = table[name]
+    k = kernel(version)
+    page_size = sec.typed("page_size", int)
+    l1 = sec.typed("l1_cache_bytes", int)
+    pointer_bytes = sec.typed("pointer_bytes", int)
+    s64_align = sec.typed("s64_align", int)
+    max_frags = _max_skb_frags(page_size, k, config_max_skb_frags)
+    shinfo, frag_size = _skb_shared_info_size(pointer_bytes, s64_align, max_frags)
+    return Arch(
+        name=name,
+        kernel=k.version,
+        page_size=page_size,
+        l1_cache_bytes=l1,
+        net_ip_align=sec.typed("net_ip_align", int),
+        # include/linux/skbuff.h: NET_SKB_PAD = max(32, L1_CACHE_BYTES); only s390 overrides it.
+        net_skb_pad=max(32, l1),
+        pointer_bytes=pointer_bytes,
+        max_skb_frags=max_frags,
+        skb_frag_size=frag_size,
+        skb_shared_info_size=shinfo,
+        shinfo_size=_align(shinfo, l1),
+        sk_buff_size=sec.typed("sk_buff_size", int),
+        description=str(sec.get("description", "")),
+        sources=dict(sec.sources),
+    )
+
+
+def arch(name: "str | Arch", kernel: "str | Kernel" = DEFAULT_KERNEL, *, max_skb_frags: int | None = None) -> Arch:
+    """The :class:`Arch` profile ``name`` ("x86_64", "arm64", "arm64-64k", "ppc64le", "ppc64le-4k", "mips32")
+    for ``kernel``; ``max_skb_frags`` sets CONFIG_MAX_SKB_FRAGS on 6.3+ kernels."""
+    if isinstance(name, Arch):
+        if max_skb_frags is None and name.kernel == _resolve_kernel(kernel).version:
+            return name
+        name = name.name
+    if not isinstance(name, str):
+        raise UnknownArchError(f"arch must be a name such as 'x86_64', got {name!r}; known: {', '.join(known_arches())}")
+    k = _resolve_kernel(kernel)
+    return _arch(name, k.version, max_skb_frags)

@@ -1,0 +1,120 @@
+"""Reading the kernel tables in ``data/`` (shipped in the wheel as ``vnetlab.data``).
+
+Every table is TOML. Each leaf is ``{ value = ..., source = "file, function, version" }`` so that a value
+is never separated from where it comes from. A malformed or missing table raises :class:`TableError`
+naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Iterator, Mapping
+
+
+class TableError(ValueError):
+    """A kernel table in data/ is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One ``[section]`` of a table: field -> value, with field -> source beside it."""
+
+    table: str
+    name: str
+    values: Mapping[str, Any]
+    sources: Mapping[str, str]
+
+    def __getitem__(self, field: str) -> Any:
+        try:
+            return self.values[field]
+        except KeyError:
+            raise TableError(f"data/{self.table}.toml: [{self.name}] has no field {field!r}") from None
+
+    def __contains__(self, field: object) -> bool:
+        return field in self.values
+
+    def get(self, field: str, default: Any = None) -> Any:
+        return self.values.get(field, default)
+
+    def source(self, field: str) -> str:
+        self[field]
+        return self.sources[field]
+
+    def typed(self, field: str, kind: type | tuple[type, ...]) -> Any:
+        """The value of ``field``, checked to be of ``kind`` (bool is not accepted as int)."""
+        value = self[field]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            ok = False
+        else:
+            ok = isinstance(value, kinds)
+        if not ok:
+            names = " or ".join(k.__name__ for k in kinds)
+            raise TableError(
+                f"data/{self.table}.toml: [{self.name}].{field} must be {names}, got {value!r}"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    sections: Mapping[str, Section]
+    meta: Mapping[str, Any]
+
+    def __getitem__(self, section: str) -> Section:
+        try:
+            return self.sections[section]
+        except KeyError:
+            raise TableError(f"data/{self.name}.toml has no section [{section}]") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.sections)
+
+    def __contains__(self, section: object) -> bool:
+        return section in self.sections
+
+
+def _leaf(table: str, where: str, field: str, raw: Any) -> tuple[Any, str]:
+    if not isinstance(raw, dict) or set(raw) != {"value", "source"}:
+        raise TableError(
+            f"data/{table}.toml: {where}.{field} must be {{ value = ..., source = \"...\" }}, got {raw!r}"
+        )
+    source = raw["source"]
+    if not isinstance(source, str) or not source.strip():
+        raise TableError(f"data/{table}.toml: {where}.{field} has an empty source")
+    return raw["value"], source
+
+
+def parse_table(name: str, text: str) -> Table:
+    """Parse the TOML text of table ``name`` (used by :func:`load_table`; tests call it directly)."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TableError(f"data/{name}.toml is not valid TOML: {exc}") from None
+    meta = doc.pop("meta", {})
+    if not isinstance(meta, dict):
+        raise TableError(f"data/{name}.toml: [meta] must be a table")
+    sections: dict[str, Section] = {}
+    for sec_name, body in doc.items():
+        if not isinstance(body, dict):
+            raise TableError(f"data/{name}.toml: top-level {sec_name!r} must be a [section]")
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        for field, raw in body.items():
+            values[field], sources[field] = _leaf(name, f"[{sec_name}]", field, raw)
+        sections[sec_name] = Section(name, sec_name, values, sources)
+    return Table(name, sections, meta)
+
+
+@lru_cache(maxsize=None)
+def load_table(name: str) -> Table:
+    """Load ``data/<name>.toml`` through importlib.resources (works from a wheel and from a checkout)."""
+    try:
+        text = resources.files("vnetlab.data").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):
+        raise TableError(f"data/{name}.toml is missing from the vnetlab installation") from None
+    return parse_table(name, text)
