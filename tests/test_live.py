@@ -1,0 +1,228 @@
+"""vnetlab.live: `ethtool -k` parsing and the not-available messages everywhere; real kernels where allowed.
+
+The samples in tests/data/ethtool_k_*_6.18.txt were captured with ethtool 6.1 on a 6.18 kernel (Debian 12),
+from devices in a scratch network namespace: a fresh veth, the same veth after `ethtool -K sg off`, a
+macvlan on that veth, a bridge with one veth port, and lo.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vnetlab import live
+
+DATA = Path(__file__).parent / "data"
+
+
+def sample(name: str) -> str:
+    return (DATA / f"ethtool_k_{name}_6.18.txt").read_text()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parsing `ethtool -k`
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_parse_veth_names_every_kernel_feature_once():
+    f = live.parse_ethtool_k(sample("veth"))
+    assert f.device == "vc"
+    assert f.source == "ethtool"
+    # 64 feature bits in 6.18 minus the four unnamed slots (2, 12, 13, 32): 60 names.
+    assert len(f) == 60
+    # Group summary lines are dropped, legacy single names become the kernel's names.
+    for legacy in ("tx-checksumming", "scatter-gather", "tcp-segmentation-offload", "generic-receive-offload"):
+        assert legacy not in f
+    assert f["rx-gro"].active is False and f["rx-gro"].changeable
+    assert f["tx-generic-segmentation"].active
+    assert f["rx-checksum"].active
+
+
+def test_parse_veth_gso_software_bits_are_on_and_changeable():
+    f = live.parse_ethtool_k(sample("veth"))
+    for name in ("tx-udp-segmentation", "tx-gso-list", "tx-tcp-segmentation", "tx-sctp-segmentation",
+                 "tx-scatter-gather-fraglist"):
+        assert f[name].active and not f[name].fixed, name
+    assert f["tx-checksum-ipv4"] == live.FeatureState("tx-checksum-ipv4", False, False, False)
+    assert f.ethtool_k()["vlan-challenged"] == (False, True)
+
+
+def test_parse_requested_notes_give_wanted():
+    f = live.parse_ethtool_k(sample("veth_sg_off"))
+    assert not f["tx-scatter-gather"].active and not f["tx-scatter-gather"].wanted
+    # netdev_fix_features drops ALL_TSO without SG, but the wanted bits stay on.
+    tso = f["tx-tcp-segmentation"]
+    assert (tso.active, tso.wanted, tso.fixed) == (False, True, False)
+    assert tso.ethtool_text() == "off [requested on]"
+    gso = f["tx-generic-segmentation"]
+    assert (gso.active, gso.wanted) == (False, True)
+    # AccECN GSO is not in ALL_TSO, so it survives SG off in 6.18.
+    assert f["tx-tcp-accecn-segmentation"].active
+    assert f["tx-udp-segmentation"].active is False and f["tx-udp-segmentation"].wanted is False
+
+
+def test_parse_macvlan_and_bridge_fixed_and_requested():
+    mv = live.parse_ethtool_k(sample("macvlan_on_sg_off_veth"))
+    assert mv.device == "mv"
+    assert mv.ethtool_k()["tx-udp-segmentation"] == (True, True)
+    assert mv.ethtool_k()["rx-lro"] == (False, False)
+    br = live.parse_ethtool_k(sample("bridge"))
+    assert br["tx-gso-robust"].ethtool_text() == "off [requested on]"
+    assert br["rx-gro"].active
+
+
+def test_parse_round_trips_the_value_text():
+    text = sample("macvlan_on_sg_off_veth")
+    f = live.parse_ethtool_k(text)
+    shown = {}
+    for line in text.splitlines()[1:]:
+        name, value = line.strip().split(": ", 1)
+        shown[name] = value
+    for name, state in f.states.items():
+        legacy = {pattern: long for long, _s, pattern in live.LEGACY_FLAGS}
+        assert shown.get(name, shown.get(legacy.get(name, ""))) == state.ethtool_text(), name
+
+
+def test_parse_rejects_other_text():
+    with pytest.raises(ValueError, match="text: line 2"):
+        live.parse_ethtool_k("Features for x:\nnot a feature line\n")
+    with pytest.raises(ValueError, match="no feature lines"):
+        live.parse_ethtool_k("")
+    with pytest.raises(ValueError, match="unknown note"):
+        live.parse_ethtool_k("rx-gro: on [weird]\n")
+
+
+def test_expand_legacy_names():
+    names = live.parse_ethtool_k(sample("veth")).states
+    assert live.expand_legacy("sg", names) == ("tx-scatter-gather", "tx-scatter-gather-fraglist")
+    assert live.expand_legacy("tso", names) == (
+        "tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation",
+        "tx-tcp6-segmentation", "tx-tcp-accecn-segmentation",
+    )
+    assert live.expand_legacy("gro", names) == ("rx-gro",)
+    assert live.expand_legacy("tx-udp-segmentation", names) == ()
+
+
+def test_feature_state_text():
+    assert live.FeatureState("x", True, True, False).ethtool_text() == "on [fixed]"
+    assert live.FeatureState("x", False, True, True).ethtool_text() == "off [requested on]"
+    assert live.FeatureState("x", True, False, True).ethtool_text() == "on [requested off]"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# comparing
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_compare_k_reports_each_difference():
+    kernel = live.parse_ethtool_k(sample("veth")).ethtool_k()
+    model = dict(kernel)
+    model["tx-gso-list"] = (False, False)
+    model["rx-lro"] = (False, False)
+    del model["rx-gro"]
+    model["made-up"] = (True, True)
+    cmp = live.compare_k(model, kernel, device="v0")
+    assert not cmp
+    assert cmp.names == ("made-up", "rx-gro", "rx-lro", "tx-gso-list")
+    assert len(cmp.agreed) == 57
+    text = str(cmp)
+    assert "tx-gso-list: model off, kernel on" in text
+    assert "rx-gro: model (absent), kernel off" in text
+    assert "rx-lro: model off, kernel off [fixed]" in text
+    only_on = live.compare_k(model, kernel, fields=("on",))
+    assert only_on.names == ("made-up", "rx-gro", "tx-gso-list")
+    assert live.compare_k(kernel, kernel)
+    with pytest.raises(ValueError, match="fields"):
+        live.compare_k(kernel, kernel, fields=("wanted",))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# capability messages
+# ---------------------------------------------------------------------------------------------------------
+
+GOOD = dict(platform="linux", euid=0, cap_net_admin=True, cap_sys_admin=True, have_ip=True, have_ethtool=True,
+            pyroute2_error=None, netlink_error=None, netns_error=None)
+
+
+def test_diagnose_all_good():
+    cap = live.diagnose(**GOOD)
+    assert cap and cap.feature_backend == "netlink" and cap.labs
+
+
+def test_diagnose_not_linux():
+    cap = live.diagnose(**{**GOOD, "platform": "darwin"})
+    assert not cap
+    assert "needs Linux" in cap.reason and "darwin" in cap.reason and "vnetlab.netdev" in cap.reason
+
+
+def test_diagnose_falls_back_to_ethtool_then_explains():
+    cap = live.diagnose(**{**GOOD, "pyroute2_error": "pyroute2 is not importable: No module named 'pyroute2'"})
+    assert cap and cap.feature_backend == "ethtool"
+    cap = live.diagnose(**{**GOOD, "pyroute2_error": "pyroute2 is not importable", "have_ethtool": False})
+    assert not cap
+    assert "pyroute2" in cap.reason and "ethtool" in cap.reason and "apt-get install ethtool" in cap.reason
+
+
+def test_diagnose_without_privileges():
+    cap = live.diagnose(**{**GOOD, "euid": 1000, "cap_net_admin": False, "cap_sys_admin": False})
+    assert not cap
+    assert "CAP_SYS_ADMIN" in cap.reason and "uid 1000" in cap.reason and "root" in cap.reason
+    reading = live.diagnose(**{**GOOD, "euid": 1000, "cap_net_admin": False, "cap_sys_admin": False},
+                            need_labs=False)
+    assert reading and not reading.labs and reading.feature_backend == "netlink"
+
+
+def test_diagnose_netns_or_ip_missing():
+    cap = live.diagnose(**{**GOOD, "netns_error": "mount --make-shared /run/netns failed: Permission denied"})
+    assert not cap and "Permission denied" in cap.reason
+    cap = live.diagnose(**{**GOOD, "have_ip": False})
+    assert not cap and "iproute2" in cap.reason
+
+
+def test_unavailable_is_an_explanatory_exception():
+    exc = live.LiveUnavailable("because")
+    assert isinstance(exc, live.LiveError) and exc.reason == "because" and str(exc) == "because"
+
+
+def test_bad_arguments_name_the_parameter():
+    with pytest.raises(ValueError, match="device"):
+        live.read_features("a/b")
+    with pytest.raises(ValueError, match="device"):
+        live.read_features("sixteen-chars-xx")
+    with pytest.raises(ValueError, match="backend"):
+        live.read_features("lo", backend="ioctl")
+    with pytest.raises(ValueError, match="timeout"):
+        live.Lab(timeout=0)
+    with pytest.raises(ValueError, match="tag"):
+        live.Lab(tag="Bad Tag")
+
+
+def test_import_without_pyroute2():
+    code = (
+        "import sys; sys.modules['pyroute2'] = None\n"
+        "import vnetlab.live as live\n"
+        "print(live._pyroute2_error())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pyroute2 is not importable" in out
+
+
+def test_importing_live_does_not_import_pyroute2():
+    code = "import sys, vnetlab.live; print('pyroute2' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_not_linux_raises_unavailable(monkeypatch):
+    monkeypatch.setattr(live.sys, "platform", "win32")
+    monkeypatch.setattr(live, "_CAPABILITY_CACHE", {})
+    cap = live.available()
+    assert not cap and "win32" in cap.reason
+    with pytest.raises(live.LiveUnavailable, match="needs Linux"):
+        live.read_features("lo")
+    with pytest.raises(live.LiveUnavailable, match="needs Linux"):
+        live.Lab().__enter__()

@@ -1,0 +1,1030 @@
+"""The running kernel beside the model: read and set real devices' features, build namespace labs, compare.
+
+What ``ethtool -k`` shows comes from the kernel's ETHTOOL_MSG_FEATURES_GET reply (net/ethtool/features.c,
+features_fill_reply): four bitsets over netdev_features_strings, ``hw`` (dev->hw_features), ``wanted``
+(dev->wanted_features), ``active`` (dev->features) and ``nochange`` (NETIF_F_NEVER_CHANGE). ethtool prints a
+feature as ``[fixed]`` when it is not in ``hw`` or is in ``nochange``, and ``[requested on|off]`` when wanted
+and active differ (ethtool netlink/features.c, dump_feature). This module reads the same four sets:
+
+- over ethtool generic netlink with pyroute2 (``backend="netlink"``), the message built here because
+  pyroute2 0.9's NlEthtool has no FEATURES_GET;
+- or by parsing ``ethtool -k`` (``backend="ethtool"``), when pyroute2 or the netlink family is missing.
+
+Devices inside a named network namespace are reached with a pyroute2 socket opened in that namespace, or
+with ``ip netns exec``. :class:`Lab` builds veth / macvlan / bridge stacks in namespaces it creates and
+deletes them again; :func:`compare` puts a model device's ``ethtool_k()`` beside the kernel's.
+
+Nothing here runs at import time and pyroute2 is imported only when the netlink path is used.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import fnmatch
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+__all__ = [
+    "Capability",
+    "Comparison",
+    "DeviceFeatures",
+    "FeatureDiff",
+    "FeatureState",
+    "FixedFeatureError",
+    "Lab",
+    "LabTimeout",
+    "LiveDevice",
+    "LiveError",
+    "LiveUnavailable",
+    "SetResult",
+    "UnknownFeatureError",
+    "available",
+    "compare",
+    "compare_k",
+    "ethtool_k",
+    "parse_ethtool_k",
+    "read_features",
+    "require",
+    "set_features",
+]
+
+# Every namespace a Lab creates starts with this, so a leftover is recognisable as vnetlab's.
+NETNS_PREFIX = "vnlive"
+# Seconds any single `ip` / `ethtool` command may take before it is abandoned.
+COMMAND_TIMEOUT = 10.0
+# include/uapi/linux/if.h: IFNAMSIZ is 16 including the terminating NUL.
+IFNAMSIZ = 16
+
+# include/uapi/linux/ethtool_netlink.h (the generated uapi header from 6.x): message and attribute ids.
+_ETHTOOL_GENL_NAME = "ethtool"
+_ETHTOOL_GENL_VERSION = 1
+_ETHTOOL_MSG_FEATURES_GET = 11
+_ETHTOOL_MSG_FEATURES_SET = 12
+_ETHTOOL_FLAG_OMIT_REPLY = 1 << 1
+
+
+class LiveError(RuntimeError):
+    """A command or netlink request against the running kernel failed."""
+
+
+class LiveUnavailable(LiveError):
+    """The live path cannot run here; ``reason`` says why in one readable paragraph."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LabTimeout(LiveError):
+    """A Lab ran past its time budget; it still deletes what it made on exit."""
+
+
+class UnknownFeatureError(ValueError):
+    """A feature name the device's kernel does not have (ethtool: "bit name not found")."""
+
+
+class FixedFeatureError(ValueError):
+    """A request to change a feature that ``ethtool -k`` shows as ``[fixed]`` on that device."""
+
+    def __init__(self, device: str, names: Iterable[str]):
+        self.device = device
+        self.names = tuple(sorted(names))
+        super().__init__(f"{device}: cannot change fixed feature(s): {', '.join(self.names)}")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Feature states
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeatureState:
+    """One feature of one device as the kernel reports it."""
+
+    name: str
+    active: bool
+    wanted: bool
+    changeable: bool
+
+    @property
+    def on(self) -> bool:
+        return self.active
+
+    @property
+    def fixed(self) -> bool:
+        return not self.changeable
+
+    def ethtool_text(self) -> str:
+        """The value part of an ``ethtool -k`` line, e.g. ``"off [requested on]"``."""
+        text = "on" if self.active else "off"
+        if self.fixed:
+            return text + " [fixed]"
+        if self.wanted != self.active:
+            return text + (" [requested on]" if self.wanted else " [requested off]")
+        return text
+
+
+@dataclass(frozen=True)
+class DeviceFeatures:
+    """All features of one real device: ``states`` maps each kernel feature name to its FeatureState."""
+
+    device: str
+    netns: str | None
+    source: str
+    states: Mapping[str, FeatureState]
+
+    def __getitem__(self, name: str) -> FeatureState:
+        try:
+            return self.states[name]
+        except KeyError:
+            raise UnknownFeatureError(f"{self.device}: no feature named {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.states
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.states)
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
+        """{kernel feature name: (on, fixed)}, the same shape as a model device's ``ethtool_k()``."""
+        return {name: (s.active, s.fixed) for name, s in self.states.items()}
+
+    @property
+    def active(self) -> frozenset[str]:
+        return frozenset(n for n, s in self.states.items() if s.active)
+
+    @property
+    def wanted(self) -> frozenset[str]:
+        return frozenset(n for n, s in self.states.items() if s.wanted)
+
+    @property
+    def changeable(self) -> frozenset[str]:
+        return frozenset(n for n, s in self.states.items() if s.changeable)
+
+    def to_featureset(self, kernel: str = "6.18") -> Any:
+        """The active features as a ``vnetlab.features.FeatureSet`` for ``kernel``."""
+        from vnetlab import features
+
+        return features.FeatureSet.from_ethtool({n: s.active for n, s in self.states.items()}, kernel=kernel)
+
+
+# --------------------------------------------------------------------------------------------------------
+# `ethtool -k` text
+# --------------------------------------------------------------------------------------------------------
+
+# ethtool's off_flag_def (ethtool common.c): legacy long name, short name, kernel-name pattern. When exactly
+# one kernel feature matches, `ethtool -k` prints that feature under the legacy long name; otherwise the long
+# name is a summary line followed by the matching features, indented.
+LEGACY_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("rx-checksumming", "rx", "rx-checksum"),
+    ("tx-checksumming", "tx", "tx-checksum-*"),
+    ("scatter-gather", "sg", "tx-scatter-gather*"),
+    ("tcp-segmentation-offload", "tso", "tx-tcp*-segmentation"),
+    ("udp-fragmentation-offload", "ufo", "tx-udp-fragmentation"),
+    ("generic-segmentation-offload", "gso", "tx-generic-segmentation"),
+    ("generic-receive-offload", "gro", "rx-gro"),
+    ("large-receive-offload", "lro", "rx-lro"),
+    ("rx-vlan-offload", "rxvlan", "rx-vlan-hw-parse"),
+    ("tx-vlan-offload", "txvlan", "tx-vlan-hw-insert"),
+    ("ntuple-filters", "ntuple", "rx-ntuple-filter"),
+    ("receive-hashing", "rxhash", "rx-hashing"),
+)
+
+_LINE = re.compile(r"^(?P<indent>\t| +)?(?P<name>[^\s:][^:]*):\s+(?P<value>on|off)(?:\s+\[(?P<note>[^\]]+)\])?\s*$")
+
+
+def parse_ethtool_k(text: str, *, device: str | None = None, netns: str | None = None) -> DeviceFeatures:
+    """Parse ``ethtool -k DEV`` output into kernel feature names with active / wanted / changeable.
+
+    Summary lines for legacy groups (``tx-checksumming`` with indented members) are dropped; a legacy name
+    standing for a single kernel feature (``generic-receive-offload``) is renamed to it (``rx-gro``). For a
+    ``[fixed]`` feature ethtool does not show what is wanted, so ``wanted`` is taken equal to ``active``.
+    """
+    lines = text.splitlines()
+    header = re.compile(r"^Features for (?P<dev>\S+):\s*$")
+    parsed: list[tuple[bool, str, bool, str | None]] = []
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        match = header.match(raw)
+        if match:
+            if device is None:
+                device = match["dev"]
+            continue
+        match = _LINE.match(raw)
+        if match is None:
+            raise ValueError(f"text: line {number} is not an `ethtool -k` feature line: {raw!r}")
+        parsed.append((bool(match["indent"]), match["name"].strip(), match["value"] == "on", match["note"]))
+    if not parsed:
+        raise ValueError("text: no feature lines found; is this `ethtool -k` output?")
+
+    single = {long: pattern for long, _short, pattern in LEGACY_FLAGS if "*" not in pattern}
+    states: dict[str, FeatureState] = {}
+    for i, (indented, name, on, note) in enumerate(parsed):
+        has_members = i + 1 < len(parsed) and parsed[i + 1][0] and not indented
+        if has_members:
+            continue
+        if not indented and name in single:
+            name = single[name]
+        fixed = note == "fixed"
+        if note in (None, "fixed"):
+            wanted = on
+        elif note in ("requested on", "requested off"):
+            wanted = note == "requested on"
+        else:
+            raise ValueError(f"text: feature {name!r} has an unknown note [{note}]")
+        states[name] = FeatureState(name=name, active=on, wanted=wanted, changeable=not fixed)
+    return DeviceFeatures(device=device or "?", netns=netns, source="ethtool", states=states)
+
+
+def expand_legacy(name: str, names: Iterable[str]) -> tuple[str, ...]:
+    """The kernel feature names a legacy ethtool name (``tx``, ``scatter-gather``) stands for on a device."""
+    names = tuple(names)
+    for long, short, pattern in LEGACY_FLAGS:
+        if name in (long, short):
+            return tuple(n for n in names if fnmatch.fnmatchcase(n, pattern))
+    return ()
+
+
+# --------------------------------------------------------------------------------------------------------
+# Capability checks
+# --------------------------------------------------------------------------------------------------------
+
+_NOT_LINUX = (
+    "vnetlab.live needs Linux: it reads netdev features from the running kernel and builds network "
+    "namespaces, and this is {platform}. The model (vnetlab.features, vnetlab.netdev) works everywhere."
+)
+
+
+@dataclass(frozen=True)
+class Capability:
+    """What the live path can do here. Truthy when everything asked for is possible; ``reason`` says why not."""
+
+    ok: bool
+    reason: str
+    feature_backend: str | None = None
+    labs: bool = False
+    notes: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def diagnose(
+    *,
+    platform: str,
+    euid: int | None,
+    cap_net_admin: bool,
+    cap_sys_admin: bool,
+    have_ip: bool,
+    have_ethtool: bool,
+    pyroute2_error: str | None,
+    netlink_error: str | None,
+    netns_error: str | None,
+    need_labs: bool = True,
+) -> Capability:
+    """Decide from observed facts; pure, so that the messages are tested on every platform."""
+    if not platform.startswith("linux"):
+        return Capability(False, _NOT_LINUX.format(platform=platform))
+    notes: list[str] = []
+    if pyroute2_error is None and netlink_error is None:
+        backend: str | None = "netlink"
+    else:
+        why = pyroute2_error or netlink_error
+        notes.append(f"ethtool netlink via pyroute2 unavailable ({why})")
+        backend = "ethtool" if have_ethtool else None
+    if backend is None:
+        return Capability(
+            False,
+            "vnetlab.live cannot read device features: "
+            + "; ".join(notes)
+            + ", and the `ethtool` program is not on PATH. Install pyroute2 (pip install 'vnetlab[live]') "
+            "or ethtool (apt-get install ethtool).",
+            notes=tuple(notes),
+        )
+    labs_reason = None
+    if not (cap_net_admin and cap_sys_admin):
+        who = "root" if euid == 0 else f"uid {euid}"
+        labs_reason = (
+            f"building network namespaces needs CAP_SYS_ADMIN and CAP_NET_ADMIN, which this process "
+            f"({who}) does not have; run as root (sudo) or in a container with those capabilities"
+        )
+    elif not have_ip:
+        labs_reason = "the `ip` program (iproute2) is not on PATH; apt-get install iproute2"
+    elif netns_error is not None:
+        labs_reason = f"creating a network namespace failed here ({netns_error})"
+    if labs_reason is not None:
+        notes.append(labs_reason)
+        if need_labs:
+            return Capability(
+                False, f"vnetlab.live cannot build labs: {labs_reason}.", backend, False, tuple(notes)
+            )
+        return Capability(True, f"features readable via {backend}; no labs: {labs_reason}.", backend, False,
+                          tuple(notes))
+    return Capability(True, f"features via {backend}; network namespace labs available.", backend, True,
+                      tuple(notes))
+
+
+def _capabilities() -> tuple[bool, bool]:
+    """(CAP_NET_ADMIN, CAP_SYS_ADMIN) in the effective set (include/uapi/linux/capability.h: bits 12, 21)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    eff = int(line.split()[1], 16)
+                    return bool(eff >> 12 & 1), bool(eff >> 21 & 1)
+    except OSError:
+        pass
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return root, root
+
+
+def _pyroute2_error() -> str | None:
+    try:
+        import pyroute2.netlink.generic  # noqa: F401
+        import pyroute2.netlink.generic.ethtool  # noqa: F401
+    except ImportError as exc:
+        return f"pyroute2 is not importable: {exc}"
+    return None
+
+
+def _netlink_error() -> str | None:
+    try:
+        sock = _genl_socket(None)
+        sock.close()
+    except Exception as exc:  # any failure here only means "use the fallback"
+        return f"the kernel's ethtool generic netlink family did not answer: {exc}"
+    return None
+
+
+def _netns_error() -> str | None:
+    name = _unique_netns_name("probe")
+    try:
+        _run(["ip", "netns", "add", name], timeout=COMMAND_TIMEOUT)
+    except LiveError as exc:
+        return str(exc)
+    try:
+        _run(["ip", "netns", "delete", name], timeout=COMMAND_TIMEOUT)
+    except LiveError as exc:
+        return f"created {name} but could not delete it: {exc}"
+    return None
+
+
+_CAPABILITY_CACHE: dict[bool, Capability] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def available(*, labs: bool = True, refresh: bool = False) -> Capability:
+    """Whether the live path works here: truthy, or falsy with ``.reason`` explaining what is missing.
+
+    ``labs=False`` asks only whether features can be read (no root needed for that).
+    """
+    with _CACHE_LOCK:
+        if not refresh and labs in _CAPABILITY_CACHE:
+            return _CAPABILITY_CACHE[labs]
+        if not sys.platform.startswith("linux"):
+            cap = diagnose(platform=sys.platform, euid=None, cap_net_admin=False, cap_sys_admin=False,
+                           have_ip=False, have_ethtool=False, pyroute2_error=None, netlink_error=None,
+                           netns_error=None, need_labs=labs)
+        else:
+            net_admin, sys_admin = _capabilities()
+            have_ip = shutil.which("ip") is not None
+            pyroute2_error = _pyroute2_error()
+            netlink_error = _netlink_error() if pyroute2_error is None else None
+            probe = labs and net_admin and sys_admin and have_ip
+            cap = diagnose(
+                platform=sys.platform,
+                euid=os.geteuid(),
+                cap_net_admin=net_admin,
+                cap_sys_admin=sys_admin,
+                have_ip=have_ip,
+                have_ethtool=shutil.which("ethtool") is not None,
+                pyroute2_error=pyroute2_error,
+                netlink_error=netlink_error,
+                netns_error=_netns_error() if probe else None,
+                need_labs=labs,
+            )
+        _CAPABILITY_CACHE[labs] = cap
+        return cap
+
+
+def require(*, labs: bool = True) -> Capability:
+    """:func:`available`, raising :class:`LiveUnavailable` with its reason when the answer is no."""
+    cap = available(labs=labs)
+    if not cap:
+        raise LiveUnavailable(cap.reason)
+    return cap
+
+
+# --------------------------------------------------------------------------------------------------------
+# Running commands
+# --------------------------------------------------------------------------------------------------------
+
+
+def _run(argv: list[str], *, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
+    if not sys.platform.startswith("linux"):
+        raise LiveUnavailable(_NOT_LINUX.format(platform=sys.platform))
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise LiveError(f"`{argv[0]}` is not installed (needed for: {' '.join(argv)})") from None
+    except subprocess.TimeoutExpired:
+        raise LiveError(f"`{' '.join(argv)}` did not finish within {timeout:.0f} s") from None
+    if check and done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip()
+        raise LiveError(f"`{' '.join(argv)}` failed (exit {done.returncode}): {detail}")
+    return done
+
+
+def _in_netns(netns: str | None, argv: list[str]) -> list[str]:
+    return argv if netns is None else ["ip", "netns", "exec", netns, *argv]
+
+
+def _check_netns_exists(netns: str | None) -> None:
+    # pyroute2 would otherwise create a missing namespace (its default open flag is O_CREAT).
+    if netns is not None and not os.path.exists(os.path.join("/run/netns", netns)):
+        raise LiveError(f"network namespace {netns!r} does not exist (no /run/netns/{netns})")
+
+
+# --------------------------------------------------------------------------------------------------------
+# ethtool netlink through pyroute2
+# --------------------------------------------------------------------------------------------------------
+
+_MSG_CLASS: Any = None
+
+
+def _features_msg_class() -> Any:
+    """genlmsg for ETHTOOL_MSG_FEATURES_GET/SET (ETHTOOL_A_FEATURES_*), on top of pyroute2's bitset nla."""
+    global _MSG_CLASS
+    if _MSG_CLASS is None:
+        from pyroute2.netlink import genlmsg
+        from pyroute2.netlink.generic.ethtool import ethtoolbitset, ethtoolheader
+
+        class ethtool_features_msg(genlmsg):
+            nla_map = (
+                ("ETHTOOL_A_FEATURES_UNSPEC", "none"),
+                ("ETHTOOL_A_FEATURES_HEADER", "ethtoolheader"),
+                ("ETHTOOL_A_FEATURES_HW", "ethtoolbitset"),
+                ("ETHTOOL_A_FEATURES_WANTED", "ethtoolbitset"),
+                ("ETHTOOL_A_FEATURES_ACTIVE", "ethtoolbitset"),
+                ("ETHTOOL_A_FEATURES_NOCHANGE", "ethtoolbitset"),
+            )
+
+        ethtool_features_msg.ethtoolheader = ethtoolheader
+        ethtool_features_msg.ethtoolbitset = ethtoolbitset
+        _MSG_CLASS = ethtool_features_msg
+    return _MSG_CLASS
+
+
+def _genl_socket(netns: str | None) -> Any:
+    from pyroute2.netlink.generic import GenericNetlinkSocket
+
+    kwargs: dict[str, Any] = {} if netns is None else {"netns": netns, "flags": 0}
+    sock = GenericNetlinkSocket(**kwargs)
+    try:
+        sock.bind(_ETHTOOL_GENL_NAME, _features_msg_class())
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _bitset_bits(bitset: Any) -> list[tuple[int, str, bool]]:
+    """(index, name, value) for each bit listed in a verbose ethtool bitset (net/ethtool/bitset.c)."""
+    nomask = bool(bitset.get_attr("ETHTOOL_A_BITSET_NOMASK"))
+    bits = bitset.get_attr("ETHTOOL_A_BITSET_BITS")
+    if bits is None:
+        return []
+    out = []
+    for bit in bits.get_attrs("ETHTOOL_A_BITSET_BITS_BIT"):
+        # With NOMASK only set bits are listed; otherwise every bit of the mask, VALUE marking the set ones.
+        value = nomask or bool(bit.get_attr("ETHTOOL_A_BITSET_BIT_VALUE"))
+        out.append((bit.get_attr("ETHTOOL_A_BITSET_BIT_INDEX"), bit.get_attr("ETHTOOL_A_BITSET_BIT_NAME") or "",
+                    value))
+    return out
+
+
+def _header(device: str, flags: int = 0) -> dict[str, Any]:
+    attrs: list[list[Any]] = [["ETHTOOL_A_HEADER_DEV_NAME", device]]
+    if flags:
+        attrs.append(["ETHTOOL_A_HEADER_FLAGS", flags])
+    return {"attrs": attrs}
+
+
+def _netlink_error_text(exc: Exception, device: str, netns: str | None) -> str:
+    code = getattr(exc, "code", None)
+    where = f" in netns {netns}" if netns else ""
+    if code == errno.ENODEV:
+        return f"no device {device!r}{where}"
+    return f"ethtool netlink request for {device!r}{where} failed: {exc}"
+
+
+def _read_netlink(device: str, netns: str | None) -> DeviceFeatures:
+    from pyroute2.netlink import NLM_F_REQUEST
+
+    msg_class = _features_msg_class()
+    sock = _genl_socket(netns)
+    try:
+        msg = msg_class()
+        msg["cmd"] = _ETHTOOL_MSG_FEATURES_GET
+        msg["version"] = _ETHTOOL_GENL_VERSION
+        msg["attrs"].append(("ETHTOOL_A_FEATURES_HEADER", _header(device)))
+        try:
+            (reply,) = list(sock.nlm_request(msg, msg_type=sock.prid, msg_flags=NLM_F_REQUEST))
+        except Exception as exc:
+            raise LiveError(_netlink_error_text(exc, device, netns)) from exc
+    finally:
+        sock.close()
+    sets = {}
+    for part in ("HW", "WANTED", "ACTIVE", "NOCHANGE"):
+        bitset = reply.get_attr(f"ETHTOOL_A_FEATURES_{part}")
+        sets[part] = {} if bitset is None else {i: (n, v) for i, n, v in _bitset_bits(bitset)}
+    states: dict[str, FeatureState] = {}
+    # The HW bitset carries the full mask of feature bits, so it names every feature; unnamed bits are
+    # unused slots (e.g. 2, 12, 13, 32 in 6.18) that ethtool does not print either.
+    for index in sorted(sets["HW"]):
+        name, in_hw = sets["HW"][index]
+        if not name:
+            continue
+        nochange = index in sets["NOCHANGE"] and sets["NOCHANGE"][index][1]
+        states[name] = FeatureState(
+            name=name,
+            active=index in sets["ACTIVE"] and sets["ACTIVE"][index][1],
+            wanted=index in sets["WANTED"] and sets["WANTED"][index][1],
+            changeable=in_hw and not nochange,
+        )
+    return DeviceFeatures(device=device, netns=netns, source="netlink", states=states)
+
+
+def _set_netlink(device: str, netns: str | None, wanted: Mapping[str, bool]) -> None:
+    from pyroute2.netlink import NLM_F_ACK, NLM_F_REQUEST
+
+    msg_class = _features_msg_class()
+    bits = []
+    for name, on in wanted.items():
+        attrs: list[list[Any]] = [["ETHTOOL_A_BITSET_BIT_NAME", name]]
+        if on:
+            attrs.append(["ETHTOOL_A_BITSET_BIT_VALUE", True])
+        bits.append(["ETHTOOL_A_BITSET_BITS_BIT", {"attrs": attrs}])
+    msg = msg_class()
+    msg["cmd"] = _ETHTOOL_MSG_FEATURES_SET
+    msg["version"] = _ETHTOOL_GENL_VERSION
+    msg["attrs"].append(("ETHTOOL_A_FEATURES_HEADER", _header(device, _ETHTOOL_FLAG_OMIT_REPLY)))
+    # Without NOMASK the listed bits are the mask: only they change (net/ethtool/features.c, ethnl_set_features).
+    msg["attrs"].append(("ETHTOOL_A_FEATURES_WANTED", {"attrs": [["ETHTOOL_A_BITSET_BITS", {"attrs": bits}]]}))
+    sock = _genl_socket(netns)
+    try:
+        list(sock.nlm_request(msg, msg_type=sock.prid, msg_flags=NLM_F_REQUEST | NLM_F_ACK))
+    except Exception as exc:
+        raise LiveError(_netlink_error_text(exc, device, netns)) from exc
+    finally:
+        sock.close()
+
+
+# --------------------------------------------------------------------------------------------------------
+# The ethtool program
+# --------------------------------------------------------------------------------------------------------
+
+
+def _read_ethtool(device: str, netns: str | None) -> DeviceFeatures:
+    done = _run(_in_netns(netns, ["ethtool", "-k", device]), timeout=COMMAND_TIMEOUT)
+    return parse_ethtool_k(done.stdout, device=device, netns=netns)
+
+
+def _set_ethtool(device: str, netns: str | None, wanted: Mapping[str, bool]) -> None:
+    argv = ["ethtool", "-K", device]
+    for name, on in wanted.items():
+        argv += [name, "on" if on else "off"]
+    done = _run(_in_netns(netns, argv), timeout=COMMAND_TIMEOUT, check=False)
+    text = done.stdout + done.stderr
+    # ethtool exits non-zero when the kernel kept some request off ("Could not change any device features");
+    # the caller re-reads and reports that, so only other failures are errors.
+    if done.returncode != 0 and "Could not change" not in text and "Actual changes" not in text:
+        raise LiveError(f"`{' '.join(_in_netns(netns, argv))}` failed (exit {done.returncode}): {text.strip()}")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Public read / set
+# --------------------------------------------------------------------------------------------------------
+
+
+def _backend(backend: str) -> str:
+    if backend not in ("auto", "netlink", "ethtool"):
+        raise ValueError(f"backend must be 'auto', 'netlink' or 'ethtool', got {backend!r}")
+    if backend != "auto":
+        return backend
+    cap = available(labs=False)
+    if not cap:
+        raise LiveUnavailable(cap.reason)
+    assert cap.feature_backend is not None
+    return cap.feature_backend
+
+
+def read_features(device: str, *, netns: str | None = None, backend: str = "auto") -> DeviceFeatures:
+    """Every feature of a real device, as ``ethtool -k`` would show it, with wanted and changeable."""
+    _check_ifname(device, "device")
+    _check_netns_exists(netns)
+    if _backend(backend) == "netlink":
+        return _read_netlink(device, netns)
+    return _read_ethtool(device, netns)
+
+
+def ethtool_k(device: str, *, netns: str | None = None, backend: str = "auto") -> dict[str, tuple[bool, bool]]:
+    """{kernel feature name: (on, fixed)} for a real device, the shape of the model's ``ethtool_k()``."""
+    return read_features(device, netns=netns, backend=backend).ethtool_k()
+
+
+@dataclass(frozen=True)
+class SetResult:
+    """What ``ethtool -K`` did: ``changed`` maps each feature whose state moved to (before, after);
+    ``not_applied`` lists the requested features the kernel left different from the request."""
+
+    device: str
+    requested: Mapping[str, bool]
+    changed: Mapping[str, tuple[bool, bool]]
+    not_applied: tuple[str, ...]
+    after: DeviceFeatures
+
+    def __str__(self) -> str:
+        lines = [f"{self.device}: actual changes:"]
+        for name, (_before, now) in sorted(self.changed.items()):
+            note = "" if name in self.requested else " [not requested]"
+            lines.append(f"  {name}: {'on' if now else 'off'}{note}")
+        for name in self.not_applied:
+            lines.append(f"  {name}: {self.after[name].ethtool_text()}")
+        return "\n".join(lines)
+
+
+def set_features(
+    device: str, changes: Mapping[str, bool], *, netns: str | None = None, backend: str = "auto"
+) -> SetResult:
+    """Like ``ethtool -K device name on|off ...`` on the running kernel.
+
+    Names are kernel feature names or ethtool's legacy names (``tx``, ``sg``, ``gso``, ``scatter-gather``),
+    which stand for every feature they group. An unknown name raises :class:`UnknownFeatureError`; a
+    ``[fixed]`` feature asked to change raises :class:`FixedFeatureError` before anything is changed.
+    """
+    if not changes:
+        raise ValueError("changes: give at least one feature to set")
+    backend = _backend(backend)
+    before = read_features(device, netns=netns, backend=backend)
+    wanted: dict[str, bool] = {}
+    for name, on in changes.items():
+        if not isinstance(on, bool):
+            raise ValueError(f"changes[{name!r}] must be True or False, got {on!r}")
+        members = (name,) if name in before else expand_legacy(name, before)
+        if not members:
+            raise UnknownFeatureError(f"{device}: no feature named {name!r}")
+        for member in members:
+            wanted[member] = on
+    fixed = [n for n, on in wanted.items() if before[n].fixed and before[n].active != on]
+    if fixed:
+        raise FixedFeatureError(device, fixed)
+    settable = {n: on for n, on in wanted.items() if not before[n].fixed}
+    if settable:
+        if backend == "netlink":
+            _set_netlink(device, netns, settable)
+        else:
+            _set_ethtool(device, netns, settable)
+    after = read_features(device, netns=netns, backend=backend)
+    changed = {
+        n: (before[n].active, after[n].active)
+        for n in after
+        if n in before and before[n].active != after[n].active
+    }
+    not_applied = tuple(sorted(n for n, on in wanted.items() if after[n].active != on))
+    return SetResult(device=device, requested=dict(wanted), changed=changed, not_applied=not_applied, after=after)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Labs in network namespaces
+# --------------------------------------------------------------------------------------------------------
+
+_IFNAME = re.compile(r"^[^\s/:]+$")
+
+
+def _check_ifname(name: str, param: str) -> None:
+    # net/core/dev.c dev_valid_name: non-empty, shorter than IFNAMSIZ, no '/', ':' or whitespace, not . or ..
+    if not isinstance(name, str) or not _IFNAME.match(name) or len(name) >= IFNAMSIZ or name in (".", ".."):
+        raise ValueError(f"{param}: {name!r} is not a valid interface name (1-15 chars, no '/', ':' or spaces)")
+
+
+def _unique_netns_name(tag: str) -> str:
+    return f"{NETNS_PREFIX}-{tag}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+# Namespaces created by this process and not yet deleted; atexit deletes any a crash left behind.
+_OWNED_NETNS: set[str] = set()
+_OWNED_LOCK = threading.Lock()
+
+
+def _delete_netns(name: str) -> str | None:
+    try:
+        _run(["ip", "netns", "delete", name], timeout=COMMAND_TIMEOUT)
+    except LiveError as exc:
+        if os.path.exists(os.path.join("/run/netns", name)):
+            return str(exc)
+    with _OWNED_LOCK:
+        _OWNED_NETNS.discard(name)
+    return None
+
+
+@atexit.register
+def _delete_leftovers() -> None:
+    with _OWNED_LOCK:
+        names = sorted(_OWNED_NETNS)
+    for name in names:
+        _delete_netns(name)
+
+
+@dataclass(frozen=True)
+class LiveDevice:
+    """A real device inside a lab namespace, with the same feature calls as a model device."""
+
+    name: str
+    netns: str | None
+    kind: str = "device"
+
+    def features(self, *, backend: str = "auto") -> DeviceFeatures:
+        return read_features(self.name, netns=self.netns, backend=backend)
+
+    def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
+        return self.features().ethtool_k()
+
+    def ethtool_K(self, changes: Mapping[str, bool]) -> SetResult:  # noqa: N802 (ethtool's own spelling)
+        return set_features(self.name, changes, netns=self.netns)
+
+
+@dataclass
+class Lab:
+    """Network namespaces for experiments, deleted again on exit (only the ones this Lab created).
+
+    >>> with Lab() as lab:                                   # doctest: +SKIP
+    ...     v0, v1 = lab.veth("v0", "v1")
+    ...     mv0 = lab.macvlan("mv0", lower=v0)
+    ...     lab.set_master(v1, lab.bridge("br0"))
+    ...     v0.ethtool_K({"tx-udp-segmentation": False})
+
+    ``timeout`` (seconds) bounds the whole lab: a step started after it raises :class:`LabTimeout`, and
+    every command has its own limit of :data:`COMMAND_TIMEOUT`. Deleting a namespace destroys the devices
+    in it, so cleanup is one ``ip netns delete`` per namespace.
+    """
+
+    timeout: float = 120.0
+    tag: str = "lab"
+    namespaces: list[str] = field(default_factory=list)
+    _deadline: float | None = field(default=None, repr=False)
+    _devices: dict[tuple[str, str], LiveDevice] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if not re.fullmatch(r"[a-z0-9]{1,12}", self.tag):
+            raise ValueError(f"tag must be 1-12 lowercase letters or digits, got {self.tag!r}")
+
+    # context management ---------------------------------------------------------------------------------
+
+    def __enter__(self) -> "Lab":
+        require(labs=True)
+        self._deadline = time.monotonic() + self.timeout
+        try:
+            self.add_namespace()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Delete every namespace this lab created; raises LiveError naming any that would not go."""
+        failures = []
+        while self.namespaces:
+            name = self.namespaces.pop()
+            err = _delete_netns(name)
+            if err is not None:
+                failures.append(f"{name}: {err}")
+        self._devices.clear()
+        if failures:
+            raise LiveError("could not delete lab namespaces: " + "; ".join(failures))
+
+    # building -------------------------------------------------------------------------------------------
+
+    @property
+    def netns(self) -> str:
+        """The lab's first namespace, where devices go unless told otherwise."""
+        if not self.namespaces:
+            raise LiveError("the lab is not open; use `with Lab() as lab:`")
+        return self.namespaces[0]
+
+    def _remaining(self) -> float:
+        if self._deadline is None:
+            raise LiveError("the lab is not open; use `with Lab() as lab:`")
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise LabTimeout(f"lab ran past its {self.timeout:.0f} s budget; namespaces are deleted on exit")
+        return min(left, COMMAND_TIMEOUT)
+
+    def _ip(self, netns: str | None, *args: str) -> None:
+        argv = ["ip"] + (["-n", netns] if netns else []) + list(args)
+        _run(argv, timeout=self._remaining())
+
+    def add_namespace(self) -> str:
+        """Create one more uniquely named namespace owned by this lab and return its name."""
+        self._remaining()
+        name = _unique_netns_name(self.tag)
+        with _OWNED_LOCK:
+            _OWNED_NETNS.add(name)
+        try:
+            _run(["ip", "netns", "add", name], timeout=self._remaining())
+        except BaseException:
+            _delete_netns(name)
+            raise
+        self.namespaces.append(name)
+        self._ip(name, "link", "set", "dev", "lo", "up")
+        return name
+
+    def _own_netns(self, netns: str | None) -> str:
+        netns = netns or self.netns
+        if netns not in self.namespaces:
+            raise ValueError(f"netns: {netns!r} was not created by this lab")
+        return netns
+
+    def _register(self, name: str, netns: str, kind: str) -> LiveDevice:
+        dev = LiveDevice(name=name, netns=netns, kind=kind)
+        self._devices[(netns, name)] = dev
+        return dev
+
+    def _resolve(self, dev: "LiveDevice | str", param: str, netns: str | None = None) -> LiveDevice:
+        if isinstance(dev, LiveDevice):
+            if dev.netns not in self.namespaces:
+                raise ValueError(f"{param}: {dev.name!r} is not in this lab")
+            return dev
+        _check_ifname(dev, param)
+        ns = self._own_netns(netns)
+        return self._devices.get((ns, dev)) or LiveDevice(name=dev, netns=ns)
+
+    def veth(self, name: str, peer: str, *, netns: str | None = None, peer_netns: str | None = None,
+             up: bool = True) -> tuple[LiveDevice, LiveDevice]:
+        """A veth pair; ``peer_netns`` puts the peer in another namespace of this lab."""
+        _check_ifname(name, "name")
+        _check_ifname(peer, "peer")
+        ns = self._own_netns(netns)
+        peer_ns = self._own_netns(peer_netns)
+        args = ["link", "add", "name", name, "type", "veth", "peer", "name", peer]
+        if peer_ns != ns:
+            args += ["netns", peer_ns]
+        self._ip(ns, *args)
+        a, b = self._register(name, ns, "veth"), self._register(peer, peer_ns, "veth")
+        if up:
+            self.up(a)
+            self.up(b)
+        return a, b
+
+    def macvlan(self, name: str, *, lower: "LiveDevice | str", mode: str = "bridge", up: bool = True) -> LiveDevice:
+        """A macvlan device on ``lower`` (in the lower device's namespace)."""
+        _check_ifname(name, "name")
+        if mode not in ("private", "vepa", "bridge", "passthru", "source"):
+            raise ValueError(f"mode must be a macvlan mode (private, vepa, bridge, passthru, source), got {mode!r}")
+        low = self._resolve(lower, "lower")
+        assert low.netns is not None
+        self._ip(low.netns, "link", "add", "name", name, "link", low.name, "type", "macvlan", "mode", mode)
+        dev = self._register(name, low.netns, "macvlan")
+        if up:
+            self.up(dev)
+        return dev
+
+    def bridge(self, name: str, *, netns: str | None = None, up: bool = True) -> LiveDevice:
+        _check_ifname(name, "name")
+        ns = self._own_netns(netns)
+        self._ip(ns, "link", "add", "name", name, "type", "bridge")
+        dev = self._register(name, ns, "bridge")
+        if up:
+            self.up(dev)
+        return dev
+
+    def set_master(self, port: "LiveDevice | str", master: "LiveDevice | str") -> None:
+        """Enslave ``port`` to ``master`` (a bridge), as ``ip link set PORT master MASTER``."""
+        p = self._resolve(port, "port")
+        m = self._resolve(master, "master", p.netns)
+        if p.netns != m.netns:
+            raise ValueError(f"master: {m.name!r} is in {m.netns}, port {p.name!r} in {p.netns}")
+        assert p.netns is not None
+        self._ip(p.netns, "link", "set", "dev", p.name, "master", m.name)
+
+    def up(self, dev: "LiveDevice | str") -> None:
+        d = self._resolve(dev, "dev")
+        assert d.netns is not None
+        self._ip(d.netns, "link", "set", "dev", d.name, "up")
+
+    def device(self, name: str, *, netns: str | None = None) -> LiveDevice:
+        return self._resolve(name, "name", netns)
+
+    def devices(self) -> list[LiveDevice]:
+        return list(self._devices.values())
+
+
+# --------------------------------------------------------------------------------------------------------
+# Model versus kernel
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeatureDiff:
+    """One feature where model and kernel disagree; a side is None when it lacks the feature altogether."""
+
+    name: str
+    model: tuple[bool, bool] | None
+    kernel: tuple[bool, bool] | None
+
+    def __str__(self) -> str:
+        def show(v: tuple[bool, bool] | None) -> str:
+            if v is None:
+                return "(absent)"
+            return ("on" if v[0] else "off") + (" [fixed]" if v[1] else "")
+
+        return f"{self.name}: model {show(self.model)}, kernel {show(self.kernel)}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Feature-by-feature result of :func:`compare`; truthy when nothing differs."""
+
+    device: str
+    agreed: tuple[str, ...]
+    differences: tuple[FeatureDiff, ...]
+    fields: tuple[str, ...] = ("on", "fixed")
+
+    def __bool__(self) -> bool:
+        return not self.differences
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.differences)
+
+    def __str__(self) -> str:
+        if not self.differences:
+            return f"{self.device}: model and kernel agree on all {len(self.agreed)} features"
+        lines = [f"{self.device}: {len(self.differences)} of {len(self.agreed) + len(self.differences)} "
+                 f"features differ ({', '.join(self.fields)}):"]
+        lines += [f"  {d}" for d in self.differences]
+        return "\n".join(lines)
+
+
+def compare_k(
+    model_k: Mapping[str, tuple[bool, bool]],
+    kernel_k: Mapping[str, tuple[bool, bool]],
+    *,
+    device: str = "?",
+    fields: Iterable[str] = ("on", "fixed"),
+) -> Comparison:
+    """Compare two ``ethtool_k()`` dicts; ``fields`` picks what counts: "on", "fixed" or both."""
+    fields = tuple(fields)
+    if not fields or any(f not in ("on", "fixed") for f in fields):
+        raise ValueError(f"fields must be a non-empty subset of ('on', 'fixed'), got {fields!r}")
+    index = [i for i, f in enumerate(("on", "fixed")) if f in fields]
+    agreed, diffs = [], []
+    for name in sorted(set(model_k) | set(kernel_k)):
+        m, k = model_k.get(name), kernel_k.get(name)
+        if m is not None and k is not None and all(bool(m[i]) == bool(k[i]) for i in index):
+            agreed.append(name)
+        else:
+            diffs.append(FeatureDiff(name, None if m is None else (bool(m[0]), bool(m[1])),
+                                     None if k is None else (bool(k[0]), bool(k[1]))))
+    return Comparison(device=device, agreed=tuple(agreed), differences=tuple(diffs), fields=fields)
+
+
+def compare(
+    model_device: Any,
+    real_device: "LiveDevice | str",
+    *,
+    netns: str | None = None,
+    fields: Iterable[str] = ("on", "fixed"),
+    backend: str = "auto",
+) -> Comparison:
+    """Compare a model device (anything with ``ethtool_k()``) with a real device of the running kernel.
+
+    ``real_device`` is a :class:`LiveDevice` or a device name (looked up in ``netns``).
+    """
+    if isinstance(real_device, LiveDevice):
+        name, ns = real_device.name, real_device.netns if netns is None else netns
+    else:
+        name, ns = real_device, netns
+    model_k = model_device.ethtool_k() if hasattr(model_device, "ethtool_k") else dict(model_device)
+    kernel_k = read_features(name, netns=ns, backend=backend).ethtool_k()
+    label = getattr(model_device, "name", None)
+    device = name if label in (None, name) else f"{label} (model) / {name} (kernel)"
+    return compare_k(model_k, kernel_k, device=device, fields=fields)
