@@ -226,3 +226,118 @@ def test_not_linux_raises_unavailable(monkeypatch):
         live.read_features("lo")
     with pytest.raises(live.LiveUnavailable, match="needs Linux"):
         live.Lab().__enter__()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the running kernel (marker `live`: root, network namespaces and Linux; skipped with the reason otherwise)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def can_build_labs():
+    cap = live.available(labs=True)
+    if not cap:
+        pytest.skip(cap.reason)
+    return cap
+
+
+def _netns_names() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def _state(dev: live.LiveDevice, name: str) -> str:
+    return dev.features()[name].ethtool_text()
+
+
+@pytest.mark.live
+def test_lab_deletes_exactly_what_it_made(can_build_labs):
+    before = _netns_names()
+    with live.Lab(tag="t") as lab:
+        second = lab.add_namespace()
+        a, b = lab.veth("a0", "b0", peer_netns=second)
+        assert (a.netns, b.netns) == (lab.netns, second)
+        made = set(lab.namespaces)
+        assert made <= _netns_names() and not made & before
+        assert all(n.startswith(live.NETNS_PREFIX + "-t-") for n in made)
+    assert _netns_names() == before  # only the lab's namespaces went, and all of them
+
+
+@pytest.mark.live
+def test_lab_cleans_up_after_an_error_and_after_its_time_budget(can_build_labs):
+    before = _netns_names()
+    with pytest.raises(live.LiveError, match="failed"):
+        with live.Lab() as lab:
+            lab.veth("v0", "v1")
+            lab.veth("v0", "v2")  # the name is taken: `ip link add` fails
+    assert _netns_names() == before
+    with pytest.raises(live.LabTimeout, match="budget"):
+        with live.Lab(timeout=0.2) as lab:
+            import time
+
+            time.sleep(0.3)
+            lab.bridge("br0")
+    assert _netns_names() == before
+
+
+@pytest.mark.live
+def test_netlink_and_ethtool_backends_agree(can_build_labs):
+    if live.available().feature_backend != "netlink":
+        pytest.skip("pyroute2's ethtool netlink is not available here")
+    with live.Lab() as lab:
+        v0, v1 = lab.veth("v0", "v1")
+        mv0 = lab.macvlan("mv0", lower=v0)
+        br0 = lab.bridge("br0")
+        lab.set_master(v1, br0)
+        v0.ethtool_K({"sg": False})
+        for dev in (v0, v1, mv0, br0):
+            nl = live.read_features(dev.name, netns=dev.netns, backend="netlink")
+            text = live.read_features(dev.name, netns=dev.netns, backend="ethtool")
+            assert nl.ethtool_k() == text.ethtool_k(), dev.name
+            # `ethtool -k` cannot show what is wanted for a fixed feature; every other wanted bit must match.
+            assert {n for n in nl.wanted if not nl[n].fixed} == {n for n in text.wanted if not text[n].fixed}
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("backend", ["netlink", "ethtool"])
+def test_set_features_behaves_like_ethtool_K(can_build_labs, backend):
+    if backend == "netlink" and live.available().feature_backend != "netlink":
+        pytest.skip("pyroute2's ethtool netlink is not available here")
+    with live.Lab() as lab:
+        v0, _ = lab.veth("v0", "v1")
+        result = live.set_features("v0", {"scatter-gather": False}, netns=v0.netns, backend=backend)
+        # netdev_fix_features: ALL_TSO and GSO need SG (dev.c); the request named only the two SG bits.
+        assert set(result.requested) == {"tx-scatter-gather", "tx-scatter-gather-fraglist"}
+        assert {"tx-tcp-segmentation", "tx-tcp6-segmentation", "tx-generic-segmentation"} <= set(result.changed)
+        assert result.not_applied == ()
+        assert _state(v0, "tx-tcp-segmentation") == "off [requested on]"
+        # No fix-up rule touches UDP_L4 or GSO_FRAGLIST: they stay on without SG.
+        assert _state(v0, "tx-udp-segmentation") == "on" and _state(v0, "tx-gso-list") == "on"
+        again = live.set_features("v0", {"tx-tcp-segmentation": True}, netns=v0.netns, backend=backend)
+        assert again.not_applied == ("tx-tcp-segmentation",) and not again.changed
+        live.set_features("v0", {"sg": True}, netns=v0.netns, backend=backend)
+        assert _state(v0, "tx-tcp-segmentation") == "on"
+        with pytest.raises(live.FixedFeatureError, match="rx-lro"):
+            live.set_features("v0", {"rx-lro": True}, netns=v0.netns, backend=backend)
+        with pytest.raises(live.UnknownFeatureError, match="no-such-feature"):
+            live.set_features("v0", {"no-such-feature": True}, netns=v0.netns, backend=backend)
+        with pytest.raises(live.LiveError, match="nodev"):
+            live.read_features("nodev", netns=v0.netns, backend=backend)
+
+
+@pytest.mark.live
+def test_kernel_gso_software_through_macvlan_and_bridge(can_build_labs):
+    """D.6 on the running kernel: macvlan keeps GSO_SOFTWARE whatever its lower does; a bridge's UDP_L4 and
+    GSO_FRAGLIST are ONE_FOR_ALL bits and follow its ports (br_features_recompute)."""
+    with live.Lab() as lab:
+        v0, v1 = lab.veth("v0", "v1")
+        mv0 = lab.macvlan("mv0", lower=v0)
+        br0 = lab.bridge("br0")
+        assert _state(br0, "tx-udp-segmentation") == "on"  # no ports: features unchanged
+        lab.set_master(v1, br0)
+        v0.ethtool_K({"tx-udp-segmentation": False, "tx-gso-list": False})
+        assert _state(mv0, "tx-udp-segmentation") == "on [fixed]"
+        assert _state(mv0, "tx-gso-list") == "on [fixed]"
+        v1.ethtool_K({"tx-udp-segmentation": False})
+        assert _state(br0, "tx-udp-segmentation") == "off [requested on]"
+        assert _state(br0, "tx-gso-list") == "on"
