@@ -316,11 +316,11 @@ def diagnose(
         )
     labs_reason = None
     if not (cap_net_admin and cap_sys_admin):
-        who = "root" if euid == 0 else f"uid {euid}"
-        labs_reason = (
-            f"building network namespaces needs CAP_SYS_ADMIN and CAP_NET_ADMIN, which this process "
-            f"({who}) does not have; run as root (sudo) or in a container with those capabilities"
-        )
+        if euid == 0:
+            fix = "this process is root but lacks them (a container or sandbox that drops them?)"
+        else:
+            fix = f"this process runs as uid {euid}; run as root (sudo) or grant those capabilities"
+        labs_reason = f"building network namespaces needs CAP_SYS_ADMIN and CAP_NET_ADMIN: {fix}"
     elif not have_ip:
         labs_reason = "the `ip` program (iproute2) is not on PATH; apt-get install iproute2"
     elif netns_error is not None:
