@@ -1,0 +1,123 @@
+"""Architecture and kernel profiles, and the data tables behind them."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vnetlab
+from vnetlab.tables import TableError, parse_table
+
+BTF = Path("/sys/kernel/btf/vmlinux")
+
+
+def _pahole_size(struct: str) -> int | None:
+    if not shutil.which("pahole") or not BTF.exists():
+        return None
+    out = subprocess.run(["pahole", "-C", struct, str(BTF)], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "/* size:" in line:
+            return int(line.split("size:")[1].split(",")[0])
+    return None
+
+
+@pytest.mark.parametrize("struct, attr", [("skb_shared_info", "skb_shared_info_size"), ("sk_buff", "sk_buff_size")])
+def test_x86_64_sizes_match_pahole_on_this_kernel(struct, attr):
+    size = _pahole_size(struct)
+    if size is None:
+        pytest.skip("pahole or /sys/kernel/btf/vmlinux not available")
+    import platform
+    if platform.machine() != "x86_64":
+        pytest.skip("the running kernel is not x86_64")
+    assert getattr(vnetlab.arch("x86_64", kernel="6.18"), attr) == size
+
+
+@pytest.mark.parametrize(
+    "name, kernel, shinfo, aligned, frags, ip_align, page",
+    [
+        ("x86_64", "6.18", 320, 320, 17, 0, 4096),
+        ("x86_64", "5.10", 320, 320, 17, 0, 4096),
+        ("arm64", "6.1", 320, 320, 17, 0, 4096),
+        ("arm64-64k", "6.1", 304, 320, 16, 0, 65536),  # MAX_SKB_FRAGS 16 on 64K pages before 6.3
+        ("arm64-64k", "6.18", 320, 320, 17, 0, 65536),  # CONFIG_MAX_SKB_FRAGS default 17 from 6.3
+        ("ppc64le", "6.1", 304, 384, 16, 0, 65536),
+        ("ppc64le-4k", "6.1", 320, 384, 17, 0, 4096),  # 128-byte cache lines: shinfo aligned to 384
+        ("mips32", "6.1", 248, 256, 17, 2, 4096),
+    ],
+)
+def test_arch_profiles(name, kernel, shinfo, aligned, frags, ip_align, page):
+    a = vnetlab.arch(name, kernel=kernel)
+    assert (a.skb_shared_info_size, a.shinfo_size, a.max_skb_frags, a.net_ip_align, a.page_size) == (
+        shinfo, aligned, frags, ip_align, page)
+
+
+def test_net_skb_pad_is_max_32_l1():
+    assert vnetlab.arch("x86_64").net_skb_pad == 64
+    assert vnetlab.arch("ppc64le").net_skb_pad == 128
+    assert vnetlab.arch("mips32").net_skb_pad == 32
+
+
+def test_skb_truesize_x86_64():
+    # SKB_TRUESIZE(1216) for a 1536-byte build_skb buffer: 1216 + 256 + 320.
+    assert vnetlab.arch("x86_64").skb_truesize(1216) == 1792
+
+
+def test_config_max_skb_frags_only_from_6_3():
+    assert vnetlab.arch("x86_64", kernel="6.18", max_skb_frags=45).max_skb_frags == 45
+    with pytest.raises(ValueError, match="CONFIG_MAX_SKB_FRAGS exists from 6.3"):
+        vnetlab.arch("x86_64", kernel="6.1", max_skb_frags=45)
+    with pytest.raises(ValueError, match="17..45"):
+        vnetlab.arch("x86_64", kernel="6.18", max_skb_frags=46)
+
+
+def test_kernels_are_ordered_and_known():
+    assert vnetlab.kernel("5.10") < vnetlab.kernel("6.1") < vnetlab.kernel("6.18")
+    assert vnetlab.kernel("5.13") > "5.12"
+    assert set(vnetlab.known_kernels()) >= {"5.10", "5.11", "5.12", "5.13", "6.1", "6.18"}
+
+
+def test_unknown_kernel_and_arch_errors_list_the_known_ones():
+    with pytest.raises(vnetlab.UnknownKernelError, match="known: 5.10, 5.11"):
+        vnetlab.kernel("4.19")
+    with pytest.raises(ValueError, match="arch='sparc'.*known: x86_64"):
+        vnetlab.arch("sparc")
+
+
+def test_every_table_value_has_a_source():
+    for name in ("arches", "kernels"):
+        table = vnetlab.tables.load_table(name)
+        for section in table:
+            for field, source in table[section].sources.items():
+                assert source.strip(), f"{name}.{section}.{field}"
+
+
+def test_malformed_table_names_file_and_field():
+    with pytest.raises(TableError, match=r"data/arches.toml: \[x\].page_size must be \{ value"):
+        parse_table("arches", "[x]\npage_size = 4096\n")
+    with pytest.raises(TableError, match="empty source"):
+        parse_table("arches", '[x]\npage_size = { value = 4096, source = "" }\n')
+    with pytest.raises(TableError, match="not valid TOML"):
+        parse_table("arches", "[x\n")
+    with pytest.raises(TableError, match=r"data/nosuch.toml is missing"):
+        vnetlab.tables.load_table("nosuch")
+    sec = parse_table("arches", '[x]\npage_size = { value = "big", source = "s" }\n')["x"]
+    with pytest.raises(TableError, match=r"\[x\].page_size must be int"):
+        sec.typed("page_size", int)
+    with pytest.raises(TableError, match=r"\[x\] has no field 'l1'"):
+        sec["l1"]
+
+
+def test_import_vnetlab_is_light():
+    code = ("import sys, vnetlab, vnetlab.rx, vnetlab.skb; "
+            "bad = [m for m in ('matplotlib', 'ipywidgets', 'IPython', 'jupyterlab', 'numpy') if m in sys.modules]; "
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_tables_are_read_from_the_installed_package():
+    # importlib.resources: vnetlab.data is data/ (pyproject package-dir), so a wheel carries the same files.
+    import importlib.resources
+    assert importlib.resources.files("vnetlab.data").joinpath("kernels.toml").is_file()

@@ -1,0 +1,314 @@
+"""The virtio-net receive path, checked against drivers/net/virtio_net.c behaviour per kernel."""
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, strategies as st
+
+import vnetlab
+from vnetlab import rx
+
+KERNELS = ["5.10", "5.11", "5.12", "5.13", "6.1", "6.18"]
+ARCHES = ["x86_64", "arm64", "arm64-64k", "ppc64le", "ppc64le-4k", "mips32"]
+
+
+# --- buffer sizing (add_recvbuf_mergeable, get_mergeable_buf_len) ---------------------------------
+
+def test_mergeable_buffers_are_1536_at_mtu_1500():
+    assert rx.mergeable_buf_lens(1) == [1536]
+    assert rx.mergeable_min_buf_len() == 1518
+
+
+def test_32k_frag_gives_twenty_1536_then_2048():
+    assert rx.mergeable_buf_lens(21) == [1536] * 20 + [2048]
+    assert rx.mergeable_buf_lens(42) == ([1536] * 20 + [2048]) * 2
+
+
+def test_4k_page_gives_1536_then_2560():
+    assert rx.mergeable_buf_lens(2, frag_size=4096) == [1536, 2560]
+
+
+def test_6_18_carves_a_virtnet_rq_dma_header_per_frag_page():
+    # virtnet_rq_alloc (~6.18): 16 bytes at offset 0 of each new frag page, so the hole is 496.
+    assert rx.mergeable_buf_lens(21, kernel="6.18") == [1536] * 20 + [2032]
+    assert rx.mergeable_buf_lens(2, frag_size=4096, kernel="6.18") == [1536, 2544]
+
+
+def test_ewma_grows_buffers_and_clamps_at_page():
+    assert rx.mergeable_buf_lens(1, avg_pkt_len=2000) == [2048]  # ALIGN(12 + 2000, 64)
+    assert rx.mergeable_buf_lens(1, avg_pkt_len=60000, frag_size=32768) == [4096]  # clamp(PAGE_SIZE - hdr_len)
+
+
+def test_ewma_arithmetic_matches_declare_ewma():
+    e = rx.Ewma()
+    e.add(1000)
+    assert e.read() == 1000  # the first sample is stored as is
+    e.add(64000)
+    assert e.read() == (1000 * 63 + 64000) >> 6
+
+
+def test_xdp_buffers_take_a_whole_page():
+    # room = SKB_DATA_ALIGN(256 + 320) = 576; len = PAGE_SIZE - room = 3520; 6.3+ records len + room.
+    assert rx.mergeable_buf_lens(1, xdp=True, kernel="6.1") == [3520]
+    assert rx.mergeable_buf_lens(1, xdp=True, kernel="6.18") == [4096]
+
+
+def test_min_buf_len_small_ring_with_big_packets():
+    assert rx.mergeable_min_buf_len(ring_size=32, big_packets=True) == 2037
+
+
+# --- the build_skb window --------------------------------------------------------------------------
+
+def test_build_skb_window_in_a_1536_buffer():
+    frames = np.arange(14, 1525)
+    codes, tailroom, frags, _ = rx.classify(frames, 1536, kernel="6.1")
+    built = frames[codes == rx.PATH_CODES["build_skb"]]
+    assert built.min() == 129 and built.max() == 1204
+    assert len(built) == 1204 - 129 + 1
+
+
+def test_build_skb_window_in_udp_payload_terms():
+    assert rx.receive(86).path == "copy"
+    assert rx.receive(87).path == "build_skb"
+    assert rx.receive(1162).path == "build_skb"
+    assert rx.receive(1163).path == "copy+frag"
+
+
+def test_1000_byte_udp_the_seed_benchmark():
+    r = rx.receive(1000)
+    assert (r.frame_len, r.tailroom, r.path, r.skb.nr_frags) == (1042, 482, "build_skb", 0)
+    assert r.skb.truesize == 1792 and r.skb.head_frag and r.skb.headlen == 1042
+
+
+def test_1472_byte_udp_full_mtu():
+    r = rx.receive(1472)
+    assert (r.frame_len, r.tailroom, r.path) == (1514, 10, "copy+frag")
+    assert r.skb.headlen == 14 and r.skb.nr_frags == 1 and r.skb.frags[0].size == 1500
+    assert r.skb.frags[0].truesize == 1536
+    assert rx.receive(1472, buf_len=2048).path == "build_skb"
+    assert rx.receive(1472, buf_len=2048).tailroom == 522
+    assert rx.receive(1472, buf_len=2560).tailroom == 1034
+
+
+@pytest.mark.parametrize("payload", [0, 1, 50, 86])
+def test_small_udp_is_copied_whole(payload):
+    r = rx.receive(payload)
+    assert r.path == "copy" and r.skb.nr_frags == 0 and r.skb.headlen == payload + 42
+
+
+def test_full_mtu_tcp_mostly_misses_build_skb():
+    # MSS 1448 with timestamps: frame 1514, the same tailroom 10 as 1472-byte UDP.
+    assert rx.receive(1448, l4="tcp").path == "copy+frag"
+
+
+# --- per kernel ---------------------------------------------------------------------------------------
+
+def test_5_10_copies_128_bytes_into_a_page_frag_head():
+    r = rx.receive(1000, kernel="5.10")
+    assert r.path == "copy+frag" and r.tailroom is None
+    assert r.skb.headlen == 128 and r.skb.head_frag and r.skb.head_kind == "napi_page_frag"
+    assert r.skb.truesize == 768 + 1536
+
+
+def test_5_11_copies_128_bytes_into_a_kmalloc_head():
+    r = rx.receive(1000, kernel="5.11")
+    assert r.skb.headlen == 128 and not r.skb.head_frag and r.skb.head_kind == "kmalloc"
+
+
+def test_5_12_copies_only_eth_hlen():
+    r = rx.receive(1000, kernel="5.12")
+    assert r.path == "copy+frag" and r.skb.headlen == 14 and r.skb.frags[0].size == 1028
+
+
+def test_5_13_and_later_build_skb():
+    for k in ("5.13", "6.1", "6.18"):
+        assert rx.receive(1000, kernel=k).path == "build_skb"
+
+
+@pytest.mark.parametrize("kernel, kind, head_frag, tailroom, truesize", [
+    ("5.10", "napi_page_frag", True, 128, 768),
+    ("5.11", "kmalloc", False, 128, 768),
+    ("6.1", "napi_page_frag_1k", True, 640, 1280),
+    ("6.18", "small_head_cache", False, 192, 832),  # skbuff_small_head object_size 576 on the 6.18 kernel here
+])
+def test_napi_alloc_skb_head_per_version(kernel, kind, head_frag, tailroom, truesize):
+    h = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=kernel)
+    assert (h.kind, h.head_frag, h.tailroom, h.truesize) == (kind, head_frag, tailroom, truesize)
+
+
+def test_6_1_small_page_frag_only_with_4k_pages():
+    assert rx.napi_alloc_skb(128, kernel="6.1", arch="arm64-64k").kind == "kmalloc"
+
+
+def test_copy_threshold_follows_head_tailroom():
+    # frames up to skb_tailroom are copied whole: 128 (<= 6.0), 640 (6.1, 4K pages), 192 (6.18 here).
+    assert rx.page_to_skb(128, 1536, kernel="5.12").path == "copy"
+    assert rx.page_to_skb(129, 1536, kernel="5.12").path == "copy+frag"
+    assert rx.page_to_skb(1400, 1536, kernel="6.1").skb.headlen == 14
+    # mips32 on 6.1: 1 KiB frag head, end 1024 - 256 = 768, tailroom 768 - (32 + 2) = 734.
+    assert rx.napi_alloc_skb(128, kernel="6.1", arch="mips32").tailroom == 734
+    assert rx.page_to_skb(734, 1536, kernel="6.1", arch="mips32").path == "copy"
+    assert rx.page_to_skb(735, 1536, kernel="6.1", arch="mips32").skb.headlen == 14
+
+
+# --- per arch -------------------------------------------------------------------------------------------
+
+def test_mips32_never_builds_skb():
+    frames = np.arange(14, 1525)
+    codes, *_ = rx.classify(frames, 1536, kernel="6.18", arch="mips32")
+    assert not (codes == rx.PATH_CODES["build_skb"]).any()
+    r = rx.receive(1000, arch="mips32")
+    assert r.path == "copy+frag" and "NET_IP_ALIGN is 2" in r.reason
+
+
+def test_arm64_gets_the_x86_64_window():
+    frames = np.arange(14, 1525)
+    a, *_ = rx.classify(frames, 1536, arch="arm64")
+    b, *_ = rx.classify(frames, 1536, arch="x86_64")
+    assert (a == b).all()
+
+
+def test_ppc64le_threshold_is_384():
+    r = rx.receive(1000, arch="ppc64le")
+    assert r.shinfo_size == 384 and r.path == "build_skb"
+    assert rx.page_to_skb(1536 - 12 - 383, 1536, arch="ppc64le").path == "copy+frag"
+    assert rx.page_to_skb(1536 - 12 - 384, 1536, arch="ppc64le").path == "build_skb"
+
+
+# --- big and small modes ------------------------------------------------------------------------------
+
+def test_big_mode_builds_skb_up_to_3744():
+    assert rx.page_to_skb(3744, 4096, mode="big").path == "build_skb"
+    r = rx.page_to_skb(3745, 4096, mode="big")
+    assert r.path == "copy+frag" and r.tailroom == 319
+
+
+def test_big_mode_multi_page_frags_charge_page_size():
+    r = rx.receive(20000, mode="big", mtu=1500, l4="tcp")
+    assert r.path == "copy+frag"
+    assert all(f.truesize == 4096 for f in r.skb.frags)
+    assert r.skb.frags[0].offset == 32 + 14 and r.skb.frags[0].size == 4096 - 46
+    assert r.skb.len == r.frame_len
+
+
+def test_big_mode_5_13_leaks_chain_pages_note():
+    r = rx.page_to_skb(1000, 4096, mode="big", kernel="5.13")
+    assert r.path == "build_skb" and any("leaking" in n for n in r.notes)
+
+
+def test_small_mode_always_builds_skb_in_1920_bytes():
+    r = rx.receive(1000, mode="small")
+    assert r.path == "build_skb" and r.buffers[0].truesize == 1920
+    assert rx.receive(10, mode="small").path == "build_skb"
+    assert rx.receive(10, mode="small", xdp=True).buffers[0].truesize == 2176
+
+
+# --- multi-buffer --------------------------------------------------------------------------------------
+
+def test_multi_buffer_head_takes_copy_path_with_zero_tailroom():
+    r = rx.receive(3000, l4="tcp")  # 12 + 3066 bytes over three 1536-byte buffers
+    assert r.num_buffers == 3 and r.path == "copy+frag" and r.tailroom == 0
+    assert r.skb.headlen == 14 and r.skb.len == r.frame_len
+
+
+def test_multi_buffer_contiguous_buffers_coalesce():
+    # Buffers carved back to back from one 32 KiB frag: skb_can_coalesce merges them into one frag.
+    r = rx.receive(8900, mtu=9000)  # 12 + 8942 bytes: six 1536-byte buffers
+    assert r.num_buffers == 6 and r.skb.nr_frags == 1
+    assert r.skb.truesize == rx.napi_alloc_skb(128).truesize + 6 * 1536
+
+
+def test_multi_buffer_frag_list_past_max_skb_frags():
+    # Pinned buffers in separate pages never coalesce: 17 frags, then alloc_skb(0) on frag_list.
+    r = rx.receive(40000, buf_len=1536, l4="tcp")
+    assert r.skb.nr_frags == 17 and r.skb.frag_list
+    assert r.skb.frag_list[0].head_kind == "alloc_skb0"
+    assert r.skb.len == r.frame_len
+    assert max(s.nr_frags for s in r.skb.walk()) <= 17
+
+
+# --- XDP -------------------------------------------------------------------------------------------------
+
+def test_xdp_6_1_uses_page_size_truesize():
+    r = rx.receive(1000, xdp=True, kernel="6.1")
+    assert r.path == "build_skb" and r.tailroom == 4096 - 256 - 12 - 1042
+
+
+def test_xdp_6_18_builds_from_xdp_buff_for_any_length():
+    assert rx.receive(10, xdp=True, kernel="6.18").path == "build_skb"
+
+
+# --- properties ----------------------------------------------------------------------------------------
+
+frames_and_buffers = st.tuples(st.integers(14, 4000), st.sampled_from([1536, 2048, 2560, 4096]))
+
+
+@given(frames_and_buffers, st.sampled_from(KERNELS), st.sampled_from(ARCHES))
+def test_single_buffer_invariants(fb, kernel, arch):
+    frame, truesize = fb
+    assume(frame + 12 <= truesize)
+    r = rx.page_to_skb(frame, truesize, kernel=kernel, arch=arch)
+    a = vnetlab.arch(arch, kernel)
+    skb = r.skb
+    assert skb.len == frame  # bytes conserved
+    assert skb.headlen + sum(f.size for f in skb.frags) == skb.len
+    assert skb.nr_frags <= a.max_skb_frags
+    if r.path == "build_skb":
+        assert skb.truesize == a.skb_truesize(truesize - a.shinfo_size)
+        assert r.tailroom == truesize - 12 - frame and r.tailroom >= a.shinfo_size
+    else:
+        assert skb.truesize >= sum(f.truesize for f in skb.frags)  # never below what was allocated
+        assert skb.truesize >= truesize or skb.nr_frags == 0
+
+
+@given(st.integers(0, 64000), st.sampled_from(KERNELS), st.sampled_from(["x86_64", "arm64", "mips32", "ppc64le-4k"]),
+       st.sampled_from(["udp", "tcp"]))
+def test_receive_invariants(payload, kernel, arch, l4):
+    if l4 == "udp":
+        payload = payload % 1473  # UDP beyond the MTU needs guest USO (6.2+)
+    r = rx.receive(payload, l4=l4, kernel=kernel, arch=arch, mtu=1500)
+    a = vnetlab.arch(arch, kernel)
+    skb = r.skb
+    assert skb.len == r.frame_len
+    total = 0
+    for s in skb.walk():
+        assert s.nr_frags <= a.max_skb_frags
+        total += s.headlen + sum(f.size for f in s.frags)
+    assert total == r.frame_len
+    assert skb.truesize >= sum(b.truesize for b in r.buffers) or r.path != "copy+frag"
+
+
+@given(st.lists(st.integers(14, 1524), min_size=1, max_size=50), st.sampled_from(KERNELS), st.sampled_from(ARCHES))
+def test_classify_agrees_with_page_to_skb(frames, kernel, arch):
+    codes, tailroom, frags, copied = rx.classify(frames, 1536, kernel=kernel, arch=arch)
+    for i, f in enumerate(frames):
+        r = rx.page_to_skb(f, 1536, kernel=kernel, arch=arch)
+        assert rx.PATH_CODES[r.path] == codes[i]
+        assert r.skb.nr_frags == frags[i]
+        assert (r.tailroom if r.tailroom is not None else -1) == tailroom[i]
+
+
+# --- bad input ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: rx.page_to_skb(-1, 1536), "frame_len=-1 is out of range"),
+    (lambda: rx.page_to_skb(1600, 1536), "frame_len=1600 .*longer than its buffer"),
+    (lambda: rx.page_to_skb(100, 1536, hdr_len=16), "hdr_len=16 is not a virtio-net header size"),
+    (lambda: rx.page_to_skb(100, 1536, hdr_len=20, kernel="5.10"), "hdr_len=20"),
+    (lambda: rx.page_to_skb(100, 1536, mode="small"), "mode='small'"),
+    (lambda: rx.page_to_skb(100, 1536, mode="big"), "truesize=1536 .*PAGE_SIZE"),
+    (lambda: rx.page_to_skb(100, 1536, kernel="4.19"), "kernel='4.19' is not a known kernel"),
+    (lambda: rx.page_to_skb(100, 1536, arch="riscv"), "arch='riscv'"),
+    (lambda: rx.receive(-5), "payload_len=-5"),
+    (lambda: rx.receive(2000), "above mtu=1500.*6.1 has no guest USO"),
+    (lambda: rx.receive(2000, mode="small", mtu=9000), "mtu=9000 with mode='small'"),
+    (lambda: rx.receive(100, l4="sctp"), "l4='sctp'"),
+    (lambda: rx.receive(100, buf_len=10), "buf_len=10"),
+    (lambda: rx.mergeable_buf_lens(1, hdr_len=10), "hdr_len=10 .*mergeable"),
+    (lambda: rx.mergeable_buf_lens(1, frag_size=8192), "frag_size=8192"),
+    (lambda: rx.classify([10], 1536), "shorter than ETH_HLEN"),
+    (lambda: rx.classify([1600], 1536), "longer than its buffer"),
+    (lambda: rx.page_to_skb(100.5, 1536), "frame_len must be an int"),
+])
+def test_bad_input_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,678 @@
+"""virtio-net's receive path, from receive buffer to sk_buff, for each kernel version.
+
+The rules are those of drivers/net/virtio_net.c (page_to_skb, receive_small, receive_big,
+receive_mergeable, add_recvbuf_*, get_mergeable_buf_len) and of the skb allocators in net/core/skbuff.c
+(napi_alloc_skb, __alloc_skb, build_skb). Version differences are rules in data/kernels.toml; sizes come
+from the architecture profile (vnetlab.profiles.Arch), never from constants in this file.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, arch as _arch, kernel as _kernel
+from vnetlab.skb import Frag, Page, Skb
+
+# drivers/net/virtio_net.c constants (unchanged from 5.10 to 6.18).
+GOOD_COPY_LEN = 128
+ETH_HLEN = 14
+VLAN_HLEN = 4
+ETH_DATA_LEN = 1500
+GOOD_PACKET_LEN = ETH_HLEN + VLAN_HLEN + ETH_DATA_LEN
+VIRTIO_XDP_HEADROOM = 256
+IP_MAX_MTU = 65535
+# sizeof(struct padded_vnet_hdr): a v1_hash header (20) plus char padding[12].
+PADDED_VNET_HDR_LEN = 32
+# sizeof(struct virtio_net_hdr_mrg_rxbuf): what 5.x get_mergeable_buf_len adds (drivers/net/virtio_net.c).
+MRG_RXBUF_HDR_LEN = 12
+
+# The virtio-net header sizes virtnet_probe can pick (include/uapi/linux/virtio_net.h), per struct.
+VNET_HDR_STRUCTS = {
+    10: "virtio_net_hdr (neither MRG_RXBUF nor VERSION_1)",
+    12: "virtio_net_hdr_mrg_rxbuf / virtio_net_hdr_v1 (MRG_RXBUF or VERSION_1)",
+    20: "virtio_net_hdr_v1_hash (HASH_REPORT)",
+    24: "virtio_net_hdr_v1_hash_tunnel (UDP tunnel GSO)",
+}
+
+PATHS = ("copy", "copy+frag", "build_skb")
+MODES = ("small", "big", "mergeable")
+
+L4_HDR_LEN = {"udp": 8, "tcp": 32}  # TCP with the timestamp option, as Linux sends by default
+IP_HDR_LEN = {4: 20, 6: 40}
+
+
+# --------------------------------------------------------------------------------------------------
+# Argument checks: every bad value names the parameter, the allowed range and its kernel meaning.
+
+def _check_int(name: str, value: object, lo: int, hi: int, meaning: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{name} must be an int number of bytes ({meaning}), got {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name}={value} is out of range {lo}..{hi}: {meaning}")
+    return value
+
+
+def _check_choice(name: str, value: object, choices: Sequence[object], meaning: str) -> object:
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is not one of {list(choices)}: {meaning}")
+    return value
+
+
+def check_hdr_len(hdr_len: object, k: Kernel) -> int:
+    allowed = list(k.rule("vnet_hdr_lens"))
+    if hdr_len not in allowed:
+        names = "; ".join(f"{n} = {VNET_HDR_STRUCTS[n]}" for n in allowed)
+        raise ValueError(
+            f"hdr_len={hdr_len!r} is not a virtio-net header size kernel {k.version} can negotiate "
+            f"(virtnet_probe): allowed {allowed} ({names})"
+        )
+    return hdr_len  # type: ignore[return-value]
+
+
+def _resolve(kernel: "str | Kernel", arch: "str | Arch") -> tuple[Kernel, Arch]:
+    k = _kernel(kernel)
+    return k, _arch(arch, k)
+
+
+# --------------------------------------------------------------------------------------------------
+# skb head allocators (net/core/skbuff.c)
+
+# kmalloc size classes (mm/slab_common.c kmalloc_info): sizes a kmalloc'ed skb head is rounded up to.
+_KMALLOC_SIZES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
+
+
+def kmalloc_size_roundup(size: int) -> int:
+    """kmalloc_size_roundup() / ksize(): the slab object size a kmalloc(size) really gets."""
+    for s in _KMALLOC_SIZES:
+        if size <= s:
+            return s
+    return 1 << (size - 1).bit_length()  # larger heads come from the page allocator, rounded to an order
+
+
+@dataclass(frozen=True)
+class Head:
+    """A freshly allocated skb head: where it came from, its usable size and what it charges."""
+
+    kind: str
+    head_frag: bool
+    end_offset: int  # skb_end_offset(): usable bytes before skb_shared_info
+    truesize: int
+    reserve: int  # skb_reserve() applied by the allocator
+
+    @property
+    def tailroom(self) -> int:
+        return self.end_offset - self.reserve
+
+
+def small_head_cache_size(k: Kernel, a: Arch) -> int:
+    """SKB_SMALL_HEAD_CACHE_SIZE (net/core/skbuff.c, 6.3+): SKB_HEAD_ALIGN(max(MAX_TCP_HEADER, GRO_MAX_HEAD_PAD)),
+    plus L1_CACHE_BYTES when that is a power of two (to keep the cache apart from kmalloc-N)."""
+    size = a.skb_head_align(int(k.rule("small_head_request")))
+    return size + a.l1_cache_bytes if size & (size - 1) == 0 else size
+
+
+def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
+    """__alloc_skb(size): a kmalloc'ed head (kmalloc_reserve; 6.3+ the skb_small_head_cache)."""
+    obj = a.skb_head_align(size)
+    if k.rule("napi_head") == "small_head_cache" and obj <= small_head_cache_size(k, a):
+        # net/core/skbuff.c kmalloc_reserve (6.3+): small heads come from skb_small_head_cache.
+        obj, kind = small_head_cache_size(k, a), "small_head_cache"
+    else:
+        # net/core/skbuff.c __alloc_skb: size = SKB_WITH_OVERHEAD(ksize / kmalloc_size_roundup(obj)).
+        obj, kind = kmalloc_size_roundup(obj), "kmalloc"
+    end = a.skb_with_overhead(obj)
+    return Head(kind, False, end, a.skb_truesize(end), reserve)
+
+
+def napi_alloc_skb(length: int, *, kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> Head:
+    """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c)."""
+    k, a = _resolve(kernel, arch)
+    _check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
+    reserve = a.net_skb_pad + a.net_ip_align
+    n = length + reserve  # len += NET_SKB_PAD + NET_IP_ALIGN
+    rule = k.rule("napi_head")
+    if n > a.skb_with_overhead(a.page_size):
+        return alloc_skb_head(n, k, a, reserve=reserve)
+    if rule == "page_frag":
+        # 5.10 __napi_alloc_skb: page_frag_alloc(SKB_DATA_ALIGN(len + SKB_DATA_ALIGN(shinfo))) + __build_skb.
+        frag = a.skb_data_align(n + a.shinfo_size)
+        end = frag - a.shinfo_size
+        return Head("napi_page_frag", True, end, a.skb_truesize(end), reserve)
+    if rule == "kmalloc":
+        # 5.11 3226b158e67c: len <= SKB_WITH_OVERHEAD(1024) -> __alloc_skb (kmalloc head, head_frag 0).
+        if n <= a.skb_with_overhead(1024):
+            return alloc_skb_head(n, k, a, reserve=reserve)
+        frag = a.skb_head_align(n)
+        end = frag - a.shinfo_size
+        return Head("napi_page_frag", True, end, a.skb_truesize(end), reserve)
+    if rule == "page_frag_1k":
+        # 6.1 __napi_alloc_skb: NAPI_HAS_SMALL_PAGE_FRAG (PAGE_SIZE == 4K) -> 1 KiB frag, __napi_build_skb(data, 1024).
+        if n <= a.skb_with_overhead(1024):
+            if a.page_size == 4096:
+                end = 1024 - a.shinfo_size
+                return Head("napi_page_frag_1k", True, end, a.skb_truesize(end), reserve)
+            return alloc_skb_head(n, k, a, reserve=reserve)
+        frag = a.skb_head_align(n)
+        end = frag - a.shinfo_size
+        return Head("napi_page_frag", True, end, a.skb_truesize(end), reserve)
+    if rule == "small_head_cache":
+        # 6.14+ napi_alloc_skb: len <= SKB_WITH_OVERHEAD(SKB_SMALL_HEAD_CACHE_SIZE) -> __alloc_skb.
+        if n <= a.skb_with_overhead(small_head_cache_size(k, a)):
+            return alloc_skb_head(n, k, a, reserve=reserve)
+        frag = a.skb_head_align(n)
+        end = frag - a.shinfo_size
+        return Head("napi_page_frag", True, end, a.skb_truesize(end), reserve)
+    raise ValueError(f"data/kernels.toml: [{k.version}].napi_head has unknown value {rule!r}")
+
+
+def build_skb_truesize(frag_size: int, a: Arch) -> int:
+    """build_skb(data, frag_size): truesize = SKB_TRUESIZE(frag_size - SKB_DATA_ALIGN(shinfo)) (__build_skb_around)."""
+    return a.skb_truesize(frag_size - a.shinfo_size)
+
+
+# --------------------------------------------------------------------------------------------------
+# page_to_skb()
+
+@dataclass(frozen=True)
+class RxBuffer:
+    """One receive buffer as the driver posted it: where it lies, what the device may fill, its truesize."""
+
+    page: Page
+    offset: int  # of the buffer start (the headroom start) in the page
+    headroom: int
+    len: int  # sg length offered to the device
+    truesize: int  # as the ctx / receive function hands it on
+
+
+@dataclass
+class RxResult:
+    """What the receive path made of one packet."""
+
+    path: str
+    skb: Skb
+    tailroom: int | None
+    shinfo_size: int
+    frame_len: int
+    mode: str
+    kernel: str
+    arch: str
+    hdr_len: int
+    hdr_padded_len: int
+    buffers: tuple[RxBuffer, ...] = ()
+    copied: int = 0
+    reason: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def num_buffers(self) -> int:
+        return len(self.buffers)
+
+    @property
+    def frags(self) -> int:
+        """Frag slots the packet uses in its first skb (what GRO has to merge)."""
+        return self.skb.nr_frags
+
+
+_PAGE_IDS = itertools.count(1)
+
+
+def _new_page(size: int, label: str) -> Page:
+    return Page(next(_PAGE_IDS), size, label)
+
+
+def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
+    """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
+    if mode == "mergeable":
+        return MRG_RXBUF_HDR_LEN if k.rule("mergeable_hdr_padded_len") == "mrg_rxbuf" else hdr_len
+    return PADDED_VNET_HDR_LEN
+
+
+def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
+                       k: Kernel, a: Arch) -> int | None:
+    """The tailroom page_to_skb tests against SKB_DATA_ALIGN(sizeof(shinfo)); None where it has no build_skb branch."""
+    if k.rule("page_to_skb") != "build_skb":
+        return None
+    if headroom and k.rule("xdp_truesize") == "page_size":
+        # page_to_skb (5.13-6.2): buffers with headroom use PAGE_SIZE as alloc size.
+        truesize = a.page_size
+    # page_to_skb (5.13+ with 1a8024239dac): tailroom = truesize - headroom - hdr_padded_len - len.
+    return truesize - headroom - hdr_padded_len(mode, hdr_len, k) - frame_len
+
+
+def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_len: int = 12, headroom: int = 0,
+                kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+                page: Page | None = None, offset: int = 0, big_pages: int | None = None) -> RxResult:
+    """page_to_skb() for one receive buffer (drivers/net/virtio_net.c, per kernel version).
+
+    ``frame_len`` is the Ethernet frame after the virtio-net header (the function's ``len - hdr_len``);
+    ``truesize`` is what the caller passes (the mergeable ctx truesize, or PAGE_SIZE from receive_big);
+    ``headroom`` is the XDP headroom of a mergeable buffer (0 or VIRTIO_XDP_HEADROOM).
+    """
+    k, a = _resolve(kernel, arch)
+    _check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() is called by receive_mergeable and receive_big; "
+                  "small mode builds its skb in receive_small")
+    check_hdr_len(hdr_len, k)
+    _check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
+                  "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
+    padded = hdr_padded_len(mode, hdr_len, k)
+    if mode == "big":
+        _check_int("truesize", truesize, a.page_size, a.page_size,
+                   f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})")
+        pages = big_pages if big_pages is not None else a.max_skb_frags + 1
+        max_frame = pages * a.page_size - PADDED_VNET_HDR_LEN
+        _check_int("frame_len", frame_len, ETH_HLEN, max_frame,
+                   f"receive_big drops len > (big_packets_num_skbfrags + 1) * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len "
+                   f"= frame {max_frame} with {pages} pages")
+    else:
+        _check_int("truesize", truesize, 1, 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)")
+        room = headroom and a.skb_data_align(headroom + a.skb_shared_info_size)
+        limit = truesize if k.rule("mergeable_truesize") == "len" else truesize - room
+        _check_int("frame_len", frame_len, ETH_HLEN, max(ETH_HLEN, limit - hdr_len),
+                   f"a frame longer than its buffer is a length error in receive_mergeable "
+                   f"(len {hdr_len} + frame > {limit})")
+
+    page = page or _new_page(a.page_size if mode == "big" else 32768, "rx buffer")
+    data_offset = offset + headroom + padded  # p = page_address(page) + offset + hdr_padded_len
+    shinfo = a.shinfo_size
+    tailroom = build_skb_tailroom(frame_len, truesize, mode=mode, hdr_len=hdr_len, headroom=headroom, k=k, a=a)
+    notes: list[str] = []
+
+    if tailroom is not None and a.net_ip_align == 0 and frame_len > GOOD_COPY_LEN and tailroom >= shinfo:
+        # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= shinfo_size -> build_skb(buf, truesize).
+        frag_size = a.page_size if (headroom and k.rule("xdp_truesize") == "page_size") else truesize
+        skb = Skb(
+            headlen=frame_len,
+            truesize=build_skb_truesize(frag_size, a),
+            head_frag=True,
+            end_offset=frag_size - shinfo,
+            headroom=headroom + padded,
+            head_kind="build_skb",
+            head_page=page,
+            head_offset=offset,
+        )
+        if mode == "big" and k.rule("big_build_skb_gives_pages") is False:
+            notes.append(f"{k.version} does not return the unused pages of the big-mode chain after build_skb "
+                         "(fixed by 'virtio-net: fix pages leaking when building skb in big mode', ~5.15)")
+        reason = (f"len {frame_len} > GOOD_COPY_LEN {GOOD_COPY_LEN} and tailroom {tailroom} >= "
+                  f"SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) {shinfo}: build_skb around the buffer")
+        return RxResult("build_skb", skb, tailroom, shinfo, frame_len, mode, k.version, a.name, hdr_len, padded,
+                        reason=reason, notes=tuple(notes))
+
+    if tailroom is None:
+        reason = f"kernel {k.version} has no build_skb branch in page_to_skb"
+    elif a.net_ip_align:
+        reason = f"NET_IP_ALIGN is {a.net_ip_align} on {a.name}: the build_skb branch is compiled out"
+    elif frame_len <= GOOD_COPY_LEN:
+        reason = f"len {frame_len} <= GOOD_COPY_LEN {GOOD_COPY_LEN}: small frames are copied"
+    else:
+        reason = f"tailroom {tailroom} < SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) {shinfo}"
+
+    # napi_alloc_skb(&rq->napi, GOOD_COPY_LEN), then copy into skb->head.
+    head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
+    if k.rule("page_to_skb") == "copy128":
+        # page_to_skb (<= 5.11): copy = min(len, skb_tailroom(skb)).
+        copy = min(frame_len, head.tailroom)
+    else:
+        # page_to_skb (0f6925b3e8da, 5.12+): copy all if it fits skb_tailroom, else ETH_HLEN (+ metasize).
+        copy = frame_len if frame_len <= head.tailroom else ETH_HLEN
+    skb = Skb(headlen=copy, truesize=head.truesize, head_frag=head.head_frag, end_offset=head.end_offset,
+              headroom=head.reserve, head_kind=head.kind)
+    remaining = frame_len - copy
+    frag_offset = data_offset + copy
+    if mode == "mergeable":
+        if remaining:
+            # skb_add_rx_frag(skb, 0, page, offset, len, truesize): the rest of the buffer is one frag.
+            frag_truesize = a.page_size if (headroom and k.rule("xdp_truesize") == "page_size") else truesize
+            skb.frags.append(Frag(page, frag_offset, remaining, frag_truesize))
+            skb.truesize += frag_truesize
+    else:
+        # Big mode: page-sized frags along the page->private chain, each charged truesize (PAGE_SIZE).
+        pg, off = page, frag_offset
+        while remaining:
+            size = min(a.page_size - off, remaining)
+            skb.frags.append(Frag(pg, off, size, truesize))
+            skb.truesize += truesize
+            remaining -= size
+            pg, off = _new_page(a.page_size, "big-mode chain page"), 0
+    path = "copy+frag" if skb.frags else "copy"
+    return RxResult(path, skb, tailroom, shinfo, frame_len, mode, k.version, a.name, hdr_len, padded,
+                    copied=copy, reason=reason + f"; copied {copy} bytes into a {head.kind} head")
+
+
+# --------------------------------------------------------------------------------------------------
+# Mergeable buffers: sizing and carving (add_recvbuf_mergeable, get_mergeable_buf_len)
+
+def mergeable_min_buf_len(*, mtu: int = 1500, hdr_len: int = 12, ring_size: int = 256, big_packets: bool = False,
+                          f_mtu: bool = False) -> int:
+    """mergeable_min_buf_len (drivers/net/virtio_net.c): max(DIV_ROUND_UP(buf_len, ring) - hdr_len, GOOD_PACKET_LEN).
+
+    packet_len is IP_MAX_MTU with big packets, else dev->max_mtu (the device MTU with VIRTIO_NET_F_MTU,
+    MAX_MTU 65535 without it)."""
+    _check_int("ring_size", ring_size, 1, 32768, "the virtqueue size (virtqueue_get_vring_size)")
+    packet_len = IP_MAX_MTU if big_packets or not f_mtu else mtu
+    buf_len = hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
+    per_buf = -(-buf_len // ring_size)
+    return max(max(per_buf, hdr_len) - hdr_len, GOOD_PACKET_LEN)
+
+
+class Ewma:
+    """DECLARE_EWMA(pkt_len, 0, 64) (include/linux/average.h): precision 0, weight reciprocal 64."""
+
+    def __init__(self, value: int = 0) -> None:
+        self.internal = value
+
+    def add(self, sample: int) -> None:
+        # ewma_pkt_len_add: internal = internal ? ((internal << 6) - internal + sample) >> 6 : sample.
+        self.internal = ((self.internal << 6) - self.internal + sample) >> 6 if self.internal else sample
+
+    def read(self) -> int:
+        return self.internal
+
+
+def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, room: int, a: Arch) -> int:
+    """get_mergeable_buf_len: PAGE_SIZE - room with XDP, else ALIGN(hdr_len + clamp(ewma, min, PAGE_SIZE - hdr_len), L1)."""
+    if room:
+        return a.page_size - room
+    length = hdr_len + min(max(avg_pkt_len, min_buf_len), a.page_size - hdr_len)
+    return (length + a.l1_cache_bytes - 1) // a.l1_cache_bytes * a.l1_cache_bytes
+
+
+class PageFrag:
+    """rq->alloc_frag refilled by skb_page_frag_refill (net/core/sock.c): 32 KiB compound pages, or order 0."""
+
+    def __init__(self, frag_size: int, a: Arch) -> None:
+        self.size = frag_size
+        self.page: Page | None = None
+        self.offset = 0
+        self.arch = a
+
+    def refill(self, size: int) -> None:
+        # skb_page_frag_refill: keep the page while offset + sz <= size, else take a new one from offset 0.
+        if self.page is None or self.offset + size > self.size:
+            self.page = _new_page(self.size, f"{self.size // 1024} KiB rx page frag")
+            self.offset = 0
+
+
+def carve_mergeable_buffer(frag: PageFrag, avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, xdp: bool,
+                           k: Kernel, a: Arch) -> RxBuffer:
+    """add_recvbuf_mergeable: one receive buffer carved from the rq page frag, the hole rule included."""
+    headroom = VIRTIO_XDP_HEADROOM if xdp else 0
+    # add_recvbuf_mergeable: tailroom = headroom ? sizeof(shinfo) : 0; room = SKB_DATA_ALIGN(headroom + tailroom).
+    room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0))
+    length = get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_buf_len, hdr_len=hdr_len, room=room, a=a)
+    frag.refill(length + room)
+    dma = int(k.rule("rq_dma_header"))
+    if dma and frag.offset == 0:
+        # add_recvbuf_mergeable (~6.18): len -= sizeof(virtnet_rq_dma) when it would not fit after the header;
+        # virtnet_rq_alloc puts struct virtnet_rq_dma at offset 0 of each new frag page.
+        if length + room + dma > frag.size:
+            length -= dma
+        frag.offset = dma
+    assert frag.page is not None
+    start = frag.offset
+    frag.offset += length + room
+    hole = frag.size - frag.offset
+    if hole < length + room:
+        # "if there is very likely not enough space for another buffer, add the remaining space".
+        if k.rule("mergeable_hole") == "always" or not headroom:
+            length += hole
+        frag.offset += hole
+    # ctx = mergeable_len_to_ctx(len, headroom) (<= 6.2) or (len + room, headroom) (6.3+).
+    truesize = length if k.rule("mergeable_truesize") == "len" else length + room
+    return RxBuffer(frag.page, start, headroom, length, truesize)
+
+
+def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int = 1500, frag_size: int = 32768,
+                       hdr_len: int = 12, xdp: bool = False, kernel: "str | Kernel" = DEFAULT_KERNEL,
+                       arch: "str | Arch" = DEFAULT_ARCH, ring_size: int = 256) -> list[int]:
+    """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them."""
+    k, a = _resolve(kernel, arch)
+    _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
+    _check_mergeable_hdr_len(hdr_len, k)
+    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
+    _check_choice("frag_size", frag_size, sorted({a.page_size, max(a.page_size, 32768)}),
+                  "skb_page_frag_refill takes an order-3 (32 KiB) compound page, or falls back to one page")
+    avg = 0 if avg_pkt_len is None else _check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
+                                                      "the EWMA of received packet length (ewma_pkt_len_read)")
+    min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size, big_packets=mtu > ETH_DATA_LEN)
+    frag = PageFrag(frag_size, a)
+    return [carve_mergeable_buffer(frag, avg, min_buf_len=min_len, hdr_len=hdr_len, xdp=xdp, k=k, a=a).truesize
+            for _ in range(count)]
+
+
+def _check_mergeable_hdr_len(hdr_len: object, k: Kernel) -> int:
+    check_hdr_len(hdr_len, k)
+    if hdr_len == 10:
+        raise ValueError("hdr_len=10 (struct virtio_net_hdr) cannot go with mergeable buffers: VIRTIO_NET_F_MRG_RXBUF "
+                         "makes virtnet_probe use virtio_net_hdr_mrg_rxbuf (12) or a larger header")
+    return hdr_len  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------------
+# Whole packets: receive_small, receive_big, receive_mergeable
+
+def frame_len_for(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> int:
+    """The Ethernet frame (no FCS) carrying ``payload_len`` bytes of L4 payload."""
+    _check_choice("l4", l4, tuple(L4_HDR_LEN), "udp, or tcp (32-byte header with timestamps)")
+    _check_choice("ip", ip, tuple(IP_HDR_LEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
+    return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HDR_LEN[ip] + L4_HDR_LEN[l4] + payload_len
+
+
+def receive_small(frame_len: int, *, hdr_len: int = 12, xdp: bool = False, kernel: "str | Kernel" = DEFAULT_KERNEL,
+                  arch: "str | Arch" = DEFAULT_ARCH) -> RxResult:
+    """receive_small: build_skb(buf, buflen) around a small-mode buffer, always (drivers/net/virtio_net.c)."""
+    k, a = _resolve(kernel, arch)
+    check_hdr_len(hdr_len, k)
+    _check_int("frame_len", frame_len, ETH_HLEN, GOOD_PACKET_LEN,
+               f"small-mode buffers hold GOOD_PACKET_LEN ({GOOD_PACKET_LEN}) bytes; longer frames are length errors")
+    xdp_headroom = VIRTIO_XDP_HEADROOM if xdp else 0
+    rx_pad = a.net_ip_align + a.net_skb_pad  # VIRTNET_RX_PAD
+    # add_recvbuf_small: len = SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + xdp) + SKB_DATA_ALIGN(shinfo).
+    buflen = a.skb_data_align(hdr_len + rx_pad + GOOD_PACKET_LEN + xdp_headroom) + a.shinfo_size
+    headroom = rx_pad + xdp_headroom + hdr_len
+    page = _new_page(32768, "32 KiB rx page frag")
+    skb = Skb(headlen=frame_len, truesize=build_skb_truesize(buflen, a), head_frag=True,
+              end_offset=buflen - a.shinfo_size, headroom=headroom, head_kind="build_skb", head_page=page)
+    buf = RxBuffer(page, 0, rx_pad + xdp_headroom, hdr_len + GOOD_PACKET_LEN, buflen)
+    return RxResult("build_skb", skb, skb.head_tailroom, a.shinfo_size, frame_len, "small", k.version, a.name,
+                    hdr_len, hdr_len, buffers=(buf,),
+                    reason=f"receive_small always builds the skb around its {buflen}-byte buffer")
+
+
+def _xdp_pass_build_skb(frame_len: int, buf: RxBuffer, hdr_len: int, k: Kernel, a: Arch) -> RxResult:
+    # receive_mergeable_xdp (6.3+): XDP_PASS -> build_skb_from_xdp_buff: build_skb(data_hard_start, frame_sz).
+    frag_size = a.page_size
+    skb = Skb(headlen=frame_len, truesize=build_skb_truesize(frag_size, a), head_frag=True,
+              end_offset=frag_size - a.shinfo_size, headroom=buf.headroom + hdr_len, head_kind="build_skb",
+              head_page=buf.page, head_offset=buf.offset)
+    return RxResult("build_skb", skb, None, a.shinfo_size, frame_len, "mergeable", k.version, a.name, hdr_len, hdr_len,
+                    buffers=(buf,), reason="XDP_PASS: build_skb_from_xdp_buff() builds around the whole XDP buffer "
+                    "(6.3+), whatever the frame length")
+
+
+def _append_buffer(head: Skb, curr: Skb, buf: RxBuffer, used: int, k: Kernel, a: Arch) -> Skb:
+    """receive_mergeable's loop for buffers 2..num_buffers (virtnet_skb_append_frag in 6.12+)."""
+    if curr.nr_frags == a.max_skb_frags:
+        # nr_frags == MAX_SKB_FRAGS: chain alloc_skb(0) on frag_list (then ->next); head pays its truesize.
+        h = alloc_skb_head(0, k, a)
+        nskb = Skb(headlen=0, truesize=h.truesize, head_frag=False, end_offset=h.end_offset, head_kind="alloc_skb0")
+        head.frag_list.append(nskb)
+        head.truesize += nskb.truesize
+        curr = nskb
+    if curr is not head:
+        head.truesize += buf.truesize  # head_skb->len/data_len grow by derivation (frag_list member len)
+    last = curr.frags[-1] if curr.frags else None
+    if last is not None and last.page == buf.page and last.offset + last.size == buf.offset + buf.headroom:
+        # skb_can_coalesce: the buffer continues the previous frag in the same page -> skb_coalesce_rx_frag.
+        curr.frags[-1] = Frag(last.page, last.offset, last.size + used, last.truesize + buf.truesize)
+    else:
+        curr.frags.append(Frag(buf.page, buf.offset + buf.headroom, used, buf.truesize))
+    curr.truesize += buf.truesize
+    return curr
+
+
+def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: int = 12, xdp: bool = False,
+                      kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> RxResult:
+    """receive_mergeable: the device spreads hdr + frame over num_buffers buffers; page_to_skb on the first."""
+    k, a = _resolve(kernel, arch)
+    _check_mergeable_hdr_len(hdr_len, k)
+    total = hdr_len + frame_len
+    fills: list[int] = []
+    for buf in buffers:
+        take = min(total, buf.len)
+        if take <= 0:
+            break
+        fills.append(take)
+        total -= take
+    if total > 0:
+        raise ValueError(f"frame_len={frame_len} does not fit the {len(buffers)} buffers given "
+                         f"({sum(b.len for b in buffers)} bytes with the {hdr_len}-byte header)")
+    used_buffers = tuple(buffers[: len(fills)])
+    first = used_buffers[0]
+    if xdp and len(fills) == 1 and k.rule("xdp_pass_path") == "build_skb_from_xdp_buff":
+        return _xdp_pass_build_skb(frame_len, first, hdr_len, k, a)
+    result = page_to_skb(fills[0] - hdr_len, first.truesize, mode="mergeable", hdr_len=hdr_len,
+                         headroom=first.headroom, kernel=k, arch=a, page=first.page, offset=first.offset)
+    head = curr = result.skb
+    for buf, used in zip(used_buffers[1:], fills[1:]):
+        curr = _append_buffer(head, curr, buf, used, k, a)
+    result.frame_len = frame_len
+    result.buffers = used_buffers
+    if len(fills) > 1:
+        result.reason += f"; num_buffers {len(fills)}: buffers 2..{len(fills)} become frags"
+        if head.frag_list:
+            result.reason += f", {len(head.frag_list)} skb(s) chained on frag_list past MAX_SKB_FRAGS"
+    return result
+
+
+def receive_big(frame_len: int, *, hdr_len: int = 12, mtu: int = 1500, guest_gso: bool = True,
+                kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> RxResult:
+    """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1 pages."""
+    k, a = _resolve(kernel, arch)
+    # virtnet_set_big_packets: num_skbfrags = guest_gso ? MAX_SKB_FRAGS : DIV_ROUND_UP(mtu, PAGE_SIZE).
+    skbfrags = a.max_skb_frags if guest_gso else -(-mtu // a.page_size)
+    result = page_to_skb(frame_len, a.page_size, mode="big", hdr_len=hdr_len, kernel=k, arch=a,
+                         big_pages=skbfrags + 1, page=_new_page(a.page_size, "big-mode first page"))
+    result.buffers = (RxBuffer(result.skb.head_page or _new_page(a.page_size, ""), 0, 0,
+                               (skbfrags + 1) * a.page_size - PADDED_VNET_HDR_LEN + hdr_len, a.page_size),)
+    return result
+
+
+def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
+            mtu: int = 1500, xdp: bool = False, kernel: "str | Kernel" = DEFAULT_KERNEL,
+            arch: "str | Arch" = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = 12,
+            frag_size: int = 32768, guest_gso: bool = True) -> RxResult:
+    """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
+
+    Mergeable buffers are carved from a fresh page frag at the EWMA floor (min_buf_len), the state of a
+    queue that has seen no packet longer than MTU 1500; ``buf_len`` pins every buffer's truesize instead.
+    """
+    k, a = _resolve(kernel, arch)
+    _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
+    _check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
+                  "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
+    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
+    frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+    l3 = frame - ETH_HLEN - (VLAN_HLEN if vlan else 0)
+    gso_ok = mode != "small" and guest_gso and (l4 == "tcp" or k.rule("guest_uso"))
+    if l3 > mtu and not gso_ok:
+        raise ValueError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above mtu={mtu}; only a GSO packet "
+                         f"can be that long (guest_gso=True in big or mergeable mode, TCP, or UDP with guest USO "
+                         f"from 6.2; kernel {k.version} {'has' if k.rule('guest_uso') else 'has no'} guest USO)")
+    if l3 > IP_MAX_MTU:
+        raise ValueError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above IP_MAX_MTU {IP_MAX_MTU}")
+    if mode == "small":
+        if mtu > ETH_DATA_LEN:
+            raise ValueError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
+                             "MTU > 1500, so the driver would be in big mode")
+        if buf_len is not None:
+            raise ValueError("buf_len cannot be pinned in small mode: add_recvbuf_small sizes every buffer the same")
+        return receive_small(frame, hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
+    if mode == "big":
+        if buf_len is not None:
+            raise ValueError(f"buf_len cannot be pinned in big mode: receive_big always passes PAGE_SIZE ({a.page_size})")
+        if xdp:
+            raise ValueError("xdp=True with mode='big': virtnet_xdp_set refuses XDP while big packets without "
+                             "mergeable buffers are in use")
+        return receive_big(frame, hdr_len=hdr_len, mtu=mtu, guest_gso=guest_gso, kernel=k, arch=a)
+    _check_mergeable_hdr_len(hdr_len, k)
+    if buf_len is not None:
+        headroom = VIRTIO_XDP_HEADROOM if xdp else 0
+        room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0))
+        _check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, 1 << 22,
+                   "a mergeable buffer truesize as the ctx records it (up to 22 bits)")
+        sg_len = buf_len if k.rule("mergeable_truesize") == "len" else buf_len - room
+        if sg_len < hdr_len + ETH_HLEN:
+            raise ValueError(f"buf_len={buf_len} leaves no room for a frame after XDP room {room}")
+        count = -(-(frame + hdr_len) // sg_len)
+        buffers = [RxBuffer(_new_page(a.page_size, "pinned buffer"), 0, headroom, sg_len, buf_len)
+                   for _ in range(count)]
+    else:
+        min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, big_packets=mtu > ETH_DATA_LEN or guest_gso)
+        frag = PageFrag(frag_size if frag_size >= a.page_size else a.page_size, a)
+        buffers = []
+        remaining = frame + hdr_len
+        while remaining > 0:
+            buf = carve_mergeable_buffer(frag, 0, min_buf_len=min_len, hdr_len=hdr_len, xdp=xdp, k=k, a=a)
+            buffers.append(buf)
+            remaining -= buf.len
+    return receive_mergeable(frame, buffers, hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
+
+
+# --------------------------------------------------------------------------------------------------
+# Vectorised decision for many frames (the benchmark and the threshold maps)
+
+PATH_CODES = {"copy": 0, "copy+frag": 1, "build_skb": 2}
+
+
+def classify(frame_lens, truesizes, *, mode: str = "mergeable", hdr_len: int = 12, headroom: int = 0,
+             kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH):
+    """page_to_skb()'s decision for arrays of single-buffer frames: (path codes, tailroom, frags, copied).
+
+    Codes follow PATH_CODES. Same rules as :func:`page_to_skb`, with numpy instead of a loop.
+    """
+    import numpy as np
+
+    k, a = _resolve(kernel, arch)
+    _check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() runs in mergeable and big mode")
+    check_hdr_len(hdr_len, k)
+    frames = np.asarray(frame_lens, dtype=np.int64)
+    trues = np.broadcast_to(np.asarray(truesizes, dtype=np.int64), frames.shape)
+    if frames.ndim != 1:
+        raise ValueError(f"frame_lens must be a 1-D array of frame lengths, got shape {frames.shape}")
+    if frames.size:
+        lo, hi = int(frames.min()), int(frames.max())
+        if lo < ETH_HLEN:
+            raise ValueError(f"frame_lens has {lo}: receive_buf drops frames shorter than ETH_HLEN ({ETH_HLEN})")
+        if mode == "mergeable":
+            over = frames + hdr_len > trues
+            if over.any():
+                i = int(np.argmax(over))
+                raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {int(trues[i])} "
+                                 f"with a {hdr_len}-byte header): a length error in receive_mergeable")
+        elif hi > (a.max_skb_frags + 1) * a.page_size - PADDED_VNET_HDR_LEN:
+            raise ValueError(f"frame_lens has {hi}: more than receive_big accepts")
+    padded = hdr_padded_len(mode, hdr_len, k)
+    head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
+    if k.rule("page_to_skb") == "build_skb":
+        eff_true = np.full_like(frames, a.page_size) if (headroom and k.rule("xdp_truesize") == "page_size") else trues
+        tailroom = eff_true - headroom - padded - frames
+        build = (a.net_ip_align == 0) & (frames > GOOD_COPY_LEN) & (tailroom >= a.shinfo_size)
+    else:
+        tailroom = np.full_like(frames, -1)
+        build = np.zeros(frames.shape, dtype=bool)
+    if k.rule("page_to_skb") == "copy128":
+        copied = np.minimum(frames, head.tailroom)
+    else:
+        copied = np.where(frames <= head.tailroom, frames, ETH_HLEN)
+    copied = np.where(build, 0, copied)
+    rest = frames - copied
+    if mode == "mergeable":
+        frags = np.where(build | (rest == 0), 0, 1)
+    else:
+        first = a.page_size - padded - copied
+        frags = np.where(build | (rest == 0), 0, 1 + np.maximum(0, -(-(rest - first) // a.page_size)))
+    codes = np.where(build, 2, np.where(frags > 0, 1, 0)).astype(np.int8)
+    return codes, tailroom, frags, copied
