@@ -1,0 +1,525 @@
+"""GRO for one flow: dev_gro_receive() / skb_gro_receive() / skb_gro_receive_list() as the kernel does them.
+
+``aggregate(skbs, ...)`` takes one flow's skbs as the receive path built them (Ethernet header still in the
+linear part), applies eth_type_trans (pull ETH_HLEN) and GRO, and returns the skbs handed up the stack.
+``simulate_stream(...)`` does the same arithmetic for a million packets at once with numpy.
+
+Offsets follow the kernel: after eth_type_trans skb->data is at the network header, so the GRO offset is
+VLAN (4, if tagged) + IP header + L4 header, and ``p->len`` counts from the network header.
+Per-version rules are in data/gro.toml.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, arch as _arch, kernel as _kernel
+from vnetlab.skb import Frag, Page, Skb
+from vnetlab.tables import load_table
+
+ETH_HLEN = 14
+VLAN_HLEN = 4
+IP_HDR = {4: 20, 6: 40}
+UDP_HDR = 8
+TCP_HDR_MIN = 20
+TCP_HDR_MAX = 60
+# include/linux/netdevice.h (6.1): GRO_LEGACY_MAX_SIZE 65536u; GRO_MAX_SIZE (8 * 65535u).
+GRO_LEGACY_MAX_SIZE = 65536
+GRO_MAX_SIZE = 8 * 65535
+# net/ipv4/udp_offload.c udp_gro_receive_segment (5.10, 6.1, 6.18): UDP_GRO_CNT_MAX 64.
+UDP_GRO_CNT_MAX = 64
+# net/core/gro.c (6.1, 6.18), net/core/dev.c (5.x): MAX_GRO_SKBS 8 held skbs per bucket.
+MAX_GRO_SKBS = 8
+GOOD_COPY_LEN = 128
+
+TCP_FLAGS = ("FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR")
+_FLAG_BIT = {name: 1 << i for i, name in enumerate(TCP_FLAGS)}
+# net/ipv4/tcp_offload.c tcp_gro_receive (6.1): flags compared with p except CWR|FIN|PSH.
+_CMP_MASK = 0xFF & ~(_FLAG_BIT["CWR"] | _FLAG_BIT["FIN"] | _FLAG_BIT["PSH"])
+# tcp_gro_receive out_check_final (6.1): URG|PSH|RST|SYN|FIN force a flush.
+_FINAL_FLUSH = _FLAG_BIT["URG"] | _FLAG_BIT["PSH"] | _FLAG_BIT["RST"] | _FLAG_BIT["SYN"] | _FLAG_BIT["FIN"]
+
+SHAPES = ("build_skb", "kmalloc128", "pagefrag128", "eth_hlen")
+
+
+# ---------------------------------------------------------------- parameters
+
+def _rules(k: Kernel) -> Any:
+    table = load_table("gro")
+    if k.version not in table:
+        raise ValueError(f"kernel={k.version!r} has no GRO rules in data/gro.toml; known: {', '.join(table)}")
+    return table[k.version]
+
+
+def _has(features: Any, name: str) -> bool:
+    return name in features
+
+
+def _check_features(features: Any, rules: Any, k: Kernel) -> Any:
+    if features is None:
+        return frozenset({"GRO"})
+    try:
+        "GRO" in features
+    except TypeError:
+        raise ValueError(f"features must support 'in' (a FeatureSet or a set of names), got {features!r}") from None
+    if _has(features, "GRO_UDP_FWD") and not rules["gro_udp_fwd"]:
+        raise ValueError(f"features: GRO_UDP_FWD does not exist in kernel {k.version} (added in 5.12)")
+    return features
+
+
+def _check_int(name: str, value: object, lo: int, hi: int, meaning: str = "") -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an int in {lo}..{hi}{' (' + meaning + ')' if meaning else ''}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class FlowParams:
+    """The per-flow inputs GRO looks at, resolved and checked."""
+
+    l4: str
+    ip: int
+    vlan: bool
+    tcp_hdr_len: int
+    offset: int  # skb_gro_offset() at the payload: VLAN + IP + L4 header, after eth_type_trans
+    kernel: Kernel
+    arch: Arch
+    gro_max_size: int
+    gro_on: bool
+    is_flist: bool
+    aggregates: bool
+    cap_limit: int  # refuse when p->len + len >= cap_limit
+
+    @property
+    def max_skb_frags(self) -> int:
+        return self.arch.max_skb_frags
+
+
+def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len: int = 32, udp_gro: bool = False,
+                local_socket: bool | None = None, udp_encap_needed: bool | None = None, features: Any = None,
+                kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+                gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> FlowParams:
+    """Check the flow parameters and decide whether (and how) this flow aggregates."""
+    if l4 not in ("tcp", "udp"):
+        raise ValueError(f"l4 must be 'tcp' or 'udp', got {l4!r}")
+    if ip not in IP_HDR:
+        raise ValueError(f"ip must be 4 or 6, got {ip!r}")
+    if not isinstance(vlan, bool):
+        raise ValueError(f"vlan must be a bool, got {vlan!r}")
+    tcp_hdr_len = _check_int("tcp_hdr_len", tcp_hdr_len, TCP_HDR_MIN, TCP_HDR_MAX, "doff*4, a multiple of 4")
+    if tcp_hdr_len % 4:
+        raise ValueError(f"tcp_hdr_len must be a multiple of 4 in 20..60 (doff*4), got {tcp_hdr_len}")
+    k = _kernel(kernel)
+    a = _arch(arch, k)
+    rules = _rules(k)
+    feats = _check_features(features, rules, k)
+    cap_rule = rules["size_cap"]
+    if cap_rule == "constant":
+        # net/core/skbuff.c skb_gro_receive (5.10): the constant 65536, no dev->gro_max_size yet.
+        if gro_max_size != GRO_LEGACY_MAX_SIZE:
+            raise ValueError(f"gro_max_size must be {GRO_LEGACY_MAX_SIZE} for kernel {k.version} "
+                             f"(dev->gro_max_size exists from 5.19), got {gro_max_size!r}")
+    else:
+        _check_int("gro_max_size", gro_max_size, 0, GRO_MAX_SIZE, "ip link set gro_max_size, GRO_MAX_SIZE = 8*65535")
+    if udp_gro and l4 != "udp":
+        raise ValueError("udp_gro=True needs l4='udp'")
+    if local_socket is None:
+        local_socket = True
+    if udp_gro and not local_socket:
+        raise ValueError("udp_gro=True means the flow ends at a local UDP_GRO socket; local_socket must be True")
+    # net/ipv4/udp.c udp_setsockopt UDP_GRO (6.1): enabling UDP_GRO turns udp_encap_needed_key on.
+    encap_key = bool(udp_gro) if udp_encap_needed is None else bool(udp_encap_needed)
+    if udp_gro and not encap_key:
+        raise ValueError("udp_encap_needed must be True when udp_gro=True (setsockopt(UDP_GRO) enables the key)")
+    gro_on = _has(feats, "GRO")
+    offset = (VLAN_HLEN if vlan else 0) + IP_HDR[ip] + (tcp_hdr_len if l4 == "tcp" else UDP_HDR)
+    is_flist = False
+    if l4 == "udp":
+        # net/ipv4/udp_offload.c udp4_gro_receive (5.10, 6.1): the socket is looked up only if udp_encap_needed_key.
+        sk = local_socket and encap_key
+        # udp_gro_receive (5.10, 6.1): is_flist = sk ? !udp_gro : 1 when NETIF_F_GRO_FRAGLIST.
+        if _has(feats, "GRO_FRAGLIST"):
+            is_flist = (not udp_gro) if sk else True
+        fwd = (not sk) and rules["gro_udp_fwd"] and _has(feats, "GRO_UDP_FWD")
+        aggregates = gro_on and (fwd or (sk and udp_gro) or is_flist)
+    else:
+        # net/ipv4/tcp_offload.c tcp4_check_fraglist_gro (~6.10+): fraglist when no established socket.
+        if rules["tcp_fraglist"] and _has(feats, "GRO_FRAGLIST"):
+            is_flist = not local_socket
+        aggregates = gro_on
+    if cap_rule == "constant":
+        cap = GRO_LEGACY_MAX_SIZE
+    elif cap_rule == "dev_ipv6_tcp":
+        # net/core/gro.c skb_gro_receive (6.1): above 65536 only IPv6 TCP (BIG TCP).
+        cap = gro_max_size if (l4 == "tcp" and ip == 6) else min(gro_max_size, GRO_LEGACY_MAX_SIZE)
+    else:
+        # net/core/gro.c skb_gro_receive (6.18): above 65536 only TCP.
+        cap = gro_max_size if l4 == "tcp" else min(gro_max_size, GRO_LEGACY_MAX_SIZE)
+    return FlowParams(l4, ip, vlan, tcp_hdr_len, offset, k, a, gro_max_size, gro_on, is_flist, bool(aggregates), cap)
+
+
+def _flag_bits(flags: object, index: int) -> int:
+    if flags is None:
+        return _FLAG_BIT["ACK"]
+    if isinstance(flags, str):
+        flags = {f for f in flags.replace("|", ",").split(",") if f}
+    bits = 0
+    for name in flags:  # type: ignore[union-attr]
+        key = str(name).upper().strip()
+        if key not in _FLAG_BIT:
+            raise ValueError(f"tcp_flags[{index}] has unknown flag {name!r}; allowed: {', '.join(TCP_FLAGS)}")
+        bits |= _FLAG_BIT[key]
+    return bits
+
+
+# ---------------------------------------------------------------- per-packet skbs for tests and figures
+
+_page_ids = itertools.count(1)
+
+
+def make_rx_skb(shape: str, payload_len: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
+                tcp_hdr_len: int = 32, buf_truesize: int = 2048, hdr_len: int = 12,
+                kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> Skb:
+    """One received packet in one of the four per-packet shapes of kernel-facts C.3.
+
+    "build_skb" (a): build_skb() around the mergeable buffer, whole frame linear, head_frag.
+    "kmalloc128" (b1): napi_alloc_skb(128) kmalloc head with 128 bytes copied + 1 frag (5.11/5.12 copy).
+    "pagefrag128" (b2): the same head from the NAPI page-frag cache, head_frag (5.10 copy).
+    "eth_hlen" (c): napi_alloc_skb(128) head with ETH_HLEN copied + 1 frag (5.12+ copy path).
+    """
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
+    payload_len = _check_int("payload_len", payload_len, 0, 65535)
+    a = _arch(arch, kernel)
+    fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, kernel=kernel, arch=a)
+    frame = ETH_HLEN + fp.offset + payload_len
+    page = Page(next(_page_ids), size=max(buf_truesize, a.page_size), label="rx buffer")
+    if shape == "build_skb":
+        # drivers/net/virtio_net.c page_to_skb (5.13+): build_skb(buf, truesize), reserve hdr_padded_len.
+        end = buf_truesize - a.shinfo_size
+        if hdr_len + frame > end:
+            raise ValueError(f"payload_len {payload_len}: frame {frame} + hdr_len {hdr_len} does not fit a "
+                             f"{buf_truesize}-byte build_skb buffer (at most {end - hdr_len}); raise buf_truesize")
+        return Skb(headlen=frame, truesize=a.skb_truesize(end), head_frag=True, end_offset=end, headroom=hdr_len,
+                   head_kind="build_skb", head_page=page, head_offset=0)
+    # net/core/skbuff.c __napi_alloc_skb (5.10/5.11): napi_alloc_skb(GOOD_COPY_LEN): len 128 + NET_SKB_PAD + NET_IP_ALIGN.
+    reserve = a.net_skb_pad + a.net_ip_align
+    end = a.skb_data_align(GOOD_COPY_LEN + reserve)
+    copy = GOOD_COPY_LEN if shape != "eth_hlen" else ETH_HLEN
+    if frame <= copy:
+        raise ValueError(f"payload_len {payload_len}: frame {frame} fits the {copy}-byte copy, no frag; "
+                         f"shape {shape!r} needs a frame longer than {copy}")
+    head_frag = shape == "pagefrag128"
+    kind = {"kmalloc128": "kmalloc", "pagefrag128": "napi_page_frag", "eth_hlen": "kmalloc"}[shape]
+    head_page = Page(next(_page_ids), size=a.page_size, label="napi head") if head_frag else None
+    frag = Frag(page=page, offset=hdr_len + copy, size=frame - copy, truesize=buf_truesize)
+    return Skb(headlen=copy, truesize=a.skb_truesize(end) + buf_truesize, head_frag=head_frag, end_offset=end,
+               headroom=reserve, head_kind=kind, head_page=head_page, frags=[frag])
+
+
+# ---------------------------------------------------------------- the object-level model
+
+@dataclass
+class GroEvent:
+    """What dev_gro_receive() did with one input packet."""
+
+    index: int
+    action: str  # "held", "merged", "normal"
+    case: str = ""  # "frags" (case 1), "head_frag" (case 2), "frag_list" (case 3), "receive_list"
+    skb_index: int = 0  # 0 = the first sk_buff of the GRO skb, k = k-th frag_list member
+    gro_skb: int = -1  # index in GroTrace.skbs of the skb this packet went up in
+    consumed_truesize: int = 0  # truesize left on the freed input skb
+
+
+@dataclass
+class GroTrace:
+    skbs: list[Skb] = field(default_factory=list)
+    events: list[GroEvent] = field(default_factory=list)
+
+    def packets_in_first_skb(self, gro_skb: int = 0) -> int:
+        """Packets whose payload sits in the first sk_buff (head + frags) of GRO skb ``gro_skb``."""
+        return sum(1 for e in self.events if e.gro_skb == gro_skb and e.skb_index == 0)
+
+    def packets_per_skb(self) -> list[int]:
+        counts = [0] * len(self.skbs)
+        for e in self.events:
+            counts[e.gro_skb] += 1
+        return counts
+
+
+@dataclass(eq=False)
+class _Held:
+    p: Skb
+    count: int
+    mss: int
+    ulen: int
+    flags: int
+    members: list[int]
+    is_flist: bool
+
+
+def _eth_type_trans(skb: Skb, index: int) -> Skb:
+    if skb.headlen < ETH_HLEN:
+        raise ValueError(f"skbs[{index}] has headlen {skb.headlen} < ETH_HLEN {ETH_HLEN}: pass skbs as the "
+                         "receive path built them, with the Ethernet header in the linear part")
+    s = dataclasses.replace(skb, frags=list(skb.frags), frag_list=list(skb.frag_list))
+    # net/ethernet/eth.c eth_type_trans: skb_pull_inline(skb, ETH_HLEN).
+    s.headroom += ETH_HLEN
+    s.headlen -= ETH_HLEN
+    return s
+
+
+def _pull_from_frag0(skb: Skb, grow: int) -> None:
+    # net/core/gro.c gro_pull_from_frag0 (6.1): copy grow bytes of frag 0 into the head, drop frag 0 if emptied.
+    f0 = skb.frags[0]
+    skb.headlen += grow
+    if f0.size == grow:
+        skb.frags.pop(0)
+    else:
+        skb.frags[0] = dataclasses.replace(f0, offset=f0.offset + grow, size=f0.size - grow)
+
+
+def _headers_into_head(skb: Skb, offset: int) -> None:
+    grow = offset - skb.headlen
+    if grow > 0:
+        if not skb.frags or skb.frags[0].size < grow:
+            raise ValueError(f"packet shorter than its headers (offset {offset})")
+        _pull_from_frag0(skb, grow)
+
+
+def _skb_gro_receive(h: _Held, skb: Skb, fp: FlowParams, lp: Skb, members: list[Skb]) -> tuple[str, int] | None:
+    """net/core/gro.c skb_gro_receive (6.1) / net/core/skbuff.c (5.10); None = refused (-E2BIG)."""
+    a = fp.arch
+    offset = fp.offset
+    headlen = skb.headlen
+    length = skb.len - offset
+    if h.p.len + length >= fp.cap_limit:
+        return None
+    rules_5x = _rules(fp.kernel)["consumed_truesize"] == "5.x"
+    if headlen <= offset:
+        if lp.nr_frags + skb.nr_frags <= fp.max_skb_frags and skb.nr_frags > 0:
+            # skb_gro_receive case 1 (6.1): move skb's frags into lp, trim the first by offset - headlen.
+            eat = offset - headlen
+            moved = list(skb.frags)
+            moved[0] = dataclasses.replace(moved[0], offset=moved[0].offset + eat, size=moved[0].size - eat)
+            new_truesize = a.skb_truesize(skb.end_offset)
+            delta = skb.truesize - new_truesize
+            # 5.10 skbuff.c: skb->truesize -= skb->data_len; 6.1 gro.c: skb->truesize = SKB_TRUESIZE(end).
+            consumed = skb.truesize - skb.data_len if rules_5x else new_truesize
+            lp.frags.extend(moved)
+            _account(h.p, lp, delta)
+            return "frags", consumed
+    elif skb.head_frag:
+        if lp.nr_frags + 1 + skb.nr_frags <= fp.max_skb_frags:
+            # skb_gro_receive case 2 (6.1): the head becomes one frag (head stolen), then skb's frags.
+            new_truesize = a.skb_data_align(a.sk_buff_size)
+            delta = skb.truesize - new_truesize
+            page = skb.head_page or Page(next(_page_ids), size=a.page_size, label="stolen head")
+            head_frag = Frag(page=page, offset=skb.head_offset + skb.headroom + offset, size=headlen - offset,
+                             truesize=delta)
+            lp.frags.append(head_frag)
+            lp.frags.extend(skb.frags)
+            consumed = skb.truesize if rules_5x else new_truesize
+            _account(h.p, lp, delta)
+            return "head_frag", consumed
+    # skb_gro_receive merge (6.1): eat offset - headlen from frag 0, pull offset, chain on p's frag_list.
+    if offset > headlen:
+        eat = offset - headlen
+        f0 = skb.frags[0]
+        skb.frags[0] = dataclasses.replace(f0, offset=f0.offset + eat, size=f0.size - eat)
+        skb.headroom += headlen
+        skb.headlen = 0
+    else:
+        skb.headroom += offset
+        skb.headlen -= offset
+    skb.gso_size = 0
+    members.append(skb)
+    h.p.truesize += skb.truesize
+    return "frag_list", 0
+
+
+def _account(p: Skb, lp: Skb, delta: int) -> None:
+    p.truesize += delta
+    if lp is not p:
+        lp.truesize += delta
+
+
+def _complete(h: _Held, fp: FlowParams, members: list[Skb]) -> Skb:
+    p = h.p
+    if h.count == 1:
+        # net/core/gro.c napi_gro_complete (6.1): count == 1 -> gso_size = 0, not a GSO skb.
+        p.gso_size = 0
+        return p
+    p.gso_segs = h.count
+    if fp.l4 == "tcp":
+        # net/ipv4/tcp_offload.c tcp4_gro_complete / net/ipv6/tcpv6_offload.c tcp6_gro_complete (6.1).
+        base = "TCPV4" if fp.ip == 4 else "TCPV6"
+        p.gso_type = frozenset({base, "FRAGLIST"} if h.is_flist else {base})
+    else:
+        # net/ipv4/udp_offload.c udp4_gro_complete (6.1): FRAGLIST|UDP_L4 for is_flist, else UDP_L4.
+        p.gso_type = frozenset({"UDP_L4", "FRAGLIST"} if h.is_flist else {"UDP_L4"})
+    p.ip_summed = "CHECKSUM_UNNECESSARY" if h.is_flist else "CHECKSUM_PARTIAL"
+    return p
+
+
+def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
+                    kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+                    gro_max_size: int = GRO_LEGACY_MAX_SIZE, ip: int = 4, vlan: bool = False,
+                    tcp_hdr_len: int = 32, tcp_flags: Sequence[object] | None = None,
+                    local_socket: bool | None = None, udp_encap_needed: bool | None = None,
+                    napi_budget: int | None = None) -> GroTrace:
+    """:func:`aggregate` with a per-packet record of what GRO did (held / merged by which case / normal).
+
+    ``napi_budget``: the NAPI poll ends after every ``napi_budget`` packets with the ring drained, so
+    napi_complete_done() flushes every held skb (net/core/dev.c napi_complete_done, 6.1); None = one poll.
+    ``tcp_flags``: per-packet TCP flag sets (names of TCP_FLAGS), default ACK only.
+    """
+    fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, udp_gro=udp_gro, local_socket=local_socket,
+                     udp_encap_needed=udp_encap_needed, features=features, kernel=kernel, arch=arch,
+                     gro_max_size=gro_max_size)
+    skbs = list(skbs)
+    for i, s in enumerate(skbs):
+        if not isinstance(s, Skb):
+            raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(s).__name__}")
+    if tcp_flags is not None:
+        if l4 != "tcp":
+            raise ValueError("tcp_flags is only meaningful with l4='tcp'")
+        if len(tcp_flags) != len(skbs):
+            raise ValueError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}")
+    if napi_budget is not None:
+        _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
+    trace = GroTrace()
+    held: _Held | None = None
+    members: list[Skb] = []
+
+    def flush() -> None:
+        nonlocal held, members
+        if held is not None:
+            idx = len(trace.skbs)
+            trace.skbs.append(_complete(held, fp, members))
+            for e in trace.events:
+                if e.gro_skb == -2:
+                    e.gro_skb = idx
+            held, members = None, []
+
+    def deliver_alone(i: int, skb: Skb) -> None:
+        # dev_gro_receive normal: (6.1) gro_pull_from_frag0 still runs when headers were parsed.
+        if fp.gro_on:
+            _headers_into_head(skb, min(fp.offset, skb.len))
+        trace.events.append(GroEvent(i, "normal", gro_skb=len(trace.skbs)))
+        trace.skbs.append(skb)
+
+    def hold(i: int, skb: Skb, flags: int) -> None:
+        nonlocal held, members
+        # dev_gro_receive (6.1): gro_pull_from_frag0, NAPI_GRO_CB(skb)->last = skb, gso_size = skb_gro_len.
+        _headers_into_head(skb, fp.offset)
+        payload = skb.len - fp.offset
+        skb.gso_size = payload
+        held = _Held(skb, 1, payload, payload + UDP_HDR, flags, [i], fp.is_flist)
+        members = []
+        skb.frag_list = members
+        trace.events.append(GroEvent(i, "held", gro_skb=-2))
+
+    for i, raw in enumerate(skbs):
+        if napi_budget is not None and i and i % napi_budget == 0:
+            flush()
+        skb = _eth_type_trans(raw, i)
+        if skb.len < fp.offset:
+            raise ValueError(f"skbs[{i}] is shorter ({skb.len + ETH_HLEN}) than its headers "
+                             f"({ETH_HLEN + fp.offset})")
+        if not fp.aggregates:
+            deliver_alone(i, skb)
+            continue
+        payload = skb.len - fp.offset
+        flags = _flag_bits(tcp_flags[i] if tcp_flags is not None else None, i) if l4 == "tcp" else 0
+        if fp.l4 == "tcp":
+            merged = None
+            if held is not None:
+                # tcp_gro_receive (6.1): CWR, flag mismatch, payload > mss, 0-byte payload refuse the merge.
+                refuse = bool(flags & _FLAG_BIT["CWR"]) or ((flags ^ held.flags) & _CMP_MASK) != 0
+                refuse |= payload == 0 or payload > held.mss
+                # tcp_gro_receive (mirror 6.18): fraglist flows also need equal flags and count < 64.
+                if held.is_flist:
+                    refuse |= flags != held.flags or held.count >= 64
+                if not refuse:
+                    merged = _merge(held, skb, fp, members)
+            mss = held.mss if (held is not None and merged is not None) else 1
+            # tcp_gro_receive out_check_final (6.1): payload < mss or URG|PSH|RST|SYN|FIN flushes.
+            final_flush = payload < mss or bool(flags & _FINAL_FLUSH)
+            if merged is not None:
+                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2]))
+                held.count += 1
+                held.flags |= flags & (_FLAG_BIT["FIN"] | _FLAG_BIT["PSH"])
+                if final_flush:
+                    flush()
+                continue
+            flush()
+            if final_flush:
+                deliver_alone(i, skb)
+            else:
+                hold(i, skb, flags)
+        else:
+            merged = None
+            ulen = payload + UDP_HDR
+            if payload == 0:
+                # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed, never merged.
+                deliver_alone(i, skb)
+                continue
+            if held is not None and ulen <= held.ulen:
+                merged = _merge(held, skb, fp, members)
+            if merged is not None:
+                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2]))
+                held.count += 1
+                # udp_gro_receive_segment (6.1): a shorter segment or count >= UDP_GRO_CNT_MAX completes p.
+                if ulen != held.ulen or held.count >= UDP_GRO_CNT_MAX:
+                    flush()
+                continue
+            # longer than gso_size, or refused: p completes and this packet starts a new one.
+            flush()
+            hold(i, skb, 0)
+    flush()
+    return trace
+
+
+def _merge(h: _Held, skb: Skb, fp: FlowParams, members: list[Skb]) -> tuple[str, int, int] | None:
+    """Merge skb into held p; returns (case, skb index inside the GRO skb, consumed truesize) or None."""
+    if h.is_flist:
+        # net/core/gro.c skb_gro_receive_list (6.1): p->len + skb->len >= 65536 refuses (headers included).
+        if h.p.len + skb.len >= GRO_LEGACY_MAX_SIZE:
+            return None
+        _headers_into_head(skb, fp.offset)
+        skb.headroom += fp.offset
+        skb.headlen -= fp.offset
+        skb.gso_size = 0
+        members.append(skb)
+        h.p.truesize += skb.truesize
+        return "receive_list", len(members), 0
+    lp = members[-1] if members else h.p
+    res = _skb_gro_receive(h, skb, fp, lp, members)
+    if res is None:
+        return None
+    case, consumed = res
+    return case, len(members), consumed
+
+
+def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
+              kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+              gro_max_size: int = GRO_LEGACY_MAX_SIZE, **flow: Any) -> list[Skb]:
+    """One flow's skbs (arrival order, as the receive path built them) through dev_gro_receive().
+
+    Returns the skbs handed up the stack. A GRO skb has ``gso_segs`` = packets merged (a packet that
+    went up alone keeps gso_segs 0 and gso_size 0, as napi_gro_complete leaves it). Extra keywords:
+    ``ip``, ``vlan``, ``tcp_hdr_len``, ``tcp_flags``, ``local_socket``, ``udp_encap_needed``, ``napi_budget``.
+    """
+    return aggregate_trace(skbs, l4=l4, udp_gro=udp_gro, features=features, kernel=kernel, arch=arch,
+                           gro_max_size=gro_max_size, **flow).skbs
+
+
+def gro_segs(skb: Skb) -> int:
+    """Packets carried by a delivered skb: gso_segs, or 1 for a packet that went up alone."""
+    return skb.gso_segs if skb.gso_segs else 1
