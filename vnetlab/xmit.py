@@ -70,10 +70,14 @@ def gso_mask(kernel: str = "6.1") -> frozenset[str]:
     return frozenset(names)
 
 
-def _names(features: Any) -> frozenset[str]:
-    """A FeatureSet (or any iterable of NETIF_F names) as a frozenset of names."""
+def _names(features: Any, kernel: str = "6.1") -> frozenset[str]:
+    """A FeatureSet (or any iterable of NETIF_F names, or a netdev_features_t int) as a frozenset of names."""
     if features is None:
         return frozenset()
+    if isinstance(features, int) and not isinstance(features, bool):
+        from vnetlab.features import FeatureSet  # a raw netdev_features_t word, e.g. gso_partial_features
+
+        return frozenset(FeatureSet.from_bits(features, kernel=kernel))
     if isinstance(features, str):
         raise ValueError(f"features must be an iterable of NETIF_F names, got the string {features!r}")
     return frozenset(str(n).removeprefix("NETIF_F_") for n in features)
@@ -270,7 +274,7 @@ def _lower_of(dev: Any, port: Any = None) -> Any:
 def _dev_kernel(dev: Any, kernel: str | None) -> str:
     if kernel is not None:
         return _kernel(kernel).version
-    for obj in (dev, getattr(dev, "net", None), getattr(dev, "namespace", None)):
+    for obj in (dev, getattr(dev, "ns", None), getattr(dev, "net", None), getattr(dev, "namespace", None)):
         k = getattr(obj, "kernel", None)
         if k is not None:
             return _kernel(str(k)).version
@@ -360,7 +364,7 @@ def netif_skb_features_steps(
             feats -= gmask
             steps.append(("gso_features_check: gso_type 0 (skb_warn_bad_offload)", frozenset(feats)))
         else:
-            partial = _names(getattr(dev, "gso_partial_features", ()))
+            partial = _names(getattr(dev, "gso_partial_features", ()), k.version)
             if "PARTIAL" not in skb.gso_type and partial & feats:
                 feats -= partial
                 steps.append(("gso_features_check: gso_partial_features removed", frozenset(feats)))
