@@ -1,0 +1,261 @@
+"""vnetlab.features: NETIF_F bit tables per kernel, masks, ethtool names, FeatureSet, the SKB_GSO relation."""
+
+from __future__ import annotations
+
+import array
+import fcntl
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+
+import pytest
+from hypothesis import given, strategies as st
+
+from vnetlab import features as F
+from vnetlab.features import FeatureSet
+
+KERNELS = ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18")
+
+
+def test_known_kernels():
+    assert F.known_kernels() == KERNELS
+
+
+@pytest.mark.parametrize("k", KERNELS)
+def test_fixed_bits_every_version(k):
+    # include/linux/netdev_features.h: the low bits and the GSO range start never moved.
+    assert F.bit("SG", kernel=k) == 0
+    assert F.bit("HW_CSUM", kernel=k) == 3
+    assert F.bit("FRAGLIST", kernel=k) == 6
+    assert F.bit("TSO", kernel=k) == F.GSO_SHIFT == 16
+    assert F.bit("GSO_UDP_L4", kernel=k) == 33
+    assert F.bit("GSO_FRAGLIST", kernel=k) == 34
+    assert F.bit("NTUPLE", kernel=k) == 38
+    assert F.bit("GRO_FRAGLIST", kernel=k) == 57
+
+
+def test_bits_that_move():
+    assert F.bit("LLTX", kernel="6.1") == 12 and F.bit("NETNS_LOCAL", kernel="6.1") == 13
+    for name in ("LLTX", "NETNS_LOCAL", "FCOE_MTU"):
+        with pytest.raises(ValueError, match="name="):
+            F.bit(name, kernel="6.18")
+    assert F.bit("FCOE_CRC", kernel="6.1") == 35 and F.bit("FCOE_CRC", kernel="6.18") == 36
+    assert F.bit("SCTP_CRC", kernel="6.1") == 36 and F.bit("SCTP_CRC", kernel="6.18") == 37
+    assert F.bit("FCOE_MTU", kernel="6.1") == 37
+    assert F.bit("GSO_ACCECN", kernel="6.18") == 35
+    with pytest.raises(ValueError):
+        F.bit("GSO_ACCECN", kernel="6.1")
+    with pytest.raises(ValueError):
+        F.bit("GRO_UDP_FWD", kernel="5.11")
+    assert F.bit("GRO_UDP_FWD", kernel="5.12") == 59
+    with pytest.raises(ValueError):
+        F.bit("HW_HSR_TAG_INS", kernel="5.12")
+    assert F.bit("HW_HSR_DUP", kernel="5.13") == 63
+    assert len(F.names("5.10")) == 58 and len(F.names("6.1")) == 63 and len(F.names("6.18")) == 61
+
+
+def test_gso_software_before_and_after_the_patch():
+    tso = {"TSO", "TSO6", "TSO_ECN", "TSO_MANGLEID"}
+    assert F.mask("GSO_SOFTWARE", kernel="5.10") == tso | {"GSO_SCTP"}
+    assert F.mask("GSO_SOFTWARE", kernel="5.11") == tso | {"GSO_SCTP", "GSO_UDP_L4", "GSO_FRAGLIST"}
+    assert F.mask("GSO_SOFTWARE", kernel="6.1") == tso | {"GSO_SCTP", "GSO_UDP_L4", "GSO_FRAGLIST"}
+    assert F.mask("GSO_SOFTWARE", kernel="6.18") == tso | {"GSO_SCTP", "GSO_UDP_L4", "GSO_FRAGLIST", "GSO_ACCECN"}
+    # ONE_FOR_ALL inherits the change: UDP_L4 and GSO_FRAGLIST become one-for-all from 5.11.
+    assert "GSO_UDP_L4" not in F.mask("ONE_FOR_ALL", kernel="5.10")
+    assert "GSO_UDP_L4" in F.mask("ONE_FOR_ALL", kernel="5.11")
+    # facts D.1 / numbers table: pre 16,18,19,20,30; post + 33, 34; 6.18 + 35.
+    bits = lambda k: sorted(b for b in range(64) if F.mask("GSO_SOFTWARE", kernel=k).bits >> b & 1)
+    assert bits("5.10") == [16, 18, 19, 20, 30]
+    assert bits("5.11") == [16, 18, 19, 20, 30, 33, 34]
+    assert bits("6.18") == [16, 18, 19, 20, 30, 33, 34, 35]
+
+
+@pytest.mark.parametrize("k,last", [(k, 35 if k == "6.18" else 34) for k in KERNELS])
+def test_gso_mask_range(k, last):
+    assert F.mask("GSO_MASK", kernel=k).bits == (1 << (last + 1)) - (1 << 16)
+
+
+def test_other_masks():
+    k = "6.1"
+    assert F.mask("CSUM_MASK", kernel=k) == {"IP_CSUM", "IPV6_CSUM", "HW_CSUM"}
+    assert F.mask("ALL_FOR_ALL", kernel=k) == {"NOCACHE_COPY", "FSO"}
+    assert F.mask("SOFT_FEATURES", kernel=k) == {"GSO", "GRO"}
+    assert F.mask("SOFT_FEATURES_OFF", kernel="5.10") == {"GRO_FRAGLIST"}
+    assert F.mask("SOFT_FEATURES_OFF", kernel=k) == {"GRO_FRAGLIST", "GRO_UDP_FWD"}
+    assert F.mask("UPPER_DISABLES", kernel=k) == {"LRO"}
+    assert F.mask("NEVER_CHANGE", kernel=k) == {"VLAN_CHALLENGED", "LLTX", "NETNS_LOCAL"}
+    assert F.mask("NEVER_CHANGE", kernel="6.18") == {"VLAN_CHALLENGED"}
+    assert len(F.mask("VLAN_FEATURES", kernel=k)) == 6
+    assert len(F.mask("GSO_ENCAP_ALL", kernel=k)) == 6
+    for name in ("GSO_SOFTWARE", "GSO_MASK", "ALL_TSO", "ONE_FOR_ALL", "ALL_FOR_ALL", "CSUM_MASK",
+                 "GSO_ENCAP_ALL", "SOFT_FEATURES", "NETIF_F_GSO_SOFTWARE"):
+        assert isinstance(F.mask(name, kernel="6.18"), FeatureSet)
+
+
+def test_ethtool_names_both_directions():
+    assert F.ethtool_name("GSO_UDP_L4", kernel="6.1") == "tx-udp-segmentation"
+    assert F.ethtool_name("GSO_FRAGLIST", kernel="5.10") == "tx-gso-list"
+    assert F.from_ethtool_name("tx-gso-list", kernel="6.18") == "GSO_FRAGLIST"
+    assert F.ethtool_name("GSO_ACCECN", kernel="6.18") == "tx-tcp-accecn-segmentation"
+    assert F.ethtool_name("LLTX", kernel="6.1") == "tx-lockless"
+    with pytest.raises(ValueError, match="ethtool="):
+        F.from_ethtool_name("tx-lockless", kernel="6.18")
+    # net/ethtool/common.c has no string for NETIF_F_GSO_UDP (UFO).
+    with pytest.raises(ValueError):
+        F.ethtool_name("GSO_UDP", kernel="6.1")
+    for k in KERNELS:
+        for name in F.table(k).ethtool:
+            assert F.from_ethtool_name(F.ethtool_name(name, kernel=k), kernel=k) == name
+
+
+def test_errors_name_parameter_and_list_valid():
+    with pytest.raises(ValueError, match=r"name='NOPE'.*valid: SG"):
+        F.bit("NOPE", kernel="6.1")
+    with pytest.raises(ValueError, match=r"kernel='4.19'.*5.10"):
+        F.bit("SG", kernel="4.19")
+    with pytest.raises(ValueError, match=r"name='BOGUS'.*GSO_SOFTWARE"):
+        F.mask("BOGUS", kernel="6.1")
+    with pytest.raises(ValueError, match="bits="):
+        FeatureSet.from_bits(1 << 12, kernel="6.18")
+    with pytest.raises(ValueError, match="kernel"):
+        FeatureSet.from_names(["SG"], kernel="6.1") | FeatureSet.from_names(["SG"], kernel="6.18")
+
+
+def test_featureset_protocol():
+    a = FeatureSet.from_names(["SG", "HW_CSUM", "TSO"], kernel="6.18")
+    b = FeatureSet.from_names(["TSO", "GSO_UDP_L4"], kernel="6.18")
+    assert a | b == {"SG", "HW_CSUM", "TSO", "GSO_UDP_L4"}
+    assert a & b == {"TSO"}
+    assert a - b == {"SG", "HW_CSUM"}
+    assert "SG" in a and "GSO_UDP_L4" not in a
+    assert len(a) == 3 and list(a) == ["SG", "HW_CSUM", "TSO"]
+    assert a.bits == 1 | 8 | 1 << 16
+    assert FeatureSet.from_bits(a.bits, kernel="6.18") == a
+    eth = a.to_ethtool()
+    assert eth["tx-scatter-gather"] is True and eth["tx-udp-segmentation"] is False
+    assert FeatureSet.from_ethtool(eth, kernel="6.18") == a
+    with pytest.raises(AttributeError):
+        a._bits = 0  # type: ignore[misc]
+    assert hash(a) == hash(FeatureSet.from_names(["TSO", "SG", "HW_CSUM"], kernel="6.18"))
+
+
+@given(st.sampled_from(KERNELS), st.data())
+def test_featureset_matches_int_algebra(k, data):
+    names = F.names(k)
+    xs = data.draw(st.lists(st.sampled_from(names), max_size=12))
+    ys = data.draw(st.lists(st.sampled_from(names), max_size=12))
+    a, b = FeatureSet.from_names(xs, kernel=k), FeatureSet.from_names(ys, kernel=k)
+    assert (a | b).bits == a.bits | b.bits
+    assert (a & b).bits == a.bits & b.bits
+    assert (a - b).bits == a.bits & ~b.bits
+    assert set(a) == set(xs) and len(a) == len(set(xs))
+    # every feature but GSO_UDP (no netdev_features_strings entry) survives the ethtool round trip
+    assert FeatureSet.from_ethtool(a.to_ethtool(), kernel=k) == a - "GSO_UDP"
+
+
+@pytest.mark.parametrize("k", KERNELS)
+def test_skb_gso_shift_relation(k):
+    # include/linux/netdev_features.h BUILD_BUG_ONs: NETIF_F_x == SKB_GSO_x << NETIF_F_GSO_SHIFT.
+    assert F.gso_feature("UDP_L4", kernel=k) == "GSO_UDP_L4"
+    assert F.gso_feature("FRAGLIST", kernel=k) == "GSO_FRAGLIST"
+    assert F.gso_feature("TCPV4", kernel=k) == "TSO"
+    assert F.gso_feature("DODGY", kernel=k) == "GSO_ROBUST"
+    t = F.table(k)
+    for name, b in t.skb_gso.items():
+        if b < 20 and not name.startswith("__") and (b + 16) in t.by_bit:
+            assert F.bit(F.gso_feature(name, kernel=k), kernel=k) == b + F.GSO_SHIFT
+    assert F.skb_gso_bit("UDP_L4", kernel=k) == 17 and F.skb_gso_bit("FRAGLIST", kernel=k) == 18
+
+
+def test_net_gso_ok_and_skb_gso_ok():
+    k = "6.1"
+    virtio = FeatureSet.from_names(["SG", "HW_CSUM", "TSO", "TSO6", "GSO_UDP_L4"], kernel=k)
+    assert F.net_gso_ok(virtio, {"UDP_L4"})
+    assert not F.net_gso_ok(virtio, {"UDP_L4", "FRAGLIST"})
+    both = virtio | {"GSO_FRAGLIST"}
+    # skb_gso_ok: a fraglist GSO skb needs NETIF_F_FRAGLIST too (facts D.2).
+    assert not F.skb_gso_ok(both, {"UDP_L4", "FRAGLIST"}, has_frag_list=True)
+    assert F.skb_gso_ok(both | {"FRAGLIST"}, {"UDP_L4", "FRAGLIST"}, has_frag_list=True)
+
+
+def test_increment_and_intersect():
+    k = "6.1"
+    fs = lambda *n: FeatureSet.from_names(n, kernel=k)  # noqa: E731
+    # netdev_intersect_features: HW_CSUM on one side stands for IP_CSUM|IPV6_CSUM.
+    assert F.netdev_intersect_features(fs("HW_CSUM"), fs("IP_CSUM")) == {"IP_CSUM"}
+    # netdev_increment_features: ONE_FOR_ALL bits are ORed in (within the mask), ALL_FOR_ALL ANDed.
+    all_ = fs("NOCACHE_COPY")
+    got = F.netdev_increment_features(all_, fs("SG", "GSO_UDP_L4"), F.mask("GSO_MASK", kernel=k) | fs("SG"))
+    assert got == {"SG", "GSO_UDP_L4"}
+    got5 = FeatureSet(F.increment_bits(0, fs("SG").bits | (1 << 33), (1 << 33) | 1, "5.10"), "5.10")
+    assert got5 == {"SG"}  # pre-patch GSO_UDP_L4 is not one-for-all
+    # netdev_add_tso_features re-adds ALL_TSO within the mask, keeps ALL_FOR_ALL.
+    assert F.netdev_add_tso_features(fs("SG"), F.mask("ALL_TSO", kernel=k)) == {"SG", "TSO", "TSO6", "TSO_ECN",
+                                                                                  "TSO_MANGLEID"}
+
+
+# --- the running kernel ----------------------------------------------------------------------------
+
+BTF = "/sys/kernel/btf/vmlinux"
+
+
+def _btf_enum(pattern: str) -> dict[str, int]:
+    if not shutil.which("bpftool") or not os.path.exists(BTF):
+        pytest.skip("bpftool or /sys/kernel/btf/vmlinux not available")
+    out = subprocess.run(["bpftool", "btf", "dump", "file", BTF, "format", "c"], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    return {m.group(1): int(m.group(2)) for m in re.finditer(rf"^\s*({pattern}) = (-?\d+),", out, re.M)}
+
+
+def _running_618() -> bool:
+    return os.uname().release.startswith("6.18")
+
+
+def test_618_bits_match_running_kernel_btf():
+    if not _running_618():
+        pytest.skip("the running kernel is not 6.18")
+    enum = _btf_enum(r"NETIF_F_\w+_BIT|__UNUSED_NETIF_F_\d+|NETDEV_FEATURE_COUNT|NETIF_F_GSO_SHIFT|NETIF_F_GSO_LAST")
+    named = {k.removeprefix("NETIF_F_").removesuffix("_BIT"): v for k, v in enum.items() if k.endswith("_BIT")}
+    assert named == dict(F.table("6.18").bits)
+    assert enum["NETDEV_FEATURE_COUNT"] == 64 and enum["NETIF_F_GSO_SHIFT"] == F.GSO_SHIFT
+    assert F.mask("GSO_MASK", kernel="6.18").bits == (1 << (enum["NETIF_F_GSO_LAST"] + 1)) - (1 << 16)
+    unused = {v for k, v in enum.items() if k.startswith("__UNUSED")}
+    assert unused == set(range(64)) - set(named.values())
+
+
+def test_618_skb_gso_match_running_kernel_btf():
+    if not _running_618():
+        pytest.skip("the running kernel is not 6.18")
+    enum = _btf_enum(r"_*SKB_GSO_\w+")
+    got = {k.replace("SKB_GSO_", ""): v & 0xFFFFFFFF for k, v in enum.items()}
+    assert got == {k: 1 << b for k, b in F.table("6.18").skb_gso.items()}
+
+
+def _kernel_feature_strings(dev: str = "lo") -> list[str]:
+    """ETH_SS_FEATURES strings via the SIOCETHTOOL ioctl (ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS)."""
+    siocethtool, gsset_info, gstrings, ss_features = 0x8946, 0x37, 0x1B, 4
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        def ioctl(buf: array.array) -> None:
+            fcntl.ioctl(s.fileno(), siocethtool, struct.pack("16sP", dev.encode(), buf.buffer_info()[0]))
+
+        info = array.array("B", struct.pack("IIQI", gsset_info, 0, 1 << ss_features, 0))
+        ioctl(info)
+        count = struct.unpack_from("IIQI", info)[3]
+        buf = array.array("B", struct.pack("III", gstrings, ss_features, count) + bytes(32 * count))
+        ioctl(buf)
+    return [buf[12 + 32 * i:44 + 32 * i].tobytes().rstrip(b"\0").decode() for i in range(count)]
+
+
+def test_618_ethtool_names_match_running_kernel():
+    if not _running_618():
+        pytest.skip("the running kernel is not 6.18")
+    try:
+        strings = _kernel_feature_strings()
+    except OSError as exc:
+        pytest.skip(f"SIOCETHTOOL not available: {exc}")
+    t = F.table("6.18")
+    model = [t.ethtool.get(t.by_bit.get(b, ""), "") for b in range(64)]
+    assert strings == model

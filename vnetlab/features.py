@@ -1,0 +1,404 @@
+"""NETIF_F feature bits, composite masks and ethtool names of each modelled kernel, and FeatureSet.
+
+The numbers live in data/netdev_features.toml (one set of sections per kernel, each value with its source);
+this module only reads them. Bits move between versions: LLTX/NETNS_LOCAL sit at 12/13 until 6.18 made
+them unused, GRO_UDP_FWD (59) arrives in 5.12, the HSR bits (60-63) after it, and 6.18 inserts GSO_ACCECN
+at 35, pushing FCOE_CRC/SCTP_CRC up by one and dropping FCOE_MTU.
+
+The feature algebra of include/linux/netdevice.h and net/core/dev.c (netdev_intersect_features,
+netdev_increment_features, netdev_add_tso_features, net_gso_ok, skb_gso_ok) is here too, on FeatureSets.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Mapping
+
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel, UnknownKernelError, kernel as _kernel
+from vnetlab.tables import TableError, load_table
+
+# include/linux/netdev_features.h: NETIF_F_GSO_SHIFT = NETIF_F_TSO_BIT = 16 in every modelled version.
+GSO_SHIFT = 16
+
+MASK_NAMES = (
+    "GSO_MASK", "CSUM_MASK", "ALL_TSO", "ALL_FCOE", "GSO_SOFTWARE", "ONE_FOR_ALL", "ALL_FOR_ALL",
+    "UPPER_DISABLES", "SOFT_FEATURES", "SOFT_FEATURES_OFF", "VLAN_FEATURES", "GSO_ENCAP_ALL", "NEVER_CHANGE",
+)
+
+
+class UnknownFeatureError(ValueError):
+    """A feature, mask or ethtool name that the requested kernel does not have."""
+
+
+@dataclass(frozen=True)
+class FeatureTable:
+    """Everything data/netdev_features.toml says about one kernel."""
+
+    kernel: str
+    bits: Mapping[str, int]
+    by_bit: Mapping[int, str]
+    ethtool: Mapping[str, str]
+    from_ethtool: Mapping[str, str]
+    masks: Mapping[str, int]
+    skb_gso: Mapping[str, int]
+    sources: Mapping[str, str]
+
+    @property
+    def all_bits(self) -> int:
+        return functools.reduce(lambda a, b: a | (1 << b), self.bits.values(), 0)
+
+
+def known_kernels() -> tuple[str, ...]:
+    """Kernel versions with a feature table, oldest first."""
+    table = load_table("netdev_features")
+    versions = [s for s in table if "." in s and s.replace(".", "").isdigit()]
+    return tuple(sorted(versions, key=lambda v: tuple(int(p) for p in v.split("."))))
+
+
+def _version(kernel: "str | Kernel") -> str:
+    if isinstance(kernel, Kernel):
+        version = kernel.version
+    elif isinstance(kernel, str):
+        version = kernel.removeprefix("v")
+    else:
+        raise UnknownKernelError(
+            f"kernel must be a version string such as '6.18', got {kernel!r}; known: {', '.join(known_kernels())}"
+        )
+    if version not in known_kernels():
+        raise UnknownKernelError(
+            f"kernel={version!r} has no NETIF_F table; known: {', '.join(known_kernels())}"
+        )
+    _kernel(version)  # the kernel profile must exist as well (data/kernels.toml)
+    return version
+
+
+def _resolve_mask(version: str, name: str, raw: Mapping[str, object], bits: Mapping[str, int],
+                  seen: tuple[str, ...] = ()) -> int:
+    if name in seen:
+        raise TableError(f"data/netdev_features.toml: [\"{version}.masks\"].{name} is defined in terms of itself")
+    value = raw[name]
+    if isinstance(value, dict):
+        first, last = bits[value["first"]], bits[value["last"]]
+        return (1 << (last + 1)) - (1 << first)
+    result = 0
+    for member in value:  # type: ignore[union-attr]
+        if member in bits:
+            result |= 1 << bits[member]
+        elif member in raw:
+            result |= _resolve_mask(version, member, raw, bits, seen + (name,))
+        else:
+            raise TableError(f"data/netdev_features.toml: [\"{version}.masks\"].{name} has unknown member {member!r}")
+    return result
+
+
+@functools.lru_cache(maxsize=None)
+def _table(version: str) -> FeatureTable:
+    data = load_table("netdev_features")
+    bits_sec = data[version]
+    bits = {name: bits_sec.typed(name, int) for name in bits_sec.values}
+    by_bit = {b: n for n, b in bits.items()}
+    if len(by_bit) != len(bits):
+        raise TableError(f"data/netdev_features.toml: [\"{version}\"] gives two features the same bit")
+    eth_sec = data[f"{version}.ethtool"]
+    ethtool = {name: eth_sec.typed(name, str) for name in eth_sec.values}
+    for name in ethtool:
+        if name not in bits:
+            raise TableError(f"data/netdev_features.toml: [\"{version}.ethtool\"].{name} is not a feature of {version}")
+    mask_sec = data[f"{version}.masks"]
+    masks = {name: _resolve_mask(version, name, mask_sec.values, bits) for name in mask_sec.values}
+    gso_sec = data[f"{version}.skb_gso"]
+    skb_gso = {name: gso_sec.typed(name, int) for name in gso_sec.values}
+    sources = {name: bits_sec.source(name) for name in bits}
+    sources.update({f"mask:{n}": mask_sec.source(n) for n in masks})
+    return FeatureTable(
+        kernel=version, bits=bits, by_bit=by_bit, ethtool=ethtool,
+        from_ethtool={v: k for k, v in ethtool.items()}, masks=masks, skb_gso=skb_gso, sources=sources,
+    )
+
+
+def table(kernel: "str | Kernel" = DEFAULT_KERNEL) -> FeatureTable:
+    """The :class:`FeatureTable` of ``kernel``."""
+    return _table(_version(kernel))
+
+
+def _strip(name: str) -> str:
+    return name.removeprefix("NETIF_F_").removesuffix("_BIT") if isinstance(name, str) else name
+
+
+def _unknown(param: str, value: object, version: str, valid: Iterable[str]) -> UnknownFeatureError:
+    return UnknownFeatureError(f"{param}={value!r} is not known in kernel {version}; valid: {', '.join(valid)}")
+
+
+def bit(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> int:
+    """The bit number of NETIF_F_<name>_BIT in ``kernel`` ("SG" -> 0, "GSO_UDP_L4" -> 33)."""
+    t = table(kernel)
+    key = _strip(name)
+    if key not in t.bits:
+        raise _unknown("name", name, t.kernel, t.bits)
+    return t.bits[key]
+
+
+def names(kernel: "str | Kernel" = DEFAULT_KERNEL) -> tuple[str, ...]:
+    """Every feature name of ``kernel`` in bit order."""
+    t = table(kernel)
+    return tuple(t.by_bit[b] for b in sorted(t.by_bit))
+
+
+def ethtool_name(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> str:
+    """The netdev_features_strings entry for feature ``name`` ("GSO_UDP_L4" -> "tx-udp-segmentation")."""
+    t = table(kernel)
+    key = _strip(name)
+    if key not in t.ethtool:
+        raise _unknown("name", name, t.kernel, t.ethtool)
+    return t.ethtool[key]
+
+
+def from_ethtool_name(ethtool: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> str:
+    """The feature name for an ethtool feature string ("tx-gso-list" -> "GSO_FRAGLIST")."""
+    t = table(kernel)
+    if ethtool not in t.from_ethtool:
+        raise _unknown("ethtool", ethtool, t.kernel, t.from_ethtool)
+    return t.from_ethtool[ethtool]
+
+
+def mask(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+    """A composite macro NETIF_F_<name> ("GSO_SOFTWARE", "ONE_FOR_ALL", ...) as a FeatureSet."""
+    t = table(kernel)
+    key = _strip(name)
+    if key not in t.masks:
+        raise _unknown("name", name, t.kernel, t.masks)
+    return FeatureSet(t.masks[key], t.kernel)
+
+
+class FeatureSet:
+    """An immutable set of NETIF_F features (names without the prefix) of one kernel."""
+
+    __slots__ = ("_bits", "_kernel")
+
+    def __init__(self, bits: int, kernel: "str | Kernel" = DEFAULT_KERNEL) -> None:
+        version = _version(kernel)
+        t = _table(version)
+        if not isinstance(bits, int) or isinstance(bits, bool) or bits < 0:
+            raise ValueError(f"bits must be a non-negative int, got {bits!r}")
+        stray = bits & ~t.all_bits
+        if stray:
+            raise ValueError(
+                f"bits={bits:#x} sets bit(s) {[b for b in range(stray.bit_length()) if stray >> b & 1]} "
+                f"that are unused in kernel {version}"
+            )
+        object.__setattr__(self, "_bits", bits)
+        object.__setattr__(self, "_kernel", version)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("FeatureSet is immutable")
+
+    # -- constructors --------------------------------------------------------------------------
+    @classmethod
+    def from_names(cls, names: Iterable[str], kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+        if isinstance(names, str):
+            names = [names]
+        value = 0
+        for name in names:
+            value |= 1 << bit(name, kernel)
+        return cls(value, kernel)
+
+    @classmethod
+    def from_bits(cls, bits: int, kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+        return cls(bits, kernel)
+
+    @classmethod
+    def from_ethtool(cls, settings: Mapping[str, object], kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+        """From {ethtool name: on} (a bool, or the (on, fixed) tuples of ethtool_k()); the 'on' ones are kept."""
+        value = 0
+        for eth, state in settings.items():
+            on = state[0] if isinstance(state, tuple) else state
+            if on:
+                value |= 1 << bit(from_ethtool_name(eth, kernel), kernel)
+        return cls(value, kernel)
+
+    @classmethod
+    def empty(cls, kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+        return cls(0, kernel)
+
+    # -- properties ----------------------------------------------------------------------------
+    @property
+    def bits(self) -> int:
+        return self._bits
+
+    @property
+    def kernel(self) -> str:
+        return self._kernel
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        t = _table(self._kernel)
+        return tuple(t.by_bit[b] for b in sorted(t.by_bit) if self._bits >> b & 1)
+
+    def to_ethtool(self) -> dict[str, bool]:
+        """{ethtool name: on} for every feature that has an ethtool string in this kernel."""
+        t = _table(self._kernel)
+        return {t.ethtool[n]: bool(self._bits >> t.bits[n] & 1) for n in sorted(t.ethtool, key=t.bits.get)}
+
+    # -- set protocol --------------------------------------------------------------------------
+    def _other(self, other: object) -> int:
+        if isinstance(other, FeatureSet):
+            if other._kernel != self._kernel:
+                raise ValueError(f"cannot combine features of kernel {self._kernel} with kernel {other._kernel}")
+            return other._bits
+        if isinstance(other, str):
+            return 1 << bit(other, self._kernel)
+        if isinstance(other, (set, frozenset, list, tuple)):
+            return FeatureSet.from_names(other, self._kernel)._bits
+        return NotImplemented  # type: ignore[return-value]
+
+    def __or__(self, other: object) -> "FeatureSet":
+        o = self._other(other)
+        return NotImplemented if o is NotImplemented else FeatureSet(self._bits | o, self._kernel)
+
+    def __and__(self, other: object) -> "FeatureSet":
+        o = self._other(other)
+        return NotImplemented if o is NotImplemented else FeatureSet(self._bits & o, self._kernel)
+
+    def __sub__(self, other: object) -> "FeatureSet":
+        o = self._other(other)
+        return NotImplemented if o is NotImplemented else FeatureSet(self._bits & ~o, self._kernel)
+
+    def __xor__(self, other: object) -> "FeatureSet":
+        o = self._other(other)
+        return NotImplemented if o is NotImplemented else FeatureSet(self._bits ^ o, self._kernel)
+
+    __ror__ = __or__
+    __rand__ = __and__
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, FeatureSet):
+            o = self._other(item)
+            return self._bits & o == o
+        if not isinstance(item, str):
+            return False
+        return bool(self._bits >> bit(item, self._kernel) & 1)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return bin(self._bits).count("1")
+
+    def __bool__(self) -> bool:
+        return self._bits != 0
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FeatureSet):
+            return self._kernel == other._kernel and self._bits == other._bits
+        if isinstance(other, (set, frozenset)):
+            return set(self.names) == other
+        return NotImplemented
+
+    def __le__(self, other: "FeatureSet") -> bool:
+        return self._bits & ~self._other(other) == 0
+
+    def __ge__(self, other: "FeatureSet") -> bool:
+        o = self._other(other)
+        return o & ~self._bits == 0
+
+    def __hash__(self) -> int:
+        return hash((self._kernel, self._bits))
+
+    def __repr__(self) -> str:
+        return f"FeatureSet({{{', '.join(self.names)}}}, kernel={self._kernel!r})"
+
+
+# --- SKB_GSO <-> NETIF_F_GSO ------------------------------------------------------------------------
+
+def skb_gso_bit(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> int:
+    """The bit number of SKB_GSO_<name> (include/linux/skbuff.h)."""
+    t = table(kernel)
+    key = name.removeprefix("SKB_GSO_")
+    if key not in t.skb_gso:
+        raise _unknown("name", name, t.kernel, t.skb_gso)
+    return t.skb_gso[key]
+
+
+def gso_feature(skb_gso: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> str:
+    """The NETIF_F name that carries SKB_GSO_<skb_gso>: NETIF_F_x == SKB_GSO_x << NETIF_F_GSO_SHIFT."""
+    t = table(kernel)
+    key = skb_gso.removeprefix("SKB_GSO_")
+    b = skb_gso_bit(key, t.kernel)
+    # include/linux/skbuff.h (6.18): SKB_GSO_TCP_FIXEDID{,_INNER} (bits 30/31) are outside the shift range;
+    # they mean "IPv4 ID may be mangled" and so need TSO_MANGLEID (= __SKB_GSO_TCP_FIXEDID << 16). UNVERIFIED
+    # against net_gso_ok of 6.18, which was not read.
+    if key in ("TCP_FIXEDID", "TCP_FIXEDID_INNER") and "__TCP_FIXEDID" in t.skb_gso:
+        b = t.skb_gso["__TCP_FIXEDID"]
+    feature = t.by_bit.get(b + GSO_SHIFT)
+    if feature is None or not t.masks["GSO_MASK"] >> (b + GSO_SHIFT) & 1:
+        raise _unknown("skb_gso", skb_gso, t.kernel, t.skb_gso)
+    return feature
+
+
+def gso_type_features(gso_type: Iterable[str], kernel: "str | Kernel" = DEFAULT_KERNEL) -> FeatureSet:
+    """(netdev_features_t)gso_type << NETIF_F_GSO_SHIFT, for a set of SKB_GSO names."""
+    if isinstance(gso_type, str):
+        gso_type = [gso_type]
+    return FeatureSet.from_names([gso_feature(g, kernel) for g in gso_type], kernel)
+
+
+def net_gso_ok(features: FeatureSet, gso_type: Iterable[str]) -> bool:
+    """include/linux/netdevice.h net_gso_ok: every bit of gso_type << 16 is in features."""
+    return gso_type_features(gso_type, features.kernel) <= features
+
+
+def skb_gso_ok(features: FeatureSet, gso_type: Iterable[str], *, has_frag_list: bool) -> bool:
+    """include/linux/netdevice.h skb_gso_ok: net_gso_ok, and a frag_list needs NETIF_F_FRAGLIST."""
+    return net_gso_ok(features, gso_type) and (not has_frag_list or "FRAGLIST" in features)
+
+
+# --- feature algebra (include/linux/netdevice.h, net/core/dev.c) -----------------------------------
+
+def _m(name: str, version: str) -> int:
+    return _table(version).masks[name]
+
+
+def _b(name: str, version: str) -> int:
+    return 1 << _table(version).bits[name]
+
+
+def intersect_bits(f1: int, f2: int, version: str) -> int:
+    """include/linux/netdevice.h netdev_intersect_features (same 5.10..6.18)."""
+    hw, ip = _b("HW_CSUM", version), _b("IP_CSUM", version) | _b("IPV6_CSUM", version)
+    if (f1 ^ f2) & hw:
+        if f1 & hw:
+            f1 |= ip
+        else:
+            f2 |= ip
+    return f1 & f2
+
+
+def increment_bits(all_: int, one: int, mask_: int, version: str) -> int:
+    """net/core/dev.c netdev_increment_features (same 5.10..6.18)."""
+    csum, hw = _m("CSUM_MASK", version), _b("HW_CSUM", version)
+    if mask_ & hw:
+        mask_ |= csum
+    mask_ |= _b("VLAN_CHALLENGED", version)
+    all_ |= one & (_m("ONE_FOR_ALL", version) | csum) & mask_
+    all_ &= one | ~_m("ALL_FOR_ALL", version)
+    if all_ & hw:
+        all_ &= ~(csum & ~hw)
+    return all_
+
+
+def add_tso_bits(features: int, mask_: int, version: str) -> int:
+    """include/linux/netdevice.h netdev_add_tso_features."""
+    return increment_bits(features, _m("ALL_TSO", version) | _m("ALL_FOR_ALL", version), mask_, version)
+
+
+def netdev_intersect_features(f1: FeatureSet, f2: FeatureSet) -> FeatureSet:
+    return FeatureSet(intersect_bits(f1.bits, f1._other(f2), f1.kernel), f1.kernel)
+
+
+def netdev_increment_features(all_: FeatureSet, one: FeatureSet, mask_: FeatureSet) -> FeatureSet:
+    return FeatureSet(increment_bits(all_.bits, all_._other(one), all_._other(mask_), all_.kernel), all_.kernel)
+
+
+def netdev_add_tso_features(features: FeatureSet, mask_: FeatureSet) -> FeatureSet:
+    return FeatureSet(add_tso_bits(features.bits, features._other(mask_), features.kernel), features.kernel)
