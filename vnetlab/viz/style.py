@@ -1,0 +1,97 @@
+"""The one plotting style of vnetlab: colours by kernel concept, fonts, deterministic output."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import matplotlib
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+# One colour per kernel concept, used by every figure.
+COLORS = {
+    "page": "#eeeeee",
+    "headroom": "#c6dbef",
+    "vnet_hdr": "#fdd0a2",
+    "eth": "#a1d99b",
+    "ip": "#74c476",
+    "l4": "#41ab5d",
+    "payload": "#fff7bc",
+    "frame": "#d9f0a3",
+    "tailroom": "#dadaeb",
+    "skb_shared_info": "#fc9272",
+    "hole": "#f0f0f0",
+    "linear": "#9ecae1",
+    "frag": "#fdae6b",
+    "frag_list": "#bcbddc",
+    "sk_buff": "#bdbdbd",
+    "copy": "#e6550d",
+    "copy+frag": "#fd8d3c",
+    "build_skb": "#31a354",
+    "segmented": "#de2d26",
+    "passed": "#31a354",
+    "model": "#3182bd",
+    "measured": "#636363",
+}
+
+PATH_COLORS = {"copy": COLORS["copy"], "copy+frag": COLORS["copy+frag"], "build_skb": COLORS["build_skb"]}
+
+RC = {
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.hashsalt": "vnetlab",
+    "path.simplify": True,
+}
+
+
+def use_style() -> None:
+    """Apply the vnetlab style to matplotlib's global rcParams (notebooks call it once)."""
+    matplotlib.rcParams.update(RC)
+
+
+def new_figure(width: float = 9.0, height: float = 3.0) -> Figure:
+    """A figure not tied to pyplot's global state (safe for widgets and tests)."""
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=(width, height), layout="constrained")
+    return fig
+
+
+def region(ax, gid: str, x: float, y: float, width: float, height: float, *, color: str | None = None,
+           label: str | None = None, fontsize: float = 8, hatch: str | None = None, text_color: str = "black",
+           min_label_width: float = 0.0) -> Rectangle:
+    """Draw one labelled region; its gid is the kernel's name for it."""
+    rect = Rectangle((x, y), width, height, facecolor=color or COLORS.get(gid.rstrip("0123456789"), "#dddddd"),
+                     edgecolor="black", linewidth=0.6, hatch=hatch)
+    rect.set_gid(gid)
+    ax.add_patch(rect)
+    if label and width >= min_label_width:
+        ax.text(x + width / 2, y + height / 2, label, ha="center", va="center", fontsize=fontsize, color=text_color,
+                gid=f"{gid}:label", clip_on=True)
+    return rect
+
+
+def regions(fig: Figure) -> dict[str, Rectangle]:
+    """All labelled regions of a figure by gid (for tests and for widgets that update in place)."""
+    found: dict[str, Rectangle] = {}
+    for ax in fig.axes:
+        for patch in ax.patches:
+            gid = patch.get_gid()
+            if gid:
+                found[gid] = patch
+    return found
+
+
+def save_png(fig: Figure, path, dpi: int = 100) -> None:
+    """Deterministic PNG (no timestamp metadata)."""
+    fig.savefig(path, dpi=dpi, metadata={"Software": None})
+
+
+def legend_handles(names: Iterable[str]):
+    return [Rectangle((0, 0), 1, 1, facecolor=COLORS[n], edgecolor="black", linewidth=0.6, label=n) for n in names]
