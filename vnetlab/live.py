@@ -944,16 +944,19 @@ class Lab:
 
 @dataclass(frozen=True)
 class FeatureDiff:
-    """One feature where model and kernel disagree; a side is None when it lacks the feature altogether."""
+    """One feature where model and kernel disagree: each side is (on, fixed) or (on, fixed, wanted), or
+    None when that side lacks the feature altogether."""
 
     name: str
-    model: tuple[bool, bool] | None
-    kernel: tuple[bool, bool] | None
+    model: tuple[bool, ...] | None
+    kernel: tuple[bool, ...] | None
 
     def __str__(self) -> str:
-        def show(v: tuple[bool, bool] | None) -> str:
+        def show(v: tuple[bool, ...] | None) -> str:
             if v is None:
                 return "(absent)"
+            if len(v) > 2:
+                return FeatureState(self.name, active=v[0], wanted=v[2], changeable=not v[1]).ethtool_text()
             return ("on" if v[0] else "off") + (" [fixed]" if v[1] else "")
 
         return f"{self.name}: model {show(self.model)}, kernel {show(self.kernel)}"
@@ -984,27 +987,54 @@ class Comparison:
         return "\n".join(lines)
 
 
+_FIELDS = ("on", "fixed", "wanted")
+
+
 def compare_k(
-    model_k: Mapping[str, tuple[bool, bool]],
-    kernel_k: Mapping[str, tuple[bool, bool]],
+    model_k: Mapping[str, tuple[bool, ...]],
+    kernel_k: Mapping[str, tuple[bool, ...]],
     *,
     device: str = "?",
     fields: Iterable[str] = ("on", "fixed"),
 ) -> Comparison:
-    """Compare two ``ethtool_k()`` dicts; ``fields`` picks what counts: "on", "fixed" or both."""
+    """Compare two ``ethtool_k()`` dicts, {name: (on, fixed)} or {name: (on, fixed, wanted)}.
+
+    ``fields`` picks what counts: "on", "fixed", "wanted". "wanted" needs the 3-tuples and, like
+    ``ethtool -k``'s ``[requested on|off]``, counts only where both sides call the feature changeable.
+    """
     fields = tuple(fields)
-    if not fields or any(f not in ("on", "fixed") for f in fields):
-        raise ValueError(f"fields must be a non-empty subset of ('on', 'fixed'), got {fields!r}")
-    index = [i for i, f in enumerate(("on", "fixed")) if f in fields]
+    if not fields or any(f not in _FIELDS for f in fields):
+        raise ValueError(f"fields must be a non-empty subset of {_FIELDS!r}, got {fields!r}")
+    width = 3 if "wanted" in fields else 2
     agreed, diffs = [], []
     for name in sorted(set(model_k) | set(kernel_k)):
         m, k = model_k.get(name), kernel_k.get(name)
-        if m is not None and k is not None and all(bool(m[i]) == bool(k[i]) for i in index):
+        for side, v in (("model_k", m), ("kernel_k", k)):
+            if v is not None and len(v) < width:
+                raise ValueError(f"{side}[{name!r}] needs (on, fixed, wanted) to compare 'wanted', got {v!r}")
+        same = m is not None and k is not None
+        if same and "on" in fields:
+            same = bool(m[0]) == bool(k[0])
+        if same and "fixed" in fields:
+            same = bool(m[1]) == bool(k[1])
+        if same and "wanted" in fields and not m[1] and not k[1]:
+            same = bool(m[2]) == bool(k[2])
+        if same:
             agreed.append(name)
         else:
-            diffs.append(FeatureDiff(name, None if m is None else (bool(m[0]), bool(m[1])),
-                                     None if k is None else (bool(k[0]), bool(k[1]))))
+            diffs.append(FeatureDiff(name, None if m is None else tuple(bool(x) for x in m[:width]),
+                                     None if k is None else tuple(bool(x) for x in k[:width])))
     return Comparison(device=device, agreed=tuple(agreed), differences=tuple(diffs), fields=fields)
+
+
+def _model_k(model_device: Any, with_wanted: bool) -> dict[str, tuple[bool, ...]]:
+    k = model_device.ethtool_k() if hasattr(model_device, "ethtool_k") else dict(model_device)
+    if not with_wanted:
+        return k
+    if not hasattr(model_device, "wanted_features"):
+        raise ValueError("fields: 'wanted' needs a model device with wanted_features")
+    wanted = model_device.wanted_features.to_ethtool()
+    return {name: (on, fixed, bool(wanted.get(name, False))) for name, (on, fixed) in k.items()}
 
 
 def compare(
@@ -1017,14 +1047,19 @@ def compare(
 ) -> Comparison:
     """Compare a model device (anything with ``ethtool_k()``) with a real device of the running kernel.
 
-    ``real_device`` is a :class:`LiveDevice` or a device name (looked up in ``netns``).
+    ``real_device`` is a :class:`LiveDevice` or a device name (looked up in ``netns``). With "wanted" in
+    ``fields`` the model's ``wanted_features`` are compared too (what ``[requested on|off]`` shows).
     """
     if isinstance(real_device, LiveDevice):
         name, ns = real_device.name, real_device.netns if netns is None else netns
     else:
         name, ns = real_device, netns
-    model_k = model_device.ethtool_k() if hasattr(model_device, "ethtool_k") else dict(model_device)
-    kernel_k = read_features(name, netns=ns, backend=backend).ethtool_k()
+    fields = tuple(fields)
+    with_wanted = "wanted" in fields
+    model_k = _model_k(model_device, with_wanted)
+    real = read_features(name, netns=ns, backend=backend)
+    kernel_k = {n: (s.active, s.fixed, s.wanted) if with_wanted else (s.active, s.fixed)
+                for n, s in real.states.items()}
     label = getattr(model_device, "name", None)
     device = name if label in (None, name) else f"{label} (model) / {name} (kernel)"
     return compare_k(model_k, kernel_k, device=device, fields=fields)
