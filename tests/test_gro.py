@@ -213,3 +213,58 @@ def test_invariants(shapes, payload, l4, budget, flist):
     assert stolen >= 0
     # truesize: what p gains plus what the freed skbs keep is what came in (6.1 forms).
     assert sum(s.truesize for s in out) + consumed == sum_truesize
+
+
+# ---------------------------------------------------------------- the vectorised stream against the object model
+
+def _object_stream(sizes, bufs, kernel, l4="tcp", budget=64, **flow):
+    from vnetlab import rx
+
+    fp = gro.flow_params(l4=l4, kernel=kernel)
+    skbs = [rx.page_to_skb(14 + fp.offset + int(p), int(b), kernel=kernel).skb for p, b in zip(sizes, bufs)]
+    return gro.aggregate_trace(skbs, l4=l4, kernel=kernel, napi_budget=budget, **flow)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([40, 100, 1000, 1162, 1163, 1448]), min_size=1, max_size=150),
+    kernel=st.sampled_from(["5.10", "5.11", "5.12", "5.13", "6.1", "6.18"]),
+    l4=st.sampled_from(["tcp", "udp"]),
+    budget=st.sampled_from([None, 64, 7]),
+    flist=st.booleans(),
+)
+def test_stream_matches_object_model(sizes, kernel, l4, budget, flist):
+    bufs = [[1536, 2048, 2560][i % 3] for i in range(len(sizes))]
+    flow = {"udp_gro": l4 == "udp" and not flist, "features": {"GRO", "GRO_FRAGLIST"} if flist else None}
+    if flist and l4 == "tcp":
+        flow["local_socket"] = False
+    trace = _object_stream(sizes, bufs, kernel, l4=l4, budget=budget, **flow)
+    stats = gro.simulate_stream(payload_len=sizes, buf_lens=bufs, l4=l4, kernel=kernel, napi_budget=budget, **flow)
+    assert stats.segs_per_skb.tolist() == [gro.gro_segs(s) for s in trace.skbs]
+    assert stats.first_skb_packets.tolist() == [trace.packets_in_first_skb(i) for i in range(len(trace.skbs))]
+    assert stats.len_per_skb.tolist() == [s.len for s in trace.skbs]
+    assert stats.frags_per_skb.tolist() == [s.total_frags() for s in trace.skbs]
+    assert stats.sk_buffs_per_skb.tolist() == [1 + len(s.frag_list) for s in trace.skbs]
+    assert stats.truesize_per_skb.tolist() == [s.truesize for s in trace.skbs]
+
+
+def test_stream_reproduces_c3_and_cap():
+    s = gro.simulate_stream(10_000, 1000, kernel="6.1", napi_budget=None)  # 1536 buffers: build_skb
+    assert s.first_skb_packets[0] == 18 and s.segs_per_skb[0] == 65
+    s = gro.simulate_stream(10_000, 1448, kernel="6.1", napi_budget=None)
+    assert s.segs_per_skb[0] == 45 and s.path_counts["copy+frag"] > s.path_counts["build_skb"]
+    s = gro.simulate_stream(1000, 1000, kernel="5.11", napi_budget=None)  # copy128 with kmalloc heads
+    assert (s.first_skb_packets == 1).all()
+    s = gro.simulate_stream(1000, 1000, kernel="5.10", napi_budget=None)  # copy128 with page-frag heads
+    assert s.first_skb_packets[0] == 9
+    s = gro.simulate_stream(1000, 1000, l4="udp", kernel="6.1")
+    assert s.gro_skbs == 1000
+
+
+def test_stream_bad_input():
+    with pytest.raises(ValueError, match="n_packets"):
+        gro.simulate_stream(0, 1000)
+    with pytest.raises(ValueError, match="payload_len"):
+        gro.simulate_stream(10, 70000)
+    with pytest.raises(ValueError, match="buf_lens"):
+        gro.simulate_stream(payload_len=[1000, 1000], buf_lens=[1536])

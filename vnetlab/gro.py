@@ -523,3 +523,239 @@ def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, fe
 def gro_segs(skb: Skb) -> int:
     """Packets carried by a delivered skb: gso_segs, or 1 for a packet that went up alone."""
     return skb.gso_segs if skb.gso_segs else 1
+
+
+# ---------------------------------------------------------------- vectorised stream simulation
+
+@dataclass
+class StreamStats:
+    """One flow of packets through the receive model and GRO (see :func:`simulate_stream`)."""
+
+    packets: int
+    path_counts: dict[str, int]
+    gro_skbs: int
+    segs_per_skb: np.ndarray  # packets in each skb handed up, in order
+    first_skb_packets: np.ndarray  # packets in the first sk_buff of each skb handed up
+    sk_buffs_per_skb: np.ndarray  # sk_buffs (p + frag_list members) of each skb handed up
+    frags_per_skb: np.ndarray  # frags over p and its frag_list members
+    len_per_skb: np.ndarray  # p->len (from the network header)
+    truesize_per_skb: np.ndarray
+    payload_bytes: int
+    rx_truesize: int  # truesize of the skbs page_to_skb built
+
+    @property
+    def mean_segs(self) -> float:
+        return float(self.segs_per_skb.mean()) if self.gro_skbs else 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "packets": self.packets, "paths": dict(self.path_counts), "gro_skbs": self.gro_skbs,
+            "mean_packets_per_gro_skb": round(self.mean_segs, 3), "frags": int(self.frags_per_skb.sum()),
+            "frag_list_members": int((self.sk_buffs_per_skb - 1).sum()), "payload_bytes": self.payload_bytes,
+            "truesize": int(self.truesize_per_skb.sum()),
+        }
+
+
+def _next_change(x: np.ndarray) -> np.ndarray:
+    """For each i, the first j > i with x[j] != x[i] (len(x) if none)."""
+    n = x.size
+    starts = np.flatnonzero(x[1:] != x[:-1]) + 1
+    bounds = np.concatenate(([0], starts, [n]))
+    return np.repeat(bounds[1:], np.diff(bounds))
+
+
+def _next_true(mask: np.ndarray) -> np.ndarray:
+    """For each i, the first j > i with mask[j] (len(mask) if none)."""
+    n = mask.size
+    pos = np.flatnonzero(mask)
+    out = np.full(n, n, dtype=np.int64)
+    if pos.size:
+        bounds = np.concatenate(([0], pos + 1))
+        targets = np.append(pos, n)
+        out[: pos[-1] + 1] = np.repeat(pos, np.diff(bounds))
+        out[pos[-1] + 1:] = n
+        del targets
+    return out
+
+
+def _follow(nxt: np.ndarray) -> np.ndarray:
+    """The chain 0 -> nxt[0] -> ... (< len) as an index array; nxt[i] > i always."""
+    n = nxt.size
+    out = []
+    step = memoryview(np.ascontiguousarray(nxt, dtype=np.int64))
+    i = 0
+    append = out.append
+    while i < n:
+        append(i)
+        i = step[i]
+    return np.asarray(out, dtype=np.int64)
+
+
+def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4: str = "tcp", ip: int = 4,
+                    vlan: bool = False, tcp_hdr_len: int = 32, udp_gro: bool = False, features: Any = None,
+                    local_socket: bool | None = None, udp_encap_needed: bool | None = None,
+                    kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+                    gro_max_size: int = GRO_LEGACY_MAX_SIZE, napi_budget: int | None = 64,
+                    buf_lens: Any = None, hdr_len: int = 12, tcp_flags: Any = None,
+                    seed: int | None = 0) -> StreamStats:
+    """A flow of ``n_packets`` through virtio-net's mergeable page_to_skb() and GRO, with numpy.
+
+    ``payload_len``: one size, an array of sizes (one per packet), or a dict {size: weight} drawn with
+    ``seed``. ``buf_lens``: buffer truesize per packet (default: rx.mergeable_buf_lens carving, repeated).
+    ``tcp_flags``: optional int array of TCP flag bits (gro._FLAG_BIT). Single-buffer packets only.
+    """
+    from vnetlab import rx
+
+    fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, udp_gro=udp_gro, local_socket=local_socket,
+                     udp_encap_needed=udp_encap_needed, features=features, kernel=kernel, arch=arch,
+                     gro_max_size=gro_max_size)
+    k, a = fp.kernel, fp.arch
+    if isinstance(payload_len, dict):
+        n = _check_int("n_packets", n_packets, 1, 1 << 31)
+        sizes = np.fromiter(payload_len.keys(), dtype=np.int64)
+        w = np.asarray(list(payload_len.values()), dtype=float)
+        if (w < 0).any() or w.sum() <= 0:
+            raise ValueError("payload_len weights must be non-negative with a positive sum")
+        p_idx = np.random.default_rng(seed).choice(sizes.size, size=n, p=w / w.sum())
+        P = sizes[p_idx]
+    elif np.ndim(payload_len) == 0:
+        n = _check_int("n_packets", n_packets, 1, 1 << 31)
+        sizes = np.asarray([int(payload_len)], dtype=np.int64)
+        p_idx = None
+        P = np.full(n, sizes[0], dtype=np.int64)
+    else:
+        P = np.asarray(payload_len, dtype=np.int64)
+        n = P.size
+        if n_packets is not None and n_packets != n:
+            raise ValueError(f"n_packets ({n_packets}) must match len(payload_len) ({n})")
+        if n == 0:
+            raise ValueError("payload_len must not be empty")
+        sizes, p_idx = np.unique(P, return_inverse=True)
+    if sizes.min() < 0 or sizes.max() > 65535:
+        raise ValueError("payload_len must be in 0..65535")
+    if napi_budget is not None:
+        _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
+    if buf_lens is None:
+        period = np.asarray(rx.mergeable_buf_lens(min(n, 4 * 21 * 8), kernel=k, arch=a, hdr_len=hdr_len),
+                            dtype=np.int64)
+        bufs, per_idx = np.unique(period, return_inverse=True)
+        b_idx = np.resize(per_idx, n)
+    elif np.ndim(buf_lens) == 0:
+        bufs, b_idx = np.asarray([int(buf_lens)], dtype=np.int64), None
+    else:
+        bl = np.asarray(buf_lens, dtype=np.int64)
+        if bl.shape != (n,):
+            raise ValueError(f"buf_lens must be one int or one per packet ({n})")
+        bufs, b_idx = np.unique(bl, return_inverse=True)
+    # page_to_skb's decision once per (payload, buffer) pair, then gathered per packet.
+    nb = bufs.size
+    g_frame = np.repeat(ETH_HLEN + fp.offset + sizes, nb)
+    g_buf = np.tile(bufs, sizes.size)
+    codes_g, _tail, nf_g, copied_g = rx.classify(g_frame, g_buf, hdr_len=hdr_len, kernel=k, arch=a)
+    build_g = codes_g == rx.PATH_CODES["build_skb"]
+    head = rx.napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
+    off = fp.offset
+    MAX = fp.max_skb_frags
+    # drivers/net/virtio_net.c page_to_skb: build_skb(buf, truesize) -> SKB_TRUESIZE(truesize - shinfo).
+    T_g = np.where(build_g, g_buf - a.shinfo_size + a.skb_truesize(0), head.truesize + np.where(nf_g > 0, g_buf, 0))
+    end_g = np.where(build_g, g_buf - a.shinfo_size, head.end_offset)
+    hf_g = build_g | bool(head.head_frag)
+    hl_g = np.where(build_g, g_frame, copied_g) - ETH_HLEN
+    # skb_gro_receive (6.1): slots an absorbed packet needs in lp: case 1 nr_frags, case 2 1 + nr_frags, case 3 never.
+    d_g = np.where(hl_g <= off, nf_g, np.where(hf_g, 1 + nf_g, MAX + 1)).astype(np.int64)
+    d_g = np.where((hl_g <= off) & (nf_g == 0), MAX + 1, d_g)
+    delta_g = np.where(hl_g <= off, T_g - a.skb_truesize(end_g), T_g - a.skb_data_align(a.sk_buff_size))
+    if p_idx is None and b_idx is None:
+        g = np.zeros(n, dtype=np.int64)
+    elif p_idx is None:
+        g = b_idx
+    elif b_idx is None:
+        g = p_idx
+    else:
+        g = p_idx * nb + b_idx
+    codes = codes_g[g]
+    path_counts = {name: int(np.count_nonzero(codes == c)) for name, c in rx.PATH_CODES.items()}
+    T, d, delta_abs, l0 = T_g[g], d_g[g], delta_g[g], nf_g.astype(np.int64)[g]
+    idx = np.arange(n)
+    if l4 == "tcp":
+        if tcp_flags is None:
+            alone = P == 0
+        else:
+            F = np.asarray(tcp_flags, np.int64)
+            if F.shape != (n,):
+                raise ValueError(f"tcp_flags must be an int array with one entry per packet ({n})")
+            alone = (P == 0) | ((F & _FINAL_FLUSH) != 0)
+    else:
+        if tcp_flags is not None:
+            raise ValueError("tcp_flags is only meaningful with l4='tcp'")
+        alone = P == 0
+    if not fp.aggregates:
+        alone = np.ones(n, dtype=bool)
+    # Group (GRO skb) boundaries for a group that starts, held, at each index s.
+    if sizes.size == 1:
+        j_nm = np.full(n, n, dtype=np.int64)
+        j_close = j_nm
+    else:
+        nd = _next_change(P)
+        Pn = P[np.minimum(nd, n - 1)]
+        bigger = (nd < n) & ((Pn > P) | (Pn == 0))
+        j_nm = np.where(bigger, nd, n)
+        j_close = np.where((nd < n) & ~bigger, nd, n)
+    C = np.concatenate(([0], np.cumsum(P)))
+    if fp.is_flist:
+        # skb_gro_receive_list (6.1): p->len + skb->len (headers included) >= 65536 refuses.
+        jc = np.searchsorted(C, C[idx] + GRO_LEGACY_MAX_SIZE - 2 * off, side="left") - 1
+    else:
+        # skb_gro_receive (6.1): p->len + len >= cap refuses.
+        jc = np.searchsorted(C, C[idx] + fp.cap_limit - off, side="left") - 1
+    j_nm = np.minimum(j_nm, np.maximum(jc, idx + 1))
+    if l4 == "udp" or fp.is_flist:
+        # udp_gro_receive_segment (6.1) UDP_GRO_CNT_MAX; tcp_gro_receive (6.18) count >= 64 for fraglist.
+        j_nm = np.minimum(j_nm, idx + UDP_GRO_CNT_MAX)
+    if l4 == "tcp" and tcp_flags is not None:
+        cmpf = F & _CMP_MASK
+        j_nm = np.minimum(j_nm, _next_change(cmpf))
+        j_nm = np.minimum(j_nm, _next_true((F & _FLAG_BIT["CWR"]) != 0))
+        if fp.is_flist:
+            j_nm = np.minimum(j_nm, _next_change(F))
+    if l4 == "tcp" and tcp_flags is not None:
+        j_close = np.minimum(j_close, _next_true((F & (_FLAG_BIT["PSH"] | _FLAG_BIT["FIN"])) != 0))
+    if napi_budget is not None:
+        # net/core/dev.c napi_complete_done (6.1): the poll ends, every held skb is flushed.
+        j_nm = np.minimum(j_nm, (idx // napi_budget + 1) * napi_budget)
+    end = np.minimum(j_nm, np.where(j_close < j_nm, j_close + 1, n))
+    gnext = np.where(alone, idx + 1, end)
+    starts = _follow(gnext)
+    gend = np.append(starts[1:], n)
+    gid = np.repeat(np.arange(starts.size), gend - starts)
+    group_end = gend[gid]
+    # sk_buff boundaries inside a GRO skb: next-fit of d slots into MAX - l0 free slots of each lp.
+    if fp.is_flist:
+        snext = idx + 1
+    else:
+        Dc = np.concatenate(([0], np.cumsum(d)))
+        snext = np.searchsorted(Dc, Dc[np.minimum(idx + 1, n)] + MAX - l0, side="right") - 1
+        snext = np.maximum(snext, idx + 1)
+    snext = np.minimum(snext, group_end)
+    skb_starts = _follow(snext)
+    is_skb_start = np.zeros(n, dtype=bool)
+    is_skb_start[skb_starts] = True
+    is_group_start = np.zeros(n, dtype=bool)
+    is_group_start[starts] = True
+    if fp.is_flist:
+        contrib_t = T
+        contrib_f = l0
+    else:
+        contrib_t = np.where(is_skb_start, T, delta_abs)
+        contrib_f = np.where(is_skb_start, l0, d)
+    segs = gend - starts
+    sk_per = np.add.reduceat(is_skb_start.astype(np.int64), starts)
+    second = np.searchsorted(skb_starts, starts, side="right")
+    second_pos = np.append(skb_starts, n)[second]
+    first_pk = np.minimum(second_pos, gend) - starts
+    return StreamStats(
+        packets=n, path_counts=path_counts, gro_skbs=int(starts.size), segs_per_skb=segs,
+        first_skb_packets=first_pk, sk_buffs_per_skb=sk_per,
+        frags_per_skb=np.add.reduceat(contrib_f, starts), len_per_skb=np.add.reduceat(P, starts) + off,
+        truesize_per_skb=np.add.reduceat(contrib_t, starts), payload_bytes=int(P.sum()), rx_truesize=int(T.sum()),
+    )
