@@ -1,0 +1,466 @@
+"""vnetlab.netdev: device features as the kernel computes them, rule by rule, and ethtool -k/-K."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from vnetlab import features as F
+from vnetlab import netdev
+from vnetlab.netdev import FixedFeatureError, Namespace
+
+KERNELS = ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18")
+POST = ("5.11", "5.12", "5.13", "6.1", "6.18")
+
+
+def test_unknown_kernel_and_driver():
+    with pytest.raises(ValueError, match="kernel="):
+        Namespace(kernel="4.19")
+    ns = Namespace()
+    assert ns.kernel == "6.18"
+    with pytest.raises(ValueError, match=r"driver='e1000'.*virtio_net"):
+        ns.nic("eth0", driver="e1000")
+    with pytest.raises(ValueError, match="host_uso"):
+        Namespace("6.1").nic("eth0", driver="virtio_net", host_uso=True)
+    with pytest.raises(ValueError, match="vid="):
+        ns.vlan("x.1", lower=ns.nic("eth1"), vid=4095)
+    with pytest.raises(ValueError, match="name="):
+        ns.bridge("eth1")
+
+
+def test_device_attributes():
+    ns = Namespace("6.1")
+    eth = ns.nic("eth0", driver="virtio_net")
+    v = ns.vlan("eth0.10", lower=eth, vid=10)
+    for dev in (eth, v):
+        for attr in ("features", "hw_features", "wanted_features", "vlan_features", "hw_enc_features"):
+            assert isinstance(getattr(dev, attr), F.FeatureSet)
+    assert v.kind == "vlan" and v.lower is eth and eth.uppers == [v]
+
+
+# --- register_netdevice ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", KERNELS)
+def test_register_adds_soft_features(k):
+    ns = Namespace(k)
+    eth = ns.nic("eth0", driver="virtio_net")
+    # net/core/dev.c register_netdevice: SOFT_FEATURES on and changeable, SOFT_FEATURES_OFF changeable but off.
+    assert F.mask("SOFT_FEATURES", kernel=k) <= eth.features
+    assert F.mask("SOFT_FEATURES_OFF", kernel=k) <= eth.hw_features
+    assert not (F.mask("SOFT_FEATURES_OFF", kernel=k) & eth.features)
+    assert "NOCACHE_COPY" in eth.hw_features
+    assert "TSO_MANGLEID" in eth.hw_features and "TSO_MANGLEID" not in eth.features
+    assert "HIGHDMA" in eth.vlan_features and {"SG", "GSO_PARTIAL"} <= set(eth.hw_enc_features)
+
+
+# --- netdev_fix_features ---------------------------------------------------------------------------
+
+def _fix(k, names, partial=()):
+    ns = Namespace(k)
+    dev = ns.nic("eth0", driver="router")
+    dev.gso_partial_features = F.FeatureSet.from_names(partial, kernel=k).bits
+    return set(F.FeatureSet(ns._fix(dev, F.FeatureSet.from_names(names, kernel=k).bits), k))
+
+
+@pytest.mark.parametrize("k", ("6.1", "6.18"))
+def test_netdev_fix_features_rules(k):
+    assert _fix(k, ["HW_CSUM", "IP_CSUM", "IPV6_CSUM"]) == {"HW_CSUM"}
+    assert _fix(k, ["HW_CSUM", "TSO", "TSO6"]) == {"HW_CSUM"}  # ALL_TSO needs SG
+    assert _fix(k, ["SG", "TSO", "TSO_ECN"]) == {"SG"}  # TSO needs a csum
+    assert _fix(k, ["SG", "TSO6", "IP_CSUM"]) == {"SG", "IP_CSUM"}  # TSO6 needs HW or IPV6 csum
+    assert _fix(k, ["SG", "HW_CSUM", "TSO_MANGLEID", "TSO6"]) == {"SG", "HW_CSUM", "TSO6"}
+    assert _fix(k, ["SG", "HW_CSUM", "TSO_ECN"]) == {"SG", "HW_CSUM"}
+    assert _fix(k, ["GSO", "HW_CSUM"]) == {"HW_CSUM"}  # GSO needs SG
+    assert _fix(k, ["GSO_GRE", "SG"], partial=["GSO_GRE"]) == {"SG"}
+    assert _fix(k, ["GSO_GRE", "SG", "GSO_PARTIAL"], partial=["GSO_GRE"]) == {"SG", "GSO_GRE", "GSO_PARTIAL"}
+    assert _fix(k, ["GRO_HW"]) == set()
+    assert _fix(k, ["RXFCS", "LRO", "GRO_HW", "RXCSUM"]) == {"RXFCS", "RXCSUM"}
+    assert _fix(k, ["GRO_HW", "LRO", "RXCSUM"]) == {"GRO_HW", "RXCSUM"}
+    assert _fix(k, ["HW_TLS_TX", "IP_CSUM"]) == {"IP_CSUM"}
+    assert _fix(k, ["HW_TLS_TX", "IP_CSUM", "IPV6_CSUM"]) == {"HW_TLS_TX", "IP_CSUM", "IPV6_CSUM"}
+    assert _fix(k, ["HW_TLS_RX"]) == set()
+    # facts D.5: no rule for GSO_FRAGLIST, GSO_SCTP, FRAGLIST: they survive without SG or csum.
+    assert _fix(k, ["GSO_FRAGLIST", "GSO_SCTP", "FRAGLIST"]) == {"GSO_FRAGLIST", "GSO_SCTP", "FRAGLIST"}
+
+
+def test_uso_needs_csum_only_in_618():
+    # 6.1 netdev_fix_features has no USO rule; ≈6.18 drops GSO_UDP_L4 without a usable checksum.
+    assert _fix("6.1", ["GSO_UDP_L4"]) == {"GSO_UDP_L4"}
+    assert _fix("6.18", ["GSO_UDP_L4"]) == set()
+    assert _fix("6.18", ["GSO_UDP_L4", "HW_CSUM"]) == {"GSO_UDP_L4", "HW_CSUM"}
+
+
+# --- drivers ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", KERNELS)
+def test_virtio_net_never_fraglist(k):
+    eth = Namespace(k).nic("eth0", driver="virtio_net")
+    assert "FRAGLIST" not in eth.features and "GSO_FRAGLIST" not in eth.features
+    assert "GSO_UDP_L4" not in eth.features  # no HOST_USO by default
+    assert {"SG", "HW_CSUM", "TSO", "TSO6", "GSO_ROBUST", "RXCSUM", "GRO_HW"} <= set(eth.features)
+
+
+def test_virtio_net_uso_618():
+    eth = Namespace("6.18").nic("eth0", driver="virtio_net", host_uso=True)
+    assert "GSO_UDP_L4" in eth.features and "GSO_UDP_L4" in eth.hw_features
+    assert "GSO_UDP_L4" in eth.vlan_features
+
+
+def test_ixgbe_profile():
+    eth = Namespace("6.1").nic("eth0", driver="ixgbe")
+    assert {"SG", "HW_CSUM", "TSO", "TSO6", "GSO_UDP_L4", "GSO_PARTIAL", "LRO", "HW_VLAN_CTAG_TX"} <= set(eth.features)
+    assert "FRAGLIST" not in eth.features and "GSO_FRAGLIST" not in eth.features
+    assert "HW_VLAN_CTAG_TX" not in eth.vlan_features and "TSO_MANGLEID" in eth.vlan_features
+
+
+# --- VLAN ------------------------------------------------------------------------------------------
+
+def test_vlan_on_virtio_net_lacks_fraglist():
+    for k in KERNELS:
+        ns = Namespace(k)
+        v = ns.vlan("eth0.10", lower=ns.nic("eth0", driver="virtio_net"), vid=10)
+        # vlan_dev_fix_features: FRAGLIST is intersected with the real device's, which lacks it.
+        assert "FRAGLIST" not in v.features
+        assert "FRAGLIST" in v.hw_features
+
+
+@pytest.mark.parametrize("k,expect", [("5.10", False)] + [(k, True) for k in POST])
+def test_vlan_udp_segmentation_after_patch(k, expect):
+    ns = Namespace(k)
+    v = ns.vlan("eth0.10", lower=ns.nic("eth0", driver="virtio_net"), vid=10)
+    # vlan_dev_fix_features re-adds GSO_SOFTWARE whatever the real device has: UDP_L4 from 5.11.
+    assert ("GSO_UDP_L4" in v.features) is expect
+    assert ("GSO_FRAGLIST" in v.features) is expect
+    assert v.ethtool_k()["tx-udp-segmentation"][0] is expect
+
+
+def test_vlan_router_nic_passes_fraglist_post_patch():
+    ns = Namespace("5.11")
+    eth = ns.nic("eth0", driver="router")
+    v = ns.vlan("eth0.10", lower=eth, vid=10)
+    assert {"FRAGLIST", "GSO_FRAGLIST", "GSO_UDP_L4"} <= set(v.features)
+    pre = Namespace("5.10")
+    v5 = pre.vlan("eth0.10", lower=pre.nic("eth0", driver="router"), vid=10)
+    assert "FRAGLIST" in v5.features and "GSO_UDP_L4" not in v5.features
+
+
+def test_vlan_follows_real_device_changes():
+    ns = Namespace("6.1")
+    eth = ns.nic("eth0", driver="virtio_net")
+    v = ns.vlan("eth0.10", lower=eth, vid=10)
+    assert "HW_CSUM" in v.features
+    eth.ethtool_K({"tx-checksum-ip-generic": False})
+    # vlan_transfer_features on NETDEV_FEAT_CHANGE: the csum goes, and TSO with it (fix rules).
+    assert "HW_CSUM" not in eth.features and "TSO" not in eth.features
+    assert "HW_CSUM" not in v.features and "TSO" not in v.features
+    eth.ethtool_K({"tx-checksum-ip-generic": True})
+    assert "HW_CSUM" in v.features
+
+
+# --- macvlan ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", KERNELS)
+def test_macvlan_always_on(k):
+    ns = Namespace(k)
+    eth = ns.nic("eth0", driver="virtio_net", csum=False)
+    mv = ns.macvlan("mv0", lower=eth)
+    # macvlan_fix_features: ALWAYS_ON_FEATURES regardless of the lower (which has no SG/csum here).
+    on = F.mask("GSO_SOFTWARE", kernel=k) | {"SG", "HW_CSUM", "GSO_ROBUST"} | F.mask("GSO_ENCAP_ALL", kernel=k)
+    assert on <= mv.features
+    assert ("GSO_UDP_L4" in mv.features) is (k != "5.10")
+    assert mv.ethtool_k()["tx-udp-segmentation"] == (k != "5.10", True)
+
+
+def test_macvlan_follows_lower_gro():
+    ns = Namespace("6.18")
+    a, _ = ns.veth("v0", "v1")
+    mv = ns.macvlan("mv0", lower=a)
+    # GRO is not one-for-all: it follows the lower (veth keeps GRO off), "[requested on]" in ethtool.
+    assert "GRO" not in mv.features and "GRO" in mv.wanted_features
+    a.ethtool_K({"rx-gro": True})
+    assert "GRO" in mv.features
+
+
+# --- veth ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k,expect", [("5.10", False)] + [(k, True) for k in POST])
+def test_veth_udp_l4_post_patch(k, expect):
+    a, b = Namespace(k).veth("v0", "v1")
+    assert ("GSO_UDP_L4" in a.features) is expect and ("GSO_FRAGLIST" in b.features) is expect
+    assert "FRAGLIST" in a.features
+
+
+def test_veth_xdp_on_peer_drops_gso_software():
+    a, b = Namespace("6.1").veth("v0", "v1")
+    a.set_xdp(True)
+    assert not (F.mask("GSO_SOFTWARE", kernel="6.1") & b.features)
+    assert "TSO" in a.features
+    a.set_xdp(False)
+    assert F.mask("GSO_SOFTWARE", kernel="6.1") <= b.features
+
+
+def test_veth_gro_off_by_default_from_513():
+    assert "GRO" not in Namespace("6.18").veth("v0", "v1")[0].features
+    assert "GRO" in Namespace("5.10").veth("v0", "v1")[0].features
+
+
+# --- bridge ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", KERNELS)
+def test_bridge_without_ports_has_gso_mask(k):
+    br = Namespace(k).bridge("br0")
+    assert F.mask("GSO_MASK", kernel=k) <= br.features
+    assert "GSO_UDP_L4" in br.features
+
+
+@pytest.mark.parametrize("k", KERNELS)
+def test_bridge_udp_l4_with_a_port_that_has_it(k):
+    ns = Namespace(k)
+    br = ns.bridge("br0")
+    ns.set_master(ns.veth("v0", "v1")[0], br)
+    assert "GSO_UDP_L4" in br.features
+
+
+@pytest.mark.parametrize("k,expect", [("5.10", True)] + [(k, False) for k in POST])
+def test_bridge_clears_udp_l4_when_no_port_has_it(k, expect):
+    ns = Namespace(k)
+    br = ns.bridge("br0")
+    ns.set_master(ns.nic("eth0", driver="virtio_net"), br)
+    # br_features_recompute: post-patch UDP_L4 is in ONE_FOR_ALL, cleared and re-added only if a port has it.
+    assert ("GSO_UDP_L4" in br.features) is expect
+    assert "GSO_ESP" in br.features  # GSO_MASK bits outside ONE_FOR_ALL stay
+    assert "GSO_ROBUST" in br.features  # virtio_net has GSO_ROBUST
+
+
+def test_bridge_all_for_all_and_one_for_all():
+    ns = Namespace("6.18")
+    br = ns.bridge("br0")
+    a, _ = ns.veth("v0", "v1")
+    assert {"GSO_ROBUST", "FSO"} <= set(br.features)
+    ns.set_master(a, br)
+    # veth lacks GSO_ROBUST (one-for-all) and FSO (all-for-all): both go, "[requested on]".
+    assert "GSO_ROBUST" not in br.features and "FSO" not in br.features
+    assert "GSO_ROBUST" in br.wanted_features
+
+
+def test_bridge_recomputes_when_port_changes():
+    ns = Namespace("6.1")
+    br = ns.bridge("br0")
+    a, _ = ns.veth("v0", "v1")
+    ns.set_master(a, br)
+    a.ethtool_K({"tx-udp-segmentation": False})
+    assert "GSO_UDP_L4" not in br.features
+    a.ethtool_K({"tx-udp-segmentation": True})
+    assert "GSO_UDP_L4" in br.features
+
+
+def test_bridge_port_lro_disabled():
+    ns = Namespace("6.1")
+    eth = ns.nic("eth0", driver="ixgbe")
+    assert "LRO" in eth.features
+    ns.set_master(eth, ns.bridge("br0"))
+    # br_add_if -> dev_disable_lro; netdev_sync_upper_features keeps it off afterwards.
+    assert "LRO" not in eth.features
+    eth.ethtool_K({"rx-lro": True})
+    assert "LRO" not in eth.features
+
+
+# --- bond ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", POST)
+def test_bond_udp_l4_only_if_a_slave_has_it(k):
+    ns = Namespace(k)
+    bond = ns.bond("bond0")
+    ns.set_master(ns.nic("eth0", driver="virtio_net"), bond)
+    assert "GSO_UDP_L4" not in bond.features
+    assert "GSO_UDP_L4" in bond.hw_features
+    ns.set_master(ns.nic("eth1", driver="router"), bond)
+    assert "GSO_UDP_L4" in bond.features
+    assert "GSO_FRAGLIST" in bond.features
+
+
+def test_bond_pre_patch_advertised_udp_l4_itself():
+    # v5.10 bond_setup: hw_features |= GSO_ENCAP_ALL | GSO_UDP_L4 (removed by ecb8fed408b6), and UDP_L4 is not
+    # one-for-all, so bond_fix_features keeps it whatever the slaves have.
+    ns = Namespace("5.10")
+    bond = ns.bond("bond0")
+    ns.set_master(ns.nic("eth0", driver="virtio_net"), bond)
+    assert "GSO_UDP_L4" in bond.features and "GSO_FRAGLIST" not in bond.features
+
+
+def test_bond_vlan_features_from_slaves():
+    ns = Namespace("6.1")
+    bond = ns.bond("bond0")
+    ns.set_master(ns.nic("eth0", driver="virtio_net"), bond)
+    assert "GSO_UDP_L4" not in bond.vlan_features
+    assert {"SG", "TSO"} <= set(bond.vlan_features)
+    ns.set_master(ns.nic("eth1", driver="router"), bond)
+    assert "GSO_UDP_L4" in bond.vlan_features
+
+
+def test_bond_empty_has_no_sg():
+    # bond_fix_features with no slaves: ONE_FOR_ALL cleared, nothing re-adds SG, so TSO goes too.
+    bond = Namespace("6.1").bond("bond0")
+    assert "SG" not in bond.features and "TSO" not in bond.features
+
+
+# --- ethtool ---------------------------------------------------------------------------------------
+
+def test_ethtool_k_fixed_flags():
+    ns = Namespace("6.1")
+    mv = ns.macvlan("mv0", lower=ns.nic("eth0", driver="virtio_net"))
+    k = mv.ethtool_k()
+    assert k["tx-udp-segmentation"] == (True, True)
+    assert k["rx-lro"][1] is False  # macvlan_init: hw_features |= LRO
+    assert k["tx-lockless"] == (True, True)  # NEVER_CHANGE
+    assert "tx-lockless" not in Namespace("6.18").bridge("br0").ethtool_k()
+
+
+def test_ethtool_K_fixed_raises_naming_feature():
+    ns = Namespace("6.18")
+    mv = ns.macvlan("mv0", lower=ns.nic("eth0", driver="virtio_net"))
+    with pytest.raises(FixedFeatureError, match="tx-udp-segmentation"):
+        mv.ethtool_K({"tx-udp-segmentation": False})
+    mv.ethtool_K({"tx-udp-segmentation": True})  # no change requested: accepted
+    with pytest.raises(ValueError, match="settings key"):
+        mv.ethtool_K({"no-such-feature": True})
+
+
+def test_ethtool_K_requested_but_fixed_up():
+    ns = Namespace("6.1")
+    eth = ns.nic("eth0", driver="virtio_net")
+    eth.ethtool_K({"tx-scatter-gather": False})
+    assert "TSO" not in eth.features and "TSO" in eth.wanted_features  # "[requested on]"
+    assert "GSO" not in eth.features
+    eth.ethtool_K({"tx-scatter-gather": True})
+    assert {"TSO", "GSO"} <= set(eth.features)
+
+
+# --- invariants under random ethtool -K sequences ---------------------------------------------------
+
+def _stack(k):
+    ns = Namespace(k)
+    eth = ns.nic("eth0", driver="virtio_net")
+    r = ns.nic("eth1", driver="router")
+    x = ns.nic("eth2", driver="ixgbe")
+    a, b = ns.veth("v0", "v1")
+    ns.vlan("eth0.10", lower=eth, vid=10)
+    ns.vlan("eth1.20", lower=r, vid=20)
+    ns.macvlan("mv0", lower=a)
+    br = ns.bridge("br0")
+    ns.set_master(b, br)
+    ns.set_master(x, br)
+    bond = ns.bond("bond0")
+    ns.set_master(r, bond)
+    return ns
+
+
+def _check_invariants(ns):
+    k = ns.kernel
+    for dev in ns.walk():
+        f = dev._features
+        # the generic fix-ups are idempotent on what a device advertises
+        assert ns._fix(dev, f) == f, dev
+        # and the device's own fix_features, applied to its wanted set, gives the same answer again
+        assert dev._features == ns._fix(dev, dev.fix_features((f & ~dev._hw_features) | dev._wanted_features)) \
+            or dev.uppers, dev
+        for upper in dev.uppers:
+            # LRO off on an upper's wanted set stays off below it
+            assert not (f & ns.mask("UPPER_DISABLES") & ~upper._wanted_features)
+    # uppers reflect their lowers: recomputing from scratch changes nothing
+    for dev in ns.walk():
+        before = dev._features
+        assert not ns._update(dev), (dev, F.FeatureSet(before, k), dev.features)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(KERNELS), st.data())
+def test_random_ethtool_K_keeps_invariants(k, data):
+    ns = _stack(k)
+    devs = list(ns.walk())
+    for _ in range(data.draw(st.integers(0, 8))):
+        dev = data.draw(st.sampled_from(devs))
+        changeable = [F.ethtool_name(n, kernel=k) for n in dev.hw_features
+                      if n in F.table(k).ethtool and n not in F.mask("NEVER_CHANGE", kernel=k)]
+        if not changeable:
+            continue
+        eth = data.draw(st.sampled_from(sorted(changeable)))
+        dev.ethtool_K({eth: data.draw(st.booleans())})
+    _check_invariants(ns)
+    vlan = ns["eth0.10"]
+    # VLAN over virtio_net never has FRAGLIST; post-patch it always has GSO_UDP_L4 (kept by fix_features)
+    assert "FRAGLIST" not in vlan.features
+    bond = ns["bond0"]
+    slaves_have = any("GSO_UDP_L4" in s.features for s in bond.lowers)
+    if k != "5.10":
+        assert ("GSO_UDP_L4" in bond.features) == (slaves_have and "GSO_UDP_L4" in bond.wanted_features)
+
+
+# --- the real kernel (informal comparison made formal where the modules exist) ---------------------
+
+LEGACY = {"rx-checksumming": "rx-checksum", "generic-segmentation-offload": "tx-generic-segmentation",
+          "generic-receive-offload": "rx-gro", "large-receive-offload": "rx-lro", "rx-vlan-offload": "rx-vlan-hw-parse",
+          "tx-vlan-offload": "tx-vlan-hw-insert", "ntuple-filters": "rx-ntuple-filter", "receive-hashing": "rx-hashing"}
+GROUPS = {"tx-checksumming", "scatter-gather", "tcp-segmentation-offload", "udp-fragmentation-offload"}
+
+
+def parse_ethtool_k(text: str) -> dict[str, tuple[bool, bool]]:
+    """`ethtool -k dev` output as {kernel feature name: (on, fixed)} (legacy group lines dropped)."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\w-]+): (on|off)( \[fixed\]| \[requested (?:on|off)\])?\s*$", line)
+        if m and m.group(1) not in GROUPS:
+            out[LEGACY.get(m.group(1), m.group(1))] = (m.group(2) == "on", m.group(3) == " [fixed]")
+    return out
+
+
+def test_parse_ethtool_k():
+    text = "Features for x:\nrx-checksumming: on [fixed]\ntx-checksumming: on\n\ttx-checksum-ipv4: off [fixed]\n" \
+           "generic-receive-offload: off [requested on]\n"
+    assert parse_ethtool_k(text) == {"rx-checksum": (True, True), "tx-checksum-ipv4": (False, True),
+                                     "rx-gro": (False, False)}
+
+
+@pytest.mark.live
+def test_live_veth_macvlan_bridge_match_model():
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("ethtool"):
+        pytest.skip("needs root, ip and ethtool")
+    if not os.uname().release.startswith("6.18"):
+        pytest.skip("model comparison is for a 6.18 kernel")
+    name = f"vnl{uuid.uuid4().hex[:8]}"
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True, text=True).stdout  # noqa: E731
+    try:
+        run("ip", "netns", "add", name)
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"cannot create a network namespace: {exc.stderr.strip()}")
+    try:
+        try:
+            run("ip", "-n", name, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+            run("ip", "-n", name, "link", "add", "mv0", "link", "v0", "type", "macvlan")
+            run("ip", "-n", name, "link", "add", "br0", "type", "bridge")
+        except subprocess.CalledProcessError as exc:
+            pytest.skip(f"veth/macvlan/bridge not available: {exc.stderr.strip()}")
+        ns = Namespace("6.18")
+        v0, v1 = ns.veth("v0", "v1")
+        mv = ns.macvlan("mv0", lower=v0)
+        br = ns.bridge("br0")
+        real = lambda dev: parse_ethtool_k(run("ip", "netns", "exec", name, "ethtool", "-k", dev))  # noqa: E731
+        assert real("v0") == v0.ethtool_k()
+        assert real("mv0") == mv.ethtool_k()
+        assert real("br0") == br.ethtool_k()
+        run("ip", "-n", name, "link", "set", "v1", "master", "br0")
+        ns.set_master(v1, br)
+        assert real("br0") == br.ethtool_k()
+        run("ip", "netns", "exec", name, "ethtool", "-K", "v1", "tx-udp-segmentation", "off")
+        v1.ethtool_K({"tx-udp-segmentation": False})
+        assert real("v1") == v1.ethtool_k()
+        assert real("br0") == br.ethtool_k()
+        assert real("br0")["tx-udp-segmentation"] == (False, False)
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)

@@ -1,0 +1,745 @@
+"""Network devices and how the kernel computes their features (net/core/dev.c and each driver).
+
+``Namespace(kernel=...)`` creates devices the way their rtnl_link_ops / probe functions do, registers
+them (register_netdevice), links uppers to lowers, and recomputes features exactly along the kernel's
+paths: __netdev_update_features = the device type's ndo_fix_features, then netdev_fix_features, then
+netdev_sync_upper_features; a change fires NETDEV_FEAT_CHANGE, which each upper type handles as its
+notifier does (vlan_transfer_features, macvlan_device_event, br_device_event, bond_slave_netdev_event).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from vnetlab import features as F
+from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
+from vnetlab.profiles import kernel as _kernel
+
+DEFAULT_NAMESPACE_KERNEL = "6.18"
+
+
+class FixedFeatureError(ValueError):
+    """ethtool -K asked to change a feature the device cannot change ([fixed] in ethtool -k)."""
+
+
+class DeviceError(ValueError):
+    """A device operation the kernel would refuse (bad name, bad vid, wrong master type, ...)."""
+
+
+class Device:
+    """One struct net_device: the five feature words ethtool and the stack look at, plus its links."""
+
+    kind = "generic"
+
+    def __init__(self, ns: "Namespace", name: str) -> None:
+        self.ns = ns
+        self.name = name
+        self._features = 0
+        self._hw_features = 0
+        self._wanted_features = 0
+        self._vlan_features = 0
+        self._hw_enc_features = 0
+        self._mpls_features = 0
+        self.gso_partial_features = 0
+        self.loopback = False
+        self.uppers: list[Device] = []
+        self.lowers: list[Device] = []
+        self.master: Device | None = None
+
+    # -- FeatureSet views ----------------------------------------------------------------------
+    def _fs(self, bits: int) -> FeatureSet:
+        return FeatureSet(bits, self.ns.kernel)
+
+    features = property(lambda self: self._fs(self._features))
+    hw_features = property(lambda self: self._fs(self._hw_features))
+    wanted_features = property(lambda self: self._fs(self._wanted_features))
+    vlan_features = property(lambda self: self._fs(self._vlan_features))
+    hw_enc_features = property(lambda self: self._fs(self._hw_enc_features))
+    mpls_features = property(lambda self: self._fs(self._mpls_features))
+
+    @property
+    def lower(self) -> "Device | None":
+        """The lower device of a stacked device (vlan, macvlan), else None."""
+        return self.lowers[0] if self.lowers and self.kind in ("vlan", "macvlan") else None
+
+    # -- driver hooks --------------------------------------------------------------------------
+    def init(self) -> None:
+        """ndo_init: runs inside register_netdevice before the generic feature setup."""
+
+    def fix_features(self, features: int) -> int:
+        """ndo_fix_features; the identity for drivers that have none."""
+        return features
+
+    def on_lower_feat_change(self, lower: "Device") -> None:
+        """This device's NETDEV_FEAT_CHANGE notifier for a lower device."""
+
+    # -- ethtool -------------------------------------------------------------------------------
+    def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
+        """{ethtool name: (on, fixed)} as ethtool -k prints it; fixed = not in hw_features or NEVER_CHANGE
+        (net/ethtool/features.c / ioctl.c report hw_features & ~NETIF_F_NEVER_CHANGE as changeable)."""
+        t = F.table(self.ns.kernel)
+        changeable = self._hw_features & ~t.masks["NEVER_CHANGE"]
+        out = {}
+        for name in sorted(t.ethtool, key=t.bits.get):
+            b = 1 << t.bits[name]
+            out[t.ethtool[name]] = (bool(self._features & b), not changeable & b)
+        return out
+
+    def ethtool_K(self, settings: Mapping[str, bool]) -> "Device":
+        """ethtool -K: set wanted features and recompute this device and every device stacked on it.
+
+        net/ethtool/features.c ethnl_set_features (6.x): wanted = (wanted & ~req_mask) | (req & req_mask),
+        applied only within hw_features; a request to change a fixed feature is refused here (ethtool itself
+        reports such requests as failures) with :class:`FixedFeatureError` naming the feature.
+        """
+        t = F.table(self.ns.kernel)
+        changeable = self._hw_features & ~t.masks["NEVER_CHANGE"]
+        req_mask = req_on = 0
+        for eth, on in settings.items():
+            name = self.ns._feature_from_ethtool(eth)
+            b = 1 << t.bits[name]
+            if not changeable & b:
+                if bool(self._features & b) != bool(on):
+                    raise FixedFeatureError(
+                        f"settings[{eth!r}]: {eth} ({name}) is fixed on {self.name} (not in hw_features); "
+                        f"it stays {'on' if self._features & b else 'off'}"
+                    )
+                continue
+            req_mask |= b
+            if on:
+                req_on |= b
+        new_wanted = (self._wanted_features & ~req_mask) | (req_on & req_mask)
+        if new_wanted != self._wanted_features:
+            self._wanted_features = new_wanted
+            # ethnl_set_features: __netdev_update_features then netdev_features_change (NETDEV_FEAT_CHANGE).
+            self.ns._update(self)
+            self.ns._features_change(self)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.name} kernel={self.ns.kernel}>"
+
+
+# --- device types ----------------------------------------------------------------------------------
+
+class Veth(Device):
+    """drivers/net/veth.c: veth_setup, veth_fix_features, veth_xdp_set."""
+
+    kind = "veth"
+
+    def __init__(self, ns: "Namespace", name: str) -> None:
+        super().__init__(ns, name)
+        self.peer: Veth | None = None
+        self.xdp = False
+        k = ns
+        veth_features = k.m("SG", "FRAGLIST", "HW_CSUM", "RXCSUM", "SCTP_CRC", "HIGHDMA", "HW_VLAN_CTAG_TX",
+                            "HW_VLAN_CTAG_RX", "HW_VLAN_STAG_TX", "HW_VLAN_STAG_RX") | k.mask("GSO_SOFTWARE") \
+            | k.mask("GSO_ENCAP_ALL")
+        # drivers/net/veth.c, veth_setup, 5.10..6.18: features |= LLTX (6.18: dev->lltx, no bit) | VETH_FEATURES.
+        self._features |= k.m_opt("LLTX") | veth_features
+        # drivers/net/veth.c, veth_setup: vlan_features = features & ~(CTAG_TX|STAG_TX|CTAG_RX|STAG_RX).
+        self._vlan_features = self._features & ~k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX", "HW_VLAN_CTAG_RX",
+                                                     "HW_VLAN_STAG_RX")
+        self._hw_features = veth_features
+        self._hw_enc_features = veth_features
+        self._mpls_features = k.m("HW_CSUM") | k.mask("GSO_SOFTWARE")
+
+    def fix_features(self, features: int) -> int:
+        # drivers/net/veth.c, veth_fix_features, 5.10..6.18: an XDP program on the peer removes GSO_SOFTWARE.
+        if self.peer is not None and self.peer.xdp:
+            features &= ~self.ns.mask("GSO_SOFTWARE")
+        return features
+
+    def set_xdp(self, attached: bool) -> "Veth":
+        """Attach (True) or remove (False) an XDP program on this veth."""
+        if bool(attached) == self.xdp:
+            return self
+        self.xdp = bool(attached)
+        peer = self.peer
+        assert peer is not None
+        gso_sw = self.ns.mask("GSO_SOFTWARE")
+        # drivers/net/veth.c, veth_xdp_set, 6.1: the peer loses (and later regains) GSO_SOFTWARE in hw_features.
+        if attached:
+            peer._hw_features &= ~gso_sw
+        else:
+            peer._hw_features |= gso_sw
+        self.ns._update_and_notify(peer)
+        return self
+
+
+class Macvlan(Device):
+    """drivers/net/macvlan.c: macvlan_init, macvlan_fix_features, macvlan_device_event."""
+
+    kind = "macvlan"
+
+    def _macros(self) -> tuple[int, int, int]:
+        k = self.ns
+        always_on_offloads = k.m("SG", "HW_CSUM", "GSO_ROBUST") | k.mask("GSO_SOFTWARE") | k.mask("GSO_ENCAP_ALL")
+        # drivers/net/macvlan.c, ALWAYS_ON_FEATURES, 6.1: ALWAYS_ON_OFFLOADS | LLTX (6.18: dev->lltx instead).
+        always_on_features = always_on_offloads | k.m_opt("LLTX")
+        # drivers/net/macvlan.c, MACVLAN_FEATURES, 5.10..6.18.
+        macvlan_features = k.m("SG", "HW_CSUM", "HIGHDMA", "FRAGLIST", "GSO", "TSO", "LRO", "TSO_ECN", "TSO6",
+                               "GRO", "RXCSUM", "HW_VLAN_CTAG_FILTER", "HW_VLAN_STAG_FILTER")
+        return always_on_offloads, always_on_features, macvlan_features
+
+    def init(self) -> None:
+        lower = self.lowers[0]
+        on_off, on_feat, mv = self._macros()
+        # drivers/net/macvlan.c, macvlan_init, 6.1: features from the lower, plus the always-on ones.
+        self._features = (lower._features & mv) | on_feat
+        self._hw_features |= self.ns.m("LRO")
+        self._vlan_features = (lower._vlan_features & mv) | on_off
+        self._hw_enc_features |= self._features
+
+    def fix_features(self, features: int) -> int:
+        k = self.ns
+        on_off, on_feat, mv = self._macros()
+        lower = self.lowers[0]._features
+        # drivers/net/macvlan.c, macvlan_fix_features, 6.1 (vlan->set_features = MACVLAN_FEATURES).
+        features |= k.mask("ALL_FOR_ALL")
+        set_features = mv  # macvlan_common_newlink: vlan->set_features = MACVLAN_FEATURES
+        features &= set_features | ~mv
+        mask_ = features
+        lower &= features | ~k.m("LRO")
+        features = increment_bits(lower, features, mask_, k.kernel)
+        features |= on_feat
+        features &= on_feat | mv
+        return features
+
+    def on_lower_feat_change(self, lower: Device) -> None:
+        # drivers/net/macvlan.c, macvlan_device_event NETDEV_FEAT_CHANGE: netdev_update_features(vlan->dev).
+        self.ns._update_and_notify(self)
+
+
+class Vlan(Device):
+    """net/8021q: vlan_dev_init, vlan_dev_fix_features, vlan_transfer_features."""
+
+    kind = "vlan"
+
+    def __init__(self, ns: "Namespace", name: str, vid: int) -> None:
+        super().__init__(ns, name)
+        self.vid = vid
+
+    def _tnl_features(self) -> int:
+        k = self.ns
+        real = self.lowers[0]
+        csum = k.mask("CSUM_MASK")
+        encap = k.mask("GSO_ENCAP_ALL")
+        # net/8021q/vlan.h, vlan_tnl_features, 6.1: only with an encap bit and a csum bit, in HW_CSUM form.
+        ret = real._hw_enc_features & (csum | k.mask("GSO_SOFTWARE") | encap)
+        if ret & encap and ret & csum:
+            return (ret & ~csum) | k.m("HW_CSUM")
+        return 0
+
+    def init(self) -> None:
+        k = self.ns
+        real = self.lowers[0]
+        if k.has("FCOE_MTU"):
+            fcoe = k.mask("ALL_FCOE")
+        else:
+            fcoe = k.m("FCOE_CRC", "FSO")
+        # net/8021q/vlan_dev.c, vlan_dev_init, 6.1 (6.18: FCOE_CRC|FSO, FCOE_MTU is gone; + HW_MACSEC if real has it).
+        self._hw_features = k.m("HW_CSUM", "SG", "FRAGLIST", "HIGHDMA", "SCTP_CRC") | k.mask("GSO_SOFTWARE") \
+            | k.mask("GSO_ENCAP_ALL") | fcoe
+        if k.kernel_ge("6.18") and real._vlan_features & k.m("HW_MACSEC"):
+            self._hw_features |= k.m("HW_MACSEC")
+        self._features |= self._hw_features | k.m_opt("LLTX")
+        self._vlan_features = real._vlan_features & ~fcoe
+        self._hw_enc_features = self._tnl_features()
+        self._mpls_features = real._mpls_features
+
+    def fix_features(self, features: int) -> int:
+        k = self.ns
+        real = self.lowers[0]
+        old = features
+        # net/8021q/vlan_dev.c, vlan_dev_fix_features, 5.10..6.18: intersect with what the real device does
+        # for tagged frames, but keep SOFT_FEATURES and GSO_SOFTWARE whatever the real device has.
+        lower = intersect_bits(real._vlan_features | k.m("RXCSUM"), real._features, k.kernel)
+        if lower & k.m("IP_CSUM", "IPV6_CSUM"):
+            lower |= k.m("HW_CSUM")
+        features = intersect_bits(features, lower, k.kernel)
+        features |= old & (k.mask("SOFT_FEATURES") | k.mask("GSO_SOFTWARE"))
+        features |= k.m_opt("LLTX")
+        return features
+
+    def on_lower_feat_change(self, lower: Device) -> None:
+        # net/8021q/vlan.c, vlan_device_event NETDEV_FEAT_CHANGE -> vlan_transfer_features, 6.1.
+        self._hw_enc_features = self._tnl_features()
+        self.ns._update_and_notify(self)
+
+
+class Bridge(Device):
+    """net/bridge: br_dev_setup, br_fix_features -> br_features_recompute, br_device_event."""
+
+    kind = "bridge"
+
+    def __init__(self, ns: "Namespace", name: str) -> None:
+        super().__init__(ns, name)
+        k = ns
+        common = k.m("SG", "FRAGLIST", "HIGHDMA", "HW_CSUM") | k.mask("GSO_MASK")
+        # net/bridge/br_device.c, br_dev_setup, 6.1 (6.18: LLTX and NETNS_LOCAL became dev->lltx/netns_local).
+        self._features = common | k.m_opt("LLTX") | k.m_opt("NETNS_LOCAL") | k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX")
+        self._hw_features = common | k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX")
+        self._vlan_features = common
+
+    def fix_features(self, features: int) -> int:
+        k = self.ns
+        ports = self.lowers
+        # net/bridge/br_if.c, br_features_recompute, 5.10..6.18: no ports -> features unchanged.
+        if not ports:
+            return features
+        mask_ = features
+        # net/bridge/br_if.c, br_features_recompute: clear ONE_FOR_ALL, re-add what some port has, add TSO.
+        features &= ~k.mask("ONE_FOR_ALL")
+        for p in ports:
+            features = increment_bits(features, p._features, mask_, k.kernel)
+        return add_tso_bits(features, mask_, k.kernel)
+
+    def on_lower_feat_change(self, lower: Device) -> None:
+        # net/bridge/br.c, br_device_event NETDEV_FEAT_CHANGE: netdev_update_features(br->dev).
+        self.ns._update_and_notify(self)
+
+
+class Bond(Device):
+    """drivers/net/bonding/bond_main.c: bond_setup, bond_fix_features, bond_compute_features (mode balance-rr)."""
+
+    kind = "bond"
+
+    def _macros(self) -> tuple[int, int, int]:
+        k = self.ns
+        if k.kernel_ge("5.11"):
+            # drivers/net/bonding/bond_main.c, BOND_*_FEATURES after ecb8fed408b6 (v5.11): GSO_SOFTWARE, ENCAP_ALL.
+            soft = k.mask("GSO_SOFTWARE")
+            vlan = k.m("HW_CSUM", "SG", "FRAGLIST", "HIGHDMA", "LRO") | soft | k.mask("GSO_ENCAP_ALL")
+        else:
+            # drivers/net/bonding/bond_main.c, BOND_*_FEATURES before ecb8fed408b6 (v5.10): ALL_TSO.
+            soft = k.mask("ALL_TSO")
+            vlan = k.m("HW_CSUM", "SG", "FRAGLIST", "HIGHDMA", "LRO") | soft
+        enc = k.m("HW_CSUM", "SG", "RXCSUM") | soft
+        mpls = k.m("HW_CSUM", "SG") | soft
+        return vlan, enc, mpls
+
+    def __init__(self, ns: "Namespace", name: str) -> None:
+        super().__init__(ns, name)
+        k = ns
+        vlan, _, _ = self._macros()
+        # drivers/net/bonding/bond_main.c, bond_setup, 6.1: LLTX, NETNS_LOCAL (6.18: device flags, no bits).
+        self._features |= k.m_opt("LLTX") | k.m_opt("NETNS_LOCAL")
+        self._hw_features = vlan | k.m("HW_VLAN_CTAG_RX", "HW_VLAN_CTAG_FILTER", "HW_VLAN_STAG_RX",
+                                       "HW_VLAN_STAG_FILTER")
+        # drivers/net/bonding/bond_main.c, bond_setup: hw_features |= GSO_ENCAP_ALL (v5.10: | GSO_UDP_L4).
+        self._hw_features |= k.mask("GSO_ENCAP_ALL") | (0 if k.kernel_ge("5.11") else k.m("GSO_UDP_L4"))
+        self._features |= self._hw_features | k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX")
+        # drivers/net/bonding/bond_main.c, bond_setup, CONFIG_XFRM_OFFLOAD: XFRM bits changeable, on only in
+        # active-backup (not the default balance-rr).
+        self._hw_features |= k.m("HW_ESP", "HW_ESP_TX_CSUM", "GSO_ESP")
+
+    def fix_features(self, features: int) -> int:
+        k = self.ns
+        # drivers/net/bonding/bond_main.c, bond_fix_features, 6.1: TLS bits only with bond_sk_check (never in
+        # balance-rr), then clear ONE_FOR_ALL, set ALL_FOR_ALL, fold each slave's features, add TSO.
+        features &= ~k.m("HW_TLS_TX", "HW_TLS_RX")
+        mask_ = features
+        features &= ~k.mask("ONE_FOR_ALL")
+        features |= k.mask("ALL_FOR_ALL")
+        for s in self.lowers:
+            features = increment_bits(features, s._features, mask_, k.kernel)
+        return add_tso_bits(features, mask_, k.kernel)
+
+    def compute_features(self) -> None:
+        """bond_compute_features: vlan/enc/mpls features from the slaves, then netdev_change_features."""
+        k = self.ns
+        vlan_m, enc_m, mpls_m = self._macros()
+        vlan, enc, mpls = vlan_m, enc_m, mpls_m
+        if self.lowers:
+            if k.kernel_ge("6.18"):
+                # drivers/net/bonding/bond_main.c, bond_compute_features, ≈6.18: netdev_base_features().
+                base = lambda f: (f & ~k.mask("ONE_FOR_ALL")) | k.mask("ALL_FOR_ALL")  # noqa: E731
+                vlan, mpls = base(vlan), base(mpls)
+            else:
+                # drivers/net/bonding/bond_main.c, bond_compute_features, 6.1: start from X & ALL_FOR_ALL.
+                vlan &= k.mask("ALL_FOR_ALL")
+                mpls &= k.mask("ALL_FOR_ALL")
+            for s in self.lowers:
+                vlan = increment_bits(vlan, s._vlan_features, vlan_m, k.kernel)
+                enc = increment_bits(enc, s._hw_enc_features, enc_m, k.kernel)
+                mpls = increment_bits(mpls, s._mpls_features, mpls_m, k.kernel)
+        self._vlan_features = vlan
+        # drivers/net/bonding/bond_main.c, bond_compute_features: hw_enc_features (v5.10: | GSO_UDP_L4).
+        self._hw_enc_features = enc | k.mask("GSO_ENCAP_ALL") | k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX") \
+            | (0 if k.kernel_ge("5.11") else k.m("GSO_UDP_L4"))
+        self._mpls_features = mpls
+        # netdev_change_features: update and always notify.
+        k._update(self)
+        k._features_change(self)
+
+    def on_lower_feat_change(self, lower: Device) -> None:
+        # drivers/net/bonding/bond_main.c, bond_slave_netdev_event NETDEV_FEAT_CHANGE -> bond_compute_features.
+        self.compute_features()
+
+
+class Nic(Device):
+    """A physical or paravirtual NIC whose probe function set its features (see DRIVERS)."""
+
+    kind = "nic"
+
+    def __init__(self, ns: "Namespace", name: str, driver: str, params: Mapping[str, object]) -> None:
+        super().__init__(ns, name)
+        self.driver = driver
+        self.params = dict(params)
+
+
+def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: bool = True,
+                      host_tso6: bool = True, host_ecn: bool = True, host_uso: bool = False,
+                      guest_tso: bool = True, ctrl_guest_offloads: bool = True, rss: bool = False) -> None:
+    """drivers/net/virtio_net.c virtnet_probe: the offloads follow the negotiated VIRTIO_NET_F_* bits."""
+    k = dev.ns
+    if host_uso and not k.kernel_ge("6.2"):
+        raise ValueError(f"host_uso=True: virtio_net has no USO before 6.2 (kernel {k.kernel})")
+    # drivers/net/virtio_net.c, virtnet_probe, 6.1 and ≈6.18: HIGHDMA always.
+    dev._features = k.m("HIGHDMA")
+    if csum:
+        # virtnet_probe: VIRTIO_NET_F_CSUM -> hw HW_CSUM|SG, and features too with the csum module param.
+        dev._hw_features |= k.m("HW_CSUM", "SG")
+        dev._features |= k.m("HW_CSUM", "SG")
+        if host_tso4:
+            dev._hw_features |= k.m("TSO")
+        if host_tso6:
+            dev._hw_features |= k.m("TSO6")
+        if host_ecn:
+            dev._hw_features |= k.m("TSO_ECN")
+        if host_uso:
+            # drivers/net/virtio_net.c, virtnet_probe, 6.2+ (≈6.18 read): HOST_USO -> GSO_UDP_L4.
+            dev._hw_features |= k.m("GSO_UDP_L4")
+        dev._features |= k.m("GSO_ROBUST")
+        if gso:
+            if k.kernel_ge("6.2"):
+                # virtnet_probe, ≈6.18: features |= hw_features.
+                dev._features |= dev._hw_features
+            else:
+                # virtnet_probe, 6.1: features |= hw_features & ALL_TSO.
+                dev._features |= dev._hw_features & k.mask("ALL_TSO")
+    dev._features |= k.m("RXCSUM")
+    if guest_tso:
+        # virtnet_probe: GUEST_TSO4/6 -> GRO_HW in features; CTRL_GUEST_OFFLOADS makes it changeable.
+        dev._features |= k.m("GRO_HW")
+    if ctrl_guest_offloads:
+        dev._hw_features |= k.m("GRO_HW")
+    # virtnet_probe: vlan_features = features, copied once here (never FRAGLIST / GSO_FRAGLIST).
+    dev._vlan_features = dev._features
+    if rss:
+        dev._hw_features |= k.m("RXHASH")
+
+
+def _probe_ixgbe(dev: Nic, mac_82599: bool = True, rsc: bool = True) -> None:
+    """drivers/net/ethernet/intel/ixgbe/ixgbe_main.c ixgbe_probe (82599 and later, no IPsec/FCoE)."""
+    k = dev.ns
+    partial = k.mask("GSO_ENCAP_ALL")
+    # ixgbe_probe: SG|TSO|TSO6|RXHASH|RXCSUM|HW_CSUM, GSO_PARTIAL with the tunnel types as partial features.
+    dev._features = k.m("SG", "TSO", "TSO6", "RXHASH", "RXCSUM", "HW_CSUM", "GSO_PARTIAL") | partial
+    dev.gso_partial_features = partial
+    if mac_82599:
+        # ixgbe_probe: 82599+ -> SCTP_CRC | GSO_UDP_L4 (USO support, ~v5.6, "ixgbe: add UDP segmentation offload").
+        dev._features |= k.m("SCTP_CRC", "GSO_UDP_L4")
+    dev._hw_features |= dev._features | k.m("HW_VLAN_CTAG_FILTER", "HW_VLAN_CTAG_RX", "HW_VLAN_CTAG_TX",
+                                            "RXALL", "HW_L2FW_DOFFLOAD")
+    if mac_82599:
+        dev._hw_features |= k.m("NTUPLE", "HW_TC")
+    dev._features |= k.m("HIGHDMA")
+    # ixgbe_probe: vlan_features = features | TSO_MANGLEID; hw_enc_features = vlan_features.
+    dev._vlan_features |= dev._features | k.m("TSO_MANGLEID")
+    dev._hw_enc_features |= dev._vlan_features
+    dev._mpls_features |= k.m("SG", "TSO", "TSO6", "HW_CSUM") | partial
+    # ixgbe_probe: VLAN offloads last, they cannot be part of vlan_features.
+    dev._features |= k.m("HW_VLAN_CTAG_FILTER", "HW_VLAN_CTAG_RX", "HW_VLAN_CTAG_TX")
+    if rsc:
+        dev._hw_features |= k.m("LRO")
+        dev._features |= k.m("LRO")
+
+
+def _probe_router(dev: Nic, gso_udp_l4: bool = True, gso_fraglist: bool = True, fraglist: bool = True,
+                  vlan_offload: bool = False) -> None:
+    """A router SoC NIC like the patch author's WIP MIPS32 driver (2e4ef10f5850 commit text): SG, HW_CSUM,
+    TSO, and optionally UDP L4 / fraglist GSO and NETIF_F_FRAGLIST. Not a mainline driver: a parameterised
+    profile to show what "a driver that supports and advertises this" means."""
+    k = dev.ns
+    f = k.m("SG", "HW_CSUM", "HIGHDMA", "RXCSUM", "TSO", "TSO6")
+    if gso_udp_l4:
+        f |= k.m("GSO_UDP_L4")
+    if gso_fraglist:
+        f |= k.m("GSO_FRAGLIST")
+    if fraglist:
+        f |= k.m("FRAGLIST")
+    dev._features = f
+    dev._hw_features = f
+    dev._vlan_features = f
+    if vlan_offload:
+        dev._features |= k.m("HW_VLAN_CTAG_TX", "HW_VLAN_CTAG_RX")
+        dev._hw_features |= k.m("HW_VLAN_CTAG_TX", "HW_VLAN_CTAG_RX")
+
+
+DRIVERS = {"virtio_net": _probe_virtio_net, "ixgbe": _probe_ixgbe, "router": _probe_router}
+
+
+# --- the namespace ---------------------------------------------------------------------------------
+
+class Namespace:
+    """A network namespace of one kernel version holding the devices created in it."""
+
+    def __init__(self, kernel: str = DEFAULT_NAMESPACE_KERNEL) -> None:
+        self._table = F.table(kernel)
+        self.kernel = self._table.kernel
+        self._key = _kernel(self.kernel).key
+        self.devices: dict[str, Device] = {}
+
+    # -- helpers on this kernel's table ----------------------------------------------------------
+    def m(self, *names: str) -> int:
+        out = 0
+        for n in names:
+            out |= 1 << self._table.bits[n]
+        return out
+
+    def m_opt(self, name: str) -> int:
+        """The bit of ``name`` if this kernel has it (LLTX, NETNS_LOCAL before 6.18), else 0."""
+        return 1 << self._table.bits[name] if name in self._table.bits else 0
+
+    def has(self, name: str) -> bool:
+        return name in self._table.bits
+
+    def mask(self, name: str) -> int:
+        return self._table.masks[name]
+
+    def kernel_ge(self, version: str) -> bool:
+        return self._key >= tuple(int(p) for p in version.split("."))
+
+    def _feature_from_ethtool(self, eth: str) -> str:
+        if eth in self._table.from_ethtool:
+            return self._table.from_ethtool[eth]
+        raise F.UnknownFeatureError(
+            f"settings key {eth!r} is not an ethtool feature name of kernel {self.kernel}; "
+            f"valid: {', '.join(self._table.from_ethtool)}"
+        )
+
+    def __getitem__(self, name: str) -> Device:
+        return self.devices[name]
+
+    # -- core ------------------------------------------------------------------------------------
+    def _new_name(self, name: str) -> None:
+        if not isinstance(name, str) or not 0 < len(name) < 16 or "/" in name or " " in name:
+            raise DeviceError(f"name={name!r} is not a valid interface name (1..15 chars, IFNAMSIZ)")
+        if name in self.devices:
+            raise DeviceError(f"name={name!r} already exists in this namespace")
+
+    def _register(self, dev: Device) -> Device:
+        """net/core/dev.c register_netdevice: ndo_init, the generic feature setup, __netdev_update_features."""
+        dev.init()
+        # register_netdevice, 5.10..6.18: SOFT_FEATURES changeable and on, SOFT_FEATURES_OFF changeable.
+        dev._hw_features |= self.mask("SOFT_FEATURES") | self.mask("SOFT_FEATURES_OFF")
+        dev._features |= self.mask("SOFT_FEATURES")
+        dev._wanted_features = dev._features & dev._hw_features
+        if not dev.loopback:
+            dev._hw_features |= self.m("NOCACHE_COPY")
+        tso, mangle = self.m("TSO"), self.m("TSO_MANGLEID")
+        # register_netdevice: TSO_MANGLEID becomes available wherever TSO is.
+        for attr in ("_hw_features", "_vlan_features", "_mpls_features", "_hw_enc_features"):
+            if getattr(dev, attr) & tso:
+                setattr(dev, attr, getattr(dev, attr) | mangle)
+        dev._vlan_features |= self.m("HIGHDMA")
+        dev._hw_enc_features |= self.m("SG", "GSO_PARTIAL")
+        dev._mpls_features |= self.m("SG")
+        self.devices[dev.name] = dev
+        self._update(dev)
+        return dev
+
+    def _fix(self, dev: Device, features: int) -> int:
+        """net/core/dev.c netdev_fix_features of this kernel: every generic rule, in order."""
+        m = self.m
+        hw, ipc, ip6c, sg = m("HW_CSUM"), m("IP_CSUM"), m("IPV6_CSUM"), m("SG")
+        all_tso = self.mask("ALL_TSO")
+        # netdev_fix_features (5.10..6.18): HW_CSUM with IP/IPV6_CSUM -> drop IP_CSUM and IPV6_CSUM.
+        if features & hw and features & (ipc | ip6c):
+            features &= ~(ipc | ip6c)
+        # netdev_fix_features: any ALL_TSO bit without SG -> drop ALL_TSO.
+        if features & all_tso and not features & sg:
+            features &= ~all_tso
+        # netdev_fix_features: TSO without HW_CSUM and IP_CSUM -> drop TSO and TSO_ECN.
+        if features & m("TSO") and not features & (hw | ipc):
+            features &= ~m("TSO", "TSO_ECN")
+        # netdev_fix_features: TSO6 without HW_CSUM and IPV6_CSUM -> drop TSO6.
+        if features & m("TSO6") and not features & (hw | ip6c):
+            features &= ~m("TSO6")
+        # netdev_fix_features: TSO_MANGLEID without TSO -> drop it.
+        if features & m("TSO_MANGLEID") and not features & m("TSO"):
+            features &= ~m("TSO_MANGLEID")
+        # netdev_fix_features: TSO_ECN as the only ALL_TSO bit -> drop it.
+        if features & all_tso == m("TSO_ECN"):
+            features &= ~m("TSO_ECN")
+        # netdev_fix_features: software GSO depends on SG.
+        if features & m("GSO") and not features & sg:
+            features &= ~m("GSO")
+        # netdev_fix_features: gso_partial_features need GSO_PARTIAL.
+        if features & dev.gso_partial_features and not features & m("GSO_PARTIAL"):
+            features &= ~dev.gso_partial_features
+        # netdev_fix_features: GRO_HW needs RXCSUM.
+        if not features & m("RXCSUM") and features & m("GRO_HW"):
+            features &= ~m("GRO_HW")
+        # netdev_fix_features: RXFCS excludes LRO and GRO_HW.
+        if features & m("RXFCS"):
+            features &= ~m("LRO", "GRO_HW")
+        # netdev_fix_features: GRO_HW wins over LRO.
+        if features & m("GRO_HW") and features & m("LRO"):
+            features &= ~m("LRO")
+        ip_or_hw = (features & (ipc | ip6c)) == (ipc | ip6c) or bool(features & hw)
+        # netdev_fix_features: HW_TLS_TX needs IP_CSUM+IPV6_CSUM or HW_CSUM.
+        if features & m("HW_TLS_TX") and not ip_or_hw:
+            features &= ~m("HW_TLS_TX")
+        # netdev_fix_features: HW_TLS_RX needs RXCSUM.
+        if features & m("HW_TLS_RX") and not features & m("RXCSUM"):
+            features &= ~m("HW_TLS_RX")
+        # netdev_fix_features, ≈6.18 (mirror Kingxukai/linux @ 9b44fff655e2; absent in 6.1): USO needs a csum.
+        if self.kernel_ge("6.18") and features & m("GSO_UDP_L4") and not ip_or_hw:
+            features &= ~m("GSO_UDP_L4")
+        return features
+
+    def _update(self, dev: Device) -> bool:
+        """net/core/dev.c __netdev_update_features; True when dev.features changed."""
+        upper_disables = self.mask("UPPER_DISABLES")
+        # netdev_get_wanted_features: (features & ~hw_features) | wanted_features.
+        features = (dev._features & ~dev._hw_features) | dev._wanted_features
+        features = dev.fix_features(features)
+        features = self._fix(dev, features)
+        # netdev_sync_upper_features: LRO cannot be on if an upper device has it off in wanted_features.
+        for upper in dev.uppers:
+            features &= ~(upper_disables & ~upper._wanted_features)
+        changed = features != dev._features
+        dev._features = features
+        # netdev_sync_lower_features: disable on each lower what this device has off (LRO).
+        for lower in dev.lowers:
+            off = upper_disables & ~features & lower._features
+            if off:
+                lower._wanted_features &= ~off
+                self._update(lower)
+                self._features_change(lower)
+        return changed
+
+    def _features_change(self, dev: Device) -> None:
+        """netdev_features_change: NETDEV_FEAT_CHANGE to every upper device's notifier."""
+        for upper in list(dev.uppers):
+            upper.on_lower_feat_change(dev)
+
+    def _update_and_notify(self, dev: Device) -> None:
+        """net/core/dev.c netdev_update_features."""
+        if self._update(dev):
+            self._features_change(dev)
+
+    def _disable_lro(self, dev: Device) -> None:
+        """net/core/dev.c dev_disable_lro: clear LRO in wanted_features, here and on every lower."""
+        dev._wanted_features &= ~self.m("LRO")
+        self._update_and_notify(dev)
+        for lower in dev.lowers:
+            self._disable_lro(lower)
+
+    @staticmethod
+    def _link(lower: Device, upper: Device) -> None:
+        lower.uppers.append(upper)
+        upper.lowers.append(lower)
+
+    # -- public constructors ---------------------------------------------------------------------
+    def veth(self, a: str, b: str) -> tuple[Veth, Veth]:
+        """ip link add a type veth peer name b (drivers/net/veth.c veth_newlink)."""
+        self._new_name(a)
+        self._new_name(b)
+        if a == b:
+            raise DeviceError(f"b={b!r} must differ from a")
+        dev_a, dev_b = Veth(self, a), Veth(self, b)
+        dev_a.peer, dev_b.peer = dev_b, dev_a
+        for d in (dev_b, dev_a):
+            self._register(d)
+            if self.kernel_ge("5.13"):
+                # drivers/net/veth.c, veth_newlink -> veth_disable_gro (d3256efd8e8b, ~5.13): GRO off by default.
+                d._features &= ~self.m("GRO")
+                d._wanted_features &= ~self.m("GRO")
+                self._update_and_notify(d)
+        return dev_a, dev_b
+
+    def macvlan(self, name: str, *, lower: Device) -> Macvlan:
+        """ip link add name link lower type macvlan (macvlan_common_newlink)."""
+        self._new_name(name)
+        lower = self._device(lower, "lower")
+        dev = Macvlan(self, name)
+        dev.lowers.append(lower)
+        self._register(dev)
+        # macvlan_common_newlink: netdev_upper_dev_link(lowerdev, dev) after register_netdevice.
+        lower.uppers.append(dev)
+        return dev
+
+    def vlan(self, name: str, *, lower: Device, vid: int) -> Vlan:
+        """ip link add name link lower type vlan id vid (net/8021q/vlan.c register_vlan_dev)."""
+        self._new_name(name)
+        lower = self._device(lower, "lower")
+        if isinstance(vid, bool) or not isinstance(vid, int) or not 0 <= vid < 4095:
+            raise DeviceError(f"vid={vid!r} must be an int in 0..4094 (VLAN_VID_MASK)")
+        if lower._features & self.m("VLAN_CHALLENGED"):
+            # net/8021q/vlan.c, vlan_check_real_dev: VLAN challenged devices refuse VLANs.
+            raise DeviceError(f"lower={lower.name!r} is VLAN challenged")
+        dev = Vlan(self, name, vid)
+        dev.lowers.append(lower)
+        self._register(dev)
+        lower.uppers.append(dev)
+        return dev
+
+    def bridge(self, name: str) -> Bridge:
+        self._new_name(name)
+        return self._register(Bridge(self, name))  # type: ignore[return-value]
+
+    def bond(self, name: str) -> Bond:
+        self._new_name(name)
+        return self._register(Bond(self, name))  # type: ignore[return-value]
+
+    def nic(self, name: str, *, driver: str = "virtio_net", **params: object) -> Nic:
+        """A NIC as its driver's probe leaves it; ``params`` are the driver's negotiated offloads."""
+        self._new_name(name)
+        if driver not in DRIVERS:
+            raise DeviceError(f"driver={driver!r} is not a modelled driver; valid: {', '.join(DRIVERS)}")
+        dev = Nic(self, name, driver, params)
+        try:
+            DRIVERS[driver](dev, **params)  # type: ignore[arg-type]
+        except TypeError as exc:
+            raise DeviceError(f"driver={driver!r}: {exc}") from None
+        return self._register(dev)  # type: ignore[return-value]
+
+    def set_master(self, port: Device, master: Device) -> None:
+        """ip link set port master master: br_add_if or bond_enslave."""
+        port = self._device(port, "port")
+        master = self._device(master, "master")
+        if port.master is not None:
+            raise DeviceError(f"port={port.name!r} already has master {port.master.name!r}")
+        if port is master:
+            raise DeviceError("port and master must be different devices")
+        if isinstance(master, Bridge):
+            # net/bridge/br_if.c, br_add_if: link, dev_disable_lro(port), then netdev_update_features(br).
+            self._link(port, master)
+            port.master = master
+            self._disable_lro(port)
+            self._update_and_notify(master)
+        elif isinstance(master, Bond):
+            # drivers/net/bonding/bond_main.c, bond_enslave: LRO off unless the bond has it, link, compute.
+            if not master._features & self.m("LRO"):
+                self._disable_lro(port)
+            self._link(port, master)
+            port.master = master
+            master.compute_features()
+        else:
+            raise DeviceError(f"master={master.name!r} is a {master.kind}; only bridge and bond take ports")
+
+    def _device(self, dev: "Device | str", param: str) -> Device:
+        if isinstance(dev, str):
+            if dev not in self.devices:
+                raise DeviceError(f"{param}={dev!r} is not a device of this namespace; have: {', '.join(self.devices)}")
+            return self.devices[dev]
+        if not isinstance(dev, Device) or dev.ns is not self:
+            raise DeviceError(f"{param}={dev!r} is not a device of this namespace")
+        return dev
+
+    def walk(self) -> Iterable[Device]:
+        return iter(self.devices.values())
