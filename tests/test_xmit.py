@@ -298,3 +298,124 @@ def test_send_refuses_device_loop():
     object.__setattr__(a, "lower", a)
     with pytest.raises(ValueError, match="loop"):
         xmit.send(a, xmit.gso_skb(segs=2, gso_size=100))
+
+
+# --- with vnetlab.netdev devices ----------------------------------------------------------------------
+
+netdev = pytest.importorskip("vnetlab.netdev")
+
+
+def _stack(kernel, upper, **nic_params):
+    net = netdev.Namespace(kernel=kernel)
+    eth = net.nic("eth0", driver="router", **nic_params)
+    if upper == "vlan":
+        return net.vlan("eth0.10", lower=eth, vid=10)
+    if upper == "macvlan":
+        return net.macvlan("mv0", lower=eth)
+    master = net.bridge("br0") if upper == "bridge" else net.bond("bond0")
+    net.set_master(eth, master)
+    return master
+
+
+@pytest.mark.parametrize("upper", ["vlan", "macvlan"])
+@pytest.mark.parametrize("kernel, where", [("5.10", "upper"), ("5.11", None), ("6.1", None), ("6.18", None)])
+def test_gso_software_change_moves_segmentation(upper, kernel, where):
+    # include/linux/netdev_features.h NETIF_F_GSO_SOFTWARE gains GSO_UDP_L4 in 5.11 (2e4ef10f5850, ecb8fed408b6)
+    dev = _stack(kernel, upper)
+    r = xmit.send(dev, xmit.gso_skb(segs=16, gso_size=1400))
+    assert r.segmented_at == (dev.name if where == "upper" else None)
+    assert r.wire_packets == 16
+
+
+def test_bond_had_udp_l4_before_the_patch_but_not_gso_fraglist():
+    # drivers/net/bonding/bond_main.c bond_setup (5.10): hw_features |= GSO_ENCAP_ALL | GSO_UDP_L4 explicitly;
+    # GSO_FRAGLIST only arrives with NETIF_F_GSO_SOFTWARE (ecb8fed408b6, 5.11)
+    udp = xmit.gso_skb(segs=16, gso_size=1400)
+    flist = xmit.gso_skb(segs=16, gso_size=1400, fraglist=True)
+    assert xmit.send(_stack("5.10", "bond"), udp).segmented_at is None
+    assert xmit.send(_stack("5.10", "bond"), flist).segmented_at == "bond0"
+    assert xmit.send(_stack("5.11", "bond"), flist).segmented_at is None
+
+
+def test_bridge_unaffected_by_the_patch_for_udp_l4():
+    # net/bridge/br_device.c COMMON_FEATURES has NETIF_F_GSO_MASK (5.10..6.18): UDP_L4 passes br0 either way
+    for kernel in ("5.10", "6.1"):
+        r = xmit.send(_stack(kernel, "bridge"), xmit.gso_skb(segs=16, gso_size=1400))
+        assert r.segmented_at is None
+
+
+def test_bridge_one_for_all_subtlety():
+    # net/bridge/br_if.c br_features_recompute: ONE_FOR_ALL (UDP_L4 from 5.11) cleared, re-added only from ports
+    s = xmit.gso_skb(segs=16, gso_size=1400)
+    bare = dict(gso_udp_l4=False, gso_fraglist=False, fraglist=False)
+    assert xmit.send(_stack("5.10", "bridge", **bare), s).segmented_at == "eth0"
+    assert xmit.send(_stack("6.1", "bridge", **bare), s).segmented_at == "br0"
+
+
+def test_fraglist_on_virtio_net_vlan_is_segmented_at_the_vlan_after_the_patch():
+    # kernel-facts D.6: the VLAN's NETIF_F_FRAGLIST follows virtio_net's (none), so skb_gso_ok fails at the VLAN
+    net = netdev.Namespace(kernel="6.1")
+    v = net.vlan("eth0.10", lower=net.nic("eth0", driver="virtio_net"), vid=10)
+    r = xmit.send(v, xmit.gso_skb(segs=20, gso_size=1400, fraglist=True))
+    assert r.segmented_at == "eth0.10" and r.hop("eth0.10").method == "skb_segment_list"
+
+
+def test_router_scenario_510_vs_511():
+    before = xmit.router_scenario(kernel="5.10")
+    after = xmit.router_scenario(kernel="5.11")
+    assert before.segmented_at == "eth0.10" and after.segmented_at is None
+    assert before.gro_skbs == after.gro_skbs == 1
+    assert before.wire_packets == after.wire_packets == 44
+    assert before.payload_bytes == after.payload_bytes == 44 * 1472
+    assert before.ops["dev_queue_xmit"] == 45 and after.ops["dev_queue_xmit"] == 2
+
+
+def test_router_scenario_udp_fwd_needs_512():
+    # NETIF_F_GRO_UDP_FWD arrived ~5.12: before it, UDP is forwarded packet by packet
+    r = xmit.router_scenario(kernel="5.11", gro="udp_fwd", segs=10)
+    assert r.gro_skbs == 10 and r.segmented_at is None
+    assert xmit.router_scenario(kernel="6.1", gro="udp_fwd", segs=10).gro_skbs == 1
+
+
+@pytest.mark.parametrize("kwargs, param", [({"gro": "tcp"}, "gro"), ({"upper": "tun"}, "upper"), ({"segs": 0}, "segs")])
+def test_router_scenario_rejects_bad_input(kwargs, param):
+    with pytest.raises(ValueError, match=param):
+        xmit.router_scenario(**kwargs)
+
+
+# --- the throughput model -----------------------------------------------------------------------------
+
+
+def test_costs_have_sources():
+    costs = xmit.RouterCosts.from_table()
+    assert costs["cpu_hz"] > 0 and all(costs.sources[n] for n in costs.values)
+    with pytest.raises(ValueError, match="no_such_cost"):
+        xmit.RouterCosts.from_table(no_such_cost=1)
+
+
+def test_cpu_costs_alone_do_not_make_50x():
+    before, after = xmit.router_scenario(kernel="5.10"), xmit.router_scenario(kernel="5.11")
+    assert xmit.router_gap(before, after) < 2.0
+    need = xmit.router_gap_requirements(before, after, target=50)
+    # only the per-segment resegmentation cost can get there alone, and only at ~10^5 cycles per segment
+    assert need["skb_segment_list_per_seg"] > 1e5
+    assert need["dev_queue_xmit_per_skb"] is None  # 45 vs 2 calls per batch caps its effect below 50x
+
+
+def test_untranslated_hypothesis_gives_link_over_segments():
+    before, after = xmit.router_scenario(kernel="5.10"), xmit.router_scenario(kernel="5.11")
+    gap = xmit.router_gap(before, after, drop_untranslated=True)
+    assert gap == pytest.approx(44, rel=0.01)
+
+
+def test_throughput_is_link_capped_and_sensitivity_moves():
+    r = xmit.router_scenario(kernel="5.11")
+    t = xmit.router_throughput(r)
+    assert t.bound == "link" and t.goodput_bps < 1e9
+    slow = xmit.router_throughput(r, xmit.RouterCosts.from_table(cpu_hz=20e6))
+    assert slow.bound == "cpu" and slow.goodput_bps < t.goodput_bps
+    table = xmit.sensitivity(xmit.router_scenario(kernel="5.10"), r,
+                             xmit.RouterCosts.from_table(cpu_hz=100e6))
+    lo, hi = table["skb_segment_list_per_seg"]
+    assert hi > lo
+    assert "not measured" in xmit.LIMITATIONS or "assumption" in xmit.LIMITATIONS
