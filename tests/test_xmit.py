@@ -419,3 +419,13 @@ def test_throughput_is_link_capped_and_sensitivity_moves():
     lo, hi = table["skb_segment_list_per_seg"]
     assert hi > lo
     assert "not measured" in xmit.LIMITATIONS or "assumption" in xmit.LIMITATIONS
+
+
+def test_skb_gso_to_netif_f_follows_the_shift():
+    # include/linux/netdevice.h net_gso_ok BUILD_BUG_ONs: SKB_GSO_x == NETIF_F_GSO_x >> NETIF_F_GSO_SHIFT (16)
+    from vnetlab import features
+    from vnetlab.skb import SKB_GSO_NAMES
+
+    for i, name in enumerate(SKB_GSO_NAMES[:19]):
+        assert features.bit(xmit.SKB_GSO_TO_NETIF_F[name], kernel="6.1") == 16 + i
+    assert features.bit("GSO_ACCECN", kernel="6.18") == 16 + 19
