@@ -457,3 +457,46 @@ def test_model_matches_kernel(model_vs_kernel, step, device):
     result = model_vs_kernel[(step, device)]
     assert not isinstance(result, str), result
     assert result, f"after {step!r}:\n{result}"
+
+
+@pytest.mark.live
+def test_fixed_features_refused_by_kernel_and_model(can_build_labs):
+    """What `[fixed]` means: the kernel ignores a request to flip it (ethnl_set_features masks the request
+    with hw_features), ethtool -K accepts a request for the current value, and the model does the same."""
+    netdev = pytest.importorskip("vnetlab.netdev", reason="vnetlab.netdev (the model) is not there yet")
+    net = netdev.Namespace(kernel="6.18")
+    model = {}
+    model["v0"], model["v1"] = net.veth("v0", "v1")
+    model["mv0"] = net.macvlan("mv0", lower=model["v0"])
+    model["br0"] = net.bridge("br0")
+    net.set_master(model["v1"], model["br0"])
+    with live.Lab() as lab:
+        real = {}
+        real["v0"], real["v1"] = lab.veth("v0", "v1")
+        real["mv0"] = lab.macvlan("mv0", lower=real["v0"])
+        real["br0"] = lab.bridge("br0")
+        lab.set_master(real["v1"], real["br0"])
+        refused: list[str] = []
+        for name, dev in real.items():
+            before = dev.features()
+            fixed = {n: not s.active for n, s in before.states.items() if s.fixed}
+            assert fixed, name
+            # Straight to the kernel, past set_features' own check: the kernel must leave them all alone.
+            # NETIF_F_NEVER_CHANGE (vlan-challenged) is outside NETIF_F_ETHTOOL_BITS: asking for it is EINVAL.
+            flip = {n: on for n, on in fixed.items() if n != "vlan-challenged"}
+            backend = live.available().feature_backend
+            (live._set_netlink if backend == "netlink" else live._set_ethtool)(dev.name, dev.netns, flip)
+            assert dev.features().ethtool_k() == before.ethtool_k(), name
+            with pytest.raises(live.FixedFeatureError) as err:
+                dev.ethtool_K(fixed)
+            assert set(err.value.names) == set(fixed)
+            dev.ethtool_K({n: not on for n, on in fixed.items()})  # the current values: accepted
+            for feature, on in fixed.items():
+                try:
+                    model[name].ethtool_K({feature: on})
+                except Exception as exc:
+                    assert feature in str(exc), f"{name}: model error does not name {feature}: {exc}"
+                else:
+                    refused.append(f"{name} {feature}")
+                model[name].ethtool_K({feature: not on})
+        assert not refused, "the model accepted a change of a [fixed] feature: " + ", ".join(refused)

@@ -488,10 +488,57 @@ def _features_msg_class() -> Any:
     return _MSG_CLASS
 
 
+# include/uapi/linux/sched.h and linux/netlink.h.
+_CLONE_NEWNET = 0x40000000
+_NETLINK_GENERIC = 16
+
+
+def _raw_netlink_socket_in(netns: str) -> Any:
+    """A NETLINK_GENERIC socket opened inside ``netns``.
+
+    A socket belongs to the namespace it is created in, and setns(CLONE_NEWNET) moves only the calling
+    thread, so a throwaway thread enters the namespace and opens it; this process stays where it was.
+    That is about ten times faster than pyroute2's netns= path, which forks a helper process per socket.
+    """
+    import ctypes
+    import socket
+
+    out: dict[str, Any] = {}
+
+    def enter_and_open() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(os.path.join("/run/netns", netns), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if libc.setns(fd, _CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns({netns}): {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            out["sock"] = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_GENERIC)
+        except BaseException as exc:  # handed to the caller's thread below
+            out["error"] = exc
+
+    worker = threading.Thread(target=enter_and_open, name=f"vnetlab-setns-{netns}")
+    worker.start()
+    worker.join(COMMAND_TIMEOUT)
+    if "error" in out:
+        raise out["error"]
+    if "sock" not in out:
+        raise LiveError(f"opening a netlink socket in {netns} did not finish within {COMMAND_TIMEOUT:.0f} s")
+    return out["sock"]
+
+
 def _genl_socket(netns: str | None) -> Any:
     from pyroute2.netlink.generic import GenericNetlinkSocket
 
-    kwargs: dict[str, Any] = {} if netns is None else {"netns": netns, "flags": 0}
+    kwargs: dict[str, Any] = {"ext_ack": True}
+    if netns is not None:
+        try:
+            kwargs["use_socket"] = _raw_netlink_socket_in(netns)
+        except OSError:
+            # pyroute2 opens it from a helper process instead; flags=0 so that a missing netns is not created.
+            kwargs.update(netns=netns, flags=0)
     sock = GenericNetlinkSocket(**kwargs)
     try:
         sock.bind(_ETHTOOL_GENL_NAME, _features_msg_class())
