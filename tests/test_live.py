@@ -500,3 +500,19 @@ def test_fixed_features_refused_by_kernel_and_model(can_build_labs):
                     refused.append(f"{name} {feature}")
                 model[name].ethtool_K({feature: not on})
         assert not refused, "the model accepted a change of a [fixed] feature: " + ", ".join(refused)
+        # compare() also takes a device name and its namespace.
+        cmp = live.compare(model["mv0"], "mv0", netns=lab.netns)
+        assert cmp, str(cmp)
+
+
+@pytest.mark.live
+def test_real_features_as_a_featureset(can_build_labs):
+    features = pytest.importorskip("vnetlab.features", reason="vnetlab.features is not there yet")
+    with live.Lab() as lab:
+        v0, _ = lab.veth("v0", "v1")
+        v0.ethtool_K({"tx-gso-list": False})
+        active = v0.features().to_featureset(kernel="6.18")
+    assert isinstance(active, features.FeatureSet)
+    # veth_setup: VETH_FEATURES has GSO_SOFTWARE, which since 5.11 includes GSO_UDP_L4 and GSO_FRAGLIST.
+    assert "GSO_UDP_L4" in active and "SG" in active and "FRAGLIST" in active
+    assert "GSO_FRAGLIST" not in active
