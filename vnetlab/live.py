@@ -831,9 +831,9 @@ class Lab:
 
     timeout: float = 120.0
     tag: str = "lab"
-    namespaces: list[str] = field(default_factory=list)
-    _deadline: float | None = field(default=None, repr=False)
-    _devices: dict[tuple[str, str], LiveDevice] = field(default_factory=dict, repr=False)
+    namespaces: list[str] = field(default_factory=list, init=False)
+    _deadline: float | None = field(default=None, init=False, repr=False)
+    _devices: dict[tuple[str, str], LiveDevice] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
