@@ -147,3 +147,65 @@ def test_figures_deterministic(tmp_path):
     save_png(memory.draw_rx_buffer(r), a)
     save_png(memory.draw_rx_buffer(rx.receive(1000)), b)
     assert a.read_bytes() == b.read_bytes()
+
+
+# --------------------------------------------------------------------------------------------------
+# thresholds
+
+from vnetlab.viz import thresholds  # noqa: E402
+
+
+def test_payload_window_is_87_to_1162():
+    sw = thresholds.payload_sweep(1536)
+    assert sw.window("build_skb") == (87, 1162)
+    fig = thresholds.draw_path_vs_payload(1536)
+    found = regions(fig)
+    p = found["path:build_skb"]
+    assert (p.get_x() + 0.5, p.get_x() + p.get_width() - 0.5) == (87, 1162)
+    assert {"path:copy", "path:copy+frag"} <= set(found)
+
+
+def test_payload_window_other_buffers_and_kernels():
+    assert thresholds.payload_sweep(2048).window() == (87, 2048 - 12 - 320 - 42)
+    assert thresholds.payload_sweep(1536, kernel="5.12").window() is None
+    assert thresholds.payload_sweep(1536, arch="mips32").window() is None
+
+
+def test_threshold_grid_matches_page_to_skb():
+    frames = [60, 129, 1042, 1204, 1205, 1514, 3000]
+    trues = [1536, 2048, 2560]
+    grid = thresholds.threshold_grid(frames, trues)
+    for i, t in enumerate(trues):
+        for j, f in enumerate(frames):
+            if f + 12 > t:
+                assert grid[i, j] == thresholds.INVALID
+            else:
+                assert grid[i, j] == rx.PATH_CODES[rx.page_to_skb(f, t).path]
+
+
+def test_threshold_map_marks():
+    fig = thresholds.draw_threshold_map()
+    gids = {a.get_gid() for ax in fig.axes for a in ax.get_children()}
+    assert {"buffer:1536", "buffer:2048", "buffer:2560", "frame:60", "frame:1042", "frame:1514", "path_map"} <= gids
+    fig = thresholds.draw_threshold_maps(kernels=("5.12", "6.1"), arches=("x86_64",))
+    assert len([ax for ax in fig.axes if ax.get_images()]) == 2
+
+
+def test_carving_matches_mergeable_buf_lens():
+    for kernel in ("6.1", "6.18"):
+        for size in (32768, 4096):
+            bufs = thresholds.carve(size, kernel=kernel)
+            assert [b.truesize for b in bufs] == rx.mergeable_buf_lens(len(bufs), frag_size=size, kernel=kernel)
+            fig = thresholds.draw_mergeable_carving(kernel=kernel)
+            name = f"{size // 1024}K"
+            widths = [regions(fig)[f"{name}:buf{i}"].get_width() for i in range(len(bufs))]
+            assert widths == [b.truesize for b in bufs]
+    assert [b.truesize for b in thresholds.carve(4096)] == [1536, 2560]
+    assert thresholds.carve(32768)[-1].truesize == 2048 and len(thresholds.carve(32768)) == 21
+
+
+def test_thresholds_bad_input():
+    with pytest.raises(ValueError, match="kernel"):
+        thresholds.draw_threshold_map(kernel="4.19")
+    with pytest.raises(ValueError, match="buf_len"):
+        thresholds.payload_sweep(40)
