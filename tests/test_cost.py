@@ -300,3 +300,14 @@ def test_import_vnetlab_stays_light():
     code = "import sys, vnetlab; assert 'numpy' not in sys.modules and 'vnetlab.cost' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
     assert "rx_costs" in load_table("rx_costs").name
+
+
+def test_merged_must_match_frames():
+    with pytest.raises(ValueError, match=r"merged must have one bool per frame \(2\)"):
+        cost.packet_op_counts([1042, 1042], [1536, 1536], kernel="5.13", headers=28, merged=[False])
+
+
+def test_report_has_all_three_parts(cal):
+    text = cost.report()
+    assert text.startswith("Calibration to fb32856b16ad")
+    assert "Predicted receive rate" in text and "What GRO itself buys" in text

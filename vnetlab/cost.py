@@ -232,29 +232,32 @@ def packet_op_counts(frame_lens, buf_truesizes, *, kernel: "str | Kernel", arch:
     if frames.ndim != 1 or frames.size == 0:
         raise ValueError(f"frame_lens must be a non-empty 1-D array of frame lengths, got shape {frames.shape}")
     codes, _tail, frags, copied = rx.classify(frames, buf_truesizes, hdr_len=hdr_len, kernel=k, arch=a)
-    frags = frags.astype(np.int64)
-    copied = copied.astype(np.int64)
     build = codes == rx.PATH_CODES["build_skb"]
     head = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=k, arch=a)
     merged = np.zeros(frames.shape, bool) if merged is None else np.asarray(merged, bool)
-    one = np.ones(frames.shape, np.float64)
-    c: dict[str, np.ndarray] = {op: np.zeros(frames.shape) for op in OPS if op in OP_GROUPS["ring"]
-                                 or op in OP_GROUPS["alloc_copy"]}
+    if merged.shape != frames.shape:
+        raise ValueError(f"merged must have one bool per frame ({frames.size}), got shape {merged.shape}")
+    # Counts that are the same for every packet are read-only broadcasts (no per-packet memory).
+    one = np.broadcast_to(np.int64(1), frames.shape)
+    zero = np.broadcast_to(np.int64(0), frames.shape)
+    b = build.astype(np.int64)
+    nb = 1 - b
+    c: dict[str, np.ndarray] = {op: zero for op in OP_GROUPS["ring"] + OP_GROUPS["alloc_copy"]}
     # virtnet_receive -> virtqueue_get_buf, then try_fill_recv -> add_recvbuf_mergeable: one buffer per packet.
-    c["virtqueue_get_buf"] = one.copy()
-    c["add_recvbuf_mergeable"] = one.copy()
+    c["virtqueue_get_buf"] = one
+    c["add_recvbuf_mergeable"] = one
     # page_to_skb: build_skb(buf, truesize) on the build_skb path, napi_alloc_skb(GOOD_COPY_LEN) otherwise.
-    c["build_skb"] = build.astype(np.float64)
-    c[_ALLOC_OP[head.kind]] = (~build).astype(np.float64)
+    c["build_skb"] = b
+    c[_ALLOC_OP[head.kind]] = nb
     # eth_type_trans pulls ETH_HLEN; the stack (or gro_pull_from_frag0) needs `headers` bytes in the head.
     headlen = np.where(build, frames, copied) - rx.ETH_HLEN
     pulled = np.where(~merged & (frags > 0), np.maximum(headers - headlen, 0), 0)
     # __pskb_pull_tail / gro_pull_from_frag0: headers that sit in frag 0 are copied into the head.
-    c["__pskb_pull_tail"] = (pulled > 0).astype(np.float64)
+    c["__pskb_pull_tail"] = (pulled > 0).astype(np.int64)
     # page_to_skb skb_put_data(skb, p, copy), plus the pulled header bytes.
-    c["memcpy/byte"] = (copied + pulled).astype(np.float64)
+    c["memcpy/byte"] = copied + pulled
     # page_to_skb skb_add_rx_frag(skb, 0, page, offset, len, truesize): one per frag.
-    c["skb_add_rx_frag"] = frags.astype(np.float64)
+    c["skb_add_rx_frag"] = frags
     # Cache lines first touched: a fresh napi head is written from skb->data (after the NET_SKB_PAD reserve,
     # which stays unwritten) for copied + pulled bytes; every head's shinfo is initialised by
     # __build_skb_around / __alloc_skb (memset up to dataref) and skb_add_rx_frag writes frags[0..n).
@@ -262,15 +265,17 @@ def packet_op_counts(frame_lens, buf_truesizes, *, kernel: "str | Kernel", arch:
     frags_at = a.skb_shared_info_size - a.max_skb_frags * a.skb_frag_size  # offsetof(skb_shared_info, frags)
     shinfo_lines = -(-(frags_at + frags * a.skb_frag_size) // line)
     hi = head.reserve + copied + pulled
-    data_lines = np.where(hi > head.reserve, -(-hi // line) - head.reserve // line, 0)
-    c[MISS_OP] = (shinfo_lines + np.where(build, 0, data_lines)).astype(np.float64)
+    data_lines = np.where(build | (hi <= head.reserve), 0, -(-hi // line) - head.reserve // line)
+    c[MISS_OP] = shinfo_lines + data_lines
     # skb_release_data -> skb_free_head by head kind; __skb_frag_unref -> put_page per frag; page_to_skb
     # put_page()s a buffer whose frame it copied whole; kfree_skbmem for the sk_buff itself.
-    c["skb_free_head/page_frag"] = np.zeros(frames.shape)
-    c[_FREE_OP["build_skb"]] += build
-    c[_FREE_OP[head.kind]] += ~build
-    c["put_page"] = (frags + ((~build) & (frags == 0))).astype(np.float64)
-    c["kfree_skbmem"] = one.copy()
+    if _FREE_OP[head.kind] == _FREE_OP["build_skb"]:
+        c[_FREE_OP["build_skb"]] = one
+    else:
+        c[_FREE_OP["build_skb"]] = b
+        c[_FREE_OP[head.kind]] = nb
+    c["put_page"] = frags + (nb & (frags == 0))
+    c["kfree_skbmem"] = one
     return c, codes
 
 
@@ -567,4 +572,17 @@ def gain_breakdown(costs: "Costs | Mapping[str, Any] | None" = None) -> str:
         t = cases[key]
         for base in (m.baseline_kernel, "5.12"):
             parts.append(breakdown(t, base, m.patched_kernel, c).report())
+    parts += ["", f"What GRO itself buys on {m.patched_kernel} (same flows with NETIF_F_GRO off):"]
+    for key in ("udp1000", "tcp1448_gro", "udp1000_udp_gro"):
+        t = cases[key]
+        on, off = rx_cost(t, m.patched_kernel, c), rx_cost(t, m.patched_kernel, c, gro_on=False)
+        parts.append(f"  {t.label:36s} GRO off {off.pps / 1e3:7.0f} kpps (stack {off.group_ns('stack'):6.1f} ns/packet)"
+                     f" -> GRO on {on.pps / 1e3:7.0f} kpps (stack {on.group_ns('stack'):6.1f} ns/packet, "
+                     f"{on.ops.packets_per_gro_skb:.2f} packets per GRO skb)")
     return "\n".join(parts)
+
+
+def report(costs: "Costs | Mapping[str, Any] | None" = None) -> str:
+    """Everything the notebook prints: calibration, predictions per kernel, and the gain breakdown."""
+    cal = calibrate(costs)
+    return "\n\n".join((cal.report(), predictions_table(cal.two_param), gain_breakdown(cal.two_param)))
