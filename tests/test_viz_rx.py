@@ -209,3 +209,71 @@ def test_thresholds_bad_input():
         thresholds.draw_threshold_map(kernel="4.19")
     with pytest.raises(ValueError, match="buf_len"):
         thresholds.payload_sweep(40)
+
+
+# --------------------------------------------------------------------------------------------------
+# widgets: values drive the computation; errors become text
+
+from vnetlab.widgets import rxpanels  # noqa: E402
+
+
+def test_rxpanels_all():
+    assert {"buffer_panel", "skb_panel", "paths_panel", "threshold_panel", "window_panel", "carving_panel",
+            "buffer_panel_state"} <= set(rxpanels.__all__)
+    for name in rxpanels.__all__:
+        assert hasattr(rxpanels, name)
+
+
+def test_buffer_panel_state_plain():
+    st = rxpanels.buffer_panel_state(payload_len=1472)
+    assert st.result.path == "copy+frag" and regions(st.figure)["tailroom"].get_width() == 10
+    with pytest.raises(ValueError, match="payload_len"):
+        rxpanels.buffer_panel_state(payload_len=-5)
+    with pytest.raises(ValueError, match="kernel"):
+        rxpanels.buffer_panel_state(kernel="4.4")
+
+
+def test_buffer_panel_updates_in_place():
+    p = rxpanels.buffer_panel()
+    fig, png = p.figure, p.image.value
+    assert p.state.result.path == "build_skb" and png[:4] == b"\x89PNG"
+    p.controls["payload_len"].value = 1472
+    assert p.state.result.path == "copy+frag" and p.figure is fig and p.state.figure is fig
+    assert p.image.value != png
+    assert regions(p.figure)["tailroom"].get_width() == 10
+    p.controls["buf_len"].value = 2048
+    assert p.state.result.path == "build_skb" and regions(p.figure)["tailroom"].get_width() == 2048 - 12 - 1514
+    p.controls["kernel"].value = "5.12"
+    assert p.state.result.path == "copy+frag"
+
+
+def test_panel_shows_model_error_as_text():
+    p = rxpanels.buffer_panel()
+    p.controls["payload_len"].value = 5000  # above MTU 1500 for UDP without guest USO in 6.1
+    assert p.state is None and "payload_len=5000" in p.error
+    assert "payload_len=5000" in p.message.value and "Traceback" not in p.message.value
+    assert p.image.layout.display == "none"
+    p.controls["payload_len"].value = 1000
+    assert p.error is None and p.state.result.path == "build_skb" and p.image.layout.display is None
+
+
+def test_other_panels_follow_controls():
+    s = rxpanels.skb_panel(payload_len=1472)
+    assert "frags[0]" in regions(s.figure)
+    s.controls["payload_len"].value = 1000
+    assert "frags[0]" not in regions(s.figure) and s.state.result.skb.nr_frags == 0
+    w = rxpanels.window_panel()
+    assert w.state.extra["window"] == (87, 1162)
+    w.controls["buf_len"].value = 2048
+    assert w.state.extra["window"] == (87, 1674)
+    w.controls["buf_len"].value = 40
+    assert w.error and "buf_len" in w.error
+    c = rxpanels.carving_panel()
+    assert c.state.result[:2] == [1536, 1536]
+    t = rxpanels.threshold_panel()
+    t.controls["arch"].value = "mips32"
+    assert "mips32" in t.figure.axes[0].get_title()
+    pp = rxpanels.paths_panel()
+    assert [r.path for r in pp.state.result] == ["copy+frag", "build_skb"]
+    pp.controls["old_kernel"].value = "6.18"
+    assert [r.kernel for r in pp.state.result] == ["6.18", "6.1"]

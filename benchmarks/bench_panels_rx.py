@@ -1,0 +1,51 @@
+"""Benchmark: one receive-path panel update = model + redraw + PNG (Agg), as a widget change triggers it.
+
+Goal: median <= 100 ms and p95 <= 200 ms per update on a 2-core machine.
+Run: .venv/bin/python benchmarks/bench_panels_rx.py
+"""
+
+import statistics
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from vnetlab.widgets import rxpanels  # noqa: E402
+
+PAYLOADS = (1000, 1472, 50, 1162, 1163, 200, 800, 1400)
+
+
+def _bench(name, panel, control, values, rounds=3):
+    times = []
+    for _ in range(rounds):
+        for v in values:
+            t0 = time.perf_counter()
+            panel.controls[control].value = v  # observe -> state function -> redraw in place -> PNG bytes
+            times.append(time.perf_counter() - t0)
+            assert panel.error is None, panel.error
+    times.sort()
+    med = statistics.median(times)
+    p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+    ok = med <= 0.100 and p95 <= 0.200
+    print(f"{name:16s} n={len(times):3d}  median {med * 1e3:6.1f} ms  p95 {p95 * 1e3:6.1f} ms  "
+          f"max {times[-1] * 1e3:6.1f} ms  {'OK' if ok else 'OVER GOAL'}")
+    return med, p95
+
+
+def main() -> None:
+    results = {
+        "buffer_panel": _bench("buffer_panel", rxpanels.buffer_panel(), "payload_len", PAYLOADS),
+        "skb_panel": _bench("skb_panel", rxpanels.skb_panel(), "payload_len", PAYLOADS),
+        "paths_panel": _bench("paths_panel", rxpanels.paths_panel(), "payload_len", PAYLOADS),
+        "window_panel": _bench("window_panel", rxpanels.window_panel(), "buf_len", (1536, 2048, 2560, 1600)),
+        "threshold_panel": _bench("threshold_panel", rxpanels.threshold_panel(), "kernel",
+                                  ("5.12", "5.13", "6.1", "6.18")),
+        "carving_panel": _bench("carving_panel", rxpanels.carving_panel(), "kernel", ("5.12", "6.1", "6.18")),
+    }
+    over = [n for n, (m, p) in results.items() if m > 0.100 or p > 0.200]
+    print("goal met for every panel" if not over else f"over goal: {', '.join(over)}")
+
+
+if __name__ == "__main__":
+    main()
