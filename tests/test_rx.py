@@ -184,7 +184,7 @@ def test_big_mode_builds_skb_up_to_3744():
 
 def test_big_mode_multi_page_frags_charge_page_size():
     r = rx.receive(20000, mode="big", mtu=1500, l4="tcp")
-    assert r.path == "copy+frag"
+    assert r.path == "copy+frag" and r.buffers[0].page == r.skb.frags[0].page
     assert all(f.truesize == 4096 for f in r.skb.frags)
     assert r.skb.frags[0].offset == 32 + 14 and r.skb.frags[0].size == 4096 - 46
     assert r.skb.len == r.frame_len
@@ -198,6 +198,7 @@ def test_big_mode_5_13_leaks_chain_pages_note():
 def test_small_mode_always_builds_skb_in_1920_bytes():
     r = rx.receive(1000, mode="small")
     assert r.path == "build_skb" and r.buffers[0].truesize == 1920
+    assert r.tailroom == 1920 - (64 + 12) - 1042  # buffer end minus tail, shinfo included, as page_to_skb counts
     assert rx.receive(10, mode="small").path == "build_skb"
     assert rx.receive(10, mode="small", xdp=True).buffers[0].truesize == 2176
 

@@ -476,7 +476,8 @@ def receive_small(frame_len: int, *, hdr_len: int = 12, xdp: bool = False, kerne
     skb = Skb(headlen=frame_len, truesize=build_skb_truesize(buflen, a), head_frag=True,
               end_offset=buflen - a.shinfo_size, headroom=headroom, head_kind="build_skb", head_page=page)
     buf = RxBuffer(page, 0, rx_pad + xdp_headroom, hdr_len + GOOD_PACKET_LEN, buflen)
-    return RxResult("build_skb", skb, skb.head_tailroom, a.shinfo_size, frame_len, "small", k.version, a.name,
+    # Reported as page_to_skb computes tailroom: buffer end minus tail, skb_shared_info included.
+    return RxResult("build_skb", skb, buflen - headroom - frame_len, a.shinfo_size, frame_len, "small", k.version, a.name,
                     hdr_len, hdr_len, buffers=(buf,),
                     reason=f"receive_small always builds the skb around its {buflen}-byte buffer")
 
@@ -553,9 +554,10 @@ def receive_big(frame_len: int, *, hdr_len: int = 12, mtu: int = 1500, guest_gso
     k, a = _resolve(kernel, arch)
     # virtnet_set_big_packets: num_skbfrags = guest_gso ? MAX_SKB_FRAGS : DIV_ROUND_UP(mtu, PAGE_SIZE).
     skbfrags = a.max_skb_frags if guest_gso else -(-mtu // a.page_size)
+    first = _new_page(a.page_size, "big-mode first page")
     result = page_to_skb(frame_len, a.page_size, mode="big", hdr_len=hdr_len, kernel=k, arch=a,
-                         big_pages=skbfrags + 1, page=_new_page(a.page_size, "big-mode first page"))
-    result.buffers = (RxBuffer(result.skb.head_page or _new_page(a.page_size, ""), 0, 0,
+                         big_pages=skbfrags + 1, page=first)
+    result.buffers = (RxBuffer(first, 0, 0,
                                (skbfrags + 1) * a.page_size - PADDED_VNET_HDR_LEN + hdr_len, a.page_size),)
     return result
 
