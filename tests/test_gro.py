@@ -268,3 +268,15 @@ def test_stream_bad_input():
         gro.simulate_stream(10, 70000)
     with pytest.raises(ValueError, match="buf_lens"):
         gro.simulate_stream(payload_len=[1000, 1000], buf_lens=[1536])
+
+
+@settings(max_examples=25, deadline=None)
+@given(flags=st.lists(st.sampled_from([None, {"ACK", "PSH"}, {"ACK", "FIN"}, {"ACK", "CWR"}, {"ACK", "URG"},
+                                       {"ACK", "ECE"}]), min_size=1, max_size=80))
+def test_stream_tcp_flags_match_object_model(flags):
+    sizes = [1000] * len(flags)
+    bufs = [1536] * len(flags)
+    trace = _object_stream(sizes, bufs, "6.1", budget=None, tcp_flags=flags)
+    bits = [gro._flag_bits(f, i) for i, f in enumerate(flags)]
+    stats = gro.simulate_stream(payload_len=sizes, buf_lens=bufs, kernel="6.1", napi_budget=None, tcp_flags=bits)
+    assert stats.segs_per_skb.tolist() == [gro.gro_segs(s) for s in trace.skbs]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -568,19 +568,15 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
     """For each i, the first j > i with mask[j] (len(mask) if none)."""
     n = mask.size
     pos = np.flatnonzero(mask)
-    out = np.full(n, n, dtype=np.int64)
-    if pos.size:
-        bounds = np.concatenate(([0], pos + 1))
-        targets = np.append(pos, n)
-        out[: pos[-1] + 1] = np.repeat(pos, np.diff(bounds))
-        out[pos[-1] + 1:] = n
-        del targets
-    return out
+    bounds = np.concatenate(([0], pos, [n]))
+    return np.repeat(np.append(pos, n), np.diff(bounds))
 
 
 def _follow(nxt: np.ndarray) -> np.ndarray:
     """The chain 0 -> nxt[0] -> ... (< len) as an index array; nxt[i] > i always."""
     n = nxt.size
+    if n and (nxt <= np.arange(n)).any():
+        raise AssertionError("simulate_stream: a chain pointer does not move forward")
     out = []
     step = memoryview(np.ascontiguousarray(nxt, dtype=np.int64))
     i = 0
@@ -718,7 +714,6 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         j_nm = np.minimum(j_nm, _next_true((F & _FLAG_BIT["CWR"]) != 0))
         if fp.is_flist:
             j_nm = np.minimum(j_nm, _next_change(F))
-    if l4 == "tcp" and tcp_flags is not None:
         j_close = np.minimum(j_close, _next_true((F & (_FLAG_BIT["PSH"] | _FLAG_BIT["FIN"])) != 0))
     if napi_budget is not None:
         # net/core/dev.c napi_complete_done (6.1): the poll ends, every held skb is flushed.
