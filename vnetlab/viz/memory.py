@@ -56,7 +56,7 @@ class BufferLayout:
     shinfo_start: int  # buffer_end - SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
     shinfo_size: int
     frame_in_buffer: int
-    tailroom: int  # buffer_end - tail (may differ from result.tailroom in small mode, see notes)
+    tailroom: int  # buffer_end - tail, as page_to_skb counts it
     condition: list[tuple[str, bool | None]] = field(default_factory=list)  # (text, passed); None = information
     notes: list[str] = field(default_factory=list)
     page_size: int = 0
