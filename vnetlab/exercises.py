@@ -1,6 +1,6 @@
 """The workbook's exercises, with answers computed from the models (never typed in).
 
-``check("10.1", answer)`` prints a verdict and returns it; ``solution("10.1")`` gives the model's answer;
+``check("10.1", answer)`` returns a verdict that shows itself in a notebook; ``solution("10.1")`` gives the model's answer;
 ``ask("10.1")`` prints the question. Tests run every solution through its checker.
 """
 
@@ -182,14 +182,29 @@ def _matches(answer: Any, expected: Any, tolerance: float) -> bool:
     return answer == expected
 
 
-def check(key: str, answer: Any) -> bool:
-    """Print whether ``answer`` is right for exercise ``key`` (with a hint when it is not); return the verdict."""
+class Verdict:
+    """The outcome of :func:`check`: true when right; shows its message in a notebook."""
+
+    def __init__(self, ok: bool, message: str) -> None:
+        self.ok = ok
+        self.message = message
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return self.message
+
+    __str__ = __repr__
+
+
+def check(key: str, answer: Any) -> Verdict:
+    """Whether ``answer`` is right for exercise ``key``, with a hint when it is not."""
     ex = _get(key)
     expected = ex.solve()
     ok = _matches(answer, expected, ex.tolerance)
     unit = f" {ex.unit}" if ex.unit else ""
     if ok:
-        print(f"✓ {key}: {answer!r}{unit} is right.")
-    else:
-        print(f"✗ {key}: {answer!r}{unit} is not it." + (f" Hint: {ex.hint}." if ex.hint else " Try the model again."))
-    return ok
+        return Verdict(True, f"✓ {key}: {answer!r}{unit} is right.")
+    return Verdict(False, f"✗ {key}: {answer!r}{unit} is not it."
+                   + (f" Hint: {ex.hint}." if ex.hint else " Try the model again."))
