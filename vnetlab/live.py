@@ -1110,3 +1110,99 @@ def compare(
     label = getattr(model_device, "name", None)
     device = name if label in (None, name) else f"{label} (model) / {name} (kernel)"
     return compare_k(model_k, kernel_k, device=device, fields=fields)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The model (vnetlab.netdev) against this kernel, step by step (notebook 60 and tests/test_live.py)
+# ---------------------------------------------------------------------------------------------------------
+
+# One topology built both ways: veth v0-v1 with macvlan mv0 on v0; veth v2-v3; bridge br0 with ports v1, v3;
+# macvlan mv1 on br0, so that a port's change must travel two levels up (port -> bridge -> macvlan).
+MIRROR_DEVICES = ("v0", "v1", "mv0", "v2", "v3", "br0", "mv1")
+
+# Cumulative steps: (label, operations). An operation is ("master", port, bridge) or ("K", device, changes),
+# the latter applied as `ethtool -K` to the kernel and as ethtool_K() to the model.
+MIRROR_STEPS: tuple[tuple[str, tuple[tuple, ...]], ...] = (
+    ("built, bridge without ports", ()),
+    ("v1 and v3 enslaved to br0", (("master", "v1", "br0"), ("master", "v3", "br0"))),
+    ("v0 tx-udp-segmentation off", (("K", "v0", {"tx-udp-segmentation": False}),)),
+    ("v0 tx-gso-list off", (("K", "v0", {"tx-gso-list": False}),)),
+    ("v0 scatter-gather off", (("K", "v0", {"tx-scatter-gather": False, "tx-scatter-gather-fraglist": False}),)),
+    ("v0 tx-checksumming off", (("K", "v0", {"tx-checksum-ip-generic": False, "tx-checksum-sctp": False}),)),
+    ("v1 tx-udp-segmentation off (one bridge port)", (("K", "v1", {"tx-udp-segmentation": False}),)),
+    ("v3 tx-udp-segmentation off (both bridge ports)", (("K", "v3", {"tx-udp-segmentation": False}),)),
+    ("v1 tx-gso-list and rx-gro-list toggled", (("K", "v1", {"tx-gso-list": False, "rx-gro-list": True}),)),
+    ("v3 scatter-gather off (bridge port)", (("K", "v3", {"tx-scatter-gather": False}),)),
+    ("v1 scatter-gather off too (all bridge ports)", (("K", "v1", {"tx-scatter-gather": False}),)),
+    ("v0 and v3 back on", (
+        ("K", "v0", {"tx-udp-segmentation": True, "tx-gso-list": True, "tx-scatter-gather": True,
+                     "tx-scatter-gather-fraglist": True, "tx-checksum-ip-generic": True,
+                     "tx-checksum-sctp": True}),
+        ("K", "v3", {"tx-scatter-gather": True, "tx-udp-segmentation": True}),
+        ("K", "v1", {"tx-scatter-gather": True}),
+    )),
+    ("v0 rx-gro on, mv0 rx-lro on", (("K", "v0", {"rx-gro": True}), ("K", "mv0", {"rx-lro": True}))),
+    ("mv0 rx-gro off, br0 tx-udp-segmentation off", (
+        ("K", "mv0", {"rx-gro": False}),
+        ("K", "br0", {"tx-udp-segmentation": False}),
+    )),
+    ("br0 back on, v1 tx-gso-list on, v3 tx-checksumming off", (
+        ("K", "br0", {"tx-udp-segmentation": True}),
+        ("K", "v1", {"tx-gso-list": True}),
+        ("K", "v3", {"tx-checksum-ip-generic": False, "tx-checksum-sctp": False}),
+    )),
+)
+
+
+
+@dataclass(frozen=True)
+class MirrorRow:
+    """One device after one step: the comparison, or why the model could not follow the kernel."""
+
+    step: str
+    device: str
+    result: "Comparison | str"
+
+    @property
+    def agrees(self) -> bool:
+        return not isinstance(self.result, str) and bool(self.result)
+
+
+def mirror_lab(*, kernel: str = "6.18", steps=None, fields: Iterable[str] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
+    """Build MIRROR_DEVICES in a namespace lab and in the model, apply each step to both, compare every feature."""
+    from vnetlab import netdev
+
+    steps = MIRROR_STEPS if steps is None else steps
+    rows: list[MirrorRow] = []
+    with Lab(tag="mirror") as lab:
+        net = netdev.Namespace(kernel=kernel)
+        model: dict[str, Any] = {}
+        real: dict[str, LiveDevice] = {}
+        model["v0"], model["v1"] = net.veth("v0", "v1")
+        model["v2"], model["v3"] = net.veth("v2", "v3")
+        model["mv0"] = net.macvlan("mv0", lower=model["v0"])
+        model["br0"] = net.bridge("br0")
+        model["mv1"] = net.macvlan("mv1", lower=model["br0"])
+        real["v0"], real["v1"] = lab.veth("v0", "v1")
+        real["v2"], real["v3"] = lab.veth("v2", "v3")
+        real["mv0"] = lab.macvlan("mv0", lower=real["v0"])
+        real["br0"] = lab.bridge("br0")
+        real["mv1"] = lab.macvlan("mv1", lower=real["br0"])
+        broken: str | None = None
+        for label, operations in steps:
+            for op in operations:
+                if op[0] == "master":
+                    lab.set_master(real[op[1]], real[op[2]])
+                else:
+                    real[op[1]].ethtool_K(op[2])
+                if broken is None:
+                    try:
+                        if op[0] == "master":
+                            net.set_master(model[op[1]], model[op[2]])
+                        else:
+                            model[op[1]].ethtool_K(op[2])
+                    except Exception as exc:  # the model refused what the kernel did: every later step fails
+                        broken = f"model failed at {label!r}, {op}: {type(exc).__name__}: {exc}"
+            for name in MIRROR_DEVICES:
+                rows.append(MirrorRow(label, name, broken or compare(model[name], real[name], fields=fields)))
+    return rows
