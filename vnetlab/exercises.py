@@ -103,6 +103,15 @@ def _bridge_udp_after_port_off() -> bool:
     return br.ethtool_k()["tx-udp-segmentation"][0]
 
 
+def _udp_seg_without_csum(kernel: str) -> bool:
+    from vnetlab import netdev
+
+    net = netdev.Namespace(kernel=kernel)
+    v0, _ = net.veth("v0", "v1")
+    v0.ethtool_K({"tx-checksum-ip-generic": False})
+    return v0.ethtool_k()["tx-udp-segmentation"][0]
+
+
 def _router(kernel: str, nic: str, gro_mode: str) -> str | None:
     from vnetlab import xmit
 
@@ -150,6 +159,9 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
     Exercise("50.2", "6.1, the same but the VLAN sits on a virtio_net NIC: where now?",
              lambda: _router("6.1", "virtio_net", "fraglist"),
              hint="a fraglist skb needs NETIF_F_FRAGLIST as well as NETIF_F_GSO_FRAGLIST (skb_gso_ok)"),
+    Exercise("60.1", "6.18: `ethtool -K v0 tx-checksum-ip-generic off` on a veth. Does the model keep "
+             "tx-udp-segmentation on? (True/False; then ask the running kernel)", lambda: _udp_seg_without_csum("6.18"),
+             hint="netdev_fix_features in 6.18 drops GSO_UDP_L4 when no checksum offload is left"),
     Exercise("50.3", "How many packets leave the 5.10 router for one GRO skb?", _router_segments, "packets"),
 ]}
 
