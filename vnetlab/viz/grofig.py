@@ -1,0 +1,317 @@
+"""GRO figures: how packets fill skb_shared_info.frags[] and spill onto frag_list, per head kind.
+
+- :func:`gro_fill` runs one flow through :func:`vnetlab.gro.aggregate_trace` and records which packet
+  every frags[] slot of every sk_buff of the first GRO skb came from (plain data, tested without a figure).
+- :func:`draw_gro_fill`: one row per flow: the first sk_buff's linear part and its MAX_SKB_FRAGS slots
+  coloured by packet, then the frag_list chain (net/core/gro.c skb_gro_receive, 6.1).
+- :func:`draw_packets_per_skb`: packets per GRO skb against the payload size, per kernel, split into the
+  first sk_buff (frags[]) and frag_list, from :func:`vnetlab.gro.simulate_stream`.
+
+Every drawn slot is a patch whose gid names the kernel field ("frags[3]", "frag_list[0]"), prefixed by the
+row's key so that rows never collide; tests count slots on the figure, not pixels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch
+
+from vnetlab import gro, rx
+from vnetlab.profiles import arch as _arch
+from vnetlab.skb import Skb
+from vnetlab.viz.memory import _target
+from vnetlab.viz.style import COLORS, region
+
+# The four per-packet head kinds of the issue, each on the kernel that produces it for a 1448-byte TCP flow.
+HEAD_CASES: tuple[tuple[str, str, str], ...] = (
+    ("build_skb", "6.1", "build_skb() heads (5.13+): head stolen as one frag (case 2)"),
+    ("eth_hlen", "6.1", "ETH_HLEN-copy heads (5.12+ copy path): frags moved (case 1)"),
+    ("pagefrag128", "5.10", "128-byte page-frag heads (5.10): head + frag, 2 slots per packet (case 2)"),
+    ("kmalloc128", "5.11", "128-byte kmalloc heads (5.11): every packet chained on frag_list (case 3)"),
+)
+
+# A qualitative palette for packet numbers (tab20 reordered so neighbours differ); cycles after 20 packets.
+PACKET_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                 "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+                 "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
+
+
+def packet_color(i: int) -> str:
+    return PACKET_COLORS[i % len(PACKET_COLORS)]
+
+
+@dataclass
+class SkbFill:
+    """One sk_buff of the GRO skb: who owns its linear payload and each frags[] slot."""
+
+    head_packet: int | None  # packet whose payload sits in the linear part (None: headers only)
+    slot_packets: list[int]  # frags[i] -> input packet index
+    packets: list[int]  # input packets whose payload lives in this sk_buff
+
+
+@dataclass
+class GroFill:
+    """The first GRO skb of one flow, sk_buff by sk_buff (index 0 = the skb itself, then frag_list)."""
+
+    key: str
+    label: str
+    kernel: str
+    arch: str
+    max_skb_frags: int
+    skb: Skb
+    sk_buffs: list[SkbFill]
+    trace: gro.GroTrace
+    head_kind: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def packets(self) -> int:
+        return sum(len(s.packets) for s in self.sk_buffs)
+
+    @property
+    def first_skb_packets(self) -> int:
+        return len(self.sk_buffs[0].packets)
+
+    @property
+    def frag_list_len(self) -> int:
+        return len(self.sk_buffs) - 1
+
+
+def fill_from_trace(trace: gro.GroTrace, nr_frags_in: Sequence[int], *, offset: int, gro_skb: int = 0,
+                    key: str = "", label: str = "", kernel: str = "6.1", arch: str = "x86_64",
+                    head_kind: str = "") -> GroFill:
+    """Slot ownership of GRO skb ``gro_skb`` from the trace's merge cases (skb_gro_receive, net/core/gro.c 6.1).
+
+    ``nr_frags_in``: nr_frags of each input skb before GRO (aggregate mutates its inputs); ``offset``: the
+    GRO offset at the payload (gro.flow_params().offset) — a linear part up to it holds headers only.
+    case "frags" (1) moves the packet's frags; "head_frag" (2) adds the stolen head then its frags;
+    "frag_list" (3) / "receive_list" chain the packet as a new sk_buff that keeps its own frags.
+    """
+    skb = trace.skbs[gro_skb]
+    fills: list[SkbFill] = []
+    for e in trace.events:
+        if e.gro_skb != gro_skb:
+            continue
+        n = nr_frags_in[e.index]
+        if e.action in ("held", "normal") or e.case in ("frag_list", "receive_list"):
+            fills.append(SkbFill(e.index, [e.index] * n, [e.index]))
+        elif e.case == "frags":
+            fills[-1].slot_packets.extend([e.index] * n)
+            fills[-1].packets.append(e.index)
+        elif e.case == "head_frag":
+            fills[-1].slot_packets.extend([e.index] * (1 + n))
+            fills[-1].packets.append(e.index)
+        else:
+            raise ValueError(f"unknown GRO merge case {e.case!r} for packet {e.index}")
+    members = list(skb.walk())
+    for s, f in zip(members, fills):
+        if s.headlen <= offset:
+            f.head_packet = None  # only headers (or nothing) in the linear part: the payload is all in frags
+    drawn = [len(f.slot_packets) for f in fills]
+    actual = [s.nr_frags for s in members]
+    if drawn != actual:
+        raise AssertionError(f"slot ownership {drawn} disagrees with the model's nr_frags {actual}")
+    a = _arch(arch, kernel)
+    return GroFill(key or f"{kernel}/{head_kind}", label, kernel, a.name, a.max_skb_frags, skb, fills, trace,
+                   head_kind, {"offset": offset})
+
+
+def gro_fill(shape: str, *, kernel: str = "6.1", payload_len: int = 1448, n_packets: int | None = None,
+             l4: str = "tcp", arch: str = "x86_64", label: str = "", **gro_kw: Any) -> GroFill:
+    """One flow of ``make_rx_skb(shape, ...)`` packets through GRO; the first GRO skb's slot ownership.
+
+    ``n_packets`` defaults to enough packets for one full GRO skb (64 for UDP, the size cap for TCP)."""
+    if n_packets is None:
+        n_packets = gro.UDP_GRO_CNT_MAX
+    skbs = [gro.make_rx_skb(shape, payload_len, l4=l4, kernel=kernel, arch=arch) for _ in range(n_packets)]
+    nr = [s.nr_frags for s in skbs]
+    trace = gro.aggregate_trace(skbs, l4=l4, kernel=kernel, arch=arch, **gro_kw)
+    off = gro.flow_params(l4=l4, kernel=kernel, arch=arch).offset
+    return fill_from_trace(trace, nr, offset=off, key=f"{kernel}/{shape}", label=label, kernel=kernel, arch=arch,
+                           head_kind=shape)
+
+
+def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64",
+                 n_packets: int = gro.UDP_GRO_CNT_MAX, udp_gro: bool = False, features: Any = None,
+                 mtu: int = 1500) -> GroFill:
+    """``n_packets`` identical packets as rx.receive() builds them on ``kernel``, through GRO."""
+    results = [rx.receive(payload_len, l4=l4, kernel=kernel, arch=arch, mtu=mtu) for _ in range(n_packets)]
+    skbs = [r.skb for r in results]
+    nr = [s.nr_frags for s in skbs]
+    trace = gro.aggregate_trace(skbs, l4=l4, udp_gro=udp_gro, features=features, kernel=kernel, arch=arch)
+    r0 = results[0]
+    label = f"{l4.upper()} {payload_len} B, page_to_skb path {r0.path}, head {r0.skb.head_kind}"
+    off = gro.flow_params(l4=l4, kernel=kernel, arch=arch).offset
+    return fill_from_trace(trace, nr, offset=off, key=f"{kernel}/{r0.path}", label=label, kernel=kernel,
+                           arch=arch, head_kind=r0.skb.head_kind)
+
+
+def head_case_fills(*, payload_len: int = 1448, arch: str = "x86_64") -> list[GroFill]:
+    """The four head kinds of :data:`HEAD_CASES` for a TCP flow (18 / 17 / 9 / 1 packets in the first sk_buff)."""
+    return [gro_fill(shape, kernel=k, payload_len=payload_len, arch=arch, label=label) for shape, k, label in HEAD_CASES]
+
+
+# --------------------------------------------------------------------------------------------------
+# draw_gro_fill
+
+_HEAD_W = 2.6  # slot units for the linear part
+_CHAIN_SHOWN = 6  # frag_list members drawn before "+N more"
+
+
+def _slot_text(ax, x: float, y: float, text: str, gid: str) -> None:
+    ax.text(x, y, text, ha="center", va="center", fontsize=6, gid=gid)
+
+
+def _draw_row(ax, f: GroFill) -> None:
+    key = f.key
+    first = f.sk_buffs[0]
+    # the linear part of the first sk_buff
+    hp = first.head_packet
+    hl = f.skb.headlen
+    region(ax, f"{key}:linear", 0, 0, _HEAD_W, 1, color=packet_color(hp) if hp is not None else COLORS["linear"],
+           label=f"linear {hl} B\nhdrs + p{hp}" if hp is not None else f"linear {hl} B\nheaders only",
+           fontsize=6.5)
+    x0 = _HEAD_W + 0.3
+    for i in range(f.max_skb_frags):
+        if i < len(first.slot_packets):
+            p = first.slot_packets[i]
+            region(ax, f"{key}:frags[{i}]", x0 + i, 0, 1, 1, color=packet_color(p))
+            _slot_text(ax, x0 + i + 0.5, 0.5, f"p{p}", f"{key}:frags[{i}]:label")
+        else:
+            region(ax, f"{key}:free_slot[{i}]", x0 + i, 0, 1, 1, color="white", hatch="///")
+    end = x0 + f.max_skb_frags
+    ax.text(x0, 1.12, "skb_shinfo(skb)->frags[0..MAX_SKB_FRAGS-1]", fontsize=6.5, va="bottom", ha="left",
+            color="#444444")
+    # the frag_list chain
+    members = f.sk_buffs[1:]
+    cx = end + 0.9
+    w = 1.9
+    if members:
+        ax.add_patch(FancyArrowPatch((end + 0.05, 0.5), (cx, 0.5), arrowstyle="-|>", mutation_scale=8,
+                                     linewidth=0.8))
+        ax.text(end + 0.45, 1.12, "frag_list", fontsize=6.5, ha="left", va="bottom", color="#444444")
+    for j, m in enumerate(members[:_CHAIN_SHOWN]):
+        ps = m.packets
+        text = f"p{ps[0]}" if len(ps) == 1 else f"p{ps[0]}–p{ps[-1]}"
+        region(ax, f"{key}:frag_list[{j}]", cx, 0.1, w, 0.8, color=packet_color(ps[0]),
+               label=f"{text}\n" + (f"{len(m.slot_packets)} frag{'' if len(m.slot_packets) == 1 else 's'}"
+                                    if m.slot_packets else "linear only"), fontsize=6)
+        if j + 1 < min(len(members), _CHAIN_SHOWN):
+            ax.add_patch(FancyArrowPatch((cx + w, 0.5), (cx + w + 0.35, 0.5), arrowstyle="-|>", mutation_scale=6,
+                                         linewidth=0.6))
+        cx += w + 0.35
+    if len(members) > _CHAIN_SHOWN:
+        ax.text(cx, 0.5, f"… +{len(members) - _CHAIN_SHOWN} more", fontsize=7, va="center", ha="left")
+    s = f.skb
+    ax.set_title(f"{f.label} — kernel {f.kernel}, {f.arch}: {f.first_skb_packets} "
+                 f"packet{'' if f.first_skb_packets == 1 else 's'} in the first sk_buff "
+                 f"(nr_frags {s.nr_frags}/{f.max_skb_frags}), {f.frag_list_len} on frag_list, "
+                 f"gso_segs {f.packets}", fontsize=8, loc="left")
+
+
+def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = None) -> Figure:
+    """The first GRO skb of each flow: linear part, frags[] slots coloured by packet (pN = N-th packet of
+    the flow), then the frag_list chain; to scale in slots, not bytes."""
+    if isinstance(fills, GroFill):
+        fills = [fills]
+    if not fills:
+        raise ValueError("fills must not be empty")
+    n = len(fills)
+    fig = _target(fig, 10.0, 0.45 + 1.05 * n)
+    top = 1 - 0.42 / fig.get_figheight()
+    axes = fig.subplots(n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=top,
+                                                              bottom=0.04, hspace=0.75))[:, 0]
+    width = _HEAD_W + 0.3 + max(f.max_skb_frags for f in fills) + 0.9 + _CHAIN_SHOWN * 2.25 + 2.2
+    for ax, f in zip(axes, fills):
+        _draw_row(ax, f)
+        ax.set_xlim(-0.1, width)
+        ax.set_ylim(-0.1, 1.45)
+        ax.set_axis_off()
+    fig.suptitle("GRO: where each packet's payload ends up in the GRO skb (net/core/gro.c skb_gro_receive)",
+                 fontsize=9, x=0.01, ha="left")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# draw_packets_per_skb
+
+@dataclass
+class PerSkbPoint:
+    kernel: str
+    payload_len: int
+    packets_per_skb: float  # median gso_segs of the GRO skbs handed up (the flow's last one left out)
+    first_skb_packets: float  # median packets in the first sk_buff
+    sk_buffs_per_skb: float
+    path: str  # the dominant page_to_skb path
+
+
+def packets_per_skb(kernels: Sequence[str] = ("5.10", "5.11", "5.12", "6.1"),
+                    payloads: Sequence[int] = (100, 400, 1000, 1472), *, l4: str = "udp", arch: str = "x86_64",
+                    n_packets: int = 1024, udp_gro: bool | None = None, napi_budget: int | None = None,
+                    **stream_kw: Any) -> list[PerSkbPoint]:
+    """simulate_stream() per kernel and payload: mean packets per GRO skb, and how many sit in the first sk_buff.
+
+    Defaults: UDP to a UDP_GRO socket (so GRO aggregates), one NAPI poll (napi_budget None) so that only
+    GRO's own limits (UDP_GRO_CNT_MAX 64, the 64 KiB size cap, MAX_SKB_FRAGS) end a GRO skb."""
+    if udp_gro is None:
+        udp_gro = l4 == "udp"
+    out = []
+    for k in kernels:
+        for p in payloads:
+            st = gro.simulate_stream(n_packets, p, l4=l4, kernel=k, arch=arch, udp_gro=udp_gro,
+                                     napi_budget=napi_budget, **stream_kw)
+            path = max(st.path_counts, key=st.path_counts.get)
+            # the flow's last GRO skb is cut short by the end of the flow: leave it out, take medians
+            sl = slice(0, max(1, st.gro_skbs - 1))
+            out.append(PerSkbPoint(k, int(p), float(np.median(st.segs_per_skb[sl])),
+                                   float(np.median(st.first_skb_packets[sl])),
+                                   float(np.median(st.sk_buffs_per_skb[sl])), path))
+    return out
+
+
+def draw_packets_per_skb(points: Sequence[PerSkbPoint] | None = None, *, fig: Figure | None = None,
+                         l4: str = "udp", title: str = "") -> Figure:
+    """Grouped bars: for each payload size, one bar per kernel = packets per GRO skb; the lower part is
+    the packets in the first sk_buff (frags[]), the hatched upper part those on frag_list."""
+    points = list(points) if points is not None else packets_per_skb(l4=l4)
+    if not points:
+        raise ValueError("points must not be empty")
+    kernels = list(dict.fromkeys(p.kernel for p in points))
+    payloads = list(dict.fromkeys(p.payload_len for p in points))
+    fig = _target(fig, 9.0, 3.4)
+    ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.76, top=0.88, bottom=0.14))
+    bw = 0.8 / len(kernels)
+    kcolors = ("#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#de2d26")
+    for ki, k in enumerate(kernels):
+        c = kcolors[ki % len(kcolors)]
+        for xi, pl in enumerate(payloads):
+            pt = next(p for p in points if p.kernel == k and p.payload_len == pl)
+            x = xi + (ki - (len(kernels) - 1) / 2) * bw - bw / 2
+            region(ax, f"{k}/{pl}:first_skb", x, 0, bw * 0.95, pt.first_skb_packets, color=c)
+            region(ax, f"{k}/{pl}:frag_list", x, pt.first_skb_packets, bw * 0.95,
+                   pt.packets_per_skb - pt.first_skb_packets, color="white", hatch="////")
+            ax.patches[-1].set_edgecolor(c)
+            ax.text(x + bw * 0.475, pt.packets_per_skb + 0.4, f"{pt.packets_per_skb:.0f}", ha="center",
+                    va="bottom", fontsize=6.5)
+    ax.set_xticks(range(len(payloads)), [f"{p} B" for p in payloads])
+    ax.set_xlim(-0.6, len(payloads) - 0.4)
+    top = max(p.packets_per_skb for p in points)
+    ax.set_ylim(0, top * 1.12 + 1)
+    ax.set_xlabel(f"{l4.upper()} payload per packet (bytes)")
+    ax.set_ylabel("packets per GRO skb (gso_segs, median)")
+    from matplotlib.patches import Rectangle
+    handles = [Rectangle((0, 0), 1, 1, facecolor=kcolors[i % len(kcolors)], edgecolor="black", linewidth=0.6,
+                         label=f"kernel {k}") for i, k in enumerate(kernels)]
+    handles.append(Rectangle((0, 0), 1, 1, facecolor="#bbbbbb", edgecolor="black", linewidth=0.6,
+                             label="solid: in the first sk_buff\n(linear + frags[])"))
+    handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="////", linewidth=0.6,
+                             label="hatched: on frag_list\n(further sk_buffs)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    ax.set_title(title or f"Packets per GRO skb against payload size ({l4.upper()}"
+                 + (" to a UDP_GRO socket" if l4 == "udp" else "") + ", virtio-net mergeable buffers, one NAPI poll)",
+                 fontsize=9, loc="left")
+    return fig

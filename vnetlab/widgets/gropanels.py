@@ -1,0 +1,71 @@
+"""GRO panel: packets of one flow through GRO, the first GRO skb's frags[] and frag_list redrawn in place.
+
+``gro_panel_state(**params)`` is the plain, tested computation (rx.receive per packet, gro.aggregate_trace,
+grofig.draw_gro_fill); ``gro_panel(**initial)`` wraps it in an RxPanel (controls, summary, PNG image).
+A model ValueError (e.g. GRO_UDP_FWD on a kernel before 5.12) is shown as text instead of the figure.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+from matplotlib.figure import Figure
+
+from vnetlab import gro, rx
+from vnetlab.profiles import known_arches, known_kernels
+from vnetlab.viz import grofig
+from vnetlab.widgets.rxpanels import PanelState, RxPanel, _choice, _int
+
+__all__ = ["gro_panel_state", "gro_panel", "gro_features"]
+
+
+def gro_features(*, kernel: str, gro_fraglist: bool = False, gro_udp_fwd: bool = False) -> frozenset[str]:
+    """The receiving device's GRO features: NETIF_F_GRO plus rx-gro-list / rx-udp-gro-forwarding if set.
+
+    A set of names, not a FeatureSet: gro.aggregate asks ``"GRO_UDP_FWD" in features``, which a 5.10/5.11
+    FeatureSet answers with UnknownFeatureError instead of False (reported as a model bug)."""
+    del kernel  # the model checks the names against the kernel (GRO_UDP_FWD needs 5.12+)
+    return frozenset(["GRO"] + (["GRO_FRAGLIST"] if gro_fraglist else []) + (["GRO_UDP_FWD"] if gro_udp_fwd else []))
+
+
+def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64",
+                    udp_gro: bool = True, gro_fraglist: bool = False, gro_udp_fwd: bool = False,
+                    n_packets: int = gro.UDP_GRO_CNT_MAX, fig: Figure | None = None) -> PanelState:
+    """``n_packets`` identical packets (rx.receive on ``kernel``) through GRO; the first GRO skb drawn."""
+    if udp_gro and l4 != "udp":
+        raise ValueError("udp_gro (setsockopt UDP_GRO) needs l4='udp'; untick it for TCP")
+    feats = gro_features(kernel=kernel, gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd)
+    fill = grofig.receive_fill(payload_len, l4=l4, kernel=kernel, arch=arch, n_packets=n_packets, udp_gro=udp_gro,
+                               features=feats)
+    figure = grofig.draw_gro_fill(fill, fig=fig)
+    per = fill.trace.packets_per_skb()
+    s = fill.skb
+    if len(per) == n_packets:
+        why = ("no UDP_GRO socket, no GRO_FRAGLIST, no GRO_UDP_FWD: udp4_gro_receive flushes every packet"
+               if l4 == "udp" else "GRO did not merge these packets")
+        text = f"<b>GRO did not aggregate</b>: {n_packets} packets went up one by one ({html.escape(why)})."
+    else:
+        text = (f"<b>{n_packets} packets → {len(per)} GRO skb(s)</b> of {', '.join(map(str, per))} packets; "
+                f"first: {html.escape(s.describe())}<br>first sk_buff holds {fill.first_skb_packets} packets "
+                f"(nr_frags {s.nr_frags}/{fill.max_skb_frags}); frag_list {fill.frag_list_len} sk_buffs")
+    return PanelState(dict(payload_len=payload_len, l4=l4, kernel=kernel, arch=arch, udp_gro=udp_gro,
+                           gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd, n_packets=n_packets),
+                      figure, text, fill, extra={"packets_per_skb": per})
+
+
+def gro_panel(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64",
+              udp_gro: bool = True, gro_fraglist: bool = False, gro_udp_fwd: bool = False) -> RxPanel:
+    """The GRO fill of the first GRO skb for a flow chosen with the controls."""
+    def box(value: bool, desc: str) -> W.Checkbox:
+        return W.Checkbox(value=value, description=desc, indent=False, layout=W.Layout(width="210px"))
+
+    return RxPanel(gro_panel_state, {
+        "payload_len": _int(payload_len, -1, rx.IP_MAX_MTU, "payload (B)"),
+        "l4": _choice(l4, ("udp", "tcp"), "l4"),
+        "kernel": _choice(kernel, known_kernels(), "kernel"),
+        "arch": _choice(arch, known_arches(), "arch"),
+        "udp_gro": box(udp_gro, "UDP_GRO socket (udp_gro)"),
+        "gro_fraglist": box(gro_fraglist, "rx-gro-list (GRO_FRAGLIST)"),
+        "gro_udp_fwd": box(gro_udp_fwd, "rx-udp-gro-forwarding (GRO_UDP_FWD)"),
+    })
