@@ -57,9 +57,13 @@ def use_style() -> None:
 
 
 def new_figure(width: float = 9.0, height: float = 3.0) -> Figure:
-    """A figure not tied to pyplot's global state (safe for widgets and tests)."""
+    """A figure not tied to pyplot's global state (safe for widgets and tests).
+
+    No layout engine: drawings place their axes with fixed margins. (Any layout engine, even the "none"
+    placeholder, makes savefig draw the figure twice, which doubles a widget update.)
+    """
     with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(width, height), layout="constrained")
+        fig = Figure(figsize=(width, height))
     return fig
 
 
