@@ -135,8 +135,14 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
     top = max(r.ns_per_packet for r in res.values())
     ax.set_ylim(0, top * 1.2)
     ax.set_ylabel("ns per packet")
+    # legend: the operations that matter (>= 3% of the tallest bar somewhere); the rest share their group's shades
+    big = {op for r in res.values() for op, ns in r.per_op_ns.items() if ns >= 0.03 * top}
     handles = [Rectangle((0, 0), 1, 1, facecolor=OP_COLORS[op], edgecolor="black", linewidth=0.5, label=op)
-               for op in reversed(cost.OPS) if op in used]  # top of the stack first
+               for op in reversed(cost.OPS) if op in used and op in big]  # top of the stack first
+    small = [op for op in used if op not in big]
+    if small:
+        handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", linewidth=0.5,
+                                 label=f"{len(small)} smaller ops\n(shades of their group)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.04), fontsize=6.5, frameon=False,
               ncol=1, handlelength=1.2, labelspacing=0.3)
     ax.set_title(f"{traffic.label}: receive cost per operation (stacked), per kernel and path", fontsize=8.5,
@@ -145,6 +151,20 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
 
 
 # --------------------------------------------------------------------------------------------------
+
+def _bps(v: float, _pos=None) -> str:
+    return f"{v / 1e9:g} Gbps" if v >= 1e9 else f"{v / 1e6:g} Mbps"
+
+
+def _log_bps_axis(ax) -> None:
+    # plain tick labels: log-axis mathtext (10^9) costs more to draw than the rest of the figure
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(FixedLocator([1e6, 1e7, 1e8, 1e9]))
+    ax.yaxis.set_major_formatter(FuncFormatter(_bps))
+    ax.yaxis.set_minor_locator(NullLocator())
+
 
 def router_results(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglist",
                    kernels: Sequence[str] = ("5.10", "5.11")) -> dict[str, xmit.RouterResult]:
@@ -189,12 +209,12 @@ def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglis
             x += 1
         x += 0.5
     ax.axhline(link, color="#de2d26", linestyle="--", linewidth=0.9, gid="router:link_cap")
-    ax.set_yscale("log")
+    _log_bps_axis(ax)
     ax.set_ylim(1e6, link * 8)
     ax.set_xticks(ticks, labels, fontsize=6.3)
     ax.set_xlim(-0.6, x - 0.9)
 
-    ax.set_ylabel("UDP goodput (bit/s, log)")
+    ax.set_ylabel("UDP goodput (log scale)")
     ax.set_title(f"VLAN NAT router, {upper} on {nic} NIC, GRO {gro}: model vs measured "
                  f"(red dashes: link {link / 1e9:g} Gbps)", fontsize=8.5, loc="left")
     if axt is not None:
@@ -215,7 +235,11 @@ def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglis
             axt.text(meas_gap / 1.08, -0.55, f"measured ×{meas_gap:.0f}", ha="right", va="bottom",
                      fontsize=6.5, color=COLORS["measured"], weight="bold")
         axt.set_yticks(range(len(moving)), [n for n, _ in moving], fontsize=6.5)
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
         axt.set_xscale("log")
+        axt.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"×{v:g}"))
+        axt.xaxis.set_minor_formatter(NullFormatter())
         axt.set_xlim(min([base] + [min(v) for _, v in moving]) / 1.5, (meas_gap or base) * 4)
         axt.set_ylim(-0.6, max(1, len(moving)) - 0.4 + 2.4)  # room above the bars for the no-effect list
         axt.set_xlabel(f"goodput {kernels[1]} / goodput {kernels[0]} (model; base ×{base:.2g})")
@@ -258,10 +282,10 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
                 fontsize=6.5, color=COLORS["measured"])
     link = c["link_bps"]
     ax.axhline(link, color="#de2d26", linestyle="--", linewidth=0.9, gid="router:link_cap")
-    ax.set_yscale("log")
+    _log_bps_axis(ax)
     ax.set_ylim(1e6, link * 8)
     ax.set_xlim(-0.45, 1.3)
     ax.set_xticks([0], [f"model, kernel {result.kernel}\n{result.wire_packets} packets out"], fontsize=7)
-    ax.set_ylabel("UDP goodput (bit/s, log)")
+    ax.set_ylabel("UDP goodput (log scale)")
     ax.set_title(f"goodput (red dashes: link {link / 1e9:g} Gbps)", fontsize=8.5, loc="left")
     return fig

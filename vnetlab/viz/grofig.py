@@ -176,16 +176,20 @@ def _draw_row(ax, f: GroFill) -> None:
            label=f"linear {hl} B\nhdrs + p{hp}" if hp is not None else f"linear {hl} B\nheaders only",
            fontsize=6.5)
     x0 = _HEAD_W + 0.3
+    slots = first.slot_packets
     for i in range(f.max_skb_frags):
-        if i < len(first.slot_packets):
-            p = first.slot_packets[i]
+        if i < len(slots):
+            p = slots[i]
             region(ax, f"{key}:frags[{i}]", x0 + i, 0, 1, 1, color=packet_color(p))
-            _slot_text(ax, x0 + i + 0.5, 0.5, f"p{p}", f"{key}:frags[{i}]:label")
+            if i == 0 or slots[i - 1] != p:
+                # one label per packet, in its first slot: a packet's run of slots is one colour
+                _slot_text(ax, x0 + i + 0.5, 0.5, f"p{p}", f"{key}:frags[{i}]:label")
         else:
-            region(ax, f"{key}:free_slot[{i}]", x0 + i, 0, 1, 1, color="white", hatch="///")
+            region(ax, f"{key}:free_slot[{i}]", x0 + i, 0, 1, 1, color="white")
     end = x0 + f.max_skb_frags
-    ax.text(x0, 1.12, "skb_shinfo(skb)->frags[0..MAX_SKB_FRAGS-1]", fontsize=6.5, va="bottom", ha="left",
-            color="#444444")
+    if len(slots) < f.max_skb_frags:
+        ax.text((x0 + len(slots) + end) / 2, 0.5, f"{f.max_skb_frags - len(slots)} free slots", fontsize=6.5,
+                ha="center", va="center", color="#555555", bbox=dict(facecolor="white", edgecolor="none", pad=1.5))
     # the frag_list chain
     members = f.sk_buffs[1:]
     cx = end + 0.9
@@ -193,7 +197,6 @@ def _draw_row(ax, f: GroFill) -> None:
     if members:
         ax.add_patch(FancyArrowPatch((end + 0.05, 0.5), (cx, 0.5), arrowstyle="-|>", mutation_scale=8,
                                      linewidth=0.8))
-        ax.text(end + 0.45, 1.12, "frag_list", fontsize=6.5, ha="left", va="bottom", color="#444444")
     for j, m in enumerate(members[:_CHAIN_SHOWN]):
         ps = m.packets
         text = f"p{ps[0]}" if len(ps) == 1 else f"p{ps[0]}–p{ps[-1]}"
@@ -221,7 +224,7 @@ def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = No
     if not fills:
         raise ValueError("fills must not be empty")
     n = len(fills)
-    fig = _target(fig, 10.0, 0.45 + 1.05 * n)
+    fig = _target(fig, 10.0, 0.45 + 0.95 * n)
     top = 1 - 0.42 / fig.get_figheight()
     axes = fig.subplots(n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=top,
                                                               bottom=0.04, hspace=0.75))[:, 0]
@@ -229,10 +232,10 @@ def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = No
     for ax, f in zip(axes, fills):
         _draw_row(ax, f)
         ax.set_xlim(-0.1, width)
-        ax.set_ylim(-0.1, 1.45)
+        ax.set_ylim(-0.1, 1.15)
         ax.set_axis_off()
-    fig.suptitle("GRO: where each packet's payload ends up in the GRO skb (net/core/gro.c skb_gro_receive)",
-                 fontsize=9, x=0.01, ha="left")
+    fig.suptitle("GRO (net/core/gro.c skb_gro_receive): linear part | skb_shinfo(skb)->frags[0..MAX_SKB_FRAGS-1] "
+                 "coloured by packet pN | → frag_list sk_buffs", fontsize=9, x=0.01, ha="left")
     return fig
 
 

@@ -127,10 +127,13 @@ def _hop_color(action: str) -> str:
 def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult) -> None:
     y = 0.0
     fl = "FRAGLIST" in skb.gso_type
+    if skb.is_gso():
+        label = (f"GRO skb: {skb.gso_segs} × {skb.gso_size} B UDP, gso_type {'|'.join(sorted(skb.gso_type))}"
+                 + (f", frag_list {len(skb.frag_list)} skbs" if fl else f", nr_frags {skb.nr_frags}"))
+    else:
+        label = f"one UDP packet, skb->len {skb.len} B (not a GSO skb: GRO did not aggregate)"
     region(ax, f"{col}:gso_skb", 0.5, y - 0.9, _W - 1, 0.9, color=COLORS["frag_list"] if fl else COLORS["frag"],
-           label=f"GRO skb: {skb.gso_segs} × {skb.gso_size} B UDP, gso_type {'|'.join(sorted(skb.gso_type))}"
-                 + (f", frag_list {len(skb.frag_list)} skbs" if fl else f", nr_frags {skb.nr_frags}"),
-           fontsize=7)
+           label=label, fontsize=7)
     y -= 0.9
     hops = {h.name: h for h in tx.hops}
     for dev in stack.devices():
@@ -171,8 +174,16 @@ def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult) -> Non
     by = sorted({p.segmented_by for p in tx.segments})
     where = (f"segmented in software at {tx.segmented_at}" if tx.segmented_at else
              "segmented by the NIC: hardware GSO" if "hardware" in by else "not segmented")
+    last = tx.hops[-1] if tx.hops else None
+    if last is not None and last.kind == "veth":
+        # veth_xmit hands the skb to the peer as it is: no wire, no segmentation here
+        k = len(tx.skbs_to_driver)
+        text = (f"to the peer: {k} skb{'s' if k != 1 else ''} carrying {n} packet{'s' if n != 1 else ''} "
+                f"({'segmented at ' + tx.segmented_at if tx.segmented_at else 'veth_xmit does not segment'})")
+    else:
+        text = f"wire: {n} packet{'s' if n != 1 else ''} ({where})"
     region(ax, f"{col}:wire", 0.5, y, _W - 1, 0.9, color="#fee0d2" if tx.segmented_at else "#e5f5e0",
-           label=f"wire: {n} packet{'s' if n != 1 else ''} ({where})", fontsize=7.5)
+           label=text, fontsize=7.5)
     ax.set_xlim(0, _W)
     ax.set_ylim(y - 0.1, 0.1)
     ax.set_axis_off()
@@ -205,6 +216,7 @@ def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = ("
         gs = "GSO_SOFTWARE without GSO_UDP_L4 / GSO_FRAGLIST" if _kernel(k) < "5.11" else \
             "GSO_SOFTWARE with GSO_UDP_L4 | GSO_FRAGLIST"
         ax.set_title(f"kernel {k} ({gs})", fontsize=8.5, loc="left")
-    fig.suptitle(f"A forwarded UDP GRO skb down {upper} on eth0 ({nic} NIC): where validate_xmit_skb segments it",
+    fig.suptitle(f"A forwarded UDP GRO skb sent through {upper} over eth0 ({nic} NIC): where validate_xmit_skb "
+                 "segments it",
                  fontsize=9.5, x=0.01, ha="left")
     return fig
