@@ -189,6 +189,15 @@ def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan:
                         buf.page.size, page_label, buf.offset)
 
 
+def rx_buffer_caption(result: rx.RxResult, lay: BufferLayout) -> list[tuple[str, bool | None]]:
+    """page_to_skb()'s build_skb test term by term in the kernel's names, then the verdict: (text, passed),
+    passed None for information. The static figure prints it under the buffer; widget panels show it as HTML."""
+    lines = [(text + ("" if ok is None else (" ✓" if ok else " ✗")), ok) for text, ok in lay.condition]
+    built = result.path == "build_skb"
+    lines.append((f"→ {result.path}" + ("()" if built else " (napi_alloc_skb(GOOD_COPY_LEN) + copy)"), built))
+    return lines
+
+
 # --------------------------------------------------------------------------------------------------
 # Drawing helpers
 
@@ -201,6 +210,37 @@ def _target(fig: Figure | SubFigure | None, width: float, height: float) -> Figu
         fig.set_size_inches(width, height)
     fig.set_layout_engine("none")
     return fig
+
+
+def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float, make) -> tuple[Figure, list]:
+    """The axes of a drawing whose layout is ``key``: made once by ``make(fig)`` and reused on later calls
+    with the same figure and key, their artists removed instead of clearing the figure (a widget update
+    then skips making axes and ticks again). ``make`` returns a list of axes."""
+    stored = getattr(fig, "_vnetlab_axes", None) if fig is not None else None
+    if (stored is not None and getattr(fig, "_vnetlab_layout", None) == key and fig.axes == stored
+            and not fig.subfigs):
+        _wipe(fig)
+        return fig, list(stored)
+    fig = _target(fig, width, height)
+    axes = list(make(fig))
+    fig._vnetlab_layout, fig._vnetlab_axes = key, list(fig.axes)
+    return fig, axes
+
+
+def _wipe(fig: Figure) -> None:
+    """Remove what a drawing added to reused axes (patches, texts, lines, images, legends, titles)."""
+    for art in list(fig.artists) + list(fig.texts) + list(fig.legends):
+        art.remove()
+    fig._suptitle = None
+    for ax in fig.axes:
+        for art in (*ax.patches, *ax.texts, *ax.lines, *ax.images, *ax.collections, *ax.artists):
+            art.remove()
+        if ax.legend_ is not None:
+            ax.legend_.remove()
+        for loc in ("left", "center", "right"):
+            ax.set_title("", loc=loc)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
 
 
 def _text_fits(ax, width_bytes: float, xspan: float, text: str, fontsize: float, axes_frac: float) -> bool:
@@ -291,7 +331,7 @@ def _bare_axes(ax) -> None:
 # draw_rx_buffer
 
 def draw_rx_buffer(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: bool = False,
-                   fig: Figure | None = None) -> Figure:
+                   fig: Figure | None = None, compact: bool = False) -> Figure:
     """One receive buffer to scale, as drivers/net/virtio_net.c page_to_skb() tests it for build_skb().
 
     Depicts: the rq page frag the buffer was carved from (add_recvbuf_mergeable / add_recvbuf_small /
@@ -301,8 +341,13 @@ def draw_rx_buffer(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: b
     struct skb_shared_info (end − SKB_DATA_ALIGN(sizeof(struct skb_shared_info))), with page_to_skb()'s
     condition ``!NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= shinfo_size`` evaluated.
     ``l4``/``ip``/``vlan`` say how to split the frame (RxResult does not record them).
+
+    ``compact=True`` (widget panels) draws the same regions with short kernel-named labels and leaves the
+    condition, the page and the notes to the caller (:func:`rx_buffer_caption`): far fewer glyphs to render.
     """
     lay = rx_buffer_layout(result, l4=l4, ip=ip, vlan=vlan)
+    if compact:
+        return _draw_rx_buffer_compact(result, lay, fig)
     fig = _target(fig, 10.0, 5.4)
     ax_page, ax, ax_cond = fig.subplots(3, 1, gridspec_kw=dict(height_ratios=[1, 5, 1.7], left=0.01, right=0.99,
                                                                  top=0.88, bottom=0.02, hspace=0.45))
@@ -360,18 +405,83 @@ def draw_rx_buffer(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: b
              f"→ path {result.path}")
     ax_page.figure.suptitle(title, fontsize=10)
     # The build_skb test, term by term, in the kernel's names.
-    lines = []
-    for text, ok in lay.condition:
-        mark = "" if ok is None else (" ✓" if ok else " ✗")
-        lines.append((text + mark, "black" if ok is None else (PASS_COLOR if ok else FAIL_COLOR)))
-    verdict = f"→ {result.path}" + ("()" if result.path == "build_skb" else
-                                    " (napi_alloc_skb(GOOD_COPY_LEN) + copy)")
-    lines.append((verdict, PASS_COLOR if result.path == "build_skb" else FAIL_COLOR))
+    lines = [(text, "black" if ok is None else (PASS_COLOR if ok else FAIL_COLOR))
+             for text, ok in rx_buffer_caption(result, lay)]
     y = 1.0
     for text, color in lines:
         ax_cond.text(0.0, y, text, transform=ax_cond.transAxes, fontsize=8, color=color, va="top", ha="left",
                      gid="condition")
         y -= 1.0 / max(5, len(lines))
+    return fig
+
+
+_SHORT = {"headroom": "headroom", "vnet_hdr": "vnet_hdr", "hdr_pad": "pad", "payload": "payload",
+          "tailroom": "tailroom"}
+
+
+def _draw_rx_buffer_compact(result: rx.RxResult, lay: BufferLayout, fig: Figure | None) -> Figure:
+    """draw_rx_buffer for a widget: same regions and sizes, short labels, two byte ticks, no caption."""
+    fig, (ax_page, ax) = reuse_axes(fig, ("rx_buffer", "compact"), 10.0, 2.9, lambda f: f.subplots(
+        2, 1, gridspec_kw=dict(height_ratios=[0.55, 5], left=0.01, right=0.99, top=0.87, bottom=0.13, hspace=0.25)))
+    end = lay.buffer_end
+    frac = 0.98
+    built = result.path == "build_skb"
+    fig.suptitle(f"{result.mode}, kernel {result.kernel}, {result.arch}: frame {result.frame_len} B → {result.path}",
+                 fontsize=10, color=PASS_COLOR if built else FAIL_COLOR)
+
+    # The page the buffer was carved from, to its own scale (its name and offsets are in the caption).
+    ax_page.set_axis_off()
+    ax_page.set_xlim(0, lay.page_size)
+    ax_page.set_ylim(0, 1)
+    region(ax_page, "page", 0, 0, lay.page_size, 1, color=COLORS["page"])
+    region(ax_page, "buffer", lay.buffer_offset, 0, min(end, lay.page_size - lay.buffer_offset), 1,
+           color=COLORS["frame"])
+    ax_page.text(lay.page_size * 0.995, 0.5, f"{lay.page_size // 1024} KiB page", ha="right", va="center",
+                 fontsize=7, color="#444444")
+
+    ax.set_xlim(-0.01 * end, end * 1.01)
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_yticks([])
+    ax.set_xticks([0, end])
+    ax.tick_params(axis="x", labelsize=7, pad=1.5)
+    ax.set_xlabel("offset in the receive buffer (B)", fontsize=7.5, labelpad=1)
+    callouts = _Callouts(ax, end * 1.02, 1.0, 1.45, 0.5, frac)
+    for s in lay.spans:
+        if s.gid == "skb_shared_info":
+            continue
+        color = COLORS["hole"] if s.gid == "hdr_pad" else COLORS.get(s.gid)
+        hatch = "//" if s.gid == "hdr_pad" else None
+        if s.size == 0:  # nothing to point at; the caption's tailroom formula names it
+            region(ax, s.gid, s.start, 0, 0, 1, color=color)
+            continue
+        name = _SHORT.get(s.gid, s.label.split(" ")[0])
+        _labelled(ax, callouts, s.gid, s.start, 0, s.size, 1, f"{name} {s.size}", color=color, hatch=hatch,
+                  fontsize=7.5)
+    # Where skb_shared_info would sit: its own row, so an overlap with the frame stays visible.
+    sh = lay.span("skb_shared_info")
+    fits = lay.shinfo_start >= lay.tail
+    region(ax, "skb_shared_info", sh.start, -1.25, sh.size, 0.8, label=None, hatch=None if built else "..")
+    ax.text(sh.start - 0.005 * end, -0.85, f"skb_shared_info {sh.size}" + ("" if built else " (not built)"),
+            ha="right", va="center", fontsize=7.5, gid="skb_shared_info:label")
+    if not fits:
+        ov = lay.tail - lay.shinfo_start
+        ax.add_patch(Rectangle((lay.shinfo_start, -1.25), min(ov, sh.size), 0.8, facecolor="none",
+                               edgecolor=FAIL_COLOR, hatch="xx", linewidth=0.8, gid="shinfo_overlap"))
+    line_color = FAIL_COLOR if not fits else "#444444"
+    ax.vlines([lay.tail, lay.shinfo_start], -1.3, 0.0, colors=line_color, linewidth=0.8, linestyles="--")
+    # tail and end − shinfo_size under the bar, beside the dashed lines (left of them when there is room).
+    lo, hi = sorted((lay.tail, lay.shinfo_start))
+    if hi - lo < 0.25 * end:  # close together: one label
+        marks = [(lo if lo > 0.3 * end else hi, f"tail {lay.tail}, end − shinfo {lay.shinfo_start}")]
+    else:
+        marks = [(lay.tail, f"tail {lay.tail}"), (lay.shinfo_start, f"end − shinfo {lay.shinfo_start}")]
+    for xpos, text in marks:
+        left = xpos > 0.3 * end and not (len(marks) == 1 and xpos == hi)
+        ax.text(xpos + (-0.005 if left else 0.005) * end, -0.08, text, ha="right" if left else "left", va="top",
+                fontsize=7, color=line_color)
+    callouts.flush()
+    ax.set_ylim(-1.4, max(2.0, callouts.extent + 0.3))
     return fig
 
 

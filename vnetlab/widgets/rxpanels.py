@@ -68,14 +68,27 @@ def _summary(r: rx.RxResult) -> str:
             + "".join(f"<br><i>{html.escape(n)}</i>" for n in r.notes))
 
 
+_OK_COLOR = {None: "inherit", True: memory.PASS_COLOR, False: memory.FAIL_COLOR}
+
+
+def _buffer_text(r: rx.RxResult, l4: str) -> str:
+    """What the compact buffer figure leaves out: the page, page_to_skb()'s test term by term, the notes."""
+    lay = memory.rx_buffer_layout(r, l4=l4)
+    cond = "".join(f'<br><span style="color:{_OK_COLOR[ok]}">{html.escape(t)}</span>'
+                   for t, ok in memory.rx_buffer_caption(r, lay))
+    page = (f"<br>{html.escape(lay.page_label)}: {lay.page_size} B; this buffer at offset "
+            f"{lay.buffer_offset}&ndash;{lay.buffer_offset + lay.buffer_end} B")
+    return _summary(r) + page + cond
+
+
 def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                        kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, buf_len: int = 0,
                        fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_rx_buffer() of its first receive buffer."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
-    figure = memory.draw_rx_buffer(r, l4=l4, fig=fig)
+    figure = memory.draw_rx_buffer(r, l4=l4, fig=fig, compact=True)
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
-                           buf_len=buf_len), figure, _summary(r), r)
+                           buf_len=buf_len), figure, _buffer_text(r, l4), r)
 
 
 def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
