@@ -103,7 +103,7 @@ def draw_rx_rate(*, costs: cost.Costs | None = None, kernels: Sequence[str] = co
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     ax.set_title(f"{m.traffic.label}: model rx rate per kernel (kpps on the bars)\nvs the seed's measurement "
                  f"{m.baseline_pps:,.0f} → {m.patched_pps:,.0f} pps ({m.baseline_kernel} copy → "
-                 f"{m.patched_kernel} build_skb)", fontsize=8.5, loc="left")
+                 f"{m.patched_kernel} build_skb)", fontsize=8.5, loc="left", y=1.0)
     return fig
 
 
@@ -116,7 +116,7 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
     c = costs if costs is not None else cost.calibrate().two_param
     res = rx_costs(traffic, kernels, c)
     fig = _target(fig, 9.6, 4.0)
-    ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.7, top=0.9, bottom=0.19))
+    ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.74, top=0.9, bottom=0.19))
     used: dict[str, None] = {}
     for xi, k in enumerate(kernels):
         bottom = 0.0
@@ -126,7 +126,7 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
             used[op] = None
             region(ax, f"{k}:{op}", xi - 0.35, bottom, 0.7, ns, color=OP_COLORS[op])
             bottom += ns
-        ax.text(xi, bottom, f"{bottom:.0f} ns\n{res[k].pps / 1e3:.0f} kpps", ha="center", va="bottom", fontsize=6.5,
+        ax.text(xi, bottom, f"{bottom:.0f} ns", ha="center", va="bottom", fontsize=6.5,
                 weight="bold" if k == highlight else "normal")
     ax.set_xticks(range(len(kernels)), [_head_label(res[k]) for k in kernels], fontsize=7)
     if highlight in kernels:
@@ -134,19 +134,23 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
     ax.set_xlim(-0.6, len(kernels) - 0.4)
     top = max(r.ns_per_packet for r in res.values())
     ax.set_ylim(0, top * 1.2)
-    ax.set_ylabel("ns per packet")
+    ax.set_ylabel("ns per packet (1e9 / pps)")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(4))  # few tick labels: text is most of the redraw time
     # legend: the operations that matter (>= 3% of the tallest bar somewhere); the rest share their group's shades
-    big = {op for r in res.values() for op, ns in r.per_op_ns.items() if ns >= 0.03 * top}
+    big = {op for r in res.values() for op, ns in r.per_op_ns.items() if ns >= 0.05 * top}
     handles = [Rectangle((0, 0), 1, 1, facecolor=OP_COLORS[op], edgecolor="black", linewidth=0.5, label=op)
                for op in reversed(cost.OPS) if op in used and op in big]  # top of the stack first
-    small = [op for op in used if op not in big]
-    if small:
-        handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", linewidth=0.5,
-                                 label=f"{len(small)} smaller ops\n(shades of their group)"))
+    for g, ops in cost.OP_GROUPS.items():
+        small = [op for op in ops if op in used and op not in big]
+        if small:
+            handles.append(Rectangle((0, 0), 1, 1, facecolor=OP_COLORS[small[0]], edgecolor="black", linewidth=0.5,
+                                     label=f"{len(small)} other {g} op{'s' if len(small) > 1 else ''} (shades)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.04), fontsize=6.5, frameon=False,
               ncol=1, handlelength=1.2, labelspacing=0.3)
     ax.set_title(f"{traffic.label}: receive cost per operation (stacked), per kernel and path", fontsize=8.5,
-                 loc="left")
+                 loc="left", y=1.0)
     return fig
 
 
@@ -216,7 +220,7 @@ def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglis
 
     ax.set_ylabel("UDP goodput (log scale)")
     ax.set_title(f"VLAN NAT router, {upper} on {nic} NIC, GRO {gro}: model vs measured "
-                 f"(red dashes: link {link / 1e9:g} Gbps)", fontsize=8.5, loc="left")
+                 f"(red dashes: link {link / 1e9:g} Gbps)", fontsize=8.5, loc="left", y=1.0)
     if axt is not None:
         base = xmit.router_gap(before, after, c)
         sens = xmit.sensitivity(before, after, c, factors=(0.5, 2.0))
@@ -243,7 +247,7 @@ def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglis
         axt.set_xlim(min([base] + [min(v) for _, v in moving]) / 1.5, (meas_gap or base) * 4)
         axt.set_ylim(-0.6, max(1, len(moving)) - 0.4 + 2.4)  # room above the bars for the no-effect list
         axt.set_xlabel(f"goodput {kernels[1]} / goodput {kernels[0]} (model; base ×{base:.2g})")
-        axt.set_title("Sensitivity of the model's ratio: one cost ×0.5 and ×2", fontsize=8.5, loc="left")
+        axt.set_title("Sensitivity of the model's ratio: one cost ×0.5 and ×2", fontsize=8.5, loc="left", y=1.0)
         if flat:
             rows = [", ".join(flat[i:i + 3]) for i in range(0, len(flat), 3)]
             axt.text(0.02, 0.98, f"no effect at ×0.5 or ×2 ({len(flat)} costs):\n" + ",\n".join(rows),
@@ -271,7 +275,7 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
     n_tx = len(result.tx)
     ax_s.set_title(f"kernel {result.kernel}: {result.packets_in} UDP packets, GRO {result.gro} → "
                    + (f"{n_tx} skbs sent one by one (first shown)" if n_tx > 1 else "1 GRO skb routed"),
-                   fontsize=8.5, loc="left")
+                   fontsize=8.5, loc="left", y=1.0)
     bps = throughput.goodput_bps
     region(ax, f"router:{result.kernel}", -0.25, 0, 0.5, bps, color=COLORS["model"])
     ax.text(0, bps * 1.12, f"{bps / 1e6:,.0f} Mbps\n({throughput.bound}-bound)", ha="center", va="bottom",
@@ -287,5 +291,5 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
     ax.set_xlim(-0.45, 1.3)
     ax.set_xticks([0], [f"model, kernel {result.kernel}\n{result.wire_packets} packets out"], fontsize=7)
     ax.set_ylabel("UDP goodput (log scale)")
-    ax.set_title(f"goodput (red dashes: link {link / 1e9:g} Gbps)", fontsize=8.5, loc="left")
+    ax.set_title(f"goodput (red dashes: link {link / 1e9:g} Gbps)", fontsize=8.5, loc="left", y=1.0)
     return fig

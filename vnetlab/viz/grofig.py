@@ -213,7 +213,7 @@ def _draw_row(ax, f: GroFill) -> None:
     ax.set_title(f"{f.label} — kernel {f.kernel}, {f.arch}: {f.first_skb_packets} "
                  f"packet{'' if f.first_skb_packets == 1 else 's'} in the first sk_buff "
                  f"(nr_frags {s.nr_frags}/{f.max_skb_frags}), {f.frag_list_len} on frag_list, "
-                 f"gso_segs {f.packets}", fontsize=8, loc="left")
+                 f"gso_segs {f.packets}", fontsize=8, loc="left", y=1.0)
 
 
 def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = None) -> Figure:
@@ -300,12 +300,16 @@ def draw_packets_per_skb(points: Sequence[PerSkbPoint] | None = None, *, fig: Fi
             ax.patches[-1].set_edgecolor(c)
             ax.text(x + bw * 0.475, pt.packets_per_skb + 0.4, f"{pt.packets_per_skb:.0f}", ha="center",
                     va="bottom", fontsize=6.5)
+            ax.text(x + bw * 0.475, pt.first_skb_packets + 0.4, f"{pt.first_skb_packets:.0f}", ha="center",
+                    va="bottom", fontsize=6.5, weight="bold", bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
     ax.set_xticks(range(len(payloads)), [f"{p} B" for p in payloads])
     ax.set_xlim(-0.6, len(payloads) - 0.4)
     top = max(p.packets_per_skb for p in points)
     ax.set_ylim(0, top * 1.12 + 1)
     ax.set_xlabel(f"{l4.upper()} payload per packet (bytes)")
     ax.set_ylabel("packets per GRO skb (gso_segs, median)")
+    ax.text(0.01, 0.98, "bold: packets in the first sk_buff; top: packets in the GRO skb", transform=ax.transAxes,
+            fontsize=6.5, va="top", ha="left")
     from matplotlib.patches import Rectangle
     handles = [Rectangle((0, 0), 1, 1, facecolor=kcolors[i % len(kcolors)], edgecolor="black", linewidth=0.6,
                          label=f"kernel {k}") for i, k in enumerate(kernels)]
@@ -316,5 +320,5 @@ def draw_packets_per_skb(points: Sequence[PerSkbPoint] | None = None, *, fig: Fi
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     ax.set_title(title or f"Packets per GRO skb against payload size ({l4.upper()}"
                  + (" to a UDP_GRO socket" if l4 == "udp" else "") + ", virtio-net mergeable buffers, one NAPI poll)",
-                 fontsize=9, loc="left")
+                 fontsize=9, loc="left", y=1.0)
     return fig

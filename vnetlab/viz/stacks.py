@@ -194,7 +194,7 @@ def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None 
     fig = _target(fig, 5.6, 4.6)
     ax = fig.subplots(gridspec_kw=dict(left=0.01, right=0.99, top=0.9, bottom=0.01))
     _draw_column(ax, "0", stack, skb, tx)
-    ax.set_title(title or f"kernel {stack.kernel}: UDP GSO skb down {stack.egress.name}", fontsize=9, loc="left")
+    ax.set_title(title or f"kernel {stack.kernel}: UDP GSO skb down {stack.egress.name}", fontsize=9, loc="left", y=1.0)
     return fig
 
 
@@ -215,7 +215,7 @@ def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = ("
         _draw_column(ax, str(i), st, skb, tx)
         gs = "GSO_SOFTWARE without GSO_UDP_L4 / GSO_FRAGLIST" if _kernel(k) < "5.11" else \
             "GSO_SOFTWARE with GSO_UDP_L4 | GSO_FRAGLIST"
-        ax.set_title(f"kernel {k} ({gs})", fontsize=8.5, loc="left")
+        ax.set_title(f"kernel {k} ({gs})", fontsize=8.5, loc="left", y=1.0)
     fig.suptitle(f"A forwarded UDP GRO skb sent through {upper} over eth0 ({nic} NIC): where validate_xmit_skb "
                  "segments it",
                  fontsize=9.5, x=0.01, ha="left")
