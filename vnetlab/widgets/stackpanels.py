@@ -18,7 +18,8 @@ from vnetlab.features import ethtool_name
 from vnetlab.netdev import DRIVERS
 from vnetlab.profiles import known_kernels
 from vnetlab.viz import costfig, stacks
-from vnetlab.widgets.rxpanels import PanelState, RxPanel, _choice, _int
+from vnetlab.widgets.gropanels import Panel
+from vnetlab.widgets.rxpanels import PanelState, _choice, _int
 
 __all__ = [
     "TOGGLE_FEATURES", "ROLES", "StackPanel",
@@ -58,7 +59,7 @@ def stack_panel_state(*, kernel: str = "5.10", upper: str = "vlan", nic: str = "
                       figure, text, tx, extra={"stack": st, "skb": skb})
 
 
-class StackPanel(RxPanel):
+class StackPanel(Panel):
     """The stack panel: structural controls plus one checkbox per (device role, feature), acting like
     ``ethtool -K``. Changing kernel, upper or NIC re-reads the new devices' features into the checkboxes;
     only checkboxes that differ from the device's current state are sent to ethtool_K."""
@@ -165,9 +166,9 @@ def router_panel_state(*, kernel: str = "5.10", nic: str = "router", gro: str = 
                       figure, text, rr, extra={"throughput": thr})
 
 
-def router_panel(*, kernel: str = "5.10", nic: str = "router", gro: str = "fraglist", upper: str = "vlan") -> RxPanel:
+def router_panel(*, kernel: str = "5.10", nic: str = "router", gro: str = "fraglist", upper: str = "vlan") -> Panel:
     """The VLAN NAT router of the GSO_SOFTWARE patch, one kernel at a time."""
-    return RxPanel(router_panel_state, {
+    return Panel(router_panel_state, {
         "kernel": _choice(kernel, known_kernels(), "kernel"),
         "nic": _choice(nic, tuple(DRIVERS), "NIC profile"),
         "gro": _choice(gro, xmit.GRO_MODES, "GRO mode"),
@@ -225,7 +226,7 @@ def _calibrated() -> cost.Costs:
 
 
 def cost_panel(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp",
-               destination: str = "no_socket") -> RxPanel:
+               destination: str = "no_socket") -> Panel:
     """The receive cost model per kernel, with sliders for the main per-operation costs."""
     base = _calibrated()
     controls: dict[str, W.ValueWidget] = {
@@ -241,4 +242,4 @@ def cost_panel(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp"
                                       description=f"{op} (ns{'/B' if 'byte' in op else ''})",
                                       style={"description_width": "initial"}, layout=W.Layout(width="330px"),
                                       continuous_update=False)
-    return RxPanel(cost_panel_state, controls)
+    return Panel(cost_panel_state, controls)
