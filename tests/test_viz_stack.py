@@ -174,7 +174,13 @@ def test_cost_breakdown_stacks_sum_to_ns_per_packet():
         r = cost.rx_cost(cost.seed_traffic(), k, c)
         drawn = {g.split(":", 1)[1]: p.get_height() for g, p in found.items() if g.startswith(k + ":")}
         assert sum(drawn.values()) == pytest.approx(r.ns_per_packet)
-        assert drawn == pytest.approx({op: ns for op, ns in r.per_op_ns.items() if ns > 0})
+        per = r.per_op_ns
+        for group, ops in cost.OP_GROUPS.items():
+            alone = {op: drawn[op] for op in ops if op in drawn}
+            assert alone == pytest.approx({op: per[op] for op in alone})
+            other = drawn.get(f"other {group} ops", 0.0)
+            assert other == pytest.approx(sum(per[op] for op in ops if op not in alone))
+        assert "stack/udp_no_socket" in drawn  # the dominant op is always named
 
 
 def test_router_figure_matches_throughput_and_sensitivity():

@@ -34,6 +34,7 @@ _GROUP_SHADES = {
     "gro": ("#006d2c", "#31a354", "#74c476", "#a1d99b", "#c7e9c0"),
     "stack": ("#54278f", "#9e9ac8", "#cbc9e2"),
 }
+_OTHER_COLORS = {"ring": "#deebf7", "alloc_copy": "#fff5eb", "gro": "#e5f5e0", "stack": "#efedf5"}
 OP_COLORS = {op: _GROUP_SHADES[g][i % len(_GROUP_SHADES[g])] for g, ops in cost.OP_GROUPS.items()
              for i, op in enumerate(ops)}
 
@@ -117,36 +118,41 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
     res = rx_costs(traffic, kernels, c)
     fig = _target(fig, 9.6, 4.0)
     ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.74, top=0.9, bottom=0.19))
-    used: dict[str, None] = {}
+    top = max(r.ns_per_packet for r in res.values())
+    # ops >= 5% of the tallest bar on some kernel are drawn (and named) alone; the others of each group are
+    # drawn as one "other <group> ops" segment, in the group's colour family (readable, and fewer patches)
+    big = {op for r in res.values() for op, ns in r.per_op_ns.items() if ns >= 0.05 * top}
+    shown: dict[str, str] = {}  # segment name -> colour, in stacking order
     for xi, k in enumerate(kernels):
         bottom = 0.0
-        for op, ns in res[k].per_op_ns.items():
-            if ns <= 0:
-                continue
-            used[op] = None
-            region(ax, f"{k}:{op}", xi - 0.35, bottom, 0.7, ns, color=OP_COLORS[op])
-            bottom += ns
+        per = res[k].per_op_ns
+        for g, ops in cost.OP_GROUPS.items():
+            for op in ops:
+                if op in big and per[op] > 0:
+                    shown[op] = OP_COLORS[op]
+                    region(ax, f"{k}:{op}", xi - 0.35, bottom, 0.7, per[op], color=OP_COLORS[op])
+                    bottom += per[op]
+            rest = [op for op in ops if op not in big and per[op] > 0]
+            if rest:
+                name = f"other {g} ops"
+                shown[name] = _OTHER_COLORS[g]
+                ns = sum(per[op] for op in rest)
+                region(ax, f"{k}:{name}", xi - 0.35, bottom, 0.7, ns, color=shown[name])
+                bottom += ns
         ax.text(xi, bottom, f"{bottom:.0f} ns", ha="center", va="bottom", fontsize=6.5,
                 weight="bold" if k == highlight else "normal")
     ax.set_xticks(range(len(kernels)), [_head_label(res[k]) for k in kernels], fontsize=7)
     if highlight in kernels:
         ax.get_xticklabels()[list(kernels).index(highlight)].set_weight("bold")
     ax.set_xlim(-0.6, len(kernels) - 0.4)
-    top = max(r.ns_per_packet for r in res.values())
     ax.set_ylim(0, top * 1.2)
     ax.set_ylabel("ns per packet (1e9 / pps)")
     from matplotlib.ticker import MaxNLocator
 
     ax.yaxis.set_major_locator(MaxNLocator(4))  # few tick labels: text is most of the redraw time
-    # legend: the operations that matter (>= 3% of the tallest bar somewhere); the rest share their group's shades
-    big = {op for r in res.values() for op, ns in r.per_op_ns.items() if ns >= 0.05 * top}
-    handles = [Rectangle((0, 0), 1, 1, facecolor=OP_COLORS[op], edgecolor="black", linewidth=0.5, label=op)
-               for op in reversed(cost.OPS) if op in used and op in big]  # top of the stack first
-    for g, ops in cost.OP_GROUPS.items():
-        small = [op for op in ops if op in used and op not in big]
-        if small:
-            handles.append(Rectangle((0, 0), 1, 1, facecolor=OP_COLORS[small[0]], edgecolor="black", linewidth=0.5,
-                                     label=f"{len(small)} other {g} op{'s' if len(small) > 1 else ''} (shades)"))
+    order = [n for g, ops in cost.OP_GROUPS.items() for n in (*ops, f"other {g} ops") if n in shown]
+    handles = [Rectangle((0, 0), 1, 1, facecolor=shown[n], edgecolor="black", linewidth=0.5, label=n)
+               for n in reversed(order)]  # top of the stack first
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.04), fontsize=6.5, frameon=False,
               ncol=1, handlelength=1.2, labelspacing=0.3)
     ax.set_title(f"{traffic.label}: receive cost per operation (stacked), per kernel and path", fontsize=8.5,
@@ -268,10 +274,10 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
     from vnetlab.viz import stacks
 
     c = costs or xmit.RouterCosts.from_table()
-    fig = _target(fig, 9.4, 4.6)
-    ax_s, ax = fig.subplots(1, 2, gridspec_kw=dict(left=0.01, right=0.98, top=0.9, bottom=0.16, wspace=0.22,
+    fig = _target(fig, 9.4, 3.6)
+    ax_s, ax = fig.subplots(1, 2, gridspec_kw=dict(left=0.01, right=0.98, top=0.9, bottom=0.14, wspace=0.22,
                                                    width_ratios=[1.7, 1]))
-    stacks._draw_column(ax_s, "0", stack, skb, result.tx[0])
+    stacks._draw_column(ax_s, "0", stack, skb, result.tx[0], lamps=False)  # features: see the stack panel
     n_tx = len(result.tx)
     ax_s.set_title(f"kernel {result.kernel}: {result.packets_in} UDP packets, GRO {result.gro} → "
                    + (f"{n_tx} skbs sent one by one (first shown)" if n_tx > 1 else "1 GRO skb routed"),

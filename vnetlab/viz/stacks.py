@@ -124,7 +124,7 @@ def _hop_color(action: str) -> str:
     return COLORS["segmented"] if action in ("segmented", "linearized") else COLORS["passed"]
 
 
-def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult) -> None:
+def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *, lamps: bool = True) -> None:
     y = 0.0
     fl = "FRAGLIST" in skb.gso_type
     if skb.is_gso():
@@ -147,8 +147,8 @@ def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult) -> Non
                 fontsize=6.5, va="center", ha="left")
         y -= 0.55
         top = y
-        y -= _DEV_H
-        region(ax, f"{col}:{dev.name}", 0.5, y, _W - 1, _DEV_H, color="white")
+        y -= _DEV_H if lamps else 0.8
+        region(ax, f"{col}:{dev.name}", 0.5, y, _W - 1, top - y, color="white")
         ax.patches[-1].set_edgecolor(_hop_color(h.action))
         ax.patches[-1].set_linewidth(1.6 if h.action != "passed" else 0.8)
         what = h.what + (f" ({h.method})" if h.method else "")
@@ -156,7 +156,7 @@ def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult) -> Non
                 color=_hop_color(h.action), weight="bold")
         if h.reason:
             ax.text(0.65, top - 0.42, h.reason, fontsize=6.5, va="top", ha="left", color="#444444")
-        states = feature_states(dev)
+        states = feature_states(dev) if lamps else []
         lw = (_W - 1.3) / 3
         for i, (n, eth, on, fixed) in enumerate(states):
             r, c = divmod(i, 3)
