@@ -149,6 +149,9 @@ def test_stack_panel_widget_toggles():
     assert panel.error and "fixed" in panel.error
     box.value = False
     assert panel.error is None
+    panel.controls["upper"].value = "veth"  # one device: the lower toggles are disabled, the skb goes to the peer
+    assert panel.error is None and panel.state.result.hops[0].kind == "veth"
+    assert all(panel.toggles[("lower", f)].disabled for f in stackpanels.TOGGLE_FEATURES)
 
 
 # ---------------------------------------------------------------------------------------------- costs

@@ -69,8 +69,8 @@ class StackPanel(Panel):
         self._syncing = False
         self._defaults: dict[tuple[str, str], bool] = {}
         super().__init__(self._state, controls)
-        grid = [W.HBox([W.Label(f"{role} device", layout=W.Layout(width="90px"))]
-                       + [toggles[(role, f)] for f in TOGGLE_FEATURES]) for role in ROLES]
+        self.role_labels = {role: W.Label(f"{role} device", layout=W.Layout(width="130px")) for role in ROLES}
+        grid = [W.HBox([self.role_labels[role]] + [toggles[(role, f)] for f in TOGGLE_FEATURES]) for role in ROLES]
         self.toggle_box = W.VBox(grid)
         self.children = (*self.children[:-2], self.toggle_box, *self.children[-2:])
         for t in toggles.values():
@@ -95,11 +95,15 @@ class StackPanel(Panel):
         self._syncing = True
         try:
             self._defaults = {}
+            for role, label in getattr(self, "role_labels", {}).items():
+                dev = roles[role]
+                label.value = f"{dev.name} ({role}): ethtool -K" if dev is not None else f"no {role} device"
             for (role, feat), box in self.toggles.items():
                 dev = roles[role]
                 states = {n: (eth, on, fixed) for n, eth, on, fixed in stacks.feature_states(dev, (feat,))} \
                     if dev is not None else {}
                 if feat not in states:
+                    box.value = False
                     box.disabled = True
                     box.description = f"{feat} (n/a)"
                     continue
