@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.patches import ConnectionPatch, Rectangle
 
@@ -223,6 +224,9 @@ def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float, make
         return fig, list(stored)
     fig = _target(fig, width, height)
     axes = list(make(fig))
+    for ax in fig.axes:
+        # A fixed title position: otherwise every draw measures the axes' tick labels to place the title.
+        ax.set_title("", y=1.0)
     fig._vnetlab_layout, fig._vnetlab_axes = key, list(fig.axes)
     return fig, axes
 
@@ -255,9 +259,12 @@ class _Callouts:
     bar with a leader to their region, so leaders never cross; a new level starts when a row is full."""
 
     def __init__(self, ax, xspan: float, y_anchor: float, y0: float, dy: float, axes_frac: float,
-                 fontsize: float = 7.5, arrowstyle: str = "-") -> None:
+                 fontsize: float = 7.5, arrowstyle: str = "-", plain: bool = False) -> None:
         self.ax, self.xspan, self.y_anchor, self.y0, self.dy = ax, xspan, y_anchor, y0, dy
         self.arrowstyle = arrowstyle
+        # plain: texts and one LineCollection of leaders instead of annotations (whose arrows are clipped
+        # against the text box at every draw: several ms each), for widget figures.
+        self.plain = plain
         self.frac, self.fontsize = axes_frac, fontsize
         self.pending: list[tuple[float, str, str, str]] = []
         self.n_levels = 0
@@ -294,15 +301,27 @@ class _Callouts:
                 break
             n = len(rows) + 1
             rows = [items[i::n] for i in range(n)]
+        segments, tips = [], []
         for level, (row, los) in enumerate(zip(rows, placed)):
             los = los or [x_min + i * (x_max - x_min) / max(1, len(row)) for i in range(len(row))]
             y = self.y0 + level * self.dy
             for (x_center, width, gid, text, color), lo in zip(row, los):
+                if self.plain:
+                    self.ax.text(lo + width / 2, y, text, ha="center", va="bottom" if self.dy > 0 else "top",
+                                 fontsize=self.fontsize, color=color, gid=f"{gid}:label", clip_on=False)
+                    segments.append([(x_center, self.y_anchor), (lo + width / 2, y)])
+                    tips.append(x_center)
+                    continue
                 self.ax.annotate(text, xy=(x_center, self.y_anchor), xytext=(lo + width / 2, y), ha="center",
                                  va="bottom" if self.dy > 0 else "top", fontsize=self.fontsize, color=color,
                                  gid=f"{gid}:label", annotation_clip=False,
                                  arrowprops=dict(arrowstyle=self.arrowstyle, color="#555555", linewidth=0.6, shrinkA=0,
                                                  shrinkB=0))
+        if segments:
+            self.ax.add_collection(LineCollection(segments, colors="#555555", linewidths=0.6), autolim=False)
+            if self.arrowstyle == "->":
+                self.ax.plot(tips, [self.y_anchor] * len(tips), linestyle="none", color="#555555", markersize=3,
+                             marker="^" if self.dy < 0 else "v")
         self.n_levels = len(rows) if items else 0
         self.pending = []
 
@@ -446,7 +465,7 @@ def _draw_rx_buffer_compact(result: rx.RxResult, lay: BufferLayout, fig: Figure 
     ax.set_xticks([0, end])
     ax.tick_params(axis="x", labelsize=7, pad=1.5)
     ax.set_xlabel("offset in the receive buffer (B)", fontsize=7.5, labelpad=1)
-    callouts = _Callouts(ax, end * 1.02, 1.0, 1.45, 0.5, frac)
+    callouts = _Callouts(ax, end * 1.02, 1.0, 1.45, 0.5, frac, plain=True)
     for s in lay.spans:
         if s.gid == "skb_shared_info":
             continue
@@ -642,6 +661,123 @@ def _draw_skb_into(fig: Figure | SubFigure, result: rx.RxResult, prefix: str = "
                       fontsize=8, loc="left")
 
 
+_SKB_ROWS = [1.9, 0.75, 0.9, 0.75]
+
+
+def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans: tuple[int, int, int], frac: float,
+                      *, row_titles: bool = True) -> None:
+    """draw_skb for a widget: the same regions and sizes, short labels, no ticks; details go to the caption."""
+    skb = result.skb
+    shinfo = _arch(result.arch, result.kernel).shinfo_size
+    g = (lambda name: prefix + name)
+    ax_head, ax_sh, ax_pages, ax_true = axes
+    for ax in axes:
+        ax.set_axis_off()
+    head_span, pages_span, true_span = spans
+
+    # skb->head .. skb_end_pointer() + skb_shared_info, to scale; the four pointers below.
+    ax_head.set_xlim(0, head_span * 1.01)
+    co = _Callouts(ax_head, head_span, 1.0, 1.35, 0.5, frac, fontsize=7, plain=True)
+    data, tail, end = skb.headroom, skb.headroom + skb.headlen, skb.end_offset
+    for gid, x, w, name in (("headroom", 0, data, "headroom"), ("linear", data, skb.headlen, "linear"),
+                            ("tailroom", tail, end - tail, "tailroom"),
+                            ("skb_shared_info", end, shinfo, "skb_shared_info")):
+        if w == 0:
+            region(ax_head, g(gid), x, 0, 0, 1, color=COLORS[gid])
+        else:
+            _labelled(ax_head, co, g(gid), x, 0, w, 1, f"{name} {w}", color=COLORS[gid], fontsize=7)
+    co.flush()
+    co_p = _Callouts(ax_head, head_span, 0.0, -0.35, -0.5, frac, fontsize=7, arrowstyle="->", plain=True)
+    for x, name in ((0, "head"), (data, "data"), (tail, "tail"), (end, "end")):
+        co_p.add(g("skb->" + name), x, name)
+    co_p.flush()
+    ax_head.set_ylim(min(-0.9, co_p.extent - 0.1), max(1.9, co.extent + 0.1))
+    if row_titles:
+        ax_head.set_title(f"skb->head: {skb.head_kind}", fontsize=8, loc="left", pad=2)
+
+    # struct skb_shared_info, field by field (not to scale).
+    n_slots = max(1, skb.nr_frags)
+    ax_sh.set_xlim(0, max(n_slots, 4) + 2)
+    ax_sh.set_ylim(0, 1)
+    many = skb.nr_frags > 6
+    region(ax_sh, g("nr_frags"), 0, 0.1, 0.9, 0.8, color=COLORS["skb_shared_info"], label=f"nr_frags {skb.nr_frags}",
+           fontsize=7)
+    fl = skb.frag_list
+    region(ax_sh, g("frag_list"), 1, 0.1, 0.9, 0.8, color=COLORS["frag_list"] if fl else "#ffffff",
+           label=f"frag_list {len(fl)}" if fl else "frag_list NULL", fontsize=7)
+    for i in range(skb.nr_frags):
+        label = f"frags[{i}] {skb.frags[i].size}" if not many else (f"[{i}]" if i in (0, skb.nr_frags - 1) else None)
+        region(ax_sh, g(f"frags[{i}]"), 2 + i, 0.1, 0.9, 0.8, color=COLORS["frag"], label=label, fontsize=7)
+    if row_titles:
+        ax_sh.set_title("skb_shared_info (fields)", fontsize=8, loc="left", pad=2)
+
+    # The receive buffers the frags point into (width = frag truesize), the frag's bytes inside.
+    ax_pages.set_ylim(-0.05, 1.05)
+    ax_pages.set_xlim(0, max(1, pages_span) * 1.005)
+    if skb.frags:
+        x = 0
+        gap = max(f.truesize for f in skb.frags) * 0.04
+        for i, f in enumerate(skb.frags):
+            buf_off = _frag_buffer_offset(result, f)
+            region(ax_pages, g(f"page{i}"), x, 0, f.truesize, 1, color=COLORS["page"])
+            region(ax_pages, g(f"frag{i}"), x + buf_off, 0.15, f.size, 0.7, color=COLORS["frag"],
+                   label=f"frag {f.size}" if skb.nr_frags <= 3 else None, fontsize=7)
+            fig.add_artist(ConnectionPatch((2 + i + 0.45, 0.1), (x + buf_off + f.size / 2, 1), "data", "data",
+                                           axesA=ax_sh, axesB=ax_pages, arrowstyle="->", color="#444444",
+                                           linewidth=0.7))
+            x += f.truesize + gap
+    else:
+        ax_pages.text(0, 0.5, "no frags: the head is the receive buffer" if skb.head_kind == "build_skb" else
+                      f"no frags: {result.copied} B copied", fontsize=7.5, va="center",
+                      transform=ax_pages.get_yaxis_transform())
+    if row_titles:
+        ax_pages.set_title("frag buffers (width = truesize)", fontsize=8, loc="left", pad=2)
+
+    # skb->truesize, to scale.
+    parts = truesize_parts(skb, kernel=result.kernel, arch=result.arch)
+    items = [("truesize:sk_buff", parts.sk_buff, "sk_buff", "sk_buff"),
+             ("truesize:head", parts.head, "linear", "head"),
+             ("truesize:skb_shared_info", parts.shinfo, "skb_shared_info", "shinfo")]
+    items += [(f"truesize:frag{i}", t, "frag", f"frag{i}") for i, t in enumerate(parts.frags)]
+    if parts.frag_list:
+        items.append(("truesize:frag_list", parts.frag_list, "frag_list", "frag_list"))
+    ax_true.set_xlim(0, true_span * 1.005)
+    ax_true.set_ylim(-0.05, 1.05)
+    many = len(parts.frags) > 3
+    co_t = _Callouts(ax_true, true_span, 0.0, -0.12, -0.5, frac, fontsize=7, plain=True)
+    x = 0
+    for gid, width, color, name in items:
+        if many and gid.startswith("truesize:frag") and gid != "truesize:frag_list":
+            region(ax_true, g(gid), x, 0, width, 1, color=COLORS[color])
+        else:
+            _labelled(ax_true, co_t, g(gid), x, 0, width, 1, f"{name} {width}", color=COLORS[color], fontsize=7)
+        x += width
+    co_t.flush()
+    if many:
+        ax_true.text(parts.sk_buff + parts.head + parts.shinfo + sum(parts.frags) / 2, 0.5,
+                     f"frags[0..{len(parts.frags) - 1}] {sum(parts.frags)}", ha="center", va="center", fontsize=7)
+    ax_true.set_title(f"skb->truesize {skb.truesize}", fontsize=8, loc="left", pad=2)
+
+
+def skb_caption(result: rx.RxResult) -> list[str]:
+    """What compact skb drawings leave out, one line each: the head's allocation, the four pointers, each frag's
+    page and the truesize sum."""
+    skb = result.skb
+    data, tail, end = skb.headroom, skb.headroom + skb.headlen, skb.end_offset
+    lines = [f"skb->head: {HEAD_KINDS[skb.head_kind]}; skb->head = 0, skb->data = {data}, skb_tail_pointer() = "
+             f"{tail}, skb_end_pointer() = {end} (offsets from skb->head)"]
+    for i, f in enumerate(skb.frags[:8]):
+        lines.append(f"frags[{i}]: {f.page.size // 1024} KiB page, offset {f.offset}, size {f.size}, "
+                     f"buffer truesize {f.truesize} B")
+    if skb.nr_frags > 8:
+        lines.append(f"... frags[8..{skb.nr_frags - 1}]: {sum(f.size for f in skb.frags[8:])} B more")
+    parts = truesize_parts(skb, kernel=result.kernel, arch=result.arch)
+    lines.append(f"skb->truesize {skb.truesize} B = SKB_DATA_ALIGN(sizeof(struct sk_buff)) {parts.sk_buff} + head "
+                 f"{parts.head} + skb_shared_info {parts.shinfo} + frags' truesize {sum(parts.frags)}"
+                 + (f" + frag_list {parts.frag_list}" if parts.frag_list else ""))
+    return lines
+
+
 def _frag_buffer_offset(result: rx.RxResult, frag) -> int:
     """Offset of a frag's data inside the receive buffer that charged its truesize."""
     for buf in result.buffers:
@@ -650,14 +786,25 @@ def _frag_buffer_offset(result: rx.RxResult, frag) -> int:
     return min(frag.offset % max(1, frag.truesize), max(0, frag.truesize - frag.size))
 
 
-def draw_skb(result: rx.RxResult, *, fig: Figure | None = None) -> Figure:
+def draw_skb(result: rx.RxResult, *, fig: Figure | None = None, compact: bool = False) -> Figure:
     """The struct sk_buff the receive path produced (include/linux/skbuff.h, drivers/net/virtio_net.c).
 
     Depicts skb->head, skb->data, skb_tail_pointer() and skb_end_pointer() over the head to scale, the
     linear part (skb_headlen), struct skb_shared_info with nr_frags, frag_list and frags[] (skb_frag_t)
     pointing into the pages of the receive buffers (skb_add_rx_frag / skb_coalesce_rx_frag), and
     skb->truesize split as SKB_TRUESIZE() and skb_add_rx_frag() charged it.
+
+    ``compact=True`` (widget panels): the same regions with short labels and no ticks; the pointers'
+    offsets and the frags' pages are left to the caller's caption (:func:`skb_caption`).
     """
+    if compact:
+        fig, axes = reuse_axes(fig, ("skb", "compact"), 10.0, 3.6, lambda f: f.subplots(4, 1, gridspec_kw=dict(
+            height_ratios=_SKB_ROWS, left=0.01, right=0.99, top=0.86, bottom=0.1, hspace=0.5)))
+        _draw_skb_compact(fig, axes, result, "", _skb_spans(result), 0.98)
+        fig.suptitle(f"sk_buff after {result.path}: {result.mode}, kernel {result.kernel}, {result.arch}, "
+                     f"len {result.skb.len} B", fontsize=10,
+                     color=PASS_COLOR if result.path == "build_skb" else FAIL_COLOR)
+        return fig
     fig = _target(fig, 10.0, 6.2)
     _draw_skb_into(fig, result)
     fig.suptitle(f"sk_buff after {result.path}: {result.mode} mode, kernel {result.kernel}, {result.arch}, "
@@ -666,16 +813,20 @@ def draw_skb(result: rx.RxResult, *, fig: Figure | None = None) -> Figure:
 
 
 def draw_paths_side_by_side(payload_len: int, *, kernels: tuple[str, str] = ("5.12", "6.1"), l4: str = "udp",
-                            fig: Figure | None = None, **receive_kw) -> Figure:
+                            fig: Figure | None = None, compact: bool = False, **receive_kw) -> Figure:
     """The same packet through page_to_skb() of two kernels, side by side (drivers/net/virtio_net.c).
 
     By default 5.12 (napi_alloc_skb(GOOD_COPY_LEN) + copy, the rest as a page frag) against 6.1 (build_skb()
     around the receive buffer when the tailroom holds struct skb_shared_info, fb32856b16ad). Regions carry
     the kernel version as a prefix ("5.12/linear", "6.1/tailroom"); equal kernels get "0/" and "1/".
+    ``compact=True`` (widget panels): one grid of axes, each row sharing its byte scale across the two
+    kernels, short labels (see :func:`draw_skb`).
     """
     if len(kernels) != 2:
         raise ValueError(f"kernels must name two kernel versions to compare, got {kernels!r}")
     results = [rx.receive(payload_len, l4=l4, kernel=k, **receive_kw) for k in kernels]
+    if compact:
+        return _draw_paths_compact(payload_len, l4, results, kernels, fig)
     fig = _target(fig, 14.0, 6.4)
     subs = fig.subfigures(1, 2, wspace=0.02)
     prefixes = [f"{k}/" for k in kernels] if kernels[0] != kernels[1] else ["0/", "1/"]
@@ -689,4 +840,31 @@ def draw_paths_side_by_side(payload_len: int, *, kernels: tuple[str, str] = ("5.
     fig.suptitle(f"{payload_len}-byte {l4.upper()} payload (frame {results[0].frame_len} B), "
                  f"{results[0].mode} mode, {results[0].arch}: the same packet in two kernels "
                  "(same byte scale on both sides)", fontsize=10)
+    return fig
+
+
+def _paths_axes(fig: Figure) -> list:
+    gs = fig.add_gridspec(4, 2, height_ratios=_SKB_ROWS, left=0.01, right=0.99, top=0.83, bottom=0.1, hspace=0.55,
+                          wspace=0.04)
+    axes = [[None, None] for _ in range(4)]
+    for r in range(4):
+        axes[r][0] = fig.add_subplot(gs[r, 0])
+        # one byte scale for both kernels: head, frag buffers and truesize rows share x (the fields row does not)
+        axes[r][1] = fig.add_subplot(gs[r, 1], sharex=axes[r][0] if r != 1 else None)
+    return [axes[r][c] for c in range(2) for r in range(4)]
+
+
+def _draw_paths_compact(payload_len: int, l4: str, results: list[rx.RxResult], kernels, fig: Figure | None) -> Figure:
+    fig, axes = reuse_axes(fig, ("paths", "compact"), 12.0, 3.9, _paths_axes)
+    prefixes = [f"{k}/" for k in kernels] if kernels[0] != kernels[1] else ["0/", "1/"]
+    spans = tuple(max(col) for col in zip(*(_skb_spans(r) for r in results)))
+    for col, (res, prefix) in enumerate(zip(results, prefixes)):
+        cols = axes[4 * col:4 * col + 4]
+        _draw_skb_compact(fig, cols, res, prefix, spans, 0.48, row_titles=col == 0)
+        if col:
+            cols[0].set_title(f"skb->head: {res.skb.head_kind}", fontsize=8, loc="left", pad=2)
+        fig.text(0.01 + 0.5 * col, 0.91, f"kernel {res.kernel}: {res.path}, truesize {res.skb.truesize}",
+                 fontsize=9.5, ha="left", va="center", color=PASS_COLOR if res.path == "build_skb" else FAIL_COLOR)
+    fig.suptitle(f"{payload_len} B {l4.upper()} payload (frame {results[0].frame_len} B), {results[0].mode}, "
+                 f"{results[0].arch}: same byte scale on both sides", fontsize=10)
     return fig

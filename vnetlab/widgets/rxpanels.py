@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import ipywidgets as W
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from vnetlab import rx
@@ -45,8 +47,17 @@ class PanelState:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# Widget PNGs only: unhinted glyphs lay out and render faster, and text is most of a redraw's time (the static
+# figures keep the vnetlab style as is).
+WIDGET_RC = {"text.hinting": "no_hinting"}
+
+
 def render_png(fig: Figure) -> bytes:
     """The figure as deterministic PNG bytes (Agg, no timestamp metadata)."""
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        # Keep one Agg canvas on the figure: savefig would otherwise make a new canvas and renderer for every PNG,
+        # and matplotlib's text-metrics cache (keyed on the renderer) would miss for every label at every update.
+        FigureCanvasAgg(fig)
     buf = io.BytesIO()
     # compress_level 1: a widget PNG is shown once; fast encoding matters more than a few KB.
     fig.savefig(buf, format="png", dpi=fig.dpi, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
@@ -96,9 +107,10 @@ def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500
                     fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_skb() of the sk_buff it produced."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
-    figure = memory.draw_skb(r, fig=fig)
+    figure = memory.draw_skb(r, fig=fig, compact=True)
+    text = _summary(r) + "".join(f"<br>{html.escape(line)}" for line in memory.skb_caption(r))
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
-                           buf_len=buf_len), figure, _summary(r), r)
+                           buf_len=buf_len), figure, text, r)
 
 
 def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
@@ -107,9 +119,12 @@ def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 15
     """The same packet in two kernels: memory.draw_paths_side_by_side()."""
     kw = dict(mtu=mtu, mode=mode, arch=arch, xdp=xdp, buf_len=buf_len or None)
     results = [rx.receive(payload_len, l4=l4, kernel=k, **kw) for k in (old_kernel, kernel)]
-    figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, **kw)
+    figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, compact=True,
+                                            **kw)
     text = "<br>".join(f"kernel {r.kernel}: <b>{r.path}</b>, skb->truesize {r.skb.truesize} B, "
-                       f"nr_frags {r.skb.nr_frags}" for r in results)
+                       f"nr_frags {r.skb.nr_frags} &mdash; {html.escape(r.reason)}"
+                       + "".join(f"<br>&nbsp;&nbsp;{html.escape(line)}" for line in memory.skb_caption(r))
+                       for r in results)
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, old_kernel=old_kernel,
                            arch=arch, xdp=xdp, buf_len=buf_len), figure, text, results)
 
@@ -177,6 +192,10 @@ class RxPanel(W.VBox):
 
     def update(self) -> PanelState | None:
         """Recompute and redraw; a ValueError from the model is shown as text and the figure is hidden."""
+        with matplotlib.rc_context(WIDGET_RC):
+            return self._update()
+
+    def _update(self) -> PanelState | None:
         try:
             state = self.state_fn(**self.params(), fig=self.figure)
         except ValueError as exc:
