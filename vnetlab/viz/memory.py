@@ -330,11 +330,26 @@ class _Callouts:
         return self.y0 + self.n_levels * self.dy
 
 
+def fast_region(ax, gid: str, x: float, y: float, width: float, height: float, *, color: str | None = None,
+                label: str | None = None, fontsize: float = 8, hatch: str | None = None, text_color: str = "black",
+                min_label_width: float = 0.0) -> Rectangle:
+    """vnetlab.viz.style.region for drawings that set their own axis limits: the patch is added without
+    updating the data limits (ax.add_patch computes the patch's extent, about a millisecond each here)."""
+    rect = Rectangle((x, y), width, height, facecolor=color or COLORS.get(gid.rstrip("0123456789"), "#dddddd"),
+                     edgecolor="black", linewidth=0.6, hatch=hatch)
+    rect.set_gid(gid)
+    ax.add_artist(rect)
+    if label and width >= min_label_width:
+        ax.text(x + width / 2, y + height / 2, label, ha="center", va="center", fontsize=fontsize, color=text_color,
+                gid=f"{gid}:label", clip_on=True)
+    return rect
+
+
 def _labelled(ax, callouts: _Callouts, gid: str, x: float, y: float, w: float, h: float, text: str, *,
               color: str | None = None, hatch: str | None = None, fontsize: float = 8, **kw) -> Rectangle:
     inside = w > 0 and _text_fits(ax, w, callouts.xspan, text, fontsize, callouts.frac)
-    rect = region(ax, gid, x, y, w, h, color=color, label=text if inside else None, fontsize=fontsize,
-                  hatch=hatch, **kw)
+    draw = fast_region if callouts.plain else region
+    rect = draw(ax, gid, x, y, w, h, color=color, label=text if inside else None, fontsize=fontsize, hatch=hatch, **kw)
     if not inside:
         callouts.add(gid, x + w / 2, text)
     return rect
@@ -452,8 +467,8 @@ def _draw_rx_buffer_compact(result: rx.RxResult, lay: BufferLayout, fig: Figure 
     ax_page.set_axis_off()
     ax_page.set_xlim(0, lay.page_size)
     ax_page.set_ylim(0, 1)
-    region(ax_page, "page", 0, 0, lay.page_size, 1, color=COLORS["page"])
-    region(ax_page, "buffer", lay.buffer_offset, 0, min(end, lay.page_size - lay.buffer_offset), 1,
+    fast_region(ax_page, "page", 0, 0, lay.page_size, 1, color=COLORS["page"])
+    fast_region(ax_page, "buffer", lay.buffer_offset, 0, min(end, lay.page_size - lay.buffer_offset), 1,
            color=COLORS["frame"])
     ax_page.text(lay.page_size * 0.995, 0.5, f"{lay.page_size // 1024} KiB page", ha="right", va="center",
                  fontsize=7, color="#444444")
@@ -472,7 +487,7 @@ def _draw_rx_buffer_compact(result: rx.RxResult, lay: BufferLayout, fig: Figure 
         color = COLORS["hole"] if s.gid == "hdr_pad" else COLORS.get(s.gid)
         hatch = "//" if s.gid == "hdr_pad" else None
         if s.size == 0:  # nothing to point at; the caption's tailroom formula names it
-            region(ax, s.gid, s.start, 0, 0, 1, color=color)
+            fast_region(ax, s.gid, s.start, 0, 0, 1, color=color)
             continue
         name = _SHORT.get(s.gid, s.label.split(" ")[0])
         _labelled(ax, callouts, s.gid, s.start, 0, s.size, 1, f"{name} {s.size}", color=color, hatch=hatch,
@@ -480,13 +495,13 @@ def _draw_rx_buffer_compact(result: rx.RxResult, lay: BufferLayout, fig: Figure 
     # Where skb_shared_info would sit: its own row, so an overlap with the frame stays visible.
     sh = lay.span("skb_shared_info")
     fits = lay.shinfo_start >= lay.tail
-    region(ax, "skb_shared_info", sh.start, -1.25, sh.size, 0.8, label=None, hatch=None if built else "..")
+    fast_region(ax, "skb_shared_info", sh.start, -1.25, sh.size, 0.8, label=None, hatch=None if built else "..")
     ax.text(sh.start - 0.005 * end, -0.85, f"skb_shared_info {sh.size}" + ("" if built else " (not built)"),
             ha="right", va="center", fontsize=7.5, gid="skb_shared_info:label")
     if not fits:
         ov = lay.tail - lay.shinfo_start
-        ax.add_patch(Rectangle((lay.shinfo_start, -1.25), min(ov, sh.size), 0.8, facecolor="none",
-                               edgecolor=FAIL_COLOR, hatch="xx", linewidth=0.8, gid="shinfo_overlap"))
+        ax.add_artist(Rectangle((lay.shinfo_start, -1.25), min(ov, sh.size), 0.8, facecolor="none",
+                                edgecolor=FAIL_COLOR, hatch="xx", linewidth=0.8, gid="shinfo_overlap"))
     line_color = FAIL_COLOR if not fits else "#444444"
     ax.vlines([lay.tail, lay.shinfo_start], -1.3, 0.0, colors=line_color, linewidth=0.8, linestyles="--")
     # tail and end − shinfo_size under the bar, beside the dashed lines (left of them when there is room).
@@ -683,7 +698,7 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
                             ("tailroom", tail, end - tail, "tailroom"),
                             ("skb_shared_info", end, shinfo, "skb_shared_info")):
         if w == 0:
-            region(ax_head, g(gid), x, 0, 0, 1, color=COLORS[gid])
+            fast_region(ax_head, g(gid), x, 0, 0, 1, color=COLORS[gid])
         else:
             _labelled(ax_head, co, g(gid), x, 0, w, 1, f"{name} {w}", color=COLORS[gid], fontsize=7)
     co.flush()
@@ -700,14 +715,14 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
     ax_sh.set_xlim(0, max(n_slots, 4) + 2)
     ax_sh.set_ylim(0, 1)
     many = skb.nr_frags > 6
-    region(ax_sh, g("nr_frags"), 0, 0.1, 0.9, 0.8, color=COLORS["skb_shared_info"], label=f"nr_frags {skb.nr_frags}",
-           fontsize=7)
+    fast_region(ax_sh, g("nr_frags"), 0, 0.1, 0.9, 0.8, color=COLORS["skb_shared_info"],
+                label=f"nr_frags {skb.nr_frags}", fontsize=7)
     fl = skb.frag_list
-    region(ax_sh, g("frag_list"), 1, 0.1, 0.9, 0.8, color=COLORS["frag_list"] if fl else "#ffffff",
+    fast_region(ax_sh, g("frag_list"), 1, 0.1, 0.9, 0.8, color=COLORS["frag_list"] if fl else "#ffffff",
            label=f"frag_list {len(fl)}" if fl else "frag_list NULL", fontsize=7)
     for i in range(skb.nr_frags):
         label = f"frags[{i}] {skb.frags[i].size}" if not many else (f"[{i}]" if i in (0, skb.nr_frags - 1) else None)
-        region(ax_sh, g(f"frags[{i}]"), 2 + i, 0.1, 0.9, 0.8, color=COLORS["frag"], label=label, fontsize=7)
+        fast_region(ax_sh, g(f"frags[{i}]"), 2 + i, 0.1, 0.9, 0.8, color=COLORS["frag"], label=label, fontsize=7)
     if row_titles:
         ax_sh.set_title("skb_shared_info (fields)", fontsize=8, loc="left", pad=2)
 
@@ -719,8 +734,8 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
         gap = max(f.truesize for f in skb.frags) * 0.04
         for i, f in enumerate(skb.frags):
             buf_off = _frag_buffer_offset(result, f)
-            region(ax_pages, g(f"page{i}"), x, 0, f.truesize, 1, color=COLORS["page"])
-            region(ax_pages, g(f"frag{i}"), x + buf_off, 0.15, f.size, 0.7, color=COLORS["frag"],
+            fast_region(ax_pages, g(f"page{i}"), x, 0, f.truesize, 1, color=COLORS["page"])
+            fast_region(ax_pages, g(f"frag{i}"), x + buf_off, 0.15, f.size, 0.7, color=COLORS["frag"],
                    label=f"frag {f.size}" if skb.nr_frags <= 3 else None, fontsize=7)
             fig.add_artist(ConnectionPatch((2 + i + 0.45, 0.1), (x + buf_off + f.size / 2, 1), "data", "data",
                                            axesA=ax_sh, axesB=ax_pages, arrowstyle="->", color="#444444",
@@ -748,7 +763,7 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
     x = 0
     for gid, width, color, name in items:
         if many and gid.startswith("truesize:frag") and gid != "truesize:frag_list":
-            region(ax_true, g(gid), x, 0, width, 1, color=COLORS[color])
+            fast_region(ax_true, g(gid), x, 0, width, 1, color=COLORS[color])
         else:
             _labelled(ax_true, co_t, g(gid), x, 0, width, 1, f"{name} {width}", color=COLORS[color], fontsize=7)
         x += width
@@ -756,7 +771,8 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
     if many:
         ax_true.text(parts.sk_buff + parts.head + parts.shinfo + sum(parts.frags) / 2, 0.5,
                      f"frags[0..{len(parts.frags) - 1}] {sum(parts.frags)}", ha="center", va="center", fontsize=7)
-    ax_true.set_title(f"skb->truesize {skb.truesize}", fontsize=8, loc="left", pad=2)
+    if row_titles:
+        ax_true.set_title("skb->truesize", fontsize=8, loc="left", pad=2)
 
 
 def skb_caption(result: rx.RxResult) -> list[str]:
@@ -802,7 +818,7 @@ def draw_skb(result: rx.RxResult, *, fig: Figure | None = None, compact: bool = 
             height_ratios=_SKB_ROWS, left=0.01, right=0.99, top=0.86, bottom=0.1, hspace=0.5)))
         _draw_skb_compact(fig, axes, result, "", _skb_spans(result), 0.98)
         fig.suptitle(f"sk_buff after {result.path}: {result.mode}, kernel {result.kernel}, {result.arch}, "
-                     f"len {result.skb.len} B", fontsize=10,
+                     f"len {result.skb.len} B, truesize {result.skb.truesize} B", fontsize=10,
                      color=PASS_COLOR if result.path == "build_skb" else FAIL_COLOR)
         return fig
     fig = _target(fig, 10.0, 6.2)
@@ -865,6 +881,6 @@ def _draw_paths_compact(payload_len: int, l4: str, results: list[rx.RxResult], k
             cols[0].set_title(f"skb->head: {res.skb.head_kind}", fontsize=8, loc="left", pad=2)
         fig.text(0.01 + 0.5 * col, 0.91, f"kernel {res.kernel}: {res.path}, truesize {res.skb.truesize}",
                  fontsize=9.5, ha="left", va="center", color=PASS_COLOR if res.path == "build_skb" else FAIL_COLOR)
-    fig.suptitle(f"{payload_len} B {l4.upper()} payload (frame {results[0].frame_len} B), {results[0].mode}, "
-                 f"{results[0].arch}: same byte scale on both sides", fontsize=10)
+    fig.suptitle(f"{payload_len} B {l4.upper()} payload, frame {results[0].frame_len} B, {results[0].mode}, "
+                 f"{results[0].arch}", fontsize=10)
     return fig
