@@ -259,3 +259,12 @@ def test_618_ethtool_names_match_running_kernel():
     t = F.table("6.18")
     model = [t.ethtool.get(t.by_bit.get(b, ""), "") for b in range(64)]
     assert strings == model
+
+
+def test_membership_of_a_feature_this_kernel_lacks_is_false():
+    # GRO_UDP_FWD arrived in 5.12: a 5.10 device simply does not have it (gro.aggregate asks this).
+    fs = FeatureSet.from_names(["GRO", "GRO_FRAGLIST"], kernel="5.10")
+    assert "GRO_UDP_FWD" not in fs
+    assert "GRO_FRAGLIST" in fs
+    with pytest.raises(ValueError, match="NO_SUCH_FEATURE"):
+        "NO_SUCH_FEATURE" in fs  # noqa: B015 - a name no kernel has is a typo, not a missing feature

@@ -429,3 +429,15 @@ def test_skb_gso_to_netif_f_follows_the_shift():
     for i, name in enumerate(SKB_GSO_NAMES[:19]):
         assert features.bit(xmit.SKB_GSO_TO_NETIF_F[name], kernel="6.1") == 16 + i
     assert features.bit("GSO_ACCECN", kernel="6.18") == 16 + 19
+
+
+def test_veth_hands_the_gso_skb_to_its_peer_whole():
+    # veth_xmit (drivers/net/veth.c): no segmentation at all; the peer receives one GSO skb.
+    from vnetlab import netdev
+    net = netdev.Namespace(kernel="6.1")
+    a, _b = net.veth("v0", "v1")
+    skb = xmit.gso_skb(l4="udp", segs=44, gso_size=1472, fraglist=True)
+    tx = xmit.send(a, skb)
+    assert tx.segmented_at is None
+    assert tx.wire_packets == 1 and tx.segments[0].segmented_by == "none"
+    assert tx.segments[0].payload_len == 44 * 1472

@@ -277,7 +277,13 @@ class FeatureSet:
             return self._bits & o == o
         if not isinstance(item, str):
             return False
-        return bool(self._bits >> bit(item, self._kernel) & 1)
+        t = table(self._kernel)
+        key = _strip(item)
+        if key not in t.bits:
+            if any(key in table(k).bits for k in known_kernels()):
+                return False  # a feature this kernel does not have (e.g. GRO_UDP_FWD before 5.12)
+            raise _unknown("name", item, t.kernel, t.bits)
+        return bool(self._bits >> t.bits[key] & 1)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)

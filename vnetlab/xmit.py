@@ -772,7 +772,12 @@ def send(dev: Any, skb: Skb, *, kernel: str | None = None, port: Any = None,
                     _add(actions, "segmented by hardware")
             for o, t in out:
                 to_driver.append(o)
-                wire.extend(_driver_wire(o, feats, t))
+                if kind == "veth":
+                    # veth_xmit: the peer receives the skb as it is, GSO or not (one "packet" on the pair).
+                    tagged = o.vlan_tag is not None or t > 0
+                    wire.append(WirePacket(o.len, o.len - _skb_header_len(o, t), tagged, "none"))
+                else:
+                    wire.extend(_driver_wire(o, feats, t))
         hops.append(Hop(name, kind, tuple(actions), len(pending), len(out), feats, "; ".join(reasons),
                         ", ".join(sorted(methods))))
         pending = out
