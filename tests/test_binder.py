@@ -1,0 +1,64 @@
+"""Binder / repo2docker: the files it reads are coherent, so a workshop can launch the workbook in a browser.
+
+repo2docker picks the conda buildpack for the root environment.yml (a binder/ or .binder/ folder, or a
+Dockerfile, would take precedence and hide it). With a local pip reference such as ``-e .`` in the env's pip
+part, repo2docker copies the whole repository in before it builds the env, so the package installs from the
+repository itself; no postBuild is needed for that.
+"""
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+yaml = pytest.importorskip("yaml")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env() -> dict:
+    return yaml.safe_load((ROOT / "environment.yml").read_text())
+
+
+def _pip_part(env: dict) -> list[str]:
+    parts = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert len(parts) == 1, "environment.yml needs exactly one pip: part"
+    return parts[0]
+
+
+def test_nothing_hides_the_root_environment_yml():
+    for name in ("binder", ".binder"):
+        assert not (ROOT / name).exists(), f"{name}/ would make repo2docker ignore the root environment.yml"
+    assert not (ROOT / "Dockerfile").exists(), "a Dockerfile would make repo2docker ignore environment.yml"
+
+
+def test_environment_installs_the_package_from_the_repository():
+    local = [line for line in _pip_part(_env()) if re.fullmatch(r"-e\s+\.", line.strip())]
+    assert local, "the pip: part must install the repository itself (-e .)"
+
+
+def test_environment_python_satisfies_requires_python():
+    env = _env()
+    pythons = [d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python=")]
+    assert len(pythons) == 1
+    version = tuple(int(x) for x in pythons[0].split("=", 1)[1].split(".")[:2])
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    minimum = tuple(int(x) for x in re.fullmatch(r">=\s*(\d+)\.(\d+)", requires).groups())
+    assert version >= minimum
+    assert env["channels"] == ["conda-forge"]
+    assert "pip" in env["dependencies"], "conda needs pip itself in the env to run the pip: part"
+
+
+def test_environment_has_the_workbook_frontend():
+    names = {re.split(r"[<>=!~ ]", d, maxsplit=1)[0] for d in _env()["dependencies"] if isinstance(d, str)}
+    assert {"jupyterlab", "ipywidgets"} <= names
+
+
+def test_post_build_if_any_is_an_executable_script():
+    for name in ("postBuild", "start"):
+        path = ROOT / name
+        if path.exists():
+            assert os.access(path, os.X_OK), f"{name} must be executable"
+            assert path.read_text().startswith("#!"), f"{name} needs a shebang line"
