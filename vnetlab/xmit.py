@@ -873,6 +873,35 @@ def _has_feature(name: str, kernel: str) -> bool:
     return True
 
 
+def egress_stack(*, kernel: str, upper: str, nic: str = "router", nic_params: Mapping[str, Any] | None = None,
+                 port_nic: str | None = None) -> tuple[Any, Any, Any]:
+    """A vnetlab.netdev namespace with eth0 (driver ``nic``) and ``upper`` on it: (namespace, egress, eth0).
+
+    "vlan" eth0.10 on eth0; "macvlan" mv0 on eth0; "bond" bond0 with eth0 enslaved; "bridge" br0 with eth0
+    as port (egress br0); "bridge_forward" the same with egress eth0; "none" eth0 itself. ``port_nic`` adds
+    eth1 of that driver as another bond slave or bridge port.
+    """
+    from vnetlab import netdev
+
+    if upper not in UPPERS:
+        raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
+    net = netdev.Namespace(kernel=_kernel(kernel).version)
+    eth = net.nic("eth0", driver=nic, **dict(nic_params or {}))
+    extra = net.nic("eth1", driver=port_nic) if port_nic else None
+    egress = eth
+    if upper == "vlan":
+        egress = net.vlan("eth0.10", lower=eth, vid=10)
+    elif upper == "macvlan":
+        egress = net.macvlan("mv0", lower=eth)
+    elif upper in ("bond", "bridge", "bridge_forward"):
+        master = net.bond("bond0") if upper == "bond" else net.bridge("br0")
+        for port in (eth, extra):
+            if port is not None:
+                net.set_master(port, master)
+        egress = eth if upper == "bridge_forward" else master
+    return net, egress, eth
+
+
 def router_scenario(
     *,
     kernel: str = "5.10",
@@ -905,29 +934,10 @@ def router_scenario(
         segs = max_gro_segs(gso_size)
     _check_int("segs", segs, 1, UDP_GRO_CNT_MAX)
     notes: list[str] = []
-    net = netdev.Namespace(kernel=kv)
-    eth = net.nic("eth0", driver=nic, **dict(nic_params or {}))
-    extra = net.nic("eth1", driver=port_nic) if port_nic else None
-    if upper == "vlan":
-        egress = net.vlan("eth0.10", lower=eth, vid=10)
-    elif upper == "macvlan":
-        egress = net.macvlan("mv0", lower=eth)
-    elif upper == "bond":
-        egress = net.bond("bond0")
-        net.set_master(eth, egress)
-        if extra is not None:
-            net.set_master(extra, egress)
-    elif upper in ("bridge", "bridge_forward"):
-        br = net.bridge("br0")
-        net.set_master(eth, br)
-        if extra is not None:
-            net.set_master(extra, br)
-        egress = br if upper == "bridge" else eth
-        if upper == "bridge_forward":
-            notes.append("bridged port to port: br_forward -> br_dev_queue_push_xmit -> dev_queue_xmit(eth0); "
-                         "br0's features are never consulted (net/bridge/br_forward.c, 6.1)")
-    else:
-        egress = eth
+    net, egress, eth = egress_stack(kernel=kv, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
+    if upper == "bridge_forward":
+        notes.append("bridged port to port: br_forward -> br_dev_queue_push_xmit -> dev_queue_xmit(eth0); "
+                     "br0's features are never consulted (net/bridge/br_forward.c, 6.1)")
     aggregate = gro == "fraglist" or (gro == "udp_fwd" and _has_feature("GRO_UDP_FWD", kv))
     if gro == "udp_fwd" and not aggregate:
         notes.append(f"kernel {kv} has no NETIF_F_GRO_UDP_FWD (added ~5.12): packets are forwarded one by one")

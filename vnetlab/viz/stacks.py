@@ -62,24 +62,12 @@ def build_stack(*, kernel: str = "5.10", upper: str = "vlan", nic: str = "router
     if upper not in UPPERS:
         raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
     kv = _kernel(kernel).version
-    net = netdev.Namespace(kernel=kv)
     if upper == "veth":
+        net = netdev.Namespace(kernel=kv)
         a, _b = net.veth("veth0", "veth1")
         stack = Stack(net, a, None, kv, upper)
     else:
-        eth = net.nic("eth0", driver=nic, **dict(nic_params or {}))
-        if upper == "vlan":
-            egress = net.vlan("eth0.10", lower=eth, vid=10)
-        elif upper == "macvlan":
-            egress = net.macvlan("mv0", lower=eth)
-        elif upper == "bond":
-            egress = net.bond("bond0")
-            net.set_master(eth, egress)
-        elif upper == "bridge":
-            egress = net.bridge("br0")
-            net.set_master(eth, egress)
-        else:
-            egress = eth
+        net, egress, eth = xmit.egress_stack(kernel=kv, upper=upper, nic=nic, nic_params=nic_params)
         stack = Stack(net, egress, eth, kv, upper)
     for dev in reversed(stack.devices()):
         wanted = (settings or {}).get(dev.name)
