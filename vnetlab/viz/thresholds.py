@@ -6,7 +6,9 @@ All decisions come from :func:`vnetlab.rx.classify` (vectorised page_to_skb) and
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from matplotlib.colors import BoundaryNorm, ListedColormap
@@ -15,6 +17,7 @@ from matplotlib.patches import Rectangle
 
 from vnetlab import rx
 from vnetlab.profiles import arch as _arch, kernel as _kernel
+from vnetlab.viz.memory import fast_region, reuse_axes
 from vnetlab.viz.style import COLORS, PATH_COLORS, legend_handles, new_figure, region
 
 INVALID = -1  # frame + hdr_len does not fit the buffer: a length error in receive_mergeable
@@ -62,11 +65,19 @@ def threshold_grid(frame_lens, truesizes, *, kernel: str = "6.1", arch: str = "x
     return out
 
 
-def _draw_map(ax, kernel: str, arch: str, *, hdr_len: int, headroom: int, max_frame: int, max_truesize: int,
-              labels: bool) -> np.ndarray:
+@lru_cache(maxsize=64)
+def _map_grid(kernel: str, arch: str, hdr_len: int, headroom: int, max_frame: int, max_truesize: int):
     frames = np.arange(rx.ETH_HLEN, max_frame + 1, 8)
     trues = np.arange(512, max_truesize + 1, 16)
     grid = threshold_grid(frames, trues, kernel=kernel, arch=arch, hdr_len=hdr_len, headroom=headroom)
+    for a in (frames, trues, grid):
+        a.flags.writeable = False  # shared by every figure drawn from the cache
+    return frames, trues, grid
+
+
+def _draw_map(ax, kernel: str, arch: str, *, hdr_len: int, headroom: int, max_frame: int, max_truesize: int,
+              labels: bool) -> np.ndarray:
+    frames, trues, grid = _map_grid(kernel, arch, hdr_len, headroom, max_frame, max_truesize)
     ax.imshow(grid, origin="lower", aspect="auto", cmap=_CMAP, norm=_NORM, interpolation="nearest",
               extent=(frames[0] - 4, frames[-1] + 4, trues[0] - 8, trues[-1] + 8), gid="path_map")
     for t in MARKED_BUFFERS:
@@ -85,14 +96,20 @@ def _draw_map(ax, kernel: str, arch: str, *, hdr_len: int, headroom: int, max_fr
 
 
 def draw_threshold_map(kernel: str = "6.1", arch: str = "x86_64", *, hdr_len: int = 12, headroom: int = 0,
-                       max_frame: int = 3000, max_truesize: int = 4096, fig: Figure | None = None) -> Figure:
+                       max_frame: int = 3000, max_truesize: int = 4096, fig: Figure | None = None,
+                       compact: bool = False) -> Figure:
     """page_to_skb()'s path over frame length × mergeable buffer truesize (drivers/net/virtio_net.c).
 
     build_skb where ``!NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(sizeof(struct
     skb_shared_info))``, tailroom = truesize − headroom − hdr_padded_len − len; otherwise napi_alloc_skb +
     copy (with a frag when the frame does not fit the small head). The 1536/2048/2560-byte buffers that
     add_recvbuf_mergeable carves, and common packet sizes, are marked.
+
+    ``compact=True`` (widget panels): the marked buffers and frames are the axes' ticks, no legend (see
+    :func:`map_legend_html`), a short title.
     """
+    if compact:
+        return _draw_threshold_map_compact(kernel, arch, hdr_len, headroom, max_frame, max_truesize, fig)
     fig = _target(fig, 9.0, 4.8)
     ax = fig.subplots(gridspec_kw=dict(left=0.08, right=0.98, top=0.92, bottom=0.11))
     _draw_map(ax, kernel, arch, hdr_len=hdr_len, headroom=headroom, max_frame=max_frame,
@@ -106,6 +123,32 @@ def draw_threshold_map(kernel: str = "6.1", arch: str = "x86_64", *, hdr_len: in
     handles = legend_handles(["copy", "copy+frag", "build_skb"])
     handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", linewidth=0.6, label="frame > buffer (length error)"))
     ax.legend(handles=handles, loc="lower right", fontsize=7, framealpha=0.9)
+    return fig
+
+
+MAP_LEGEND = (("copy", PATH_COLORS["copy"]), ("copy+frag", PATH_COLORS["copy+frag"]),
+              ("build_skb", PATH_COLORS["build_skb"]), ("frame > buffer (length error)", "#ffffff"))
+
+
+def map_legend_html() -> str:
+    """The path colours of the threshold map and the window plot as HTML (widget panels show it as text)."""
+    return " ".join(f'<span style="display:inline-block;width:0.9em;height:0.9em;background:{c};'
+                    f'border:1px solid #000;vertical-align:middle"></span>&nbsp;{html.escape(n)}' for n, c in MAP_LEGEND)
+
+
+def _draw_threshold_map_compact(kernel, arch, hdr_len, headroom, max_frame, max_truesize, fig) -> Figure:
+    fig, (ax,) = reuse_axes(fig, ("threshold_map", "compact"), 9.0, 4.0,
+                            lambda f: [f.subplots(gridspec_kw=dict(left=0.075, right=0.985, top=0.92, bottom=0.11))])
+    _draw_map(ax, kernel, arch, hdr_len=hdr_len, headroom=headroom, max_frame=max_frame,
+              max_truesize=max_truesize, labels=False)
+    # The marked buffers and frames are the ticks (dashed / dotted lines).
+    ax.set_yticks([512] + [t for t in MARKED_BUFFERS if t <= max_truesize] + [max_truesize])
+    ax.set_xticks([f for f, _ in MARKED_FRAMES if f <= max_frame] + [max_frame])
+    ax.tick_params(labelsize=7.5)
+    ax.set_xlabel("frame length (B, without FCS)", fontsize=8, labelpad=1)
+    ax.set_ylabel("buffer truesize (B)", fontsize=8, labelpad=1)
+    ax.set_title(f"page_to_skb() path, kernel {kernel}, {arch}" + (f", XDP headroom {headroom} B" if headroom else ""),
+                 fontsize=9.5)
     return fig
 
 
@@ -177,14 +220,19 @@ def payload_sweep(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, kernel: 
 
 
 def draw_path_vs_payload(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, kernel: str = "6.1",
-                         arch: str = "x86_64", hdr_len: int = 12, fig: Figure | None = None) -> Figure:
+                         arch: str = "x86_64", hdr_len: int = 12, fig: Figure | None = None,
+                         compact: bool = False) -> Figure:
     """page_to_skb()'s tailroom and path against the L4 payload, for one mergeable buffer truesize.
 
     Shows tailroom = truesize − hdr_padded_len − len against SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
     and the GOOD_COPY_LEN floor: for UDP/IPv4 in a 1536-byte buffer on x86_64 the build_skb window is
     payload 87..1162 B (frame 129..1204).
+
+    ``compact=True`` (widget panels): lines labelled directly (no legend), the path changes as ticks.
     """
     sw = payload_sweep(buf_len, l4=l4, ip=ip, kernel=kernel, arch=arch, hdr_len=hdr_len)
+    if compact:
+        return _draw_path_vs_payload_compact(sw, buf_len, l4, ip, kernel, arch, fig)
     fig = _target(fig, 9.0, 3.8)
     ax, ax_path = fig.subplots(2, 1, sharex=True, gridspec_kw=dict(height_ratios=[3, 1], left=0.08, right=0.98,
                                                                     top=0.92, bottom=0.13, hspace=0.12))
@@ -224,6 +272,65 @@ def draw_path_vs_payload(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, k
     return fig
 
 
+def _window_axes(fig: Figure) -> list:
+    return list(fig.subplots(2, 1, sharex=True, gridspec_kw=dict(height_ratios=[3, 1], left=0.075, right=0.985,
+                                                                  top=0.9, bottom=0.15, hspace=0.1)))
+
+
+def _draw_path_vs_payload_compact(sw: PayloadSweep, buf_len: int, l4: str, ip: int, kernel: str, arch: str,
+                                  fig: Figure | None) -> Figure:
+    fig, (ax, ax_path) = reuse_axes(fig, ("path_vs_payload", "compact"), 9.0, 3.0, _window_axes)
+    xmax = int(sw.payloads[-1])
+    overhead = rx.frame_len_for(0, l4=l4, ip=ip)
+    curve = int(sw.tailroom.min()) >= 0 or _kernel(kernel).rule("page_to_skb") == "build_skb"
+    top = max(int(sw.tailroom.max()) if curve else 0, sw.shinfo_size) * 1.12
+    bottom = min(0, int(sw.tailroom.min())) if curve else 0
+    ax.set_ylim(bottom - 0.04 * (top - bottom), top)
+    ax.set_xlim(-0.5, xmax + 0.5)
+    if curve:
+        ax.plot(sw.payloads, sw.tailroom, color=COLORS["model"], linewidth=1.2, gid="tailroom_curve")
+        i = len(sw.payloads) // 3
+        ax.text(int(sw.payloads[i]) + xmax * 0.01, int(sw.tailroom[i]), "tailroom", color=COLORS["model"],
+                fontsize=7.5, va="bottom")
+    ax.axhline(sw.shinfo_size, color=COLORS["skb_shared_info"], linewidth=1.2, linestyle="--", gid="shinfo_size")
+    ax.text(xmax, sw.shinfo_size, f"skb_shared_info {sw.shinfo_size}", color="#a50f15", fontsize=7.5, ha="right",
+            va="bottom")
+    good = rx.GOOD_COPY_LEN - overhead
+    ax.axvline(good, color="#555555", linewidth=0.8, linestyle=":", gid="good_copy_len")
+    ax.text(good + xmax * 0.01, top * 0.97, "GOOD_COPY_LEN", fontsize=7, va="top", color="#555555")
+    ax.set_yticks(sorted({0, sw.shinfo_size} | ({int(sw.tailroom.max())} if curve else set())))
+    ax.tick_params(labelsize=7)
+    ax.set_ylabel("bytes", fontsize=8, labelpad=1)
+    ax.set_title(f"{l4.upper()}/IPv{ip} payload in one {buf_len} B mergeable buffer, kernel {kernel}, {arch}",
+                 fontsize=9.5)
+    ax_path.set_ylim(0, 1)
+    ax_path.set_yticks([])
+    counts: dict[str, int] = {}
+    ticks = {0, xmax}
+    for path, lo, hi in sw.runs:
+        n = counts.get(path, 0)
+        counts[path] = n + 1
+        gid = f"path:{path}" + (f"{n}" if n else "")
+        fast_region(ax_path, gid, lo - 0.5, 0, hi - lo + 1, 1, color=PATH_COLORS[path],
+                    label=path if (hi - lo) > xmax * 0.08 else None, fontsize=7.5)
+        ticks.add(lo)
+    win = sw.window("build_skb")
+    if win:
+        ax.axvspan(win[0] - 0.5, win[1] + 0.5, color=PATH_COLORS["build_skb"], alpha=0.12, gid="build_skb_window")
+        ticks.add(win[1])
+    # the payloads where the path changes are the ticks (those too close to a neighbour are dropped)
+    kept: list[int] = []
+    for t in sorted(ticks):
+        if not kept or t - kept[-1] > xmax * 0.035 or t == xmax:
+            if kept and t == xmax and t - kept[-1] <= xmax * 0.035:
+                kept.pop()
+            kept.append(t)
+    ax_path.set_xticks(kept)
+    ax_path.tick_params(labelsize=7)
+    ax_path.set_xlabel(f"{l4.upper()} payload (B)", fontsize=8, labelpad=1)
+    return fig
+
+
 # --------------------------------------------------------------------------------------------------
 # Mergeable buffer carving
 
@@ -260,12 +367,17 @@ def carve(frag_size: int = 32768, *, count: int | None = None, kernel: str = "6.
 
 
 def draw_mergeable_carving(*, kernel: str = "6.1", arch: str = "x86_64", mtu: int = 1500, xdp: bool = False,
-                           avg_pkt_len: int = 0, fig: Figure | None = None) -> Figure:
+                           avg_pkt_len: int = 0, fig: Figure | None = None, compact: bool = False) -> Figure:
     """How add_recvbuf_mergeable() carves receive buffers from a 32 KiB (order-3) frag and from a 4 KiB page
     (the order-0 fallback of skb_page_frag_refill), with the hole rule (len += hole) and, where the kernel has
-    it, struct virtnet_rq_dma at offset 0. Each box is one buffer, width = bytes it occupies."""
+    it, struct virtnet_rq_dma at offset 0. Each box is one buffer, width = bytes it occupies.
+
+    ``compact=True`` (widget panels): a truesize label where it changes, short titles; the details per
+    page are in :func:`carving_caption`."""
     a = _arch(arch, kernel)
     sizes = sorted({a.page_size, max(a.page_size, 32768)}, reverse=True)
+    if compact:
+        return _draw_mergeable_carving_compact(kernel, arch, mtu, xdp, avg_pkt_len, sizes, fig)
     fig = _target(fig, 10.0, 1.3 + 1.2 * len(sizes))
     axes = fig.subplots(len(sizes), 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=0.82,
                                                                          bottom=0.16, hspace=0.7))[:, 0]
@@ -298,4 +410,61 @@ def draw_mergeable_carving(*, kernel: str = "6.1", arch: str = "x86_64", mtu: in
     fig.suptitle(f"add_recvbuf_mergeable() carving, kernel {kernel}, {arch}, MTU {mtu}"
                  + (", XDP (room = VIRTIO_XDP_HEADROOM + shinfo)" if xdp else "")
                  + f"; EWMA {avg_pkt_len} → buffer len ALIGN(hdr_len + max(ewma, min_buf_len), L1)", fontsize=9)
+    return fig
+
+
+def carving_caption(*, kernel: str = "6.1", arch: str = "x86_64", mtu: int = 1500, xdp: bool = False,
+                    avg_pkt_len: int = 0) -> list[str]:
+    """What the compact carving figure leaves out, one line per page frag, then the buffer-length rule."""
+    a = _arch(arch, kernel)
+    lines = []
+    for size in sorted({a.page_size, max(a.page_size, 32768)}, reverse=True):
+        bufs = carve(size, kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len)
+        used = sum(b.extent for b in bufs) + (bufs[0].offset if bufs else 0)
+        lines.append(f"{size // 1024} KiB {'compound page (order 3)' if size > a.page_size else 'page (order 0)'}: "
+                     f"{len(bufs)} buffers, truesize {', '.join(sorted({str(b.truesize) for b in bufs}, key=int))} B"
+                     + (f"; struct virtnet_rq_dma {bufs[0].offset} B at offset 0" if bufs and bufs[0].offset else "")
+                     + "".join(f"; buffer {i} takes the hole: +{b.hole} B (len += hole)" for i, b in enumerate(bufs)
+                               if b.hole)
+                     + ("" if used == size else f"; {size - used} B unused"))
+    lines.append(f"EWMA {avg_pkt_len} → buffer len ALIGN(hdr_len + max(ewma, min_buf_len), L1)"
+                 + ("; XDP: room = VIRTIO_XDP_HEADROOM + shinfo" if xdp else ""))
+    return lines
+
+
+def _draw_mergeable_carving_compact(kernel, arch, mtu, xdp, avg_pkt_len, sizes, fig) -> Figure:
+    a = _arch(arch, kernel)
+    n = len(sizes)
+    fig, axes = reuse_axes(fig, ("carving", "compact", n), 10.0, 0.75 + 0.85 * n, lambda f: f.subplots(
+        n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.975, top=1 - 0.5 / (0.75 + 0.85 * n),
+                                              bottom=0.28 / (0.75 + 0.85 * n), hspace=0.75))[:, 0])
+    for ax, size in zip(axes, sizes):
+        bufs = carve(size, kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len)
+        name = f"{size // 1024}K"
+        ax.set_xlim(0, size)
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        for side in ("left", "right", "top"):
+            ax.spines[side].set_visible(False)
+        if bufs and bufs[0].offset:
+            fast_region(ax, f"{name}:virtnet_rq_dma", 0, 0.1, bufs[0].offset, 0.8, color=COLORS["vnet_hdr"])
+        prev = None
+        for i, b in enumerate(bufs):
+            # the truesize where it changes (the title gives the count)
+            label = f"{b.truesize}" if b.truesize != prev and b.extent / size > 0.035 else None
+            prev = b.truesize
+            fast_region(ax, f"{name}:buf{i}", b.offset, 0.1, b.extent, 0.8, color=COLORS["frame"] if i % 2 == 0 else
+                        COLORS["tailroom"], label=label, fontsize=7)
+            if b.hole:
+                fast_region(ax, f"{name}:hole{i}", b.offset + b.extent - b.hole, 0.1, b.hole, 0.8,
+                            color=COLORS["hole"], hatch="//", label=f"+{b.hole}" if b.hole / size > 0.03 else None,
+                            fontsize=7)
+        used = sum(b.extent for b in bufs) + (bufs[0].offset if bufs else 0)
+        ax.set_title(f"{size // 1024} KiB {'frag (order 3)' if size > a.page_size else 'page (order 0)'}: "
+                     f"{len(bufs)} buffers" + (f", {size - used} B unused" if used != size else ""),
+                     fontsize=8, loc="left", pad=2)
+        ax.set_xticks([0, size // 2, size])
+        ax.tick_params(labelsize=7, pad=1.5)
+    fig.suptitle(f"add_recvbuf_mergeable() carving, kernel {kernel}, {arch}, MTU {mtu}" + (", XDP" if xdp else ""),
+                 fontsize=9.5)
     return fig

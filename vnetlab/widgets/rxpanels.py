@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from vnetlab import rx
-from vnetlab.profiles import kernel as kernel_profile, known_arches, known_kernels
+from vnetlab.profiles import arch as arch_profile, kernel as kernel_profile, known_arches, known_kernels
 from vnetlab.viz import memory, thresholds
 from vnetlab.viz.style import new_figure
 
@@ -121,10 +121,10 @@ def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 15
     results = [rx.receive(payload_len, l4=l4, kernel=k, **kw) for k in (old_kernel, kernel)]
     figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, compact=True,
                                             **kw)
-    text = "Same byte scale on both sides.<br>" + "<br>".join(f"kernel {r.kernel}: <b>{r.path}</b>, skb->truesize {r.skb.truesize} B, "
-                       f"nr_frags {r.skb.nr_frags} &mdash; {html.escape(r.reason)}"
-                       + "".join(f"<br>&nbsp;&nbsp;{html.escape(line)}" for line in memory.skb_caption(r))
-                       for r in results)
+    text = "Same byte scale on both sides.<br>" + "<br>".join(
+        f"kernel {r.kernel}: <b>{r.path}</b>, skb->truesize {r.skb.truesize} B, nr_frags {r.skb.nr_frags} &mdash; "
+        f"{html.escape(r.reason)}" + "".join(f"<br>&nbsp;&nbsp;{html.escape(line)}" for line in memory.skb_caption(r))
+        for r in results)
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, old_kernel=old_kernel,
                            arch=arch, xdp=xdp, buf_len=buf_len), figure, text, results)
 
@@ -133,11 +133,18 @@ def threshold_panel_state(*, kernel: str = "6.1", arch: str = "x86_64", xdp: boo
                           fig: Figure | None = None) -> PanelState:
     """thresholds.draw_threshold_map() for one kernel and arch (XDP: headroom VIRTIO_XDP_HEADROOM)."""
     headroom = rx.VIRTIO_XDP_HEADROOM if xdp else 0
-    figure = thresholds.draw_threshold_map(kernel, arch, hdr_len=hdr_len, headroom=headroom, fig=fig)
-    text = ""
+    figure = thresholds.draw_threshold_map(kernel, arch, hdr_len=hdr_len, headroom=headroom, fig=fig, compact=True)
+    a = arch_profile(arch, kernel)
+    text = (thresholds.map_legend_html()
+            + f"<br>NET_IP_ALIGN {a.net_ip_align}, SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) {a.shinfo_size} B, "
+            f"hdr_len {hdr_len} B" + (f", XDP headroom {headroom} B" if headroom else "")
+            + "<br>dashed: the " + "/".join(str(t) for t in thresholds.MARKED_BUFFERS)
+            + " B buffers add_recvbuf_mergeable carves; dotted: "
+            + ", ".join(html.escape(label.replace("\n", " ")) + f" = frame {f} B"
+                        for f, label in thresholds.MARKED_FRAMES))
     if xdp and kernel_profile(kernel).rule("xdp_pass_path") != "page_to_skb":
-        text = (f"Note: kernel {kernel} hands XDP_PASS buffers to build_skb_from_xdp_buff(), not page_to_skb(); "
-                "the map shows page_to_skb()'s rule only.")
+        text += (f"<br>Note: kernel {kernel} hands XDP_PASS buffers to build_skb_from_xdp_buff(), not page_to_skb(); "
+                 "the map shows page_to_skb()'s rule only.")
     return PanelState(dict(kernel=kernel, arch=arch, xdp=xdp, hdr_len=hdr_len), figure, text)
 
 
@@ -145,10 +152,15 @@ def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = "6
                        fig: Figure | None = None) -> PanelState:
     """thresholds.draw_path_vs_payload(): the path against the payload for one buffer truesize."""
     sweep = thresholds.payload_sweep(buf_len, l4=l4, kernel=kernel, arch=arch)
-    figure = thresholds.draw_path_vs_payload(buf_len, l4=l4, kernel=kernel, arch=arch, fig=fig)
+    figure = thresholds.draw_path_vs_payload(buf_len, l4=l4, kernel=kernel, arch=arch, fig=fig, compact=True)
     win = sweep.window()
-    text = (f"build_skb for {l4.upper()} payload {win[0]}..{win[1]} B" if win else
-            f"build_skb is never taken here (kernel {kernel}, {arch})")
+    overhead = rx.frame_len_for(0, l4=l4)
+    text = (f"build_skb for {l4.upper()} payload {win[0]}..{win[1]} B (frame {win[0] + overhead}..{win[1] + overhead})"
+            if win else f"build_skb is never taken here (kernel {kernel}, {arch})")
+    text += ("<br>" + thresholds.map_legend_html().rsplit(" <span", 1)[0]
+             + f"<br>tailroom = truesize &minus; hdr_padded_len &minus; len (blue) against "
+             f"SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) = {sweep.shinfo_size} B (dashed); dotted: len = "
+             f"GOOD_COPY_LEN {rx.GOOD_COPY_LEN} (payload {rx.GOOD_COPY_LEN - overhead} B)")
     return PanelState(dict(buf_len=buf_len, l4=l4, kernel=kernel, arch=arch), figure, text, sweep,
                       extra={"window": win})
 
@@ -158,9 +170,10 @@ def carving_panel_state(*, kernel: str = "6.1", arch: str = "x86_64", mtu: int =
     """thresholds.draw_mergeable_carving(): add_recvbuf_mergeable's buffers in a 32 KiB frag and a 4 KiB page."""
     lens = rx.mergeable_buf_lens(8, avg_pkt_len=avg_pkt_len, mtu=mtu, xdp=xdp, kernel=kernel, arch=arch)
     figure = thresholds.draw_mergeable_carving(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len,
-                                               fig=fig)
+                                               fig=fig, compact=True)
+    caption = thresholds.carving_caption(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len)
     return PanelState(dict(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len), figure,
-                      f"first buffers' truesize: {lens}", lens)
+                      f"first buffers' truesize: {lens}" + "".join(f"<br>{html.escape(c)}" for c in caption), lens)
 
 
 # --------------------------------------------------------------------------------------------------
