@@ -277,3 +277,54 @@ def test_other_panels_follow_controls():
     assert [r.path for r in pp.state.result] == ["copy+frag", "build_skb"]
     pp.controls["old_kernel"].value = "6.18"
     assert [r.kernel for r in pp.state.result] == ["6.18", "6.1"]
+
+
+def _layout_of(fig):
+    """Each region's gid -> (its axes' position, x, width): what a reader sees where."""
+    return {g: (tuple(round(v, 6) for v in p.axes.get_position().bounds), p.get_x(), p.get_width())
+            for g, p in regions(fig).items()}
+
+
+@pytest.mark.parametrize("name, control, value", [
+    ("buffer_panel", "payload_len", 1472), ("skb_panel", "payload_len", 1400), ("paths_panel", "payload_len", 50),
+    ("paths_panel", "old_kernel", "6.18"), ("window_panel", "buf_len", 2048), ("carving_panel", "kernel", "6.18"),
+    ("carving_panel", "arch", "ppc64le"),
+])
+def test_panel_update_in_place_draws_what_a_fresh_figure_draws(name, control, value):
+    """Reused axes (artists removed, not the figure cleared) give the same drawing as a new figure."""
+    p = getattr(rxpanels, name)()
+    axes_before = list(p.figure.axes)
+    p.controls[control].value = value
+    fresh = getattr(rxpanels, name)(**{control: value})
+    assert _layout_of(p.figure) == _layout_of(fresh.figure)
+    assert [ax.get_xlim() for ax in p.figure.axes] == [ax.get_xlim() for ax in fresh.figure.axes]
+    assert sorted(t.get_text() for ax in p.figure.axes for t in ax.texts) == \
+        sorted(t.get_text() for ax in fresh.figure.axes for t in ax.texts)
+    if control != "arch":  # same layout: the axes themselves were kept
+        assert p.figure.axes == axes_before
+
+
+def test_panel_text_carries_what_left_the_figure():
+    """The compact panel figures leave the long explanations to the panel's HTML (PanelState.text)."""
+    import html
+    st = rxpanels.buffer_panel_state(payload_len=1472)
+    assert "tailroom = truesize − headroom − hdr_padded_len − len = 1536 − 0 − 12 − 1514 = 10 B" in st.text
+    assert "tailroom 10 ≥ SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) 320 ✗" in st.text
+    assert "napi_alloc_skb(GOOD_COPY_LEN) + copy" in st.text and "add_recvbuf_mergeable" in st.text
+    st = rxpanels.buffer_panel_state(payload_len=3000, l4="tcp", mtu=9000)
+    assert "num_buffers" in st.text
+    st = rxpanels.skb_panel_state(payload_len=1472)
+    text = html.unescape(st.text)
+    assert "skb_tail_pointer() = 78" in text and "frags[0]: 32 KiB page" in text
+    assert f"skb->truesize {st.result.skb.truesize} B = SKB_DATA_ALIGN(sizeof(struct sk_buff))" in text
+    st = rxpanels.paths_panel_state(payload_len=1000)
+    assert "kernel 5.12: <b>copy+frag</b>" in st.text and "kernel 6.1: <b>build_skb</b>" in st.text
+    st = rxpanels.threshold_panel_state(arch="mips32")
+    assert "NET_IP_ALIGN 2" in st.text and "build_skb" in st.text and "frame 1514 B" in st.text
+    st = rxpanels.window_panel_state()
+    assert "payload 87..1162 B (frame 129..1204)" in st.text and "GOOD_COPY_LEN 128" in st.text
+    st = rxpanels.carving_panel_state()
+    assert "21 buffers" in st.text and "buffer 20 takes the hole: +512 B" in st.text
+    # 64 KiB pages: the page itself is the frag the driver carves
+    st = rxpanels.carving_panel_state(arch="ppc64le")
+    assert st.result == rx.mergeable_buf_lens(8, frag_size=65536, arch="ppc64le") and "64 KiB" in st.text

@@ -218,8 +218,8 @@ def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float, make
     with the same figure and key, their artists removed instead of clearing the figure (a widget update
     then skips making axes and ticks again). ``make`` returns a list of axes."""
     stored = getattr(fig, "_vnetlab_axes", None) if fig is not None else None
-    if (stored is not None and getattr(fig, "_vnetlab_layout", None) == key and fig.axes == stored
-            and not fig.subfigs):
+    if (stored is not None and getattr(fig, "_vnetlab_layout", None) == key and len(fig.axes) == len(stored)
+            and all(any(ax is a for a in fig.axes) for ax in stored) and not fig.subfigs):
         _wipe(fig)
         return fig, list(stored)
     fig = _target(fig, width, height)
@@ -227,7 +227,7 @@ def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float, make
     for ax in fig.axes:
         # A fixed title position: otherwise every draw measures the axes' tick labels to place the title.
         ax.set_title("", y=1.0)
-    fig._vnetlab_layout, fig._vnetlab_axes = key, list(fig.axes)
+    fig._vnetlab_layout, fig._vnetlab_axes = key, axes  # in make's order, which the drawing relies on
     return fig, axes
 
 
@@ -680,8 +680,9 @@ _SKB_ROWS = [1.9, 0.75, 0.9, 0.75]
 
 
 def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans: tuple[int, int, int], frac: float,
-                      *, row_titles: bool = True) -> None:
-    """draw_skb for a widget: the same regions and sizes, short labels, no ticks; details go to the caption."""
+                      *, row_titles: bool = True, lean: bool = False) -> None:
+    """draw_skb for a widget: the same regions and sizes, short labels, no ticks; details go to the caption.
+    ``lean`` (two skbs side by side): no pointer labels, shorter names and row titles."""
     skb = result.skb
     shinfo = _arch(result.arch, result.kernel).shinfo_size
     g = (lambda name: prefix + name)
@@ -696,19 +697,22 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
     data, tail, end = skb.headroom, skb.headroom + skb.headlen, skb.end_offset
     for gid, x, w, name in (("headroom", 0, data, "headroom"), ("linear", data, skb.headlen, "linear"),
                             ("tailroom", tail, end - tail, "tailroom"),
-                            ("skb_shared_info", end, shinfo, "skb_shared_info")):
+                            ("skb_shared_info", end, shinfo, "shinfo" if lean else "skb_shared_info")):
         if w == 0:
             fast_region(ax_head, g(gid), x, 0, 0, 1, color=COLORS[gid])
         else:
             _labelled(ax_head, co, g(gid), x, 0, w, 1, f"{name} {w}", color=COLORS[gid], fontsize=7)
     co.flush()
-    co_p = _Callouts(ax_head, head_span, 0.0, -0.35, -0.5, frac, fontsize=7, arrowstyle="->", plain=True)
-    for x, name in ((0, "head"), (data, "data"), (tail, "tail"), (end, "end")):
-        co_p.add(g("skb->" + name), x, name)
-    co_p.flush()
-    ax_head.set_ylim(min(-0.9, co_p.extent - 0.1), max(1.9, co.extent + 0.1))
+    low = -0.1
+    if not lean:
+        co_p = _Callouts(ax_head, head_span, 0.0, -0.35, -0.5, frac, fontsize=7, arrowstyle="->", plain=True)
+        for x, name in ((0, "head"), (data, "data"), (tail, "tail"), (end, "end")):
+            co_p.add(g("skb->" + name), x, name)
+        co_p.flush()
+        low = min(-0.9, co_p.extent - 0.1)
+    ax_head.set_ylim(low, max(1.9, co.extent + 0.1))
     if row_titles:
-        ax_head.set_title(f"skb->head: {skb.head_kind}", fontsize=8, loc="left", pad=2)
+        ax_head.set_title("skb->head" if lean else f"skb->head: {skb.head_kind}", fontsize=8, loc="left", pad=2)
 
     # struct skb_shared_info, field by field (not to scale).
     n_slots = max(1, skb.nr_frags)
@@ -724,7 +728,7 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
         label = f"frags[{i}] {skb.frags[i].size}" if not many else (f"[{i}]" if i in (0, skb.nr_frags - 1) else None)
         fast_region(ax_sh, g(f"frags[{i}]"), 2 + i, 0.1, 0.9, 0.8, color=COLORS["frag"], label=label, fontsize=7)
     if row_titles:
-        ax_sh.set_title("skb_shared_info (fields)", fontsize=8, loc="left", pad=2)
+        ax_sh.set_title("skb_shared_info" if lean else "skb_shared_info (fields)", fontsize=8, loc="left", pad=2)
 
     # The receive buffers the frags point into (width = frag truesize), the frag's bytes inside.
     ax_pages.set_ylim(-0.05, 1.05)
@@ -742,11 +746,14 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
                                            linewidth=0.7))
             x += f.truesize + gap
     else:
-        ax_pages.text(0, 0.5, "no frags: the head is the receive buffer" if skb.head_kind == "build_skb" else
-                      f"no frags: {result.copied} B copied", fontsize=7.5, va="center",
+        ax_pages.text(0, 0.5, "no frags" if lean else ("no frags: the head is the receive buffer"
+                                                       if skb.head_kind == "build_skb" else
+                                                       f"no frags: {result.copied} B copied"), fontsize=7.5,
+                      va="center",
                       transform=ax_pages.get_yaxis_transform())
     if row_titles:
-        ax_pages.set_title("frag buffers (width = truesize)", fontsize=8, loc="left", pad=2)
+        ax_pages.set_title("frag buffers" if lean else "frag buffers (width = truesize)", fontsize=8, loc="left",
+                           pad=2)
 
     # skb->truesize, to scale.
     parts = truesize_parts(skb, kernel=result.kernel, arch=result.arch)
@@ -876,10 +883,9 @@ def _draw_paths_compact(payload_len: int, l4: str, results: list[rx.RxResult], k
     spans = tuple(max(col) for col in zip(*(_skb_spans(r) for r in results)))
     for col, (res, prefix) in enumerate(zip(results, prefixes)):
         cols = axes[4 * col:4 * col + 4]
-        _draw_skb_compact(fig, cols, res, prefix, spans, 0.48, row_titles=col == 0)
-        if col:
-            cols[0].set_title(f"skb->head: {res.skb.head_kind}", fontsize=8, loc="left", pad=2)
-        fig.text(0.01 + 0.5 * col, 0.91, f"kernel {res.kernel}: {res.path}, truesize {res.skb.truesize}",
+        _draw_skb_compact(fig, cols, res, prefix, spans, 0.48, row_titles=col == 0, lean=True)
+        fig.text(0.01 + 0.5 * col, 0.91, f"kernel {res.kernel}: {res.path}, {res.skb.head_kind} head, "
+                 f"truesize {res.skb.truesize}",
                  fontsize=9.5, ha="left", va="center", color=PASS_COLOR if res.path == "build_skb" else FAIL_COLOR)
     fig.suptitle(f"{payload_len} B {l4.upper()} payload, frame {results[0].frame_len} B, {results[0].mode}, "
                  f"{results[0].arch}", fontsize=10)
