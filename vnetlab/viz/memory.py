@@ -740,7 +740,7 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
             buf_off = _frag_buffer_offset(result, f)
             fast_region(ax_pages, g(f"page{i}"), x, 0, f.truesize, 1, color=COLORS["page"])
             fast_region(ax_pages, g(f"frag{i}"), x + buf_off, 0.15, f.size, 0.7, color=COLORS["frag"],
-                   label=f"frag {f.size}" if skb.nr_frags <= 3 else None, fontsize=7)
+                        label=f"frag {f.size}" if skb.nr_frags <= 3 and not lean else None, fontsize=7)
             fig.add_artist(ConnectionPatch((2 + i + 0.45, 0.1), (x + buf_off + f.size / 2, 1), "data", "data",
                                            axesA=ax_sh, axesB=ax_pages, arrowstyle="->", color="#444444",
                                            linewidth=0.7))
@@ -884,9 +884,8 @@ def _draw_paths_compact(payload_len: int, l4: str, results: list[rx.RxResult], k
     for col, (res, prefix) in enumerate(zip(results, prefixes)):
         cols = axes[4 * col:4 * col + 4]
         _draw_skb_compact(fig, cols, res, prefix, spans, 0.48, row_titles=col == 0, lean=True)
-        fig.text(0.01 + 0.5 * col, 0.91, f"kernel {res.kernel}: {res.path}, {res.skb.head_kind} head, "
-                 f"truesize {res.skb.truesize}",
+        fig.text(0.01 + 0.5 * col, 0.91, f"{res.kernel}: {res.path}, truesize {res.skb.truesize}",
                  fontsize=9.5, ha="left", va="center", color=PASS_COLOR if res.path == "build_skb" else FAIL_COLOR)
-    fig.suptitle(f"{payload_len} B {l4.upper()} payload, frame {results[0].frame_len} B, {results[0].mode}, "
-                 f"{results[0].arch}", fontsize=10)
+    fig.suptitle(f"{payload_len} B {l4.upper()} (frame {results[0].frame_len} B), {results[0].mode}, {results[0].arch}",
+                 fontsize=10)
     return fig

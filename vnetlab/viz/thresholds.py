@@ -75,10 +75,19 @@ def _map_grid(kernel: str, arch: str, hdr_len: int, headroom: int, max_frame: in
     return frames, trues, grid
 
 
+@lru_cache(maxsize=64)
+def _map_rgba(kernel: str, arch: str, hdr_len: int, headroom: int, max_frame: int, max_truesize: int) -> np.ndarray:
+    """The map already coloured (RGBA bytes): a widget redraw then skips the norm and colormap."""
+    rgba = _CMAP(_NORM(_map_grid(kernel, arch, hdr_len, headroom, max_frame, max_truesize)[2]), bytes=True)
+    rgba.flags.writeable = False
+    return rgba
+
+
 def _draw_map(ax, kernel: str, arch: str, *, hdr_len: int, headroom: int, max_frame: int, max_truesize: int,
-              labels: bool) -> np.ndarray:
+              labels: bool, rgba: bool = False) -> np.ndarray:
     frames, trues, grid = _map_grid(kernel, arch, hdr_len, headroom, max_frame, max_truesize)
-    ax.imshow(grid, origin="lower", aspect="auto", cmap=_CMAP, norm=_NORM, interpolation="nearest",
+    ax.imshow(_map_rgba(kernel, arch, hdr_len, headroom, max_frame, max_truesize) if rgba else grid, origin="lower",
+              aspect="auto", cmap=_CMAP, norm=_NORM, interpolation="nearest",
               extent=(frames[0] - 4, frames[-1] + 4, trues[0] - 8, trues[-1] + 8), gid="path_map")
     for t in MARKED_BUFFERS:
         if t <= max_truesize:
@@ -133,14 +142,15 @@ MAP_LEGEND = (("copy", PATH_COLORS["copy"]), ("copy+frag", PATH_COLORS["copy+fra
 def map_legend_html() -> str:
     """The path colours of the threshold map and the window plot as HTML (widget panels show it as text)."""
     return " ".join(f'<span style="display:inline-block;width:0.9em;height:0.9em;background:{c};'
-                    f'border:1px solid #000;vertical-align:middle"></span>&nbsp;{html.escape(n)}' for n, c in MAP_LEGEND)
+                    f'border:1px solid #000;vertical-align:middle"></span>&nbsp;{html.escape(n)}'
+                    for n, c in MAP_LEGEND)
 
 
 def _draw_threshold_map_compact(kernel, arch, hdr_len, headroom, max_frame, max_truesize, fig) -> Figure:
     fig, (ax,) = reuse_axes(fig, ("threshold_map", "compact"), 9.0, 4.0,
                             lambda f: [f.subplots(gridspec_kw=dict(left=0.075, right=0.985, top=0.92, bottom=0.11))])
     _draw_map(ax, kernel, arch, hdr_len=hdr_len, headroom=headroom, max_frame=max_frame,
-              max_truesize=max_truesize, labels=False)
+              max_truesize=max_truesize, labels=False, rgba=True)
     # The marked buffers and frames are the ticks (dashed / dotted lines).
     ax.set_yticks([512] + [t for t in MARKED_BUFFERS if t <= max_truesize] + [max_truesize])
     ax.set_xticks([f for f, _ in MARKED_FRAMES if f <= max_frame] + [max_frame])
@@ -293,9 +303,10 @@ def _draw_path_vs_payload_compact(sw: PayloadSweep, buf_len: int, l4: str, ip: i
         ax.text(int(sw.payloads[i]) + xmax * 0.01, int(sw.tailroom[i]), "tailroom", color=COLORS["model"],
                 fontsize=7.5, va="bottom")
     ax.axhline(sw.shinfo_size, color=COLORS["skb_shared_info"], linewidth=1.2, linestyle="--", gid="shinfo_size")
-    ax.text(xmax, sw.shinfo_size, f"skb_shared_info {sw.shinfo_size}", color="#a50f15", fontsize=7.5, ha="right",
-            va="bottom")
     good = rx.GOOD_COPY_LEN - overhead
+    # just right of the GOOD_COPY_LEN line, where the tailroom curve is at its highest
+    ax.text(max(good, 0) + xmax * 0.01, sw.shinfo_size, f"skb_shared_info {sw.shinfo_size}", color="#a50f15",
+            fontsize=7.5, ha="left", va="bottom")
     ax.axvline(good, color="#555555", linewidth=0.8, linestyle=":", gid="good_copy_len")
     ax.text(good + xmax * 0.01, top * 0.97, "GOOD_COPY_LEN", fontsize=7, va="top", color="#555555")
     ax.set_yticks(sorted({0, sw.shinfo_size} | ({int(sw.tailroom.max())} if curve else set())))
@@ -461,7 +472,9 @@ def _draw_mergeable_carving_compact(kernel, arch, mtu, xdp, avg_pkt_len, sizes, 
                             fontsize=7)
         used = sum(b.extent for b in bufs) + (bufs[0].offset if bufs else 0)
         ax.set_title(f"{size // 1024} KiB {'frag (order 3)' if size > a.page_size else 'page (order 0)'}: "
-                     f"{len(bufs)} buffers" + (f", {size - used} B unused" if used != size else ""),
+                     f"{len(bufs)} buffer{'s' if len(bufs) != 1 else ''}, truesize "
+                     + "/".join(str(t) for t in sorted({b.truesize for b in bufs}))
+                     + (f", {size - used} B unused" if used != size else ""),
                      fontsize=8, loc="left", pad=2)
         ax.set_xticks([0, size // 2, size])
         ax.tick_params(labelsize=7, pad=1.5)
