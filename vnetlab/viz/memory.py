@@ -728,7 +728,8 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
         label = f"frags[{i}] {skb.frags[i].size}" if not many else (f"[{i}]" if i in (0, skb.nr_frags - 1) else None)
         fast_region(ax_sh, g(f"frags[{i}]"), 2 + i, 0.1, 0.9, 0.8, color=COLORS["frag"], label=label, fontsize=7)
     if row_titles:
-        ax_sh.set_title("skb_shared_info" if lean else "skb_shared_info (fields)", fontsize=8, loc="left", pad=2)
+        # lean: the field labels (nr_frags, frag_list, frags[i]) name the row
+        ax_sh.set_title("" if lean else "skb_shared_info (fields)", fontsize=8, loc="left", pad=2)
 
     # The receive buffers the frags point into (width = frag truesize), the frag's bytes inside.
     ax_pages.set_ylim(-0.05, 1.05)
@@ -745,11 +746,9 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
                                            axesA=ax_sh, axesB=ax_pages, arrowstyle="->", color="#444444",
                                            linewidth=0.7))
             x += f.truesize + gap
-    else:
-        ax_pages.text(0, 0.5, "no frags" if lean else ("no frags: the head is the receive buffer"
-                                                       if skb.head_kind == "build_skb" else
-                                                       f"no frags: {result.copied} B copied"), fontsize=7.5,
-                      va="center",
+    elif not lean:  # lean: an empty row next to nr_frags 0 says it
+        ax_pages.text(0, 0.5, "no frags: the head is the receive buffer" if skb.head_kind == "build_skb" else
+                      f"no frags: {result.copied} B copied", fontsize=7.5, va="center",
                       transform=ax_pages.get_yaxis_transform())
     if row_titles:
         ax_pages.set_title("frag buffers" if lean else "frag buffers (width = truesize)", fontsize=8, loc="left",
@@ -867,7 +866,7 @@ def draw_paths_side_by_side(payload_len: int, *, kernels: tuple[str, str] = ("5.
 
 
 def _paths_axes(fig: Figure) -> list:
-    gs = fig.add_gridspec(4, 2, height_ratios=_SKB_ROWS, left=0.01, right=0.99, top=0.83, bottom=0.1, hspace=0.55,
+    gs = fig.add_gridspec(4, 2, height_ratios=_SKB_ROWS, left=0.01, right=0.99, top=0.86, bottom=0.1, hspace=0.55,
                           wspace=0.04)
     axes = [[None, None] for _ in range(4)]
     for r in range(4):
@@ -878,14 +877,12 @@ def _paths_axes(fig: Figure) -> list:
 
 
 def _draw_paths_compact(payload_len: int, l4: str, results: list[rx.RxResult], kernels, fig: Figure | None) -> Figure:
-    fig, axes = reuse_axes(fig, ("paths", "compact"), 12.0, 3.9, _paths_axes)
+    fig, axes = reuse_axes(fig, ("paths", "compact"), 12.0, 3.6, _paths_axes)
     prefixes = [f"{k}/" for k in kernels] if kernels[0] != kernels[1] else ["0/", "1/"]
     spans = tuple(max(col) for col in zip(*(_skb_spans(r) for r in results)))
     for col, (res, prefix) in enumerate(zip(results, prefixes)):
         cols = axes[4 * col:4 * col + 4]
         _draw_skb_compact(fig, cols, res, prefix, spans, 0.48, row_titles=col == 0, lean=True)
-        fig.text(0.01 + 0.5 * col, 0.91, f"{res.kernel}: {res.path}, truesize {res.skb.truesize}",
+        fig.text(0.01 + 0.5 * col, 0.955, f"kernel {res.kernel}: {res.path}, truesize {res.skb.truesize}",
                  fontsize=9.5, ha="left", va="center", color=PASS_COLOR if res.path == "build_skb" else FAIL_COLOR)
-    fig.suptitle(f"{payload_len} B {l4.upper()} (frame {results[0].frame_len} B), {results[0].mode}, {results[0].arch}",
-                 fontsize=10)
     return fig

@@ -121,7 +121,9 @@ def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 15
     results = [rx.receive(payload_len, l4=l4, kernel=k, **kw) for k in (old_kernel, kernel)]
     figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, compact=True,
                                             **kw)
-    text = "Same byte scale on both sides.<br>" + "<br>".join(
+    r0 = results[0]
+    text = (f"{payload_len} B {l4.upper()} payload (frame {r0.frame_len} B), {r0.mode} mode, {r0.arch}; "
+            "the same byte scale on both sides.<br>") + "<br>".join(
         f"kernel {r.kernel}: <b>{r.path}</b>, skb->truesize {r.skb.truesize} B, nr_frags {r.skb.nr_frags} &mdash; "
         f"{html.escape(r.reason)}" + "".join(f"<br>&nbsp;&nbsp;{html.escape(line)}" for line in memory.skb_caption(r))
         for r in results)
