@@ -328,3 +328,24 @@ def test_panel_text_carries_what_left_the_figure():
     # 64 KiB pages: the page itself is the frag the driver carves
     st = rxpanels.carving_panel_state(arch="ppc64le")
     assert st.result == rx.mergeable_buf_lens(8, frag_size=65536, arch="ppc64le") and "64 KiB" in st.text
+
+
+@pytest.mark.parametrize("name", ["buffer_panel", "paths_panel", "threshold_panel"])
+def test_fast_text_png_looks_like_matplotlibs(name):
+    """The panels' whole-string text rendering puts the same text at the same places as matplotlib's own."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    p = getattr(rxpanels, name)()
+    fast = np.asarray(Image.open(io.BytesIO(p.image.value)).convert("L"), dtype=float)
+    plain = getattr(rxpanels, name)()
+    plain.fast_text = False
+    plain.figure = rxpanels.new_figure()
+    plain.update()
+    ref = np.asarray(Image.open(io.BytesIO(plain.image.value)).convert("L"), dtype=float)
+    assert fast.shape == ref.shape
+    # same ink in the same places: antialiasing and sub-pixel placement of glyphs differ a little
+    assert abs(fast.mean() - ref.mean()) < 0.5
+    assert np.abs(fast - ref).mean() < 1.8  # all texts 4 px off: 2.35

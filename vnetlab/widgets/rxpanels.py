@@ -16,7 +16,9 @@ from typing import Any, Callable
 
 import ipywidgets as W
 import matplotlib
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+from matplotlib.ft2font import FT2Font
 from matplotlib.figure import Figure
 
 from vnetlab import rx
@@ -52,9 +54,55 @@ class PanelState:
 WIDGET_RC = {"text.hinting": "no_hinting"}
 
 
-def render_png(fig: Figure) -> bytes:
-    """The figure as deterministic PNG bytes (Agg, no timestamp metadata)."""
-    if not isinstance(fig.canvas, FigureCanvasAgg):
+class _WholeStringRenderer(RendererAgg):
+    """RendererAgg drawing each horizontal plain-text string as one FreeType bitmap, as matplotlib <= 3.10 did.
+
+    matplotlib 3.11 renders text glyph by glyph from Python (a few hundred microseconds per character on this
+    machine), which is most of a panel redraw. Used for the receive-path panels' PNGs only, on the matplotlib
+    versions it was checked against; math text, rotated text and any failure take matplotlib's own path.
+    """
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if ismath or angle:
+            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+        try:
+            font = self._prepare_font(prop)
+            font.set_text(s, 0, flags=get_hinting_flag())
+            font.draw_glyphs_to_bitmap(antialiased=gc.get_antialiased())
+            descent = font.get_descent() / 64.0
+            xo, yo = font.get_bitmap_offset()
+            image = np.asarray(font.get_image())
+            self._renderer.draw_text_image(image, round(x + xo / 64.0), round(y + yo / 64.0 + descent) + 1, 0, gc)
+        except (AttributeError, TypeError, ValueError):
+            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
+
+
+class _WidgetCanvas(FigureCanvasAgg):
+    """An Agg canvas with :class:`_WholeStringRenderer` (kept on the figure, so text metrics stay cached)."""
+
+    def get_renderer(self):
+        w, h = self.figure.bbox.size
+        key = w, h, self.figure.dpi
+        if getattr(self, "_lastKey", None) != key or not isinstance(getattr(self, "renderer", None),
+                                                                     _WholeStringRenderer):
+            self.renderer = _WholeStringRenderer(w, h, self.figure.dpi)
+            self._lastKey = key
+        return self.renderer
+
+
+# Checked on matplotlib 3.11 (earlier versions draw whole strings themselves).
+FAST_TEXT = matplotlib.__version__.startswith("3.11.") and all(
+    hasattr(FT2Font, name) for name in ("set_text", "draw_glyphs_to_bitmap", "get_image", "get_bitmap_offset"))
+
+
+def render_png(fig: Figure, *, fast_text: bool = False) -> bytes:
+    """The figure as deterministic PNG bytes (Agg, no timestamp metadata).
+
+    ``fast_text`` (the receive-path panels): draw each string as one bitmap (see :class:`_WholeStringRenderer`).
+    """
+    if fast_text and FAST_TEXT and not isinstance(fig.canvas, _WidgetCanvas):
+        _WidgetCanvas(fig)
+    elif not isinstance(fig.canvas, FigureCanvasAgg):
         # Keep one Agg canvas on the figure: savefig would otherwise make a new canvas and renderer for every PNG,
         # and matplotlib's text-metrics cache (keyed on the renderer) would miss for every label at every update.
         FigureCanvasAgg(fig)
@@ -188,8 +236,9 @@ class RxPanel(W.VBox):
     """Controls, a summary line and the figure (PNG in an ipywidgets.Image), redrawn in place on change."""
 
     def __init__(self, state_fn: Callable[..., PanelState], controls: dict[str, W.ValueWidget], *,
-                 width: str = "100%") -> None:
+                 width: str = "100%", fast_text: bool = False) -> None:
         self.state_fn = state_fn
+        self.fast_text = fast_text
         self.controls = controls
         self.figure = new_figure()
         self.image = W.Image(format="png", layout=W.Layout(width=width, height="auto"))
@@ -225,7 +274,7 @@ class RxPanel(W.VBox):
         self.error = None
         self.state = state
         self.message.value = state.text
-        self.image.value = render_png(state.figure)
+        self.image.value = render_png(state.figure, fast_text=self.fast_text)
         self.image.layout.display = None
         return state
 
@@ -258,13 +307,15 @@ def _packet_controls(payload_len: int, l4: str, mtu: int, mode: str, kernel: str
 def buffer_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                  kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, buf_len: int = 0) -> RxPanel:
     """The receive buffer (draw_rx_buffer) for a packet chosen with the controls."""
-    return RxPanel(buffer_panel_state, _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len))
+    return RxPanel(buffer_panel_state, _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len),
+                   fast_text=True)
 
 
 def skb_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
               kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, buf_len: int = 0) -> RxPanel:
     """The resulting sk_buff (draw_skb) for a packet chosen with the controls."""
-    return RxPanel(skb_panel_state, _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len))
+    return RxPanel(skb_panel_state, _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len),
+                   fast_text=True)
 
 
 def paths_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
@@ -273,7 +324,7 @@ def paths_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mo
     """The same packet in two kernels side by side (draw_paths_side_by_side)."""
     controls = _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
     controls["old_kernel"] = _choice(old_kernel, known_kernels(), "compare with kernel")
-    return RxPanel(paths_panel_state, controls)
+    return RxPanel(paths_panel_state, controls, fast_text=True)
 
 
 def threshold_panel(*, kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, hdr_len: int = 12) -> RxPanel:
@@ -283,7 +334,7 @@ def threshold_panel(*, kernel: str = "6.1", arch: str = "x86_64", xdp: bool = Fa
         "arch": _choice(arch, known_arches(), "arch"),
         "xdp": W.Checkbox(value=xdp, description="XDP headroom", indent=False, layout=W.Layout(width="210px")),
         "hdr_len": _choice(hdr_len, sorted(rx.VNET_HDR_STRUCTS), "hdr_len (B)"),
-    })
+    }, fast_text=True)
 
 
 def window_panel(*, buf_len: int = 1536, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64") -> RxPanel:
@@ -293,7 +344,7 @@ def window_panel(*, buf_len: int = 1536, l4: str = "udp", kernel: str = "6.1", a
         "l4": _choice(l4, ("udp", "tcp"), "l4"),
         "kernel": _choice(kernel, known_kernels(), "kernel"),
         "arch": _choice(arch, known_arches(), "arch"),
-    })
+    }, fast_text=True)
 
 
 def carving_panel(*, kernel: str = "6.1", arch: str = "x86_64", mtu: int = 1500, xdp: bool = False,
@@ -305,4 +356,4 @@ def carving_panel(*, kernel: str = "6.1", arch: str = "x86_64", mtu: int = 1500,
         "mtu": _int(mtu, 1, rx.IP_MAX_MTU, "MTU (B)"),
         "xdp": W.Checkbox(value=xdp, description="XDP program", indent=False, layout=W.Layout(width="210px")),
         "avg_pkt_len": _int(avg_pkt_len, 0, rx.IP_MAX_MTU, "EWMA pkt len (B)"),
-    })
+    }, fast_text=True)
