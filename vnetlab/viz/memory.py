@@ -496,7 +496,13 @@ def _draw_rx_buffer_compact(result: rx.RxResult, lay: BufferLayout, fig: Figure 
     sh = lay.span("skb_shared_info")
     fits = lay.shinfo_start >= lay.tail
     fast_region(ax, "skb_shared_info", sh.start, -1.25, sh.size, 0.8, label=None, hatch=None if built else "..")
-    ax.text(sh.start - 0.005 * end, -0.85, f"skb_shared_info {sh.size}" + ("" if built else " (not built)"),
+    # left of its row; further left of the tail line when that line would cross it and there is room
+    sh_text = f"skb_shared_info {sh.size}" + ("" if built else " (not built)")
+    text_w = len(sh_text) * 7.5 * 0.6 / (fig.get_figwidth() * 72 * frac) * end * 1.02
+    x_label = sh.start
+    if sh.start - text_w < lay.tail < sh.start and lay.tail > text_w:
+        x_label = lay.tail
+    ax.text(x_label - 0.005 * end, -0.85, sh_text,
             ha="right", va="center", fontsize=7.5, gid="skb_shared_info:label")
     if not fits:
         ov = lay.tail - lay.shinfo_start
