@@ -313,3 +313,44 @@ def test_classify_agrees_with_page_to_skb(frames, kernel, arch):
 def test_bad_input_names_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- a queue over time (EWMA, refill) --------------------------------------------------------------------
+
+def test_queue_at_mtu_1500_keeps_1536_buffers():
+    q = rx.RxQueue()
+    for _ in range(300):
+        r = q.receive(1472)
+    assert q.next_buffer_len() == 1536 and r.num_buffers == 1
+    assert q.ewma.read() == 1514
+
+
+def test_queue_ewma_grows_buffers_with_gso_packets():
+    # 64 KiB guest-GSO TCP packets: the EWMA climbs, new buffers reach clamp(PAGE_SIZE - hdr_len) -> 4096.
+    q = rx.RxQueue()
+    first = q.receive(60000, l4="tcp")
+    assert all(b.truesize in (1536, 2048) for b in first.buffers)
+    for _ in range(200):
+        r = q.receive(60000, l4="tcp")
+    assert q.next_buffer_len() == 4096
+    assert max(b.truesize for b in r.buffers) >= 4096
+    assert r.num_buffers < first.num_buffers
+
+
+def test_queue_refills_only_past_half_the_budget():
+    q = rx.RxQueue(ring_size=256, budget=64)
+    for _ in range(64):
+        q.receive(100)
+    assert len(q.posted) == 256 and q.refills == 2  # 64 free > min(64, 256) / 2: refilled at poll end
+    q2 = rx.RxQueue(ring_size=256, budget=64)
+    for _ in range(20):
+        q2.receive(100)
+    q2.end_poll()
+    assert len(q2.posted) == 236 and q2.refills == 1  # 20 free <= 32: no refill
+
+
+def test_queue_bad_input():
+    with pytest.raises(ValueError, match="ring_size=1"):
+        rx.RxQueue(ring_size=1)
+    with pytest.raises(ValueError, match="hdr_len=10"):
+        rx.RxQueue(hdr_len=10)

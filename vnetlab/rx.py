@@ -623,6 +623,86 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
     return receive_mergeable(frame, buffers, hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
 
 
+class RxQueue:
+    """One mergeable receive queue over time: buffers posted ahead from the page frag at the EWMA of the
+    time, consumed in order by packets, refilled after each NAPI poll (drivers/net/virtio_net.c).
+
+    virtnet_receive: up to ``budget`` packets per poll, then try_fill_recv when num_free >
+    min(budget, ring_size) / 2; try_fill_recv posts buffers until the ring is full; receive_mergeable feeds
+    head_skb->len to the EWMA. A buffer posted before the EWMA moved keeps the size it was given.
+    """
+
+    def __init__(self, *, ring_size: int = 256, budget: int = 64, mtu: int = 1500, hdr_len: int = 12,
+                 frag_size: int = 32768, xdp: bool = False, guest_gso: bool = True,
+                 kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> None:
+        self.k, self.a = _resolve(kernel, arch)
+        _check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
+        _check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
+        _check_mergeable_hdr_len(hdr_len, self.k)
+        self.ring_size, self.budget, self.mtu, self.hdr_len, self.xdp = ring_size, budget, mtu, hdr_len, xdp
+        self.guest_gso = guest_gso
+        self.min_buf_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size,
+                                                 big_packets=mtu > ETH_DATA_LEN or guest_gso)
+        self.frag = PageFrag(frag_size if frag_size >= self.a.page_size else self.a.page_size, self.a)
+        self.ewma = Ewma()
+        self.posted: list[RxBuffer] = []
+        self.polled = 0
+        self.refills = 0
+        self.try_fill_recv()
+
+    def try_fill_recv(self) -> int:
+        """Post buffers until the ring is full; returns how many were added."""
+        added = 0
+        while len(self.posted) < self.ring_size:
+            self.posted.append(carve_mergeable_buffer(self.frag, self.ewma.read(), min_buf_len=self.min_buf_len,
+                                                      hdr_len=self.hdr_len, xdp=self.xdp, k=self.k, a=self.a))
+            added += 1
+        self.refills += 1
+        return added
+
+    def receive(self, payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> RxResult:
+        """One packet through the queue: takes the buffers it needs, updates the EWMA, refills at poll end."""
+        _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
+        frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+        need = self._buffers_needed(frame)
+        if need is None:
+            # The device holds the packet until the driver posts buffers: the poll ends, the ring is refilled.
+            self.end_poll()
+            need = self._buffers_needed(frame)
+            if need is None:
+                raise ValueError(f"payload_len={payload_len}: the packet needs more than the {self.ring_size} "
+                                 "buffers of the ring (num_buffers larger than the ring)")
+        buffers, self.posted = self.posted[:need], self.posted[need:]
+        result = receive_mergeable(frame, buffers, hdr_len=self.hdr_len, xdp=self.xdp, kernel=self.k, arch=self.a)
+        if not self.xdp:
+            self.ewma.add(result.skb.len)  # receive_mergeable: ewma_pkt_len_add(&rq->mrg_avg_pkt_len, head_skb->len)
+        self.polled += 1
+        if self.polled == self.budget:
+            self.end_poll()
+        return result
+
+    def _buffers_needed(self, frame: int) -> int | None:
+        total, need = frame + self.hdr_len, 0
+        while total > 0:
+            if need >= len(self.posted):
+                return None
+            total -= self.posted[need].len
+            need += 1
+        return need
+
+    def end_poll(self) -> None:
+        """The end of a NAPI poll: refill when more than min(budget, ring) / 2 slots are free."""
+        self.polled = 0
+        if self.ring_size - len(self.posted) > min(self.budget, self.ring_size) // 2:
+            self.try_fill_recv()
+
+    def next_buffer_len(self) -> int:
+        """The size add_recvbuf_mergeable would give the next buffer now (get_mergeable_buf_len)."""
+        room = self.a.skb_data_align(VIRTIO_XDP_HEADROOM + self.a.skb_shared_info_size) if self.xdp else 0
+        return get_mergeable_buf_len(self.ewma.read(), min_buf_len=self.min_buf_len, hdr_len=self.hdr_len,
+                                     room=room, a=self.a)
+
+
 # --------------------------------------------------------------------------------------------------
 # Vectorised decision for many frames (the benchmark and the threshold maps)
 
