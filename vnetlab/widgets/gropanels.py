@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 
 import ipywidgets as W
-import matplotlib
 from matplotlib.figure import Figure
 
 from vnetlab import gro, rx
@@ -20,16 +19,13 @@ from vnetlab.widgets.rxpanels import PanelState, RxPanel, _choice, _int
 
 __all__ = ["Panel", "gro_panel_state", "gro_panel", "gro_features"]
 
-# Widget PNGs only: unhinted glyphs render about 20% faster, and text is most of a redraw's time.
-PANEL_RC = {"text.hinting": "no_hinting"}
-
-
 class Panel(RxPanel):
-    """RxPanel whose PNG is rendered with PANEL_RC (the static figures keep the vnetlab style as is)."""
+    """An RxPanel whose PNG draws each plain string as one bitmap (``fast_text``; see rxpanels.render_png).
 
-    def update(self):
-        with matplotlib.rc_context(PANEL_RC):
-            return super().update()
+    RxPanel already renders unhinted text (rxpanels.WIDGET_RC); the static figures keep the vnetlab style."""
+
+    def __init__(self, state_fn, controls, *, width: str = "100%", fast_text: bool = True) -> None:
+        super().__init__(state_fn, controls, width=width, fast_text=fast_text)
 
 
 def gro_features(*, kernel: str, gro_fraglist: bool = False, gro_udp_fwd: bool = False) -> frozenset[str]:
