@@ -234,3 +234,19 @@ def test_figures_are_deterministic(tmp_path):
     for make in (lambda: grofig.draw_gro_fill(grofig.head_case_fills()),
                  lambda: stacks.draw_stacks_side_by_side(upper="bond")):
         assert render_png(make()) == render_png(make())
+
+
+def test_cost_panel_compact_figure_draws_the_static_segments():
+    # the panel's compact figure: the same segments as the static breakdown; the title moved to the HTML
+    s = stackpanels.cost_panel_state(kernel="5.11", payload_len=300, stack_ns=500.0)
+    c = stackpanels._calibrated().with_values({"stack/udp_no_socket": 500.0}, "cost panel")
+    static = costfig.draw_cost_breakdown(s.result.ops.traffic, costs=c, highlight="5.11")
+    bars = {g: (p.get_x(), p.get_y(), p.get_height()) for g, p in regions(s.figure).items()
+            if not g.startswith("legend:")}
+    assert bars == {g: (p.get_x(), p.get_y(), p.get_height()) for g, p in regions(static).items()}
+    assert "UDP 300 B, no socket: receive cost per operation" in s.text
+    labels = {t.get_gid(): t.get_text() for ax in s.figure.axes for t in ax.texts if t.get_gid()}
+    for k in cost.KERNELS:
+        assert labels[f"{k}:path_label"] == costfig._head_label(s.extra["all"][k])
+    legend = {g.split(":", 1)[1] for g in regions(s.figure) if g.startswith("legend:")}
+    assert legend == {g.split(":", 1)[1] for g in bars}

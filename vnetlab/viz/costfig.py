@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from vnetlab import cost, xmit
-from vnetlab.viz.memory import _target
+from vnetlab.viz.memory import _target, fast_region, reuse_axes
 from vnetlab.viz.style import COLORS, region
 
 # Seed 003 (commit 2e4ef10f5850, "net: introduce NETIF_F_GSO_UDP_L4 and GSO_FRAGLIST to GSO_SOFTWARE"):
@@ -108,37 +108,64 @@ def draw_rx_rate(*, costs: cost.Costs | None = None, kernels: Sequence[str] = co
     return fig
 
 
-def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequence[str] = cost.KERNELS,
-                        costs: cost.Costs | None = None, highlight: str | None = None,
-                        fig: Figure | None = None) -> Figure:
-    """ns per packet per kernel, stacked by operation (colour family = operation group), each kernel labelled
-    with the receive path it takes for this traffic. ``costs`` default: the 2-parameter calibration."""
-    traffic = traffic or cost.seed_traffic()
-    c = costs if costs is not None else cost.calibrate().two_param
-    res = rx_costs(traffic, kernels, c)
-    fig = _target(fig, 9.6, 4.0)
-    ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.74, top=0.9, bottom=0.19))
+def _breakdown_segments(res: Mapping[str, cost.RxCost], kernels: Sequence[str]
+                        ) -> tuple[float, list[tuple[str, str, float, float]], dict[str, str], list[float]]:
+    """The stacked segments of draw_cost_breakdown: (kernel, segment name, bottom, ns) in drawing order, the
+    shown segment names -> colour (stacking order), and each kernel's total.
+
+    Ops >= 5% of the tallest bar on some kernel are drawn (and named) alone; the others of each group are
+    drawn as one "other <group> ops" segment, in the group's colour family (readable, and fewer patches)."""
     top = max(r.ns_per_packet for r in res.values())
-    # ops >= 5% of the tallest bar on some kernel are drawn (and named) alone; the others of each group are
-    # drawn as one "other <group> ops" segment, in the group's colour family (readable, and fewer patches)
     big = {op for r in res.values() for op, ns in r.per_op_ns.items() if ns >= 0.05 * top}
     shown: dict[str, str] = {}  # segment name -> colour, in stacking order
-    for xi, k in enumerate(kernels):
+    segments: list[tuple[str, str, float, float]] = []
+    totals: list[float] = []
+    for k in kernels:
         bottom = 0.0
         per = res[k].per_op_ns
         for g, ops in cost.OP_GROUPS.items():
             for op in ops:
                 if op in big and per[op] > 0:
                     shown[op] = OP_COLORS[op]
-                    region(ax, f"{k}:{op}", xi - 0.35, bottom, 0.7, per[op], color=OP_COLORS[op])
+                    segments.append((k, op, bottom, per[op]))
                     bottom += per[op]
             rest = [op for op in ops if op not in big and per[op] > 0]
             if rest:
                 name = f"other {g} ops"
                 shown[name] = _OTHER_COLORS[g]
                 ns = sum(per[op] for op in rest)
-                region(ax, f"{k}:{name}", xi - 0.35, bottom, 0.7, ns, color=shown[name])
+                segments.append((k, name, bottom, ns))
                 bottom += ns
+        totals.append(bottom)
+    return top, segments, shown, totals
+
+
+def _legend_order(shown: Mapping[str, str]) -> list[str]:
+    """Legend entries top of the stack first."""
+    order = [n for g, ops in cost.OP_GROUPS.items() for n in (*ops, f"other {g} ops") if n in shown]
+    return list(reversed(order))
+
+
+def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequence[str] = cost.KERNELS,
+                        costs: cost.Costs | None = None, highlight: str | None = None,
+                        fig: Figure | None = None, compact: bool = False) -> Figure:
+    """ns per packet per kernel, stacked by operation (colour family = operation group), each kernel labelled
+    with the receive path it takes for this traffic. ``costs`` default: the 2-parameter calibration.
+
+    ``compact`` (the cost panel): the same segments, redrawn into reused axes; kernel/path labels as plain text
+    under the bars (no x ticks), the legend as swatches and text, the title in the panel's HTML."""
+    traffic = traffic or cost.seed_traffic()
+    c = costs if costs is not None else cost.calibrate().two_param
+    res = rx_costs(traffic, kernels, c)
+    if compact:
+        return _draw_cost_breakdown_compact(res, kernels, highlight, fig)
+    fig = _target(fig, 9.6, 4.0)
+    ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.74, top=0.9, bottom=0.19))
+    top, segments, shown, totals = _breakdown_segments(res, kernels)
+    for k, name, bottom, ns in segments:
+        xi = list(kernels).index(k)
+        region(ax, f"{k}:{name}", xi - 0.35, bottom, 0.7, ns, color=shown[name])
+    for xi, (k, bottom) in enumerate(zip(kernels, totals)):
         ax.text(xi, bottom, f"{bottom:.0f} ns", ha="center", va="bottom", fontsize=6.5,
                 weight="bold" if k == highlight else "normal")
     ax.set_xticks(range(len(kernels)), [_head_label(res[k]) for k in kernels], fontsize=7)
@@ -150,13 +177,52 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
     from matplotlib.ticker import MaxNLocator
 
     ax.yaxis.set_major_locator(MaxNLocator(4))  # few tick labels: text is most of the redraw time
-    order = [n for g, ops in cost.OP_GROUPS.items() for n in (*ops, f"other {g} ops") if n in shown]
     handles = [Rectangle((0, 0), 1, 1, facecolor=shown[n], edgecolor="black", linewidth=0.5, label=n)
-               for n in reversed(order)]  # top of the stack first
+               for n in _legend_order(shown)]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.04), fontsize=6.5, frameon=False,
               ncol=1, handlelength=1.2, labelspacing=0.3)
     ax.set_title(f"{traffic.label}: receive cost per operation (stacked), per kernel and path", fontsize=8.5,
                  loc="left", y=1.0)
+    return fig
+
+
+def _breakdown_axes(fig: Figure) -> list:
+    ax = fig.add_axes((0.075, 0.2, 0.66, 0.76))
+    ax_leg = fig.add_axes((0.75, 0.2, 0.24, 0.76))
+    ax_leg.set_axis_off()
+    ax_leg.set_xlim(0, 1)
+    ax_leg.set_ylim(0, 1)
+    ax.set_xticks([])
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(4))  # few tick labels: text is most of the redraw time
+    ax.tick_params(axis="y", labelsize=7.5)
+    return [ax, ax_leg]
+
+
+def _draw_cost_breakdown_compact(res: Mapping[str, cost.RxCost], kernels: Sequence[str], highlight: str | None,
+                                 fig: Figure | None) -> Figure:
+    fig, (ax, ax_leg) = reuse_axes(fig, ("cost_breakdown", "compact", len(kernels)), 9.6, 3.6, _breakdown_axes)
+    top, segments, shown, totals = _breakdown_segments(res, kernels)
+    index = {k: i for i, k in enumerate(kernels)}
+    for k, name, bottom, ns in segments:
+        fast_region(ax, f"{k}:{name}", index[k] - 0.35, bottom, 0.7, ns, color=shown[name])
+    label_to = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    for xi, (k, bottom) in enumerate(zip(kernels, totals)):
+        bold = "bold" if k == highlight else "normal"
+        ax.text(xi, bottom, f"{bottom:.0f} ns", ha="center", va="bottom", fontsize=7, weight=bold)
+        ax.text(xi, -0.025, _head_label(res[k]), ha="center", va="top", fontsize=7.5, weight=bold,
+                transform=label_to, gid=f"{k}:path_label")
+    ax.set_xlim(-0.6, len(kernels) - 0.4)
+    ax.set_ylim(0, top * 1.2)
+    ax.set_ylabel("ns per packet", fontsize=8, labelpad=2)
+    # the legend: swatches and names, top of the stack first
+    names = _legend_order(shown)
+    step = min(0.075, 1.0 / max(1, len(names)))
+    for i, n in enumerate(names):
+        y = 1.0 - (i + 1) * step
+        fast_region(ax_leg, f"legend:{n}", 0.0, y + 0.15 * step, 0.07, 0.7 * step, color=shown[n])
+        ax_leg.text(0.1, y + 0.5 * step, n, fontsize=7, va="center", ha="left")
     return fig
 
 

@@ -209,10 +209,11 @@ def cost_panel_state(*, kernel: str = "5.13", payload_len: int = 1000, l4: str =
                            destination=destination)
     if kernel not in cost.KERNELS:
         raise ValueError(f"kernel={kernel!r}: the cost model knows {', '.join(cost.KERNELS)}")
-    figure = costfig.draw_cost_breakdown(traffic, costs=c, highlight=kernel, fig=fig)
+    figure = costfig.draw_cost_breakdown(traffic, costs=c, highlight=kernel, fig=fig, compact=True)
     res = costfig.rx_costs(traffic, cost.KERNELS, c)
     r = res[kernel]
-    text = (f"kernel {kernel}: <b>{r.ns_per_packet:.0f} ns/packet</b>, {r.pps / 1e3:,.0f} kpps; "
+    text = (f"{html.escape(traffic.label)}: receive cost per operation (stacked), per kernel and path<br>"
+            f"kernel {kernel}: <b>{r.ns_per_packet:.0f} ns/packet</b>, {r.pps / 1e3:,.0f} kpps; "
             + ", ".join(f"{g} {r.group_ns(g):.0f} ns" for g in cost.OP_GROUPS)
             + f"; {r.ops.packets_per_gro_skb:.2f} packets per GRO skb")
     return PanelState(dict(kernel=kernel, payload_len=payload_len, l4=l4, destination=destination, **op_ns), figure,
