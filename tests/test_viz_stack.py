@@ -250,3 +250,34 @@ def test_cost_panel_compact_figure_draws_the_static_segments():
         assert labels[f"{k}:path_label"] == costfig._head_label(s.extra["all"][k])
     legend = {g.split(":", 1)[1] for g in regions(s.figure) if g.startswith("legend:")}
     assert legend == {g.split(":", 1)[1] for g in bars}
+
+
+def _drawn(fig):
+    """What a reader sees: each region's gid -> (axes position, x, y, width, height), the texts, the axis limits."""
+    boxes = {g: (tuple(round(v, 6) for v in p.axes.get_position().bounds), p.get_x(), p.get_y(), p.get_width(),
+                 p.get_height()) for g, p in regions(fig).items()}
+    texts = sorted(t.get_text() for ax in fig.axes for t in ax.texts)
+    titles = [(ax.get_title("left"), ax.get_title()) for ax in fig.axes]
+    return boxes, texts, titles, [(ax.get_xlim(), ax.get_ylim()) for ax in fig.axes]
+
+
+@pytest.mark.parametrize("make, control, value", [
+    (lambda **kw: gropanels.gro_panel(**kw), "payload_len", 200),
+    (lambda **kw: gropanels.gro_panel(**kw), "kernel", "5.11"),
+    (lambda **kw: stackpanels.stack_panel(**kw), "upper", "bond"),
+    (lambda **kw: stackpanels.router_panel(**kw), "kernel", "5.11"),
+    (lambda **kw: stackpanels.router_panel(**kw), "gro", "off"),
+    (lambda **kw: stackpanels.cost_panel(**kw), "payload_len", 300),
+    (lambda **kw: stackpanels.cost_panel(**kw), "kernel", "5.10"),
+])
+def test_panel_update_in_place_draws_what_a_fresh_panel_draws(make, control, value):
+    """Reused axes (artists removed, not the figure cleared) give the same drawing as a new panel."""
+    p = make()
+    fig, axes_before = p.figure, list(p.figure.axes)
+    p.controls[control].value = value
+    assert p.error is None and p.figure is fig
+    fresh = make(**{control: value})
+    assert _drawn(p.figure) == _drawn(fresh.figure)
+    assert p.image.value == fresh.image.value
+    if getattr(fig, "_vnetlab_layout", None) is not None:  # compact drawings keep their axes
+        assert p.figure.axes == axes_before

@@ -334,34 +334,56 @@ def router_goodputs(res: Mapping[str, xmit.RouterResult], costs: xmit.RouterCost
 
 
 def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.RouterThroughput,
-                      costs: xmit.RouterCosts | None = None, *, fig: Figure | None = None) -> Figure:
+                      costs: xmit.RouterCosts | None = None, *, fig: Figure | None = None,
+                      compact: bool = False) -> Figure:
     """One router kernel: the stack the routed skb goes down (stacks.draw_stack's column) and its model
-    goodput next to the seed's measured 20 Mbps (5.10) and 1 Gbps (5.11), with the link cap."""
+    goodput next to the seed's measured 20 Mbps (5.10) and 1 Gbps (5.11), with the link cap.
+
+    ``compact`` (the router panel): the same drawing into axes reused between updates (log axis made once),
+    regions without data-limit updates, the bar's name as text under it instead of an x tick."""
     from vnetlab.viz import stacks
 
     c = costs or xmit.RouterCosts.from_table()
-    fig = _target(fig, 9.4, 3.6)
-    ax_s, ax = fig.subplots(1, 2, gridspec_kw=dict(left=0.01, right=0.98, top=0.9, bottom=0.14, wspace=0.22,
-                                                   width_ratios=[1.7, 1]))
-    stacks._draw_column(ax_s, "0", stack, skb, result.tx[0], lamps=False)  # features: see the stack panel
+    link = c["link_bps"]
+    if compact:
+        fig, (ax_s, ax) = reuse_axes(fig, ("router_panel", "compact"), 9.4, 3.6,
+                                     lambda f: _router_panel_axes(f, xticks=False))
+    else:
+        fig = _target(fig, 9.4, 3.6)
+        ax_s, ax = _router_panel_axes(fig)
+    draw = fast_region if compact else region
+    stacks._draw_column(ax_s, "0", stack, skb, result.tx[0], lamps=False,  # features: see the stack panel
+                        compact=compact)
     n_tx = len(result.tx)
     ax_s.set_title(f"kernel {result.kernel}: {result.packets_in} UDP packets, GRO {result.gro} → "
                    + (f"{n_tx} skbs sent one by one (first shown)" if n_tx > 1 else "1 GRO skb routed"),
                    fontsize=8.5, loc="left", y=1.0)
     bps = throughput.goodput_bps
-    region(ax, f"router:{result.kernel}", -0.25, 0, 0.5, bps, color=COLORS["model"])
+    draw(ax, f"router:{result.kernel}", -0.25, 0, 0.5, bps, color=COLORS["model"])
     ax.text(0, bps * 1.12, f"{bps / 1e6:,.0f} Mbps\n({throughput.bound}-bound)", ha="center", va="bottom",
             fontsize=7)
     for k, meas in ROUTER_MEASURED_BPS.items():
         ax.axhline(meas, color=COLORS["measured"], linewidth=1.6, gid=f"router:{k}:measured")
         ax.text(1.25, meas * 1.08, f"measured, {k}:\n{meas / 1e6:,.0f} Mbps", ha="right", va="bottom",
                 fontsize=6.5, color=COLORS["measured"])
-    link = c["link_bps"]
     ax.axhline(link, color="#de2d26", linestyle="--", linewidth=0.9, gid="router:link_cap")
-    _log_bps_axis(ax)
     ax.set_ylim(1e6, link * 8)
     ax.set_xlim(-0.45, 1.3)
-    ax.set_xticks([0], [f"model, kernel {result.kernel}\n{result.wire_packets} packets out"], fontsize=7)
+    name = f"model, kernel {result.kernel}\n{result.wire_packets} packets out"
+    if compact:
+        ax.text(0, -0.02, name, transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=7,
+                gid=f"router:{result.kernel}:name")
+    else:
+        ax.set_xticks([0], [name], fontsize=7)
     ax.set_ylabel("UDP goodput (log scale)")
     ax.set_title(f"goodput (red dashes: link {link / 1e9:g} Gbps)", fontsize=8.5, loc="left", y=1.0)
     return fig
+
+
+def _router_panel_axes(fig: Figure, *, xticks: bool = True) -> list:
+    ax_s, ax = fig.subplots(1, 2, gridspec_kw=dict(left=0.01, right=0.98, top=0.9, bottom=0.14, wspace=0.22,
+                                                   width_ratios=[1.7, 1]))
+    _log_bps_axis(ax)
+    if not xticks:
+        ax.set_xticks([])  # the bar is named by a text under it
+    return [ax_s, ax]

@@ -24,7 +24,7 @@ from vnetlab import netdev, xmit
 from vnetlab.features import ethtool_name
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import _target
+from vnetlab.viz.memory import _target, fast_region, reuse_axes
 from vnetlab.viz.style import COLORS, region
 
 # The transmit features that decide a UDP GSO skb's fate, NETIF_F names (drawn with their ethtool names).
@@ -112,7 +112,19 @@ def _hop_color(action: str) -> str:
     return COLORS["segmented"] if action in ("segmented", "linearized") else COLORS["passed"]
 
 
-def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *, lamps: bool = True) -> None:
+def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *, lamps: bool = True,
+                 compact: bool = False) -> None:
+    """One stack, top to bottom. ``compact`` (widget panels, axes reused between updates): the same regions and
+    texts, added without data-limit updates (fast_region; the limits are set here anyway)."""
+    draw = fast_region if compact else region
+
+    def arrow(start, end, **kw) -> None:
+        a = FancyArrowPatch(start, end, arrowstyle="-|>", **kw)
+        if compact:
+            ax.add_artist(a)
+        else:
+            ax.add_patch(a)
+
     y = 0.0
     fl = "FRAGLIST" in skb.gso_type
     if skb.is_gso():
@@ -120,7 +132,7 @@ def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *, lam
                  + (f", frag_list {len(skb.frag_list)} skbs" if fl else f", nr_frags {skb.nr_frags}"))
     else:
         label = f"one UDP packet, skb->len {skb.len} B (not a GSO skb: GRO did not aggregate)"
-    region(ax, f"{col}:gso_skb", 0.5, y - 0.9, _W - 1, 0.9, color=COLORS["frag_list"] if fl else COLORS["frag"],
+    draw(ax, f"{col}:gso_skb", 0.5, y - 0.9, _W - 1, 0.9, color=COLORS["frag_list"] if fl else COLORS["frag"],
            label=label, fontsize=7)
     y -= 0.9
     hops = {h.name: h for h in tx.hops}
@@ -129,16 +141,15 @@ def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *, lam
         if h is None:
             continue
         # arrow with the skb count into this device
-        ax.add_patch(FancyArrowPatch((_W / 2, y), (_W / 2, y - 0.55), arrowstyle="-|>", mutation_scale=9,
-                                     linewidth=0.9))
+        arrow((_W / 2, y), (_W / 2, y - 0.55), mutation_scale=9, linewidth=0.9)
         ax.text(_W / 2 + 0.2, y - 0.28, f"dev_queue_xmit: {h.skbs_in} skb{'s' if h.skbs_in != 1 else ''}",
                 fontsize=6.5, va="center", ha="left")
         y -= 0.55
         top = y
         y -= _DEV_H if lamps else 0.8
-        region(ax, f"{col}:{dev.name}", 0.5, y, _W - 1, top - y, color="white")
-        ax.patches[-1].set_edgecolor(_hop_color(h.action))
-        ax.patches[-1].set_linewidth(1.6 if h.action != "passed" else 0.8)
+        box = draw(ax, f"{col}:{dev.name}", 0.5, y, _W - 1, top - y, color="white")
+        box.set_edgecolor(_hop_color(h.action))
+        box.set_linewidth(1.6 if h.action != "passed" else 0.8)
         what = h.what + (f" ({h.method})" if h.method else "")
         ax.text(0.65, top - 0.12, f"{dev.name} [{dev.kind}]: {what}", fontsize=7.5, va="top", ha="left",
                 color=_hop_color(h.action), weight="bold")
@@ -150,13 +161,12 @@ def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *, lam
             r, c = divmod(i, 3)
             lx = 0.65 + c * lw
             ly = y + 0.1 + (1 - r) * 0.5
-            region(ax, f"{col}:{dev.name}:{n}", lx, ly, lw - 0.1, 0.42,
+            lamp = draw(ax, f"{col}:{dev.name}:{n}", lx, ly, lw - 0.1, 0.42,
                    color=ON_COLOR if on else (FIXED_OFF_COLOR if fixed else OFF_COLOR),
                    label=f"{eth} {'on' if on else 'off'}{' [fixed]' if fixed else ''}", fontsize=5.8)
             if fixed:
-                ax.patches[-1].set_linestyle((0, (2, 1.5)))  # dashed edge: ethtool -K cannot change it
-    ax.add_patch(FancyArrowPatch((_W / 2, y), (_W / 2, y - 0.55), arrowstyle="-|>", mutation_scale=9,
-                                 linewidth=0.9))
+                lamp.set_linestyle((0, (2, 1.5)))  # dashed edge: ethtool -K cannot change it
+    arrow((_W / 2, y), (_W / 2, y - 0.55), mutation_scale=9, linewidth=0.9)
     y -= 1.45
     n = len(tx.segments)
     by = sorted({p.segmented_by for p in tx.segments})
@@ -170,18 +180,25 @@ def _draw_column(ax, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *, lam
                 f"({'segmented at ' + tx.segmented_at if tx.segmented_at else 'veth_xmit does not segment'})")
     else:
         text = f"wire: {n} packet{'s' if n != 1 else ''} ({where})"
-    region(ax, f"{col}:wire", 0.5, y, _W - 1, 0.9, color="#fee0d2" if tx.segmented_at else "#e5f5e0",
+    draw(ax, f"{col}:wire", 0.5, y, _W - 1, 0.9, color="#fee0d2" if tx.segmented_at else "#e5f5e0",
            label=text, fontsize=7.5)
     ax.set_xlim(0, _W)
     ax.set_ylim(y - 0.1, 0.1)
     ax.set_axis_off()
 
 
-def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None = None, title: str = "") -> Figure:
-    """One stack: GRO skb on top, each device the skb meets (features, validate_xmit_skb's verdict), the wire."""
-    fig = _target(fig, 5.6, 4.6)
-    ax = fig.subplots(gridspec_kw=dict(left=0.01, right=0.99, top=0.9, bottom=0.01))
-    _draw_column(ax, "0", stack, skb, tx)
+def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None = None, title: str = "",
+               compact: bool = False) -> Figure:
+    """One stack: GRO skb on top, each device the skb meets (features, validate_xmit_skb's verdict), the wire.
+
+    ``compact`` (the stack panel): the same drawing into axes reused between updates (memory.reuse_axes)."""
+    if compact:
+        fig, (ax,) = reuse_axes(fig, ("stack", "compact"), 5.6, 4.6, lambda f: [f.subplots(gridspec_kw=dict(
+            left=0.01, right=0.99, top=0.93, bottom=0.01))])
+    else:
+        fig = _target(fig, 5.6, 4.6)
+        ax = fig.subplots(gridspec_kw=dict(left=0.01, right=0.99, top=0.9, bottom=0.01))
+    _draw_column(ax, "0", stack, skb, tx, compact=compact)
     ax.set_title(title or f"kernel {stack.kernel}: UDP GSO skb down {stack.egress.name}", fontsize=9, loc="left", y=1.0)
     return fig
 

@@ -50,7 +50,7 @@ def stack_panel_state(*, kernel: str = "5.10", upper: str = "vlan", nic: str = "
         if wanted and dev is not None:
             dev.ethtool_K(dict(wanted))
     skb, tx = stacks.send_gso(st, segs=segs, gso_size=gso_size, fraglist=fraglist)
-    figure = stacks.draw_stack(st, skb, tx, fig=fig)
+    figure = stacks.draw_stack(st, skb, tx, fig=fig, compact=True)
     text = (f"segmented at <b>{html.escape(tx.segmented_at or 'no device (hardware GSO or none)')}</b>; "
             f"<b>{len(tx.segments)}</b> packets on the wire<br>"
             + "<br>".join(html.escape(str(h)) for h in tx.hops))
@@ -161,7 +161,7 @@ def router_panel_state(*, kernel: str = "5.10", nic: str = "router", gro: str = 
     aggregated = rr.gro_skbs == 1 and rr.packets_in > 1
     skb = xmit.gso_skb(segs=rr.packets_in if aggregated else 1, gso_size=rr.gso_size,
                        fraglist=aggregated and gro == "fraglist")
-    figure = costfig.draw_router_panel(st, skb, rr, thr, c, fig=fig)
+    figure = costfig.draw_router_panel(st, skb, rr, thr, c, fig=fig, compact=True)
     text = (f"{rr.packets_in} packets in → {rr.gro_skbs} skb(s) routed → <b>{rr.wire_packets}</b> out, segmented at "
             f"<b>{html.escape(rr.segmented_at or 'no device (hardware or none)')}</b>; model goodput "
             f"<b>{thr.goodput_bps / 1e6:,.0f} Mbps</b> ({thr.bound}-bound, {thr.cycles_per_packet:,.0f} cycles/packet)"
