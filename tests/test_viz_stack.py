@@ -281,3 +281,15 @@ def test_panel_update_in_place_draws_what_a_fresh_panel_draws(make, control, val
     assert p.image.value == fresh.image.value
     if getattr(fig, "_vnetlab_layout", None) is not None:  # compact drawings keep their axes
         assert p.figure.axes == axes_before
+
+
+def test_gro_panel_text_carries_what_left_the_figure():
+    s = gropanels.gro_panel_state(kernel="5.10", payload_len=200)
+    assert s.result.label in s.text and "skb_shinfo(skb)-&gt;frags[0..MAX_SKB_FRAGS-1]" in s.text
+    title = s.figure.axes[0].get_title("left")
+    assert title.startswith("kernel 5.10, x86_64: 9 packets in the first sk_buff (nr_frags 17/17)")
+    assert not s.figure.texts  # no suptitle: the key is in the HTML
+    static = grofig.draw_gro_fill(s.result)
+    assert static._suptitle.get_text() == grofig.GRO_FILL_KEY
+    assert {g: p.get_facecolor() for g, p in regions(static).items()} == \
+        {g: p.get_facecolor() for g, p in regions(s.figure).items()}

@@ -23,8 +23,10 @@ from matplotlib.patches import FancyArrowPatch
 from vnetlab import gro, rx
 from vnetlab.profiles import arch as _arch
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import _target
+from vnetlab.viz.memory import _target, fast_region, reuse_axes
 from vnetlab.viz.style import COLORS, region
+
+_region = region
 
 # The four per-packet head kinds of the issue, each on the kernel that produces it for a 1448-byte TCP flow.
 HEAD_CASES: tuple[tuple[str, str, str], ...] = (
@@ -166,7 +168,10 @@ def _slot_text(ax, x: float, y: float, text: str, gid: str) -> None:
     ax.text(x, y, text, ha="center", va="center", fontsize=6, gid=gid)
 
 
-def _draw_row(ax, f: GroFill) -> None:
+def _draw_row(ax, f: GroFill, *, compact: bool = False) -> None:
+    """One flow's first GRO skb. ``compact``: regions and arrows without data-limit updates (the caller sets
+    the limits) and a shorter title (the flow's description is in the panel's HTML)."""
+    region = fast_region if compact else _region
     key = f.key
     first = f.sk_buffs[0]
     # the linear part of the first sk_buff
@@ -195,8 +200,7 @@ def _draw_row(ax, f: GroFill) -> None:
     cx = end + 0.9
     w = 1.9
     if members:
-        ax.add_patch(FancyArrowPatch((end + 0.05, 0.5), (cx, 0.5), arrowstyle="-|>", mutation_scale=8,
-                                     linewidth=0.8))
+        _arrow(ax, (end + 0.05, 0.5), (cx, 0.5), compact, mutation_scale=8, linewidth=0.8)
     for j, m in enumerate(members[:_CHAIN_SHOWN]):
         ps = m.packets
         text = f"p{ps[0]}" if len(ps) == 1 else f"p{ps[0]}–p{ps[-1]}"
@@ -204,38 +208,69 @@ def _draw_row(ax, f: GroFill) -> None:
                label=f"{text}\n" + (f"{len(m.slot_packets)} frag{'' if len(m.slot_packets) == 1 else 's'}"
                                     if m.slot_packets else "linear only"), fontsize=6)
         if j + 1 < min(len(members), _CHAIN_SHOWN):
-            ax.add_patch(FancyArrowPatch((cx + w, 0.5), (cx + w + 0.35, 0.5), arrowstyle="-|>", mutation_scale=6,
-                                         linewidth=0.6))
+            _arrow(ax, (cx + w, 0.5), (cx + w + 0.35, 0.5), compact, mutation_scale=6, linewidth=0.6)
         cx += w + 0.35
     if len(members) > _CHAIN_SHOWN:
         ax.text(cx, 0.5, f"… +{len(members) - _CHAIN_SHOWN} more", fontsize=7, va="center", ha="left")
     s = f.skb
+    if compact:
+        ax.set_title(f"kernel {f.kernel}, {f.arch}: {f.first_skb_packets} packet{'' if f.first_skb_packets == 1 else 's'}"
+                     f" in the first sk_buff (nr_frags {s.nr_frags}/{f.max_skb_frags}), {f.frag_list_len} on "
+                     f"frag_list, gso_segs {f.packets}", fontsize=8, loc="left", y=1.0)
+        return
     ax.set_title(f"{f.label} — kernel {f.kernel}, {f.arch}: {f.first_skb_packets} "
                  f"packet{'' if f.first_skb_packets == 1 else 's'} in the first sk_buff "
                  f"(nr_frags {s.nr_frags}/{f.max_skb_frags}), {f.frag_list_len} on frag_list, "
                  f"gso_segs {f.packets}", fontsize=8, loc="left", y=1.0)
 
 
-def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = None) -> Figure:
+def _arrow(ax, start, end, compact: bool, **kw) -> None:
+    a = FancyArrowPatch(start, end, arrowstyle="-|>", **kw)
+    if compact:
+        ax.add_artist(a)  # no data-limit update: the limits are set by the drawing
+    else:
+        ax.add_patch(a)
+
+
+GRO_FILL_KEY = ("GRO (net/core/gro.c skb_gro_receive): linear part | skb_shinfo(skb)->frags[0..MAX_SKB_FRAGS-1] "
+                "coloured by packet pN | → frag_list sk_buffs")
+
+
+def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = None, compact: bool = False) -> Figure:
     """The first GRO skb of each flow: linear part, frags[] slots coloured by packet (pN = N-th packet of
-    the flow), then the frag_list chain; to scale in slots, not bytes."""
+    the flow), then the frag_list chain; to scale in slots, not bytes.
+
+    ``compact`` (the GRO panel): the same rows into axes reused between updates, lower, with a short row title
+    and no suptitle (the panel's HTML carries the flow and :data:`GRO_FILL_KEY`)."""
     if isinstance(fills, GroFill):
         fills = [fills]
     if not fills:
         raise ValueError("fills must not be empty")
     n = len(fills)
-    fig = _target(fig, 10.0, 0.45 + 0.95 * n)
-    top = 1 - 0.42 / fig.get_figheight()
-    axes = fig.subplots(n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=top,
-                                                              bottom=0.04, hspace=0.75))[:, 0]
+    if compact:
+        height = 0.2 + 0.95 * n
+
+        def make(f: Figure) -> list:
+            axes = f.subplots(n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=1 - 0.22 / height,
+                                                                     bottom=0.04 / height, hspace=0.6))[:, 0]
+            for ax in axes:
+                ax.set_axis_off()
+            return list(axes)
+
+        fig, axes = reuse_axes(fig, ("gro_fill", "compact", n), 10.0, height, make)
+    else:
+        fig = _target(fig, 10.0, 0.45 + 0.95 * n)
+        top = 1 - 0.42 / fig.get_figheight()
+        axes = fig.subplots(n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=top,
+                                                                  bottom=0.04, hspace=0.75))[:, 0]
     width = _HEAD_W + 0.3 + max(f.max_skb_frags for f in fills) + 0.9 + _CHAIN_SHOWN * 2.25 + 2.2
     for ax, f in zip(axes, fills):
-        _draw_row(ax, f)
+        _draw_row(ax, f, compact=compact)
         ax.set_xlim(-0.1, width)
         ax.set_ylim(-0.1, 1.15)
         ax.set_axis_off()
-    fig.suptitle("GRO (net/core/gro.c skb_gro_receive): linear part | skb_shinfo(skb)->frags[0..MAX_SKB_FRAGS-1] "
-                 "coloured by packet pN | → frag_list sk_buffs", fontsize=9, x=0.01, ha="left")
+    if not compact:
+        fig.suptitle(GRO_FILL_KEY, fontsize=9, x=0.01, ha="left")
     return fig
 
 

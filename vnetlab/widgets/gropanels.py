@@ -46,7 +46,7 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "
     feats = gro_features(kernel=kernel, gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd)
     fill = grofig.receive_fill(payload_len, l4=l4, kernel=kernel, arch=arch, n_packets=n_packets, udp_gro=udp_gro,
                                features=feats)
-    figure = grofig.draw_gro_fill(fill, fig=fig)
+    figure = grofig.draw_gro_fill(fill, fig=fig, compact=True)
     per = fill.trace.packets_per_skb()
     s = fill.skb
     if len(per) == n_packets:
@@ -57,6 +57,7 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "
         text = (f"<b>{n_packets} packets → {len(per)} GRO skb(s)</b> of {', '.join(map(str, per))} packets; "
                 f"first: {html.escape(s.describe())}<br>first sk_buff holds {fill.first_skb_packets} packets "
                 f"(nr_frags {s.nr_frags}/{fill.max_skb_frags}); frag_list {fill.frag_list_len} sk_buffs")
+    text += f"<br>{html.escape(fill.label)}; {html.escape(grofig.GRO_FILL_KEY)}"
     return PanelState(dict(payload_len=payload_len, l4=l4, kernel=kernel, arch=arch, udp_gro=udp_gro,
                            gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd, n_packets=n_packets),
                       figure, text, fill, extra={"packets_per_skb": per})
