@@ -16,6 +16,7 @@ import functools
 from typing import Mapping, Sequence
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from vnetlab import cost, xmit
@@ -352,6 +353,11 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
         fig = _target(fig, 9.4, 3.6)
         ax_s, ax = _router_panel_axes(fig)
     draw = fast_region if compact else region
+
+    def _fast_hline(y: float, **kw) -> None:
+        # ax.axhline without its data-limit update and autoscale request (the limits are set below)
+        ax.add_artist(Line2D([0, 1], [y, y], transform=ax.get_yaxis_transform(), **kw))
+
     stacks._draw_column(ax_s, "0", stack, skb, result.tx[0], lamps=False,  # features: see the stack panel
                         compact=compact)
     n_tx = len(result.tx)
@@ -362,11 +368,12 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
     draw(ax, f"router:{result.kernel}", -0.25, 0, 0.5, bps, color=COLORS["model"])
     ax.text(0, bps * 1.12, f"{bps / 1e6:,.0f} Mbps\n({throughput.bound}-bound)", ha="center", va="bottom",
             fontsize=7)
+    hline = _fast_hline if compact else ax.axhline
     for k, meas in ROUTER_MEASURED_BPS.items():
-        ax.axhline(meas, color=COLORS["measured"], linewidth=1.6, gid=f"router:{k}:measured")
+        hline(meas, color=COLORS["measured"], linewidth=1.6, gid=f"router:{k}:measured")
         ax.text(1.25, meas * 1.08, f"measured, {k}:\n{meas / 1e6:,.0f} Mbps", ha="right", va="bottom",
                 fontsize=6.5, color=COLORS["measured"])
-    ax.axhline(link, color="#de2d26", linestyle="--", linewidth=0.9, gid="router:link_cap")
+    hline(link, color="#de2d26", linestyle="--", linewidth=0.9, gid="router:link_cap")
     ax.set_ylim(1e6, link * 8)
     ax.set_xlim(-0.45, 1.3)
     name = f"model, kernel {result.kernel}\n{result.wire_packets} packets out"
