@@ -57,7 +57,6 @@ _FREE_OP = {"napi_page_frag": "skb_free_head/page_frag", "napi_page_frag_1k": "s
             "kmalloc": "skb_free_head/kmalloc", "small_head_cache": "skb_free_head/small_head_cache",
             "build_skb": "skb_free_head/page_frag"}
 _BUF_PERIOD = 32 * 21  # carving repeats every 21 buffers per 32 KiB frag (kernel-facts A.5)
-_MIN_PACKETS = 40_000
 
 
 # --------------------------------------------------------------------------------------------------
@@ -279,6 +278,11 @@ def packet_op_counts(frame_lens, buf_truesizes, *, kernel: "str | Kernel", arch:
     return c, codes
 
 
+def _shares(counts: Mapping[str, int]) -> str:
+    total = sum(counts.values()) or 1
+    return ", ".join(f"{path} {100 * c / total:.1f}%" for path, c in counts.items())
+
+
 def _buffers(n: int, k: Kernel, a: Arch) -> np.ndarray:
     # add_recvbuf_mergeable carving at the EWMA floor (min_buf_len 1518), repeated like gro.simulate_stream.
     period = np.asarray(rx.mergeable_buf_lens(_BUF_PERIOD, kernel=k, arch=a), dtype=np.int64)
@@ -294,8 +298,9 @@ def op_counts(traffic: Traffic, kernel: "str | Kernel", arch: str = DEFAULT_ARCH
     k = _kernel(kernel)
     a = _arch(arch, k)
     pattern = np.asarray(traffic.payloads, dtype=np.int64)
-    n = math.lcm(pattern.size, 2 * _BUF_PERIOD)
-    n *= -(-_MIN_PACKETS // n)
+    # One exact period: the buffer carving repeats every _BUF_PERIOD packets and GRO holds nothing across a
+    # NAPI poll (napi_complete_done flushes), so the per-packet means of n packets are those of any longer run.
+    n = math.lcm(pattern.size, _BUF_PERIOD, napi_budget)
     payloads = np.resize(pattern, n)
     bufs = _buffers(n, k, a)
     udp_gro = traffic.destination == "udp_gro_socket"
@@ -537,7 +542,7 @@ class Breakdown:
                  f"({100 * (n.pps / b.pps - 1):+.1f}%), {total:+.1f} ns/packet saved"]
         for kernel_cost in (b, n):
             o = kernel_cost.ops
-            lines.append(f"  {o.kernel}: paths {dict(o.path_counts)}, copy-path head {o.head_kind}; GRO aggregates: "
+            lines.append(f"  {o.kernel}: paths {_shares(o.path_counts)}, copy-path head {o.head_kind}; GRO aggregates: "
                          f"{'yes' if o.aggregates else 'no'}; {o.packets_per_gro_skb:.2f} packets per GRO skb, "
                          f"{o.sk_buffs / o.gro_skbs:.2f} sk_buffs per GRO skb, stack "
                          f"{kernel_cost.group_ns('stack'):.1f} ns/packet")
