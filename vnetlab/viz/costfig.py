@@ -20,8 +20,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from vnetlab import cost, xmit
-from vnetlab.viz.memory import _target, fast_region, reuse_axes
-from vnetlab.viz.style import COLORS, region
+from vnetlab.viz.memory import fast_region, reuse_axes
+from vnetlab.viz.style import COLORS, region, target_figure
 
 # Seed 003 (commit 2e4ef10f5850, "net: introduce NETIF_F_GSO_UDP_L4 and GSO_FRAGLIST to GSO_SOFTWARE"):
 # "Tested on MIPS32 R2 router board with a WIP NIC driver in VLAN NAT: 20 Mbps baseline, 1 Gbps / link speed".
@@ -70,7 +70,7 @@ def draw_rx_rate(*, costs: cost.Costs | None = None, kernels: Sequence[str] = co
     a prediction) and the 2-parameter fit (exact on both by construction), with the measured rates marked."""
     cal = cost.calibrate(costs)
     m = cal.measurement
-    fig = _target(fig, 9.0, 3.8)
+    fig = target_figure(fig, 9.0, 3.8)
     ax = fig.subplots(gridspec_kw=dict(left=0.08, right=0.76, top=0.85, bottom=0.2))
     fits = (("1-parameter fit (5.11 only)", cal.one_param, "#9ecae1", "1p"),
             ("2-parameter fit (5.11 and 5.13)", cal.two_param, COLORS["model"], "2p"))
@@ -160,7 +160,7 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
     res = rx_costs(traffic, kernels, c)
     if compact:
         return _draw_cost_breakdown_compact(res, kernels, highlight, fig)
-    fig = _target(fig, 9.6, 4.0)
+    fig = target_figure(fig, 9.6, 4.0)
     ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.74, top=0.9, bottom=0.19))
     top, segments, shown, totals = _breakdown_segments(res, kernels)
     for k, name, bottom, ns in segments:
@@ -257,7 +257,7 @@ def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglis
     c = costs or xmit.RouterCosts.from_table()
     res = router_results(upper=upper, nic=nic, gro=gro, kernels=kernels)
     before, after = res[kernels[0]], res[kernels[1]]
-    fig = _target(fig, 11.0 if tornado else 6.2, 3.9)
+    fig = target_figure(fig, 11.0 if tornado else 6.2, 3.9)
     if tornado:
         ax, axt = fig.subplots(1, 2, gridspec_kw=dict(left=0.07, right=0.98, top=0.87, bottom=0.22, wspace=0.32,
                                                         width_ratios=[1.5, 1]))
@@ -350,7 +350,7 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
         fig, (ax_s, ax) = reuse_axes(fig, ("router_panel", "compact"), 9.4, 3.6,
                                      lambda f: _router_panel_axes(f, xticks=False))
     else:
-        fig = _target(fig, 9.4, 3.6)
+        fig = target_figure(fig, 9.4, 3.6)
         ax_s, ax = _router_panel_axes(fig)
     draw = fast_region if compact else region
 

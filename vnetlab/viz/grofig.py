@@ -23,8 +23,8 @@ from matplotlib.patches import FancyArrowPatch
 from vnetlab import gro, rx
 from vnetlab.profiles import arch as _arch
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import _target, fast_region, reuse_axes
-from vnetlab.viz.style import COLORS, region
+from vnetlab.viz.memory import fast_region, reuse_axes
+from vnetlab.viz.style import COLORS, region, target_figure
 
 _region = region
 
@@ -259,7 +259,7 @@ def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = No
 
         fig, axes = reuse_axes(fig, ("gro_fill", "compact", n), 10.0, height, make)
     else:
-        fig = _target(fig, 10.0, 0.45 + 0.95 * n)
+        fig = target_figure(fig, 10.0, 0.45 + 0.95 * n)
         top = 1 - 0.42 / fig.get_figheight()
         axes = fig.subplots(n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=top,
                                                                   bottom=0.04, hspace=0.75))[:, 0]
@@ -320,7 +320,7 @@ def draw_packets_per_skb(points: Sequence[PerSkbPoint] | None = None, *, fig: Fi
         raise ValueError("points must not be empty")
     kernels = list(dict.fromkeys(p.kernel for p in points))
     payloads = list(dict.fromkeys(p.payload_len for p in points))
-    fig = _target(fig, 9.0, 3.4)
+    fig = target_figure(fig, 9.0, 3.4)
     ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.76, top=0.88, bottom=0.14))
     bw = 0.8 / len(kernels)
     kcolors = ("#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#de2d26")

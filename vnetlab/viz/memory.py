@@ -21,7 +21,7 @@ from matplotlib.patches import ConnectionPatch, Rectangle
 from vnetlab import rx
 from vnetlab.profiles import arch as _arch, kernel as _kernel
 from vnetlab.skb import HEAD_KINDS, Skb
-from vnetlab.viz.style import COLORS, new_figure, region
+from vnetlab.viz.style import COLORS, new_figure, region, target_figure
 
 PASS_COLOR = "#1a7f37"
 FAIL_COLOR = "#b42318"
@@ -202,15 +202,15 @@ def rx_buffer_caption(result: rx.RxResult, lay: BufferLayout) -> list[tuple[str,
 # --------------------------------------------------------------------------------------------------
 # Drawing helpers
 
-def _target(fig: Figure | SubFigure | None, width: float, height: float) -> Figure | SubFigure:
-    # Fixed margins instead of constrained layout: it halves the redraw time of a widget update.
-    if fig is None:
-        fig = new_figure(width, height)
-    else:
-        fig.clear()
-        fig.set_size_inches(width, height)
-    fig.set_layout_engine("none")
-    return fig
+def _truesize_items(parts: "TruesizeParts") -> list[tuple[str, int, str, str]]:
+    """(gid, bytes, colour, label) of each piece of skb->truesize, in the order the bar draws them."""
+    items = [("truesize:sk_buff", parts.sk_buff, "sk_buff", "sk_buff"),
+             ("truesize:head", parts.head, "linear", "head"),
+             ("truesize:skb_shared_info", parts.shinfo, "skb_shared_info", "shinfo")]
+    items += [(f"truesize:frag{i}", t, "frag", f"frag{i}") for i, t in enumerate(parts.frags)]
+    if parts.frag_list:
+        items.append(("truesize:frag_list", parts.frag_list, "frag_list", "frag_list"))
+    return items
 
 
 def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float, make) -> tuple[Figure, list]:
@@ -222,7 +222,7 @@ def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float, make
             and all(any(ax is a for a in fig.axes) for ax in stored) and not fig.subfigs):
         _wipe(fig)
         return fig, list(stored)
-    fig = _target(fig, width, height)
+    fig = target_figure(fig, width, height)
     axes = list(make(fig))
     for ax in fig.axes:
         # A fixed title position: otherwise every draw measures the axes' tick labels to place the title.
@@ -382,7 +382,7 @@ def draw_rx_buffer(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: b
     lay = rx_buffer_layout(result, l4=l4, ip=ip, vlan=vlan)
     if compact:
         return _draw_rx_buffer_compact(result, lay, fig)
-    fig = _target(fig, 10.0, 5.4)
+    fig = target_figure(fig, 10.0, 5.4)
     ax_page, ax, ax_cond = fig.subplots(3, 1, gridspec_kw=dict(height_ratios=[1, 5, 1.7], left=0.01, right=0.99,
                                                                  top=0.88, bottom=0.02, hspace=0.45))
     ax_cond.set_axis_off()
@@ -651,12 +651,7 @@ def _draw_skb_into(fig: Figure | SubFigure, result: rx.RxResult, prefix: str = "
 
     # skb->truesize, to scale.
     parts = truesize_parts(skb, kernel=result.kernel, arch=result.arch)
-    items = [("truesize:sk_buff", parts.sk_buff, "sk_buff", "sk_buff"),
-             ("truesize:head", parts.head, "linear", "head"),
-             ("truesize:skb_shared_info", parts.shinfo, "skb_shared_info", "shinfo")]
-    items += [(f"truesize:frag{i}", t, "frag", f"frag{i}") for i, t in enumerate(parts.frags)]
-    if parts.frag_list:
-        items.append(("truesize:frag_list", parts.frag_list, "frag_list", "frag_list"))
+    items = _truesize_items(parts)
     ax_true.set_xlim(0, true_span)
     ax_true.set_ylim(0, 1)
     _bare_axes(ax_true)
@@ -762,12 +757,7 @@ def _draw_skb_compact(fig: Figure, axes, result: rx.RxResult, prefix: str, spans
 
     # skb->truesize, to scale.
     parts = truesize_parts(skb, kernel=result.kernel, arch=result.arch)
-    items = [("truesize:sk_buff", parts.sk_buff, "sk_buff", "sk_buff"),
-             ("truesize:head", parts.head, "linear", "head"),
-             ("truesize:skb_shared_info", parts.shinfo, "skb_shared_info", "shinfo")]
-    items += [(f"truesize:frag{i}", t, "frag", f"frag{i}") for i, t in enumerate(parts.frags)]
-    if parts.frag_list:
-        items.append(("truesize:frag_list", parts.frag_list, "frag_list", "frag_list"))
+    items = _truesize_items(parts)
     ax_true.set_xlim(0, true_span * 1.005)
     ax_true.set_ylim(-0.05, 1.05)
     many = len(parts.frags) > 3
@@ -833,7 +823,7 @@ def draw_skb(result: rx.RxResult, *, fig: Figure | None = None, compact: bool = 
                      f"len {result.skb.len} B, truesize {result.skb.truesize} B", fontsize=10,
                      color=PASS_COLOR if result.path == "build_skb" else FAIL_COLOR)
         return fig
-    fig = _target(fig, 10.0, 6.2)
+    fig = target_figure(fig, 10.0, 6.2)
     _draw_skb_into(fig, result)
     fig.suptitle(f"sk_buff after {result.path}: {result.mode} mode, kernel {result.kernel}, {result.arch}, "
                  f"len {result.skb.len} B ({result.skb.describe().split(', truesize')[0]})", fontsize=9.5)
@@ -855,7 +845,7 @@ def draw_paths_side_by_side(payload_len: int, *, kernels: tuple[str, str] = ("5.
     results = [rx.receive(payload_len, l4=l4, kernel=k, **receive_kw) for k in kernels]
     if compact:
         return _draw_paths_compact(payload_len, l4, results, kernels, fig)
-    fig = _target(fig, 14.0, 6.4)
+    fig = target_figure(fig, 14.0, 6.4)
     subs = fig.subfigures(1, 2, wspace=0.02)
     prefixes = [f"{k}/" for k in kernels] if kernels[0] != kernels[1] else ["0/", "1/"]
     # One byte scale for both sides, so the reader compares memory, not drawings.

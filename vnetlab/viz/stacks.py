@@ -24,8 +24,8 @@ from vnetlab import netdev, xmit
 from vnetlab.features import ethtool_name
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import _target, fast_region, reuse_axes
-from vnetlab.viz.style import COLORS, region
+from vnetlab.viz.memory import fast_region, reuse_axes
+from vnetlab.viz.style import COLORS, region, target_figure
 
 # The transmit features that decide a UDP GSO skb's fate, NETIF_F names (drawn with their ethtool names).
 STACK_FEATURES = ("GSO_UDP_L4", "GSO_FRAGLIST", "FRAGLIST", "SG", "HW_CSUM", "HW_VLAN_CTAG_TX")
@@ -196,7 +196,7 @@ def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None 
         fig, (ax,) = reuse_axes(fig, ("stack", "compact"), 5.6, 4.6, lambda f: [f.subplots(gridspec_kw=dict(
             left=0.01, right=0.99, top=0.93, bottom=0.01))])
     else:
-        fig = _target(fig, 5.6, 4.6)
+        fig = target_figure(fig, 5.6, 4.6)
         ax = fig.subplots(gridspec_kw=dict(left=0.01, right=0.99, top=0.9, bottom=0.01))
     _draw_column(ax, "0", stack, skb, tx, compact=compact)
     ax.set_title(title or f"kernel {stack.kernel}: UDP GSO skb down {stack.egress.name}", fontsize=9, loc="left", y=1.0)
@@ -209,7 +209,7 @@ def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = ("
     """The same stack and skb on each kernel, left to right (before and after the GSO_SOFTWARE change)."""
     if not kernels:
         raise ValueError("kernels must not be empty")
-    fig = _target(fig, 5.4 * len(kernels), 4.8)
+    fig = target_figure(fig, 5.4 * len(kernels), 4.8)
     axes = fig.subplots(1, len(kernels), squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=0.86,
                                                                           bottom=0.01, wspace=0.06))[0]
     results = []

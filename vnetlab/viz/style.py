@@ -67,6 +67,19 @@ def new_figure(width: float = 9.0, height: float = 3.0) -> Figure:
     return fig
 
 
+def target_figure(fig: Figure | None, width: float, height: float):
+    """The figure to draw on: a new one, or ``fig`` cleared and resized (widgets redraw in place).
+
+    Fixed margins, no layout engine: constrained layout doubles a widget's redraw time.
+    """
+    if fig is None:
+        return new_figure(width, height)
+    fig.clear()
+    fig.set_size_inches(width, height)
+    fig.set_layout_engine("none")
+    return fig
+
+
 def region(ax, gid: str, x: float, y: float, width: float, height: float, *, color: str | None = None,
            label: str | None = None, fontsize: float = 8, hatch: str | None = None, text_color: str = "black",
            min_label_width: float = 0.0) -> Rectangle:

@@ -18,7 +18,7 @@ from matplotlib.patches import Rectangle
 from vnetlab import rx
 from vnetlab.profiles import arch as _arch, kernel as _kernel
 from vnetlab.viz.memory import fast_region, reuse_axes
-from vnetlab.viz.style import COLORS, PATH_COLORS, legend_handles, new_figure, region
+from vnetlab.viz.style import COLORS, PATH_COLORS, legend_handles, new_figure, region, target_figure
 
 INVALID = -1  # frame + hdr_len does not fit the buffer: a length error in receive_mergeable
 MARKED_BUFFERS = (1536, 2048, 2560)
@@ -30,17 +30,6 @@ MARKED_FRAMES = (
 )
 _CMAP = ListedColormap(["#ffffff", PATH_COLORS["copy"], PATH_COLORS["copy+frag"], PATH_COLORS["build_skb"]])
 _NORM = BoundaryNorm([-1.5, -0.5, 0.5, 1.5, 2.5], _CMAP.N)
-
-
-def _target(fig: Figure | None, width: float, height: float) -> Figure:
-    # Fixed margins instead of constrained layout: it halves the redraw time of a widget update.
-    if fig is None:
-        fig = new_figure(width, height)
-    else:
-        fig.clear()
-        fig.set_size_inches(width, height)
-    fig.set_layout_engine("none")
-    return fig
 
 
 # --------------------------------------------------------------------------------------------------
@@ -119,7 +108,7 @@ def draw_threshold_map(kernel: str = "6.1", arch: str = "x86_64", *, hdr_len: in
     """
     if compact:
         return _draw_threshold_map_compact(kernel, arch, hdr_len, headroom, max_frame, max_truesize, fig)
-    fig = _target(fig, 9.0, 4.8)
+    fig = target_figure(fig, 9.0, 4.8)
     ax = fig.subplots(gridspec_kw=dict(left=0.08, right=0.98, top=0.92, bottom=0.11))
     _draw_map(ax, kernel, arch, hdr_len=hdr_len, headroom=headroom, max_frame=max_frame,
               max_truesize=max_truesize, labels=True)
@@ -166,7 +155,7 @@ def draw_threshold_maps(kernels=("5.12", "5.13", "6.1", "6.18"), arches=("x86_64
                         hdr_len: int = 12, max_frame: int = 3000, max_truesize: int = 4096,
                         fig: Figure | None = None) -> Figure:
     """Small multiples of :func:`draw_threshold_map`: one panel per (arch, kernel), shared axes."""
-    fig = _target(fig, 2.6 * len(kernels) + 0.6, 2.1 * len(arches) + 0.8)
+    fig = target_figure(fig, 2.6 * len(kernels) + 0.6, 2.1 * len(arches) + 0.8)
     axes = fig.subplots(len(arches), len(kernels), sharex=True, sharey=True, squeeze=False,
                         gridspec_kw=dict(left=0.07, right=0.99, top=0.92, bottom=0.12, hspace=0.3, wspace=0.08))
     for r, a_name in enumerate(arches):
@@ -243,7 +232,7 @@ def draw_path_vs_payload(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, k
     sw = payload_sweep(buf_len, l4=l4, ip=ip, kernel=kernel, arch=arch, hdr_len=hdr_len)
     if compact:
         return _draw_path_vs_payload_compact(sw, buf_len, l4, ip, kernel, arch, fig)
-    fig = _target(fig, 9.0, 3.8)
+    fig = target_figure(fig, 9.0, 3.8)
     ax, ax_path = fig.subplots(2, 1, sharex=True, gridspec_kw=dict(height_ratios=[3, 1], left=0.08, right=0.98,
                                                                     top=0.92, bottom=0.13, hspace=0.12))
     xmax = int(sw.payloads[-1])
@@ -389,7 +378,7 @@ def draw_mergeable_carving(*, kernel: str = "6.1", arch: str = "x86_64", mtu: in
     sizes = sorted({a.page_size, max(a.page_size, 32768)}, reverse=True)
     if compact:
         return _draw_mergeable_carving_compact(kernel, arch, mtu, xdp, avg_pkt_len, sizes, fig)
-    fig = _target(fig, 10.0, 1.3 + 1.2 * len(sizes))
+    fig = target_figure(fig, 10.0, 1.3 + 1.2 * len(sizes))
     axes = fig.subplots(len(sizes), 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=0.82,
                                                                          bottom=0.16, hspace=0.7))[:, 0]
     for ax, size in zip(axes, sizes):
