@@ -1,0 +1,1 @@
+"""The real-kernel lab (see lab/README.md): ``python -m lab run``."""

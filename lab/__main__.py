@@ -1,0 +1,5 @@
+import sys
+
+from lab.run import main
+
+sys.exit(main())
