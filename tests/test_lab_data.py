@@ -200,9 +200,6 @@ def _feature_cases():
 # Disagreements between the model and the real 6.1 kernel, per feature, for the model owner (see the
 # strict xfail below). Anything else that differs fails test_ethtool_k_differs_only_where_known.
 KNOWN_FEATURE_DISAGREEMENTS = {
-    "rx-vlan-filter": "virtnet_probe sets NETIF_F_HW_VLAN_CTAG_FILTER when VIRTIO_NET_F_CTRL_VLAN is negotiated "
-                      "(QEMU offers it): real eth0 (and mv0, which inherits it) show 'on fixed'; "
-                      "vnetlab.netdev._probe_virtio_net has no ctrl_vlan parameter and leaves it off",
     "rx-gro-hw": "hub backend only (no vnet header, so no guest offloads; CTRL_GUEST_OFFLOADS still negotiated): "
                  "GRO_HW is in hw_features, but 'ethtool -K eth0 rx-gro-hw on' fails (exit 1) and it stays off: "
                  "virtnet_set_features -> virtnet_set_guest_offloads sends VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, "

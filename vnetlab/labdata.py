@@ -26,7 +26,7 @@ ETH_HLEN = 14
 UDP4_CSUM_PULL = 42
 #: vnetlab.netdev's virtio_net probe parameter for each VIRTIO_NET_F_* feature it depends on.
 PROBE_PARAMS = {"csum": "CSUM", "host_tso4": "HOST_TSO4", "host_tso6": "HOST_TSO6", "host_ecn": "HOST_ECN",
-                "ctrl_guest_offloads": "CTRL_GUEST_OFFLOADS"}
+                "ctrl_guest_offloads": "CTRL_GUEST_OFFLOADS", "ctrl_vlan": "CTRL_VLAN"}
 #: ethtool's legacy option names (ethtool.c off_flag_def): each sets every feature its pattern matches.
 ETHTOOL_ALIASES = {
     "rx": ("rx-checksum",),

@@ -391,8 +391,11 @@ class Nic(Device):
 
 def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: bool = True,
                       host_tso6: bool = True, host_ecn: bool = True, host_uso: bool = False,
-                      guest_tso: bool = True, ctrl_guest_offloads: bool = True, rss: bool = False) -> None:
-    """drivers/net/virtio_net.c virtnet_probe: the offloads follow the negotiated VIRTIO_NET_F_* bits."""
+                      guest_tso: bool = True, ctrl_guest_offloads: bool = True, rss: bool = False,
+                      ctrl_vlan: bool = True) -> None:
+    """drivers/net/virtio_net.c virtnet_probe: the offloads follow the negotiated VIRTIO_NET_F_* bits.
+
+    The defaults are what QEMU's virtio-net-pci offers (CTRL_VQ and CTRL_VLAN included)."""
     k = dev.ns
     if host_uso and not k.kernel_ge("6.2"):
         raise ValueError(f"host_uso=True: virtio_net has no USO before 6.2 (kernel {k.kernel})")
@@ -427,6 +430,10 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
         dev._hw_features |= k.m("GRO_HW")
     # virtnet_probe: vlan_features = features, copied once here (never FRAGLIST / GSO_FRAGLIST).
     dev._vlan_features = dev._features
+    if ctrl_vlan:
+        # virtnet_find_vqs (6.1), from virtnet_probe after vlan_features: has_cvq && CTRL_VLAN ->
+        # features |= HW_VLAN_CTAG_FILTER, not in hw_features, so "on [fixed]" (checked in the QEMU lab).
+        dev._features |= k.m("HW_VLAN_CTAG_FILTER")
     if rss:
         dev._hw_features |= k.m("RXHASH")
 
