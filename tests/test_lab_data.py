@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from vnetlab import labdata, rx, xmit
+from vnetlab import labdata, rx
 from vnetlab.netdev import Namespace
 
 KERNEL = "6.1"
@@ -236,16 +236,7 @@ def test_udp_gso_segmentation_point_matches_the_model(name, route_dev):
     case = next(c for c in doc["gso"]["cases"] if c["route_dev"] == route_dev)
     gso_size = doc["gso"]["gso_size"]
     payload = doc["gso"]["payloads"][0]
-    ns = Namespace(kernel=KERNEL)
-    eth0 = ns.nic("eth0", driver="virtio_net", **labdata.probe_params(doc, "eth0"))
-    if route_dev == "eth0.10":
-        ns.vlan("eth0.10", lower=eth0, vid=10)
-    elif route_dev == "mv0":
-        ns.macvlan("mv0", lower=eth0)
-    elif route_dev == "br0":
-        ns.set_master(eth0, ns.bridge("br0"))
-    skb = xmit.gso_skb(l4="udp", segs=-(-payload // gso_size), gso_size=gso_size)
-    res = xmit.send(ns[route_dev], skb, kernel=KERNEL)
+    ns, res = labdata.gso_model(doc, route_dev, KERNEL)
     sender_failed = any(l.startswith("udptool") and "failed=0" not in l for l in case["sender"])
     csum = {"HW_CSUM", "IP_CSUM"} & set(ns[route_dev].features)
     if sender_failed:

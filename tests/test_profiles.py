@@ -53,6 +53,13 @@ def test_arch_profiles(name, kernel, shinfo, aligned, frags, ip_align, page):
         shinfo, aligned, frags, ip_align, page)
 
 
+def test_sk_buff_size_per_kernel():
+    # BTF: 224 on the 6.18 kernel here, 232 on Debian's 6.1 (QEMU lab); both SKB_DATA_ALIGN to 256.
+    assert vnetlab.arch("x86_64", kernel="6.18").sk_buff_size == 224
+    assert vnetlab.arch("x86_64", kernel="6.1").sk_buff_size == 232
+    assert vnetlab.arch("x86_64", kernel="6.1").skb_data_align(232) == 256
+
+
 def test_net_skb_pad_is_max_32_l1():
     assert vnetlab.arch("x86_64").net_skb_pad == 64
     assert vnetlab.arch("ppc64le").net_skb_pad == 128

@@ -210,3 +210,56 @@ def expand_ethtool_args(args: str) -> list[tuple[str, bool]]:
         for feat in ETHTOOL_ALIASES.get(name, (name,)):
             out.append((feat, val == "on"))
     return out
+
+
+def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str = "6.1"):
+    """vnetlab.xmit's TxResult for the lab's UDP_SEGMENT datagram sent through ``route_dev`` on the virtio NIC."""
+    from vnetlab import xmit
+    from vnetlab.netdev import Namespace
+
+    ns = Namespace(kernel=kernel)
+    eth0 = ns.nic("eth0", driver="virtio_net", **probe_params(doc, "eth0"))
+    if route_dev == "eth0.10":
+        ns.vlan("eth0.10", lower=eth0, vid=10)
+    elif route_dev == "mv0":
+        ns.macvlan("mv0", lower=eth0)
+    elif route_dev == "br0":
+        ns.set_master(eth0, ns.bridge("br0"))
+    elif route_dev != "eth0":
+        raise ValueError(f"route_dev={route_dev!r}: the lab sends through eth0, eth0.10, mv0 or br0")
+    gso_size, payload = doc["gso"]["gso_size"], doc["gso"]["payloads"][0]
+    skb = xmit.gso_skb(l4="udp", segs=-(-payload // gso_size), gso_size=gso_size)
+    return ns, xmit.send(ns[route_dev], skb, kernel=kernel)
+
+
+def gso_table(name: str, kernel: str = "6.1") -> str:
+    """Where the real kernel segmented the lab's UDP GSO datagrams, beside the model, one line per route."""
+    doc = load(name)
+    lines = [f"{'sent through':13} {'real kernel':14} model"]
+    for case in doc["gso"]["cases"]:
+        real = ", ".join(case["segmented_at"]) or "send failed (EIO)"
+        _ns, tx = gso_model(doc, case["route_dev"], kernel)
+        lines.append(f"{case['route_dev']:13} {real:14} {tx.segmented_at or 'nowhere'}")
+    return "\n".join(lines)
+
+
+def rx_table(name: str, payloads=None, kernel: str = "6.1") -> str:
+    """Measured receive paths beside vnetlab.rx for the chosen UDP payloads (all measured ones if None)."""
+    rows = rx_rows(name, kernel)
+    if payloads is not None:
+        wanted = set(payloads)
+        rows = [r for r in rows if r.payload in wanted]
+    lines = [f"{'payload':>7} {'frame':>5} {'buffer':>6}  {'real kernel':27} model"]
+    seen = set()
+    for r in rows:
+        if r in seen:  # the sweep sends each size more than once; identical rows are shown once
+            continue
+        seen.add(r)
+        real = f"{r.real_path} ts {r.real_truesize} frags {r.real_nr_frags}"
+        model = f"{r.model_path} ts {r.model_truesize} frags {r.model_nr_frags}"
+        lines.append(f"{r.payload:7} {r.frame_len:5} {r.buf_truesize or '-':>6}  {real:27} "
+                     f"{model}{'' if r.agrees else '   <- differs'}")
+    agree = sum(r.agrees for r in rx_rows(name, kernel))
+    lines.append(f"{agree} of {len(rx_rows(name, kernel))} measured packets agree with the model "
+                 f"({load(name)['kernel']['release']}, {load(name)['qemu']['accel']})")
+    return "\n".join(lines)

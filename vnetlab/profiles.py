@@ -224,7 +224,9 @@ def _arch(name: str, version: str, config_max_skb_frags: int | None) -> Arch:
         skb_frag_size=frag_size,
         skb_shared_info_size=shinfo,
         shinfo_size=_align(shinfo, l1),
-        sk_buff_size=sec.typed("sk_buff_size", int),
+        # sizeof(struct sk_buff) is config- and version-dependent: a kernel's own 64-bit figure wins where known.
+        sk_buff_size=(k.rules.typed("sk_buff_size_64", int) if pointer_bytes == 8 and "sk_buff_size_64" in k.rules
+                      else sec.typed("sk_buff_size", int)),
         description=str(sec.get("description", "")),
         sources=dict(sec.sources),
     )
