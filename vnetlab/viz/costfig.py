@@ -159,7 +159,7 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
     c = costs if costs is not None else cost.calibrate().two_param
     res = rx_costs(traffic, kernels, c)
     if compact:
-        return _draw_cost_breakdown_compact(res, kernels, highlight, fig)
+        return _draw_cost_breakdown_compact(res, kernels, highlight, fig, traffic.label)
     fig = target_figure(fig, 9.6, 4.0)
     ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.74, top=0.9, bottom=0.19))
     top, segments, shown, totals = _breakdown_segments(res, kernels)
@@ -202,8 +202,10 @@ def _breakdown_axes(fig: Figure) -> list:
 
 
 def _draw_cost_breakdown_compact(res: Mapping[str, cost.RxCost], kernels: Sequence[str], highlight: str | None,
-                                 fig: Figure | None) -> Figure:
+                                 fig: Figure | None, label: str = "") -> Figure:
     fig, (ax, ax_leg) = reuse_axes(fig, ("cost_breakdown", "compact", len(kernels)), 9.6, 3.6, _breakdown_axes)
+    # which traffic the bars are for (one short text: the rest of the title is in the panel's HTML)
+    ax.text(0.0, 1.01, label, transform=ax.transAxes, fontsize=8, va="bottom", gid="traffic_label")
     top, segments, shown, totals = _breakdown_segments(res, kernels)
     index = {k: i for i, k in enumerate(kernels)}
     for k, name, bottom, ns in segments:
