@@ -20,8 +20,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from vnetlab import cost, xmit
-from vnetlab.viz.memory import fast_region, reuse_axes
-from vnetlab.viz.style import COLORS, region, target_figure
+from vnetlab.viz.memory import reuse_axes
+from vnetlab.viz.style import COLORS, fast_region, region, target_figure
 
 # Seed 003 (commit 2e4ef10f5850, "net: introduce NETIF_F_GSO_UDP_L4 and GSO_FRAGLIST to GSO_SOFTWARE"):
 # "Tested on MIPS32 R2 router board with a WIP NIC driver in VLAN NAT: 20 Mbps baseline, 1 Gbps / link speed".

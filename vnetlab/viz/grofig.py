@@ -23,8 +23,8 @@ from matplotlib.patches import FancyArrowPatch
 from vnetlab import gro, rx
 from vnetlab.profiles import arch as _arch
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import fast_region, reuse_axes
-from vnetlab.viz.style import COLORS, region, target_figure
+from vnetlab.viz.memory import reuse_axes
+from vnetlab.viz.style import COLORS, fast_region, region, target_figure
 
 _region = region
 

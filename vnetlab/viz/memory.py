@@ -21,7 +21,7 @@ from matplotlib.patches import ConnectionPatch, Rectangle
 from vnetlab import rx
 from vnetlab.profiles import arch as _arch, kernel as _kernel
 from vnetlab.skb import HEAD_KINDS, Skb
-from vnetlab.viz.style import COLORS, new_figure, region, target_figure
+from vnetlab.viz.style import COLORS, fast_region, new_figure, region, target_figure
 
 PASS_COLOR = "#1a7f37"
 FAIL_COLOR = "#b42318"
@@ -330,19 +330,6 @@ class _Callouts:
         return self.y0 + self.n_levels * self.dy
 
 
-def fast_region(ax, gid: str, x: float, y: float, width: float, height: float, *, color: str | None = None,
-                label: str | None = None, fontsize: float = 8, hatch: str | None = None, text_color: str = "black",
-                min_label_width: float = 0.0) -> Rectangle:
-    """vnetlab.viz.style.region for drawings that set their own axis limits: the patch is added without
-    updating the data limits (ax.add_patch computes the patch's extent, about a millisecond each here)."""
-    rect = Rectangle((x, y), width, height, facecolor=color or COLORS.get(gid.rstrip("0123456789"), "#dddddd"),
-                     edgecolor="black", linewidth=0.6, hatch=hatch)
-    rect.set_gid(gid)
-    ax.add_artist(rect)
-    if label and width >= min_label_width:
-        ax.text(x + width / 2, y + height / 2, label, ha="center", va="center", fontsize=fontsize, color=text_color,
-                gid=f"{gid}:label", clip_on=True)
-    return rect
 
 
 def _labelled(ax, callouts: _Callouts, gid: str, x: float, y: float, w: float, h: float, text: str, *,

@@ -24,8 +24,8 @@ from vnetlab import netdev, xmit
 from vnetlab.features import ethtool_name
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import fast_region, reuse_axes
-from vnetlab.viz.style import COLORS, region, target_figure
+from vnetlab.viz.memory import reuse_axes
+from vnetlab.viz.style import COLORS, fast_region, region, target_figure
 
 # The transmit features that decide a UDP GSO skb's fate, NETIF_F names (drawn with their ethtool names).
 STACK_FEATURES = ("GSO_UDP_L4", "GSO_FRAGLIST", "FRAGLIST", "SG", "HW_CSUM", "HW_VLAN_CTAG_TX")

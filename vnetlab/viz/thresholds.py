@@ -17,8 +17,8 @@ from matplotlib.patches import Rectangle
 
 from vnetlab import rx
 from vnetlab.profiles import arch as _arch, kernel as _kernel
-from vnetlab.viz.memory import fast_region, reuse_axes
-from vnetlab.viz.style import COLORS, PATH_COLORS, legend_handles, new_figure, region, target_figure
+from vnetlab.viz.memory import reuse_axes
+from vnetlab.viz.style import COLORS, PATH_COLORS, fast_region, legend_handles, new_figure, region, target_figure
 
 INVALID = -1  # frame + hdr_len does not fit the buffer: a length error in receive_mergeable
 MARKED_BUFFERS = (1536, 2048, 2560)
