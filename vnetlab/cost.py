@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from vnetlab import gro, rx
-from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel, arch as _arch, kernel as _kernel, known_kernels
+from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel, arch as _arch, kernel as _kernel
 from vnetlab.tables import load_table
 
 # Operations by what they stand for; a gain is split along these groups.

@@ -9,7 +9,7 @@ from the architecture profile (vnetlab.profiles.Arch), never from constants in t
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, arch as _arch, kernel as _kernel

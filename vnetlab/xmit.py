@@ -923,8 +923,6 @@ def router_scenario(
     vnetlab.netdev driver profile ("router", "virtio_net", "ixgbe"). ``port_nic``: a second NIC driver to add
     as another bridge port or bond slave (the ONE_FOR_ALL subtlety needs some port's features).
     """
-    from vnetlab import netdev
-
     if gro not in GRO_MODES:
         raise ValueError(f"gro must be one of {GRO_MODES}, got {gro!r}")
     if upper not in UPPERS:

@@ -21,7 +21,7 @@ from matplotlib.patches import ConnectionPatch, Rectangle
 from vnetlab import rx
 from vnetlab.profiles import arch as _arch, kernel as _kernel
 from vnetlab.skb import HEAD_KINDS, Skb
-from vnetlab.viz.style import COLORS, fast_region, new_figure, region, target_figure
+from vnetlab.viz.style import COLORS, fast_region, region, target_figure
 
 PASS_COLOR = "#1a7f37"
 FAIL_COLOR = "#b42318"

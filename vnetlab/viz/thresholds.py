@@ -18,7 +18,7 @@ from matplotlib.patches import Rectangle
 from vnetlab import rx
 from vnetlab.profiles import arch as _arch, kernel as _kernel
 from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.style import COLORS, PATH_COLORS, fast_region, legend_handles, new_figure, region, target_figure
+from vnetlab.viz.style import COLORS, PATH_COLORS, fast_region, legend_handles, region, target_figure
 
 INVALID = -1  # frame + hdr_len does not fit the buffer: a length error in receive_mergeable
 MARKED_BUFFERS = (1536, 2048, 2560)
@@ -382,15 +382,8 @@ def draw_mergeable_carving(*, kernel: str = "6.1", arch: str = "x86_64", mtu: in
     axes = fig.subplots(len(sizes), 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=0.82,
                                                                          bottom=0.16, hspace=0.7))[:, 0]
     for ax, size in zip(axes, sizes):
-        bufs = carve(size, kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len)
-        name = f"{size // 1024}K"
-        ax.set_xlim(0, size)
-        ax.set_ylim(0, 1)
-        ax.set_yticks([])
-        for side in ("left", "right", "top"):
-            ax.spines[side].set_visible(False)
-        if bufs and bufs[0].offset:
-            region(ax, f"{name}:virtnet_rq_dma", 0, 0.1, bufs[0].offset, 0.8, color=COLORS["vnet_hdr"])
+        bufs, name = _carving_strip(ax, size, region, kernel=kernel, arch=arch, mtu=mtu, xdp=xdp,
+                                    avg_pkt_len=avg_pkt_len)
         for i, b in enumerate(bufs):
             label = f"{b.truesize}" if b.extent / size > 0.035 else None
             region(ax, f"{name}:buf{i}", b.offset, 0.1, b.extent, 0.8, color=COLORS["frame"] if i % 2 == 0 else
@@ -432,6 +425,20 @@ def carving_caption(*, kernel: str = "6.1", arch: str = "x86_64", mtu: int = 150
     return lines
 
 
+def _carving_strip(ax, size: int, draw, **carve_kw) -> tuple[list, str]:
+    """One page-frag strip: axis set to the frag's bytes, the 6.18 virtnet_rq_dma header drawn; its buffers."""
+    bufs = carve(size, **carve_kw)
+    name = f"{size // 1024}K"
+    ax.set_xlim(0, size)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    if bufs and bufs[0].offset:
+        draw(ax, f"{name}:virtnet_rq_dma", 0, 0.1, bufs[0].offset, 0.8, color=COLORS["vnet_hdr"])
+    return bufs, name
+
+
 def _draw_mergeable_carving_compact(kernel, arch, mtu, xdp, avg_pkt_len, sizes, fig) -> Figure:
     a = _arch(arch, kernel)
     n = len(sizes)
@@ -439,15 +446,8 @@ def _draw_mergeable_carving_compact(kernel, arch, mtu, xdp, avg_pkt_len, sizes, 
         n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.975, top=1 - 0.5 / (0.75 + 0.85 * n),
                                               bottom=0.28 / (0.75 + 0.85 * n), hspace=0.75))[:, 0])
     for ax, size in zip(axes, sizes):
-        bufs = carve(size, kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len)
-        name = f"{size // 1024}K"
-        ax.set_xlim(0, size)
-        ax.set_ylim(0, 1)
-        ax.set_yticks([])
-        for side in ("left", "right", "top"):
-            ax.spines[side].set_visible(False)
-        if bufs and bufs[0].offset:
-            fast_region(ax, f"{name}:virtnet_rq_dma", 0, 0.1, bufs[0].offset, 0.8, color=COLORS["vnet_hdr"])
+        bufs, name = _carving_strip(ax, size, fast_region, kernel=kernel, arch=arch, mtu=mtu, xdp=xdp,
+                                    avg_pkt_len=avg_pkt_len)
         prev = None
         for i, b in enumerate(bufs):
             # the truesize where it changes (the title gives the count)
