@@ -9,22 +9,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from vnetlab.profiles import (
-    Arch,
-    Kernel,
-    UnknownArchError,
-    UnknownKernelError,
-    arch,
-    kernel,
-    known_arches,
-    known_kernels,
-)
-from vnetlab.tables import TableError
+from vnetlab.errors import TableError, UnknownArchError, UnknownKernelError
+from vnetlab.profiles import Arch, Kernel, arch, kernel, known_arches, known_kernels
 
 __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
-    {"rx", "skb", "gro", "cost", "features", "netdev", "xmit", "live", "viz", "widgets", "tables", "profiles", "exercises"}
+    {"rx", "skb", "gro", "cost", "features", "netdev", "xmit", "live", "viz", "widgets", "tables", "profiles", "exercises",
+     "errors", "headers"}
 )
 
 __all__ = [

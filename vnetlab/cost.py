@@ -145,7 +145,7 @@ class Traffic:
 
 def max_payload(l4: str) -> int:
     """Largest L4 payload of one IPv4 packet at MTU 1500 (TCP with the 12-byte timestamp option)."""
-    return rx.ETH_DATA_LEN - rx.IP_HDR_LEN[4] - rx.L4_HDR_LEN[l4]
+    return rx.ETH_DATA_LEN - rx.IP_HLEN[4] - rx.L4_HDR_LEN[l4]
 
 
 def mix(weights: Mapping[int, int], *, label: str = "", l4: str = "udp", destination: str = "no_socket") -> Traffic:
@@ -168,7 +168,7 @@ def imix() -> Traffic:
     """The IMIX of data/rx_costs.toml [imix]: IPv4 packets of 64/576/1500 bytes, 7:4:1, as UDP (payload = IP - 28)."""
     sec = load_table("rx_costs")["imix"]
     sizes, weights = sec["ip_sizes"], sec["weights"]
-    hdr = rx.IP_HDR_LEN[4] + rx.L4_HDR_LEN["udp"]
+    hdr = rx.IP_HLEN[4] + rx.L4_HDR_LEN["udp"]
     t = mix({s - hdr: w for s, w in zip(sizes, weights)}, label="IMIX 7:4:1 (IP 64/576/1500), UDP, no socket")
     return t
 

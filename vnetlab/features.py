@@ -15,8 +15,9 @@ import functools
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping
 
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel, UnknownKernelError, kernel as _kernel
-from vnetlab.tables import TableError, load_table
+from vnetlab.errors import TableError, UnknownFeatureError, UnknownKernelError
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel, kernel as _kernel
+from vnetlab.tables import load_table
 
 # include/linux/netdev_features.h: NETIF_F_GSO_SHIFT = NETIF_F_TSO_BIT = 16 in every modelled version.
 GSO_SHIFT = 16
@@ -25,10 +26,6 @@ MASK_NAMES = (
     "GSO_MASK", "CSUM_MASK", "ALL_TSO", "ALL_FCOE", "GSO_SOFTWARE", "ONE_FOR_ALL", "ALL_FOR_ALL",
     "UPPER_DISABLES", "SOFT_FEATURES", "SOFT_FEATURES_OFF", "VLAN_FEATURES", "GSO_ENCAP_ALL", "NEVER_CHANGE",
 )
-
-
-class UnknownFeatureError(ValueError):
-    """A feature, mask or ethtool name that the requested kernel does not have."""
 
 
 @dataclass(frozen=True)

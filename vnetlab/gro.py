@@ -18,16 +18,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_MAX, TCP_HLEN_MIN, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, arch as _arch, kernel as _kernel
+from vnetlab.rx import GOOD_COPY_LEN
 from vnetlab.skb import Frag, Page, Skb
 from vnetlab.tables import load_table
 
-ETH_HLEN = 14
-VLAN_HLEN = 4
-IP_HDR = {4: 20, 6: 40}
-UDP_HDR = 8
-TCP_HDR_MIN = 20
-TCP_HDR_MAX = 60
 # include/linux/netdevice.h (6.1): GRO_LEGACY_MAX_SIZE 65536u; GRO_MAX_SIZE (8 * 65535u).
 GRO_LEGACY_MAX_SIZE = 65536
 GRO_MAX_SIZE = 8 * 65535
@@ -35,7 +31,6 @@ GRO_MAX_SIZE = 8 * 65535
 UDP_GRO_CNT_MAX = 64
 # net/core/gro.c (6.1, 6.18), net/core/dev.c (5.x): MAX_GRO_SKBS 8 held skbs per bucket.
 MAX_GRO_SKBS = 8
-GOOD_COPY_LEN = 128
 
 TCP_FLAGS = ("FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR")
 _FLAG_BIT = {name: 1 << i for i, name in enumerate(TCP_FLAGS)}
@@ -107,11 +102,11 @@ def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len
     """Check the flow parameters and decide whether (and how) this flow aggregates."""
     if l4 not in ("tcp", "udp"):
         raise ValueError(f"l4 must be 'tcp' or 'udp', got {l4!r}")
-    if ip not in IP_HDR:
+    if ip not in IP_HLEN:
         raise ValueError(f"ip must be 4 or 6, got {ip!r}")
     if not isinstance(vlan, bool):
         raise ValueError(f"vlan must be a bool, got {vlan!r}")
-    tcp_hdr_len = _check_int("tcp_hdr_len", tcp_hdr_len, TCP_HDR_MIN, TCP_HDR_MAX, "doff*4, a multiple of 4")
+    tcp_hdr_len = _check_int("tcp_hdr_len", tcp_hdr_len, TCP_HLEN_MIN, TCP_HLEN_MAX, "doff*4, a multiple of 4")
     if tcp_hdr_len % 4:
         raise ValueError(f"tcp_hdr_len must be a multiple of 4 in 20..60 (doff*4), got {tcp_hdr_len}")
     k = _kernel(kernel)
@@ -137,7 +132,7 @@ def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len
     if udp_gro and not encap_key:
         raise ValueError("udp_encap_needed must be True when udp_gro=True (setsockopt(UDP_GRO) enables the key)")
     gro_on = _has(feats, "GRO")
-    offset = (VLAN_HLEN if vlan else 0) + IP_HDR[ip] + (tcp_hdr_len if l4 == "tcp" else UDP_HDR)
+    offset = (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + (tcp_hdr_len if l4 == "tcp" else UDP_HLEN)
     is_flist = False
     if l4 == "udp":
         # net/ipv4/udp_offload.c udp4_gro_receive (5.10, 6.1): the socket is looked up only if udp_encap_needed_key.
@@ -420,7 +415,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
         _headers_into_head(skb, fp.offset)
         payload = skb.len - fp.offset
         skb.gso_size = payload
-        held = _Held(skb, 1, payload, payload + UDP_HDR, flags, [i], fp.is_flist)
+        held = _Held(skb, 1, payload, payload + UDP_HLEN, flags, [i], fp.is_flist)
         members = []
         skb.frag_list = members
         trace.events.append(GroEvent(i, "held", gro_skb=-2))
@@ -465,7 +460,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
                 hold(i, skb, flags)
         else:
             merged = None
-            ulen = payload + UDP_HDR
+            ulen = payload + UDP_HLEN
             if payload == 0:
                 # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed, never merged.
                 deliver_alone(i, skb)

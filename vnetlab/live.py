@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
+from vnetlab.errors import FixedFeatureError, LabTimeout, LiveError, LiveUnavailable, UnknownFeatureError
+
 __all__ = [
     "Capability",
     "Comparison",
@@ -70,35 +72,6 @@ _ETHTOOL_GENL_VERSION = 1
 _ETHTOOL_MSG_FEATURES_GET = 11
 _ETHTOOL_MSG_FEATURES_SET = 12
 _ETHTOOL_FLAG_OMIT_REPLY = 1 << 1
-
-
-class LiveError(RuntimeError):
-    """A command or netlink request against the running kernel failed."""
-
-
-class LiveUnavailable(LiveError):
-    """The live path cannot run here; ``reason`` says why in one readable paragraph."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-class LabTimeout(LiveError):
-    """A Lab ran past its time budget; it still deletes what it made on exit."""
-
-
-class UnknownFeatureError(ValueError):
-    """A feature name the device's kernel does not have (ethtool: "bit name not found")."""
-
-
-class FixedFeatureError(ValueError):
-    """A request to change a feature that ``ethtool -k`` shows as ``[fixed]`` on that device."""
-
-    def __init__(self, device: str, names: Iterable[str]):
-        self.device = device
-        self.names = tuple(sorted(names))
-        super().__init__(f"{device}: cannot change fixed feature(s): {', '.join(self.names)}")
 
 
 # --------------------------------------------------------------------------------------------------------

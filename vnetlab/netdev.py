@@ -13,17 +13,10 @@ from typing import Iterable, Mapping
 
 from vnetlab import features as F
 from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
+from vnetlab.errors import DeviceError, FixedFeatureError
 from vnetlab.profiles import kernel as _kernel
 
 DEFAULT_NAMESPACE_KERNEL = "6.18"
-
-
-class FixedFeatureError(ValueError):
-    """ethtool -K asked to change a feature the device cannot change ([fixed] in ethtool -k)."""
-
-
-class DeviceError(ValueError):
-    """A device operation the kernel would refuse (bad name, bad vid, wrong master type, ...)."""
 
 
 class Device:
@@ -101,8 +94,7 @@ class Device:
             if not changeable & b:
                 if bool(self._features & b) != bool(on):
                     raise FixedFeatureError(
-                        f"settings[{eth!r}]: {eth} ({name}) is fixed on {self.name} (not in hw_features); "
-                        f"it stays {'on' if self._features & b else 'off'}"
+                        self.name, [eth], f"{name} is not in hw_features; it stays {'on' if self._features & b else 'off'}"
                     )
                 continue
             req_mask |= b

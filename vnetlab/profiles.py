@@ -10,18 +10,11 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from vnetlab.tables import Section, TableError, load_table
+from vnetlab.errors import TableError, UnknownArchError, UnknownKernelError
+from vnetlab.tables import Section, load_table
 
 DEFAULT_KERNEL = "6.1"
 DEFAULT_ARCH = "x86_64"
-
-
-class UnknownKernelError(ValueError):
-    """A kernel version the models have no rules for."""
-
-
-class UnknownArchError(ValueError):
-    """An architecture the models have no profile for."""
 
 
 def known_kernels() -> tuple[str, ...]:

@@ -12,17 +12,14 @@ import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
+from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, arch as _arch, kernel as _kernel
 from vnetlab.skb import Frag, Page, Skb
 
 # drivers/net/virtio_net.c constants (unchanged from 5.10 to 6.18).
 GOOD_COPY_LEN = 128
-ETH_HLEN = 14
-VLAN_HLEN = 4
-ETH_DATA_LEN = 1500
 GOOD_PACKET_LEN = ETH_HLEN + VLAN_HLEN + ETH_DATA_LEN
 VIRTIO_XDP_HEADROOM = 256
-IP_MAX_MTU = 65535
 # sizeof(struct padded_vnet_hdr): a v1_hash header (20) plus char padding[12].
 PADDED_VNET_HDR_LEN = 32
 # sizeof(struct virtio_net_hdr_mrg_rxbuf): what 5.x get_mergeable_buf_len adds (drivers/net/virtio_net.c).
@@ -40,7 +37,6 @@ PATHS = ("copy", "copy+frag", "build_skb")
 MODES = ("small", "big", "mergeable")
 
 L4_HDR_LEN = {"udp": 8, "tcp": 32}  # TCP with the timestamp option, as Linux sends by default
-IP_HDR_LEN = {4: 20, 6: 40}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -456,8 +452,8 @@ def _check_mergeable_hdr_len(hdr_len: object, k: Kernel) -> int:
 def frame_len_for(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> int:
     """The Ethernet frame (no FCS) carrying ``payload_len`` bytes of L4 payload."""
     _check_choice("l4", l4, tuple(L4_HDR_LEN), "udp, or tcp (32-byte header with timestamps)")
-    _check_choice("ip", ip, tuple(IP_HDR_LEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
-    return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HDR_LEN[ip] + L4_HDR_LEN[l4] + payload_len
+    _check_choice("ip", ip, tuple(IP_HLEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
+    return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + L4_HDR_LEN[l4] + payload_len
 
 
 def receive_small(frame_len: int, *, hdr_len: int = 12, xdp: bool = False, kernel: "str | Kernel" = DEFAULT_KERNEL,

@@ -13,9 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterator, Mapping
 
-
-class TableError(ValueError):
-    """A kernel table in data/ is missing or malformed."""
+from vnetlab.errors import TableError
 
 
 @dataclass(frozen=True)

@@ -28,21 +28,16 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from vnetlab.gro import UDP_GRO_CNT_MAX
+from vnetlab.headers import ETH_HLEN, IP_MAX_MTU, IPV4_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import SKB_GSO_NAMES, Frag, Page, Skb
 
 # ---------------------------------------------------------------------------------------------------------
 # Constants (bytes)
 
-ETH_HLEN = 14
-VLAN_HLEN = 4
-IPV4_HLEN = 20
-UDP_HLEN = 8
-TCP_HLEN = 32  # 20-byte header + 12 bytes of timestamp option, as GRO'd TCP flows usually carry
 GSO_MAX_SEGS = 65535  # include/linux/netdevice.h GSO_MAX_SEGS (dev->gso_max_segs default), 5.10..6.18
 GSO_MAX_SIZE = 65536  # GSO_LEGACY_MAX_SIZE, dev->gso_max_size default (include/linux/netdevice.h 6.1)
-UDP_GRO_CNT_MAX = 64  # net/ipv4/udp_offload.c udp_gro_receive_segment (6.1): flush at count >= 64
-IP_MAX_LEN = 65535  # iphdr tot_len is 16 bits
 RX_FRAG_TRUESIZE = 2048  # truesize charged per received page frag in gso_skb (a half-page rx buffer)
 
 # SKB_GSO_x == NETIF_F_GSO_x >> NETIF_F_GSO_SHIFT (include/linux/netdevice.h net_gso_ok BUILD_BUG_ONs, 6.1)
@@ -57,7 +52,7 @@ VLAN_TX = frozenset({"HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX"})
 # include/linux/if_vlan.h vlan_features_check: the direct mask for multi-tagged skbs (5.x..6.18)
 VLAN_MULTI_TAG_MASK = frozenset({"SG", "HIGHDMA", "HW_CSUM", "FRAGLIST", "HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX"})
 
-L4_HEADER = {"udp": UDP_HLEN, "tcp": TCP_HLEN}
+L4_HEADER = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}
 L4_GSO_TYPE = {"udp": "UDP_L4", "tcp": "TCPV4"}
 
 
@@ -103,7 +98,7 @@ def header_len(l4: str = "udp") -> int:
 def max_gro_segs(gso_size: int, *, l4: str = "udp", gro_max_size: int = GSO_MAX_SIZE) -> int:
     """How many full segments one GRO skb holds: p->len + len < gro_max_size (net/core/gro.c
     skb_gro_receive / skb_gro_receive_list, 6.1), and for UDP at most UDP_GRO_CNT_MAX = 64."""
-    _check_int("gso_size", gso_size, 1, IP_MAX_LEN)
+    _check_int("gso_size", gso_size, 1, IP_MAX_MTU)
     l3l4 = IPV4_HLEN + L4_HEADER[l4] if l4 in L4_HEADER else None
     if l3l4 is None:
         raise ValueError(f"l4 must be one of {sorted(L4_HEADER)}, got {l4!r}")
@@ -142,7 +137,7 @@ def gso_skb(
     if not isinstance(fraglist, bool):
         raise ValueError(f"fraglist must be True or False, got {fraglist!r}")
     _check_int("max_skb_frags", max_skb_frags, 16, 45)
-    _check_int("gso_size", gso_size, 1, IP_MAX_LEN - IPV4_HLEN - L4_HEADER[l4])
+    _check_int("gso_size", gso_size, 1, IP_MAX_MTU - IPV4_HLEN - L4_HEADER[l4])
     seg_cap = UDP_GRO_CNT_MAX if l4 == "udp" else GSO_MAX_SEGS
     _check_int("segs", segs, 1, seg_cap)
     if tail_size is None:
@@ -152,10 +147,10 @@ def gso_skb(
         _check_int("vlan_tag", vlan_tag, 0, 4095)
     payload = (segs - 1) * gso_size + tail_size
     ip_len = IPV4_HLEN + L4_HEADER[l4] + payload
-    if ip_len > IP_MAX_LEN:
+    if ip_len > IP_MAX_MTU:
         raise ValueError(
-            f"segs * gso_size too large: the IPv4 packet would be {ip_len} bytes, more than {IP_MAX_LEN} "
-            f"(segs must be at most {(IP_MAX_LEN - IPV4_HLEN - L4_HEADER[l4]) // gso_size} for gso_size {gso_size})"
+            f"segs * gso_size too large: the IPv4 packet would be {ip_len} bytes, more than {IP_MAX_MTU} "
+            f"(segs must be at most {(IP_MAX_MTU - IPV4_HLEN - L4_HEADER[l4]) // gso_size} for gso_size {gso_size})"
         )
     hdr = header_len(l4)
     sizes = [gso_size] * (segs - 1) + [tail_size]

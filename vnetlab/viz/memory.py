@@ -79,7 +79,7 @@ def frame_parts(frame_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fa
     rx.frame_len_for(0, l4=l4, ip=ip, vlan=vlan)  # validates l4 and ip with the model's errors
     eth = rx.ETH_HLEN + (rx.VLAN_HLEN if vlan else 0)
     parts = [("eth", eth, "ethhdr" + (" + VLAN" if vlan else "")),
-             ("ip", rx.IP_HDR_LEN[ip], _IP_STRUCT[ip]),
+             ("ip", rx.IP_HLEN[ip], _IP_STRUCT[ip]),
              ("l4", rx.L4_HDR_LEN[l4], _L4_STRUCT[l4]),
              ("payload", 0, f"{l4.upper()} payload")]
     out, left = [], frame_len

@@ -1,0 +1,63 @@
+"""Every exception vnetlab raises, in one place.
+
+Model errors are ValueErrors (bad input: the message names the parameter, its range and what it means in kernel
+terms); the live path's are RuntimeErrors (the running kernel or a command failed).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+__all__ = [
+    "TableError", "UnknownKernelError", "UnknownArchError", "UnknownFeatureError", "FixedFeatureError",
+    "DeviceError", "LiveError", "LiveUnavailable", "LabTimeout",
+]
+
+
+class TableError(ValueError):
+    """A kernel table in data/ is missing or malformed."""
+
+
+class UnknownKernelError(ValueError):
+    """A kernel version the models have no rules for."""
+
+
+class UnknownArchError(ValueError):
+    """An architecture the models have no profile for."""
+
+
+class UnknownFeatureError(ValueError):
+    """A feature, mask or ethtool name that the kernel in question does not have (ethtool: "bit name not found")."""
+
+
+class FixedFeatureError(ValueError):
+    """``ethtool -K`` asked to change a feature that ``ethtool -k`` shows as ``[fixed]`` on that device.
+
+    ``device`` and ``names`` (the ethtool names refused) are kept for callers; ``detail`` adds what stays.
+    """
+
+    def __init__(self, device: str, names: Iterable[str], detail: str = "") -> None:
+        self.device = device
+        self.names = tuple(sorted(names))
+        msg = f"{device}: cannot change fixed feature(s): {', '.join(self.names)}"
+        super().__init__(f"{msg} ({detail})" if detail else msg)
+
+
+class DeviceError(ValueError):
+    """A device operation the kernel would refuse (bad name, bad vid, wrong master type, ...)."""
+
+
+class LiveError(RuntimeError):
+    """A command or netlink request against the running kernel failed."""
+
+
+class LiveUnavailable(LiveError):
+    """The live path cannot run here; ``reason`` says why in one readable paragraph."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LabTimeout(LiveError):
+    """A namespace lab ran past its time budget; it still deletes what it made on exit."""
