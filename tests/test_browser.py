@@ -13,7 +13,6 @@ import importlib.util
 import json
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys

@@ -12,7 +12,8 @@ import struct
 import subprocess
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vnetlab import features as F
 from vnetlab.features import FeatureSet

@@ -7,7 +7,6 @@ macvlan on that veth, a bridge with one veth port, and lo.
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 from pathlib import Path

@@ -9,10 +9,10 @@ import subprocess
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vnetlab import features as F
-from vnetlab import netdev
 from vnetlab.netdev import FixedFeatureError, Namespace
 
 KERNELS = ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18")

@@ -14,14 +14,17 @@ Counts depend only on the kernel rules and the traffic, so calibration is exact 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from vnetlab import gro, rx
-from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel, arch as _arch, kernel as _kernel
+from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel
+from vnetlab.profiles import arch as _arch
+from vnetlab.profiles import kernel as _kernel
 from vnetlab.tables import load_table
 
 # Operations by what they stand for; a gain is split along these groups.
@@ -95,7 +98,7 @@ class Costs:
             raise ValueError(f"unknown operation {op!r}; allowed: {', '.join(OPS)}")
         return self.ns[op]
 
-    def with_values(self, values: Mapping[str, Any], source: str = "set by caller") -> "Costs":
+    def with_values(self, values: Mapping[str, Any], source: str = "set by caller") -> Costs:
         """A copy with some operations changed (checked like the table)."""
         new = check_costs(values)
         return Costs({**self.ns, **new}, {**self.sources, **{op: source for op in new}})
@@ -217,7 +220,7 @@ class OpCounts:
         return self.packets / self.gro_skbs
 
 
-def packet_op_counts(frame_lens, buf_truesizes, *, kernel: "str | Kernel", arch: "str | Arch" = DEFAULT_ARCH,
+def packet_op_counts(frame_lens, buf_truesizes, *, kernel: str | Kernel, arch: str | Arch = DEFAULT_ARCH,
                      headers: int, merged=None, hdr_len: int = 12) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per-packet operation counts of the receive path up to (not including) GRO and the stack, vectorised.
 
@@ -290,7 +293,7 @@ def _buffers(n: int, k: Kernel, a: Arch) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def op_counts(traffic: Traffic, kernel: "str | Kernel", arch: str = DEFAULT_ARCH, *, gro_on: bool = True,
+def op_counts(traffic: Traffic, kernel: str | Kernel, arch: str = DEFAULT_ARCH, *, gro_on: bool = True,
               napi_budget: int = 64) -> OpCounts:
     """Mean operation counts per packet for ``traffic`` received by virtio-net (mergeable, MTU 1500) on ``kernel``."""
     if not isinstance(traffic, Traffic):
@@ -372,7 +375,7 @@ class RxCost:
         return float(sum(per[op] for op in OP_GROUPS[group]))
 
 
-def _costs(costs: "Costs | Mapping[str, Any] | None") -> Costs:
+def _costs(costs: Costs | Mapping[str, Any] | None) -> Costs:
     if costs is None:
         return load_costs()
     if isinstance(costs, Costs):
@@ -380,7 +383,7 @@ def _costs(costs: "Costs | Mapping[str, Any] | None") -> Costs:
     return load_costs().with_values(costs)
 
 
-def rx_cost(traffic: Traffic, kernel: "str | Kernel", costs: "Costs | Mapping[str, Any] | None" = None, *,
+def rx_cost(traffic: Traffic, kernel: str | Kernel, costs: Costs | Mapping[str, Any] | None = None, *,
             arch: str = DEFAULT_ARCH, gro_on: bool = True) -> RxCost:
     """ns per packet of ``traffic`` on ``kernel`` with ``costs`` (default: the table's priors)."""
     return RxCost(op_counts(traffic, _kernel(kernel).version, arch, gro_on=gro_on), _costs(costs))
@@ -445,7 +448,7 @@ class Calibration:
         return "\n".join(lines)
 
 
-def calibrate(costs: "Costs | Mapping[str, Any] | None" = None, measurement: Measurement | None = None) -> Calibration:
+def calibrate(costs: Costs | Mapping[str, Any] | None = None, measurement: Measurement | None = None) -> Calibration:
     """Fit the per-skb stack cost to the baseline (1 parameter), then stack + cache-line miss to both (2)."""
     prior = _costs(costs)
     m = measurement or seed_measurement()
@@ -479,7 +482,7 @@ def calibrate(costs: "Costs | Mapping[str, Any] | None" = None, measurement: Mea
 # --------------------------------------------------------------------------------------------------
 # Predictions and the gain breakdown
 
-def predictions(costs: "Costs | Mapping[str, Any] | None" = None, *, kernels: Sequence[str] = KERNELS,
+def predictions(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequence[str] = KERNELS,
                 cases: Mapping[str, Traffic] | None = None) -> dict[tuple[str, str], RxCost]:
     """{(case, kernel): RxCost} with ``costs`` (default: the 2-parameter calibration)."""
     c = calibrate().two_param if costs is None else _costs(costs)
@@ -489,7 +492,7 @@ def predictions(costs: "Costs | Mapping[str, Any] | None" = None, *, kernels: Se
     return {(name, k): rx_cost(t, k, c) for name, t in cases.items() for k in kernels}
 
 
-def predictions_table(costs: "Costs | Mapping[str, Any] | None" = None, *, kernels: Sequence[str] = KERNELS) -> str:
+def predictions_table(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequence[str] = KERNELS) -> str:
     """Text table: kpps per case and kernel, with the path mix and packets per GRO skb."""
     res = predictions(costs, kernels=kernels)
     cases = prediction_cases()
@@ -560,12 +563,12 @@ class Breakdown:
         return "\n".join(lines)
 
 
-def breakdown(traffic: Traffic, base: str, new: str, costs: "Costs | Mapping[str, Any] | None" = None) -> Breakdown:
+def breakdown(traffic: Traffic, base: str, new: str, costs: Costs | Mapping[str, Any] | None = None) -> Breakdown:
     c = calibrate().two_param if costs is None else _costs(costs)
     return Breakdown(traffic, rx_cost(traffic, base, c), rx_cost(traffic, new, c))
 
 
-def gain_breakdown(costs: "Costs | Mapping[str, Any] | None" = None) -> str:
+def gain_breakdown(costs: Costs | Mapping[str, Any] | None = None) -> str:
     """Which part of build_skb's gain is allocation and copy, which is GRO: the seed, then GRO-friendly flows."""
     c = calibrate().two_param if costs is None else _costs(costs)
     m = seed_measurement()
@@ -587,7 +590,7 @@ def gain_breakdown(costs: "Costs | Mapping[str, Any] | None" = None) -> str:
     return "\n".join(parts)
 
 
-def report(costs: "Costs | Mapping[str, Any] | None" = None) -> str:
+def report(costs: Costs | Mapping[str, Any] | None = None) -> str:
     """Everything the notebook prints: calibration, predictions per kernel, and the gain breakdown."""
     cal = calibrate(costs)
     return "\n\n".join((cal.report(), predictions_table(cal.two_param), gain_breakdown(cal.two_param)))

@@ -6,7 +6,7 @@ terms); the live path's are RuntimeErrors (the running kernel or a command faile
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = [
     "TableError", "UnknownKernelError", "UnknownArchError", "UnknownFeatureError", "FixedFeatureError",

@@ -12,11 +12,12 @@ netdev_increment_features, netdev_add_tso_features, net_gso_ok, skb_gso_ok) is h
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping
 
 from vnetlab.errors import TableError, UnknownFeatureError, UnknownKernelError
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel, kernel as _kernel
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.profiles import kernel as _kernel
 from vnetlab.tables import load_table
 
 # include/linux/netdev_features.h: NETIF_F_GSO_SHIFT = NETIF_F_TSO_BIT = 16 in every modelled version.
@@ -53,7 +54,7 @@ def known_kernels() -> tuple[str, ...]:
     return tuple(sorted(versions, key=lambda v: tuple(int(p) for p in v.split("."))))
 
 
-def _version(kernel: "str | Kernel") -> str:
+def _version(kernel: str | Kernel) -> str:
     if isinstance(kernel, Kernel):
         version = kernel.version
     elif isinstance(kernel, str):
@@ -89,7 +90,7 @@ def _resolve_mask(version: str, name: str, raw: Mapping[str, object], bits: Mapp
     return result
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table(version: str) -> FeatureTable:
     data = load_table("netdev_features")
     bits_sec = data[version]
@@ -114,7 +115,7 @@ def _table(version: str) -> FeatureTable:
     )
 
 
-def table(kernel: "str | Kernel" = DEFAULT_KERNEL) -> FeatureTable:
+def table(kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureTable:
     """The :class:`FeatureTable` of ``kernel``."""
     return _table(_version(kernel))
 
@@ -127,7 +128,7 @@ def _unknown(param: str, value: object, version: str, valid: Iterable[str]) -> U
     return UnknownFeatureError(f"{param}={value!r} is not known in kernel {version}; valid: {', '.join(valid)}")
 
 
-def bit(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> int:
+def bit(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     """The bit number of NETIF_F_<name>_BIT in ``kernel`` ("SG" -> 0, "GSO_UDP_L4" -> 33)."""
     t = table(kernel)
     key = _strip(name)
@@ -136,13 +137,13 @@ def bit(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> int:
     return t.bits[key]
 
 
-def names(kernel: "str | Kernel" = DEFAULT_KERNEL) -> tuple[str, ...]:
+def names(kernel: str | Kernel = DEFAULT_KERNEL) -> tuple[str, ...]:
     """Every feature name of ``kernel`` in bit order."""
     t = table(kernel)
     return tuple(t.by_bit[b] for b in sorted(t.by_bit))
 
 
-def ethtool_name(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> str:
+def ethtool_name(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The netdev_features_strings entry for feature ``name`` ("GSO_UDP_L4" -> "tx-udp-segmentation")."""
     t = table(kernel)
     key = _strip(name)
@@ -151,7 +152,7 @@ def ethtool_name(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> str:
     return t.ethtool[key]
 
 
-def from_ethtool_name(ethtool: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> str:
+def from_ethtool_name(ethtool: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The feature name for an ethtool feature string ("tx-gso-list" -> "GSO_FRAGLIST")."""
     t = table(kernel)
     if ethtool not in t.from_ethtool:
@@ -159,7 +160,7 @@ def from_ethtool_name(ethtool: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> 
     return t.from_ethtool[ethtool]
 
 
-def mask(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+def mask(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
     """A composite macro NETIF_F_<name> ("GSO_SOFTWARE", "ONE_FOR_ALL", ...) as a FeatureSet."""
     t = table(kernel)
     key = _strip(name)
@@ -173,7 +174,7 @@ class FeatureSet:
 
     __slots__ = ("_bits", "_kernel")
 
-    def __init__(self, bits: int, kernel: "str | Kernel" = DEFAULT_KERNEL) -> None:
+    def __init__(self, bits: int, kernel: str | Kernel = DEFAULT_KERNEL) -> None:
         version = _version(kernel)
         t = _table(version)
         if not isinstance(bits, int) or isinstance(bits, bool) or bits < 0:
@@ -192,7 +193,7 @@ class FeatureSet:
 
     # -- constructors --------------------------------------------------------------------------
     @classmethod
-    def from_names(cls, names: Iterable[str], kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+    def from_names(cls, names: Iterable[str], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         if isinstance(names, str):
             names = [names]
         value = 0
@@ -201,11 +202,11 @@ class FeatureSet:
         return cls(value, kernel)
 
     @classmethod
-    def from_bits(cls, bits: int, kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+    def from_bits(cls, bits: int, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         return cls(bits, kernel)
 
     @classmethod
-    def from_ethtool(cls, settings: Mapping[str, object], kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+    def from_ethtool(cls, settings: Mapping[str, object], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         """From {ethtool name: on} (a bool, or the (on, fixed) tuples of ethtool_k()); the 'on' ones are kept."""
         value = 0
         for eth, state in settings.items():
@@ -215,7 +216,7 @@ class FeatureSet:
         return cls(value, kernel)
 
     @classmethod
-    def empty(cls, kernel: "str | Kernel" = DEFAULT_KERNEL) -> "FeatureSet":
+    def empty(cls, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         return cls(0, kernel)
 
     # -- properties ----------------------------------------------------------------------------
@@ -249,19 +250,19 @@ class FeatureSet:
             return FeatureSet.from_names(other, self._kernel)._bits
         return NotImplemented  # type: ignore[return-value]
 
-    def __or__(self, other: object) -> "FeatureSet":
+    def __or__(self, other: object) -> FeatureSet:
         o = self._other(other)
         return NotImplemented if o is NotImplemented else FeatureSet(self._bits | o, self._kernel)
 
-    def __and__(self, other: object) -> "FeatureSet":
+    def __and__(self, other: object) -> FeatureSet:
         o = self._other(other)
         return NotImplemented if o is NotImplemented else FeatureSet(self._bits & o, self._kernel)
 
-    def __sub__(self, other: object) -> "FeatureSet":
+    def __sub__(self, other: object) -> FeatureSet:
         o = self._other(other)
         return NotImplemented if o is NotImplemented else FeatureSet(self._bits & ~o, self._kernel)
 
-    def __xor__(self, other: object) -> "FeatureSet":
+    def __xor__(self, other: object) -> FeatureSet:
         o = self._other(other)
         return NotImplemented if o is NotImplemented else FeatureSet(self._bits ^ o, self._kernel)
 
@@ -298,10 +299,10 @@ class FeatureSet:
             return set(self.names) == other
         return NotImplemented
 
-    def __le__(self, other: "FeatureSet") -> bool:
+    def __le__(self, other: FeatureSet) -> bool:
         return self._bits & ~self._other(other) == 0
 
-    def __ge__(self, other: "FeatureSet") -> bool:
+    def __ge__(self, other: FeatureSet) -> bool:
         o = self._other(other)
         return o & ~self._bits == 0
 
@@ -314,7 +315,7 @@ class FeatureSet:
 
 # --- SKB_GSO <-> NETIF_F_GSO ------------------------------------------------------------------------
 
-def skb_gso_bit(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> int:
+def skb_gso_bit(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     """The bit number of SKB_GSO_<name> (include/linux/skbuff.h)."""
     t = table(kernel)
     key = name.removeprefix("SKB_GSO_")
@@ -323,7 +324,7 @@ def skb_gso_bit(name: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> int:
     return t.skb_gso[key]
 
 
-def gso_feature(skb_gso: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> str:
+def gso_feature(skb_gso: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The NETIF_F name that carries SKB_GSO_<skb_gso>: NETIF_F_x == SKB_GSO_x << NETIF_F_GSO_SHIFT."""
     t = table(kernel)
     key = skb_gso.removeprefix("SKB_GSO_")
@@ -339,7 +340,7 @@ def gso_feature(skb_gso: str, kernel: "str | Kernel" = DEFAULT_KERNEL) -> str:
     return feature
 
 
-def gso_type_features(gso_type: Iterable[str], kernel: "str | Kernel" = DEFAULT_KERNEL) -> FeatureSet:
+def gso_type_features(gso_type: Iterable[str], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
     """(netdev_features_t)gso_type << NETIF_F_GSO_SHIFT, for a set of SKB_GSO names."""
     if isinstance(gso_type, str):
         gso_type = [gso_type]

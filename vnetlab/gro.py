@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_MAX, TCP_HLEN_MIN, UDP_HLEN, VLAN_HLEN
-from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, arch as _arch, kernel as _kernel
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
+from vnetlab.profiles import arch as _arch
+from vnetlab.profiles import kernel as _kernel
 from vnetlab.rx import GOOD_COPY_LEN
 from vnetlab.skb import Frag, Page, Skb
 from vnetlab.tables import load_table
@@ -97,7 +100,7 @@ class FlowParams:
 
 def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len: int = 32, udp_gro: bool = False,
                 local_socket: bool | None = None, udp_encap_needed: bool | None = None, features: Any = None,
-                kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+                kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                 gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> FlowParams:
     """Check the flow parameters and decide whether (and how) this flow aggregates."""
     if l4 not in ("tcp", "udp"):
@@ -179,7 +182,7 @@ _page_ids = itertools.count(1)
 
 def make_rx_skb(shape: str, payload_len: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
                 tcp_hdr_len: int = 32, buf_truesize: int = 2048, hdr_len: int = 12,
-                kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> Skb:
+                kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Skb:
     """One received packet in one of the four per-packet shapes of kernel-facts C.3.
 
     "build_skb" (a): build_skb() around the mergeable buffer, whole frame linear, head_frag.
@@ -363,7 +366,7 @@ def _complete(h: _Held, fp: FlowParams, members: list[Skb]) -> Skb:
 
 
 def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
-                    kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+                    kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                     gro_max_size: int = GRO_LEGACY_MAX_SIZE, ip: int = 4, vlan: bool = False,
                     tcp_hdr_len: int = 32, tcp_flags: Sequence[object] | None = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
@@ -503,7 +506,7 @@ def _merge(h: _Held, skb: Skb, fp: FlowParams, members: list[Skb]) -> tuple[str,
 
 
 def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
-              kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+              kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
               gro_max_size: int = GRO_LEGACY_MAX_SIZE, **flow: Any) -> list[Skb]:
     """One flow's skbs (arrival order, as the receive path built them) through dev_gro_receive().
 
@@ -585,7 +588,7 @@ def _follow(nxt: np.ndarray) -> np.ndarray:
 def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4: str = "tcp", ip: int = 4,
                     vlan: bool = False, tcp_hdr_len: int = 32, udp_gro: bool = False, features: Any = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
-                    kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+                    kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                     gro_max_size: int = GRO_LEGACY_MAX_SIZE, napi_budget: int | None = 64,
                     buf_lens: Any = None, hdr_len: int = 12, tcp_flags: Any = None,
                     seed: int | None = 0) -> StreamStats:

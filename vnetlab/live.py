@@ -30,8 +30,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from vnetlab.errors import FixedFeatureError, LabTimeout, LiveError, LiveUnavailable, UnknownFeatureError
 
@@ -816,7 +817,7 @@ class Lab:
 
     # context management ---------------------------------------------------------------------------------
 
-    def __enter__(self) -> "Lab":
+    def __enter__(self) -> Lab:
         require(labs=True)
         self._deadline = time.monotonic() + self.timeout
         try:
@@ -888,7 +889,7 @@ class Lab:
         self._devices[(netns, name)] = dev
         return dev
 
-    def _resolve(self, dev: "LiveDevice | str", param: str, netns: str | None = None) -> LiveDevice:
+    def _resolve(self, dev: LiveDevice | str, param: str, netns: str | None = None) -> LiveDevice:
         if isinstance(dev, LiveDevice):
             if dev.netns not in self.namespaces:
                 raise ValueError(f"{param}: {dev.name!r} is not in this lab")
@@ -914,7 +915,7 @@ class Lab:
             self.up(b)
         return a, b
 
-    def macvlan(self, name: str, *, lower: "LiveDevice | str", mode: str = "bridge", up: bool = True) -> LiveDevice:
+    def macvlan(self, name: str, *, lower: LiveDevice | str, mode: str = "bridge", up: bool = True) -> LiveDevice:
         """A macvlan device on ``lower`` (in the lower device's namespace)."""
         _check_ifname(name, "name")
         if mode not in ("private", "vepa", "bridge", "passthru", "source"):
@@ -936,7 +937,7 @@ class Lab:
             self.up(dev)
         return dev
 
-    def set_master(self, port: "LiveDevice | str", master: "LiveDevice | str") -> None:
+    def set_master(self, port: LiveDevice | str, master: LiveDevice | str) -> None:
         """Enslave ``port`` to ``master`` (a bridge), as ``ip link set PORT master MASTER``."""
         p = self._resolve(port, "port")
         m = self._resolve(master, "master", p.netns)
@@ -945,7 +946,7 @@ class Lab:
         assert p.netns is not None
         self._ip(p.netns, "link", "set", "dev", p.name, "master", m.name)
 
-    def up(self, dev: "LiveDevice | str") -> None:
+    def up(self, dev: LiveDevice | str) -> None:
         d = self._resolve(dev, "dev")
         assert d.netns is not None
         self._ip(d.netns, "link", "set", "dev", d.name, "up")
@@ -1059,7 +1060,7 @@ def _model_k(model_device: Any, with_wanted: bool) -> dict[str, tuple[bool, ...]
 
 def compare(
     model_device: Any,
-    real_device: "LiveDevice | str",
+    real_device: LiveDevice | str,
     *,
     netns: str | None = None,
     fields: Iterable[str] = ("on", "fixed"),
@@ -1134,7 +1135,7 @@ class MirrorRow:
 
     step: str
     device: str
-    result: "Comparison | str"
+    result: Comparison | str
 
     @property
     def agrees(self) -> bool:

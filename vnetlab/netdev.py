@@ -9,11 +9,11 @@ notifier does (vlan_transfer_features, macvlan_device_event, br_device_event, bo
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from vnetlab import features as F
-from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
 from vnetlab.errors import DeviceError, FixedFeatureError
+from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
 from vnetlab.profiles import kernel as _kernel
 
 DEFAULT_NAMESPACE_KERNEL = "6.18"
@@ -24,7 +24,7 @@ class Device:
 
     kind = "generic"
 
-    def __init__(self, ns: "Namespace", name: str) -> None:
+    def __init__(self, ns: Namespace, name: str) -> None:
         self.ns = ns
         self.name = name
         self._features = 0
@@ -51,7 +51,7 @@ class Device:
     mpls_features = property(lambda self: self._fs(self._mpls_features))
 
     @property
-    def lower(self) -> "Device | None":
+    def lower(self) -> Device | None:
         """The lower device of a stacked device (vlan, macvlan), else None."""
         return self.lowers[0] if self.lowers and self.kind in ("vlan", "macvlan") else None
 
@@ -63,7 +63,7 @@ class Device:
         """ndo_fix_features; the identity for drivers that have none."""
         return features
 
-    def on_lower_feat_change(self, lower: "Device") -> None:
+    def on_lower_feat_change(self, lower: Device) -> None:
         """This device's NETDEV_FEAT_CHANGE notifier for a lower device."""
 
     # -- ethtool -------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ class Device:
             out[t.ethtool[name]] = (bool(self._features & b), not changeable & b)
         return out
 
-    def ethtool_K(self, settings: Mapping[str, bool]) -> "Device":
+    def ethtool_K(self, settings: Mapping[str, bool]) -> Device:
         """ethtool -K: set wanted features and recompute this device and every device stacked on it.
 
         net/ethtool/features.c ethnl_set_features (6.x): wanted = (wanted & ~req_mask) | (req & req_mask),
@@ -119,7 +119,7 @@ class Veth(Device):
 
     kind = "veth"
 
-    def __init__(self, ns: "Namespace", name: str) -> None:
+    def __init__(self, ns: Namespace, name: str) -> None:
         super().__init__(ns, name)
         self.peer: Veth | None = None
         self.xdp = False
@@ -142,7 +142,7 @@ class Veth(Device):
             features &= ~self.ns.mask("GSO_SOFTWARE")
         return features
 
-    def set_xdp(self, attached: bool) -> "Veth":
+    def set_xdp(self, attached: bool) -> Veth:
         """Attach (True) or remove (False) an XDP program on this veth."""
         if bool(attached) == self.xdp:
             return self
@@ -208,7 +208,7 @@ class Vlan(Device):
 
     kind = "vlan"
 
-    def __init__(self, ns: "Namespace", name: str, vid: int) -> None:
+    def __init__(self, ns: Namespace, name: str, vid: int) -> None:
         super().__init__(ns, name)
         self.vid = vid
 
@@ -265,7 +265,7 @@ class Bridge(Device):
 
     kind = "bridge"
 
-    def __init__(self, ns: "Namespace", name: str) -> None:
+    def __init__(self, ns: Namespace, name: str) -> None:
         super().__init__(ns, name)
         k = ns
         common = k.m("SG", "FRAGLIST", "HIGHDMA", "HW_CSUM") | k.mask("GSO_MASK")
@@ -311,7 +311,7 @@ class Bond(Device):
         mpls = k.m("HW_CSUM", "SG") | soft
         return vlan, enc, mpls
 
-    def __init__(self, ns: "Namespace", name: str) -> None:
+    def __init__(self, ns: Namespace, name: str) -> None:
         super().__init__(ns, name)
         k = ns
         vlan, _, _ = self._macros()
@@ -375,7 +375,7 @@ class Nic(Device):
 
     kind = "nic"
 
-    def __init__(self, ns: "Namespace", name: str, driver: str, params: Mapping[str, object]) -> None:
+    def __init__(self, ns: Namespace, name: str, driver: str, params: Mapping[str, object]) -> None:
         super().__init__(ns, name)
         self.driver = driver
         self.params = dict(params)
@@ -731,7 +731,7 @@ class Namespace:
         else:
             raise DeviceError(f"master={master.name!r} is a {master.kind}; only bridge and bond take ports")
 
-    def _device(self, dev: "Device | str", param: str) -> Device:
+    def _device(self, dev: Device | str, param: str) -> Device:
         if isinstance(dev, str):
             if dev not in self.devices:
                 raise DeviceError(f"{param}={dev!r} is not a device of this namespace; have: {', '.join(self.devices)}")

@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from vnetlab.errors import TableError, UnknownArchError, UnknownKernelError
 from vnetlab.tables import Section, load_table
@@ -80,7 +81,7 @@ def _coerce_key(other: object) -> tuple[int, ...] | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel(version: str) -> Kernel:
     table = load_table("kernels")
     if version not in table:
@@ -90,7 +91,7 @@ def _kernel(version: str) -> Kernel:
     return Kernel(version, table[version])
 
 
-def kernel(version: "str | Kernel") -> Kernel:
+def kernel(version: str | Kernel) -> Kernel:
     """The :class:`Kernel` for ``version`` ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18", ...)."""
     if isinstance(version, Kernel):
         return version
@@ -191,7 +192,7 @@ def _skb_shared_info_size(pointer_bytes: int, s64_align: int, max_skb_frags: int
     return _align(offset, struct_align), frag_size
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _arch(name: str, version: str, config_max_skb_frags: int | None) -> Arch:
     table = load_table("arches")
     if name not in table:
@@ -225,7 +226,7 @@ def _arch(name: str, version: str, config_max_skb_frags: int | None) -> Arch:
     )
 
 
-def arch(name: "str | Arch", kernel: "str | Kernel" = DEFAULT_KERNEL, *, max_skb_frags: int | None = None) -> Arch:
+def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *, max_skb_frags: int | None = None) -> Arch:
     """The :class:`Arch` profile ``name`` ("x86_64", "arm64", "arm64-64k", "ppc64le", "ppc64le-4k", "mips32")
     for ``kernel``; ``max_skb_frags`` sets CONFIG_MAX_SKB_FRAGS on 6.3+ kernels."""
     if isinstance(name, Arch):

@@ -9,11 +9,13 @@ from the architecture profile (vnetlab.profiles.Arch), never from constants in t
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, VLAN_HLEN
-from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, arch as _arch, kernel as _kernel
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
+from vnetlab.profiles import arch as _arch
+from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Frag, Page, Skb
 
 # drivers/net/virtio_net.c constants (unchanged from 5.10 to 6.18).
@@ -67,7 +69,7 @@ def check_hdr_len(hdr_len: object, k: Kernel) -> int:
     return hdr_len  # type: ignore[return-value]
 
 
-def _resolve(kernel: "str | Kernel", arch: "str | Arch") -> tuple[Kernel, Arch]:
+def _resolve(kernel: str | Kernel, arch: str | Arch) -> tuple[Kernel, Arch]:
     k = _kernel(kernel)
     return k, _arch(arch, k)
 
@@ -122,7 +124,7 @@ def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
     return Head(kind, False, end, a.skb_truesize(end), reserve)
 
 
-def napi_alloc_skb(length: int, *, kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> Head:
+def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Head:
     """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c)."""
     k, a = _resolve(kernel, arch)
     _check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
@@ -238,7 +240,7 @@ def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int
 
 
 def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_len: int = 12, headroom: int = 0,
-                kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH,
+                kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                 page: Page | None = None, offset: int = 0, big_pages: int | None = None) -> RxResult:
     """page_to_skb() for one receive buffer (drivers/net/virtio_net.c, per kernel version).
 
@@ -421,8 +423,8 @@ def carve_mergeable_buffer(frag: PageFrag, avg_pkt_len: int, *, min_buf_len: int
 
 
 def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int = 1500, frag_size: int = 32768,
-                       hdr_len: int = 12, xdp: bool = False, kernel: "str | Kernel" = DEFAULT_KERNEL,
-                       arch: "str | Arch" = DEFAULT_ARCH, ring_size: int = 256) -> list[int]:
+                       hdr_len: int = 12, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+                       arch: str | Arch = DEFAULT_ARCH, ring_size: int = 256) -> list[int]:
     """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them."""
     k, a = _resolve(kernel, arch)
     _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
@@ -456,8 +458,8 @@ def frame_len_for(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool 
     return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + L4_HDR_LEN[l4] + payload_len
 
 
-def receive_small(frame_len: int, *, hdr_len: int = 12, xdp: bool = False, kernel: "str | Kernel" = DEFAULT_KERNEL,
-                  arch: "str | Arch" = DEFAULT_ARCH) -> RxResult:
+def receive_small(frame_len: int, *, hdr_len: int = 12, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+                  arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_small: build_skb(buf, buflen) around a small-mode buffer, always (drivers/net/virtio_net.c)."""
     k, a = _resolve(kernel, arch)
     check_hdr_len(hdr_len, k)
@@ -511,7 +513,7 @@ def _append_buffer(head: Skb, curr: Skb, buf: RxBuffer, used: int, k: Kernel, a:
 
 
 def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: int = 12, xdp: bool = False,
-                      kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> RxResult:
+                      kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_mergeable: the device spreads hdr + frame over num_buffers buffers; page_to_skb on the first."""
     k, a = _resolve(kernel, arch)
     _check_mergeable_hdr_len(hdr_len, k)
@@ -545,7 +547,7 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
 
 
 def receive_big(frame_len: int, *, hdr_len: int = 12, mtu: int = 1500, guest_gso: bool = True,
-                kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> RxResult:
+                kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1 pages."""
     k, a = _resolve(kernel, arch)
     # virtnet_set_big_packets: num_skbfrags = guest_gso ? MAX_SKB_FRAGS : DIV_ROUND_UP(mtu, PAGE_SIZE).
@@ -559,8 +561,8 @@ def receive_big(frame_len: int, *, hdr_len: int = 12, mtu: int = 1500, guest_gso
 
 
 def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
-            mtu: int = 1500, xdp: bool = False, kernel: "str | Kernel" = DEFAULT_KERNEL,
-            arch: "str | Arch" = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = 12,
+            mtu: int = 1500, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+            arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = 12,
             frag_size: int = 32768, guest_gso: bool = True) -> RxResult:
     """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
 
@@ -630,7 +632,7 @@ class RxQueue:
 
     def __init__(self, *, ring_size: int = 256, budget: int = 64, mtu: int = 1500, hdr_len: int = 12,
                  frag_size: int = 32768, xdp: bool = False, guest_gso: bool = True,
-                 kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH) -> None:
+                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> None:
         self.k, self.a = _resolve(kernel, arch)
         _check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
         _check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
@@ -706,7 +708,7 @@ PATH_CODES = {"copy": 0, "copy+frag": 1, "build_skb": 2}
 
 
 def classify(frame_lens, truesizes, *, mode: str = "mergeable", hdr_len: int = 12, headroom: int = 0,
-             kernel: "str | Kernel" = DEFAULT_KERNEL, arch: "str | Arch" = DEFAULT_ARCH):
+             kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH):
     """page_to_skb()'s decision for arrays of single-buffer frames: (path codes, tailroom, frags, copied).
 
     Codes follow PATH_CODES. Same rules as :func:`page_to_skb`, with numpy instead of a loop.

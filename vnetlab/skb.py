@@ -8,8 +8,8 @@ charged to the skb. len, data_len and nr_frags are derived, so they can never di
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 # How the linear part (skb->head) was obtained; the kernel's allocator decides head_frag and truesize.
 HEAD_KINDS = {
@@ -61,7 +61,7 @@ class Skb:
     head_page: Page | None = None
     head_offset: int = 0
     frags: list[Frag] = field(default_factory=list)
-    frag_list: list["Skb"] = field(default_factory=list)
+    frag_list: list[Skb] = field(default_factory=list)
     gso_type: frozenset[str] = frozenset()
     gso_size: int = 0
     gso_segs: int = 0
@@ -118,7 +118,7 @@ class Skb:
         """skb_is_gso(): gso_size != 0."""
         return self.gso_size != 0
 
-    def walk(self) -> Iterator["Skb"]:
+    def walk(self) -> Iterator[Skb]:
         """This skb and every frag_list member (skb_walk_frags order)."""
         yield self
         for member in self.frag_list:

@@ -8,10 +8,11 @@ naming the file and the field.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from vnetlab.errors import TableError
 
@@ -108,7 +109,7 @@ def parse_table(name: str, text: str) -> Table:
     return Table(name, sections, meta)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_table(name: str) -> Table:
     """Load ``data/<name>.toml`` through importlib.resources (works from a wheel and from a checkout)."""
     try:

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from vnetlab.gro import UDP_GRO_CNT_MAX
 from vnetlab.headers import ETH_HLEN, IP_MAX_MTU, IPV4_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
@@ -992,7 +993,7 @@ class RouterCosts:
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_table(cls, **overrides: float) -> "RouterCosts":
+    def from_table(cls, **overrides: float) -> RouterCosts:
         from vnetlab.tables import load_table
 
         table = load_table("router_costs")
@@ -1015,7 +1016,7 @@ class RouterCosts:
     def __getitem__(self, name: str) -> float:
         return self.values[name]
 
-    def with_(self, **overrides: float) -> "RouterCosts":
+    def with_(self, **overrides: float) -> RouterCosts:
         merged = dict(self.values)
         for name, value in overrides.items():
             if name not in merged:

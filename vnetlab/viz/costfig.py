@@ -13,7 +13,7 @@ Gids: "<kernel>:rate" (height = model pps), "<kernel>:<op>" (height = ns/packet 
 from __future__ import annotations
 
 import functools
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D

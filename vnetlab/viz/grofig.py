@@ -13,8 +13,9 @@ row's key so that rows never collide; tests count slots on the figure, not pixel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure

@@ -19,7 +19,8 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.patches import ConnectionPatch, Rectangle
 
 from vnetlab import rx
-from vnetlab.profiles import arch as _arch, kernel as _kernel
+from vnetlab.profiles import arch as _arch
+from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import HEAD_KINDS, Skb
 from vnetlab.viz.style import COLORS, fast_region, region, target_figure
 
@@ -202,7 +203,7 @@ def rx_buffer_caption(result: rx.RxResult, lay: BufferLayout) -> list[tuple[str,
 # --------------------------------------------------------------------------------------------------
 # Drawing helpers
 
-def _truesize_items(parts: "TruesizeParts") -> list[tuple[str, int, str, str]]:
+def _truesize_items(parts: TruesizeParts) -> list[tuple[str, int, str, str]]:
     """(gid, bytes, colour, label) of each piece of skb->truesize, in the order the bar draws them."""
     items = [("truesize:sk_buff", parts.sk_buff, "sk_buff", "sk_buff"),
              ("truesize:head", parts.head, "linear", "head"),

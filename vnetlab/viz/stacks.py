@@ -14,8 +14,9 @@ Gids: "<col>:<device>" for a device, "<col>:<device>:<FEATURE>" for a feature la
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch

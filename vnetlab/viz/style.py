@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import matplotlib
-
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 

@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from vnetlab import rx
-from vnetlab.profiles import arch as _arch, kernel as _kernel
+from vnetlab.profiles import arch as _arch
+from vnetlab.profiles import kernel as _kernel
 from vnetlab.viz.memory import reuse_axes
 from vnetlab.viz.style import COLORS, PATH_COLORS, fast_region, legend_handles, region, target_figure
 

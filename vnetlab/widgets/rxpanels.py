@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import html
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import ipywidgets as W
 import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
-from matplotlib.ft2font import FT2Font
 from matplotlib.figure import Figure
+from matplotlib.ft2font import FT2Font
 
 from vnetlab import rx
-from vnetlab.profiles import arch as arch_profile, kernel as kernel_profile, known_arches, known_kernels
+from vnetlab.profiles import arch as arch_profile
+from vnetlab.profiles import kernel as kernel_profile
+from vnetlab.profiles import known_arches, known_kernels
 from vnetlab.viz import memory, thresholds
 from vnetlab.viz.style import new_figure
 

@@ -8,7 +8,8 @@ Model ValueErrors (a fixed feature's FixedFeatureError, an unknown kernel, a bad
 from __future__ import annotations
 
 import html
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
