@@ -8,7 +8,7 @@ import pytest
 
 from vnetlab import rx
 from vnetlab.viz import memory
-from vnetlab.viz.style import regions
+from vnetlab.viz.style import new_figure, regions
 
 BUFFER_GIDS = {"headroom", "vnet_hdr", "eth", "ip", "l4", "payload", "tailroom", "skb_shared_info"}
 
@@ -342,7 +342,7 @@ def test_fast_text_png_looks_like_matplotlibs(name):
     fast = np.asarray(Image.open(io.BytesIO(p.image.value)).convert("L"), dtype=float)
     plain = getattr(rxpanels, name)()
     plain.fast_text = False
-    plain.figure = rxpanels.new_figure()
+    plain.figure = new_figure()
     plain.update()
     ref = np.asarray(Image.open(io.BytesIO(plain.image.value)).convert("L"), dtype=float)
     assert fast.shape == ref.shape

@@ -229,7 +229,7 @@ def test_cost_panel_sliders_change_result():
 
 
 def test_figures_are_deterministic(tmp_path):
-    from vnetlab.widgets.rxpanels import render_png
+    from vnetlab.widgets.base import render_png
 
     for make in (lambda: grofig.draw_gro_fill(grofig.head_case_fills()),
                  lambda: stacks.draw_stacks_side_by_side(upper="bond")):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
 
 import matplotlib
@@ -55,6 +56,19 @@ def use_style() -> None:
     matplotlib.rcParams.update(RC)
 
 
+class ShownFigure(Figure):
+    """A Figure that shows itself as a PNG wherever IPython displays it: JupyterLab, nbclient/nbval, nbconvert.
+
+    vnetlab draws without pyplot (no global state, safe in widgets and tests), so matplotlib's inline backend
+    never registers these figures; without this a notebook cell shows ``<Figure size ...>`` text.
+    """
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=self.dpi, metadata={"Software": None})
+        return buf.getvalue()
+
+
 def new_figure(width: float = 9.0, height: float = 3.0) -> Figure:
     """A figure not tied to pyplot's global state (safe for widgets and tests).
 
@@ -62,7 +76,7 @@ def new_figure(width: float = 9.0, height: float = 3.0) -> Figure:
     placeholder, makes savefig draw the figure twice, which doubles a widget update.)
     """
     with matplotlib.rc_context(RC):
-        fig = Figure(figsize=(width, height))
+        fig = ShownFigure(figsize=(width, height))
     return fig
 
 

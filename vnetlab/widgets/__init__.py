@@ -8,13 +8,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = frozenset({"rxpanels", "gropanels", "stackpanels", "common"})
+_SUBMODULES = frozenset({"base", "rxpanels", "gropanels", "stackpanels"})
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f"vnetlab.widgets.{name}")
-    for mod in ("rxpanels", "gropanels", "stackpanels"):
+    for mod in ("base", "rxpanels", "gropanels", "stackpanels"):
         try:
             module = importlib.import_module(f"vnetlab.widgets.{mod}")
         except ModuleNotFoundError:

@@ -1,7 +1,7 @@
 """GRO panel: packets of one flow through GRO, the first GRO skb's frags[] and frag_list redrawn in place.
 
 ``gro_panel_state(**params)`` is the plain, tested computation (rx.receive per packet, gro.aggregate_trace,
-grofig.draw_gro_fill); ``gro_panel(**initial)`` wraps it in a Panel (an RxPanel: controls, summary, PNG image).
+grofig.draw_gro_fill); ``gro_panel(**initial)`` wraps it in a widgets.base.Panel (controls, summary, PNG image).
 A model ValueError (e.g. GRO_UDP_FWD on a kernel before 5.12) is shown as text instead of the figure.
 """
 
@@ -15,17 +15,9 @@ from matplotlib.figure import Figure
 from vnetlab import gro, rx
 from vnetlab.profiles import known_arches, known_kernels
 from vnetlab.viz import grofig
-from vnetlab.widgets.rxpanels import PanelState, RxPanel, _choice, _int
+from vnetlab.widgets.base import Panel, PanelState, choice, int_box
 
-__all__ = ["Panel", "gro_panel_state", "gro_panel", "gro_features"]
-
-class Panel(RxPanel):
-    """An RxPanel whose PNG draws each plain string as one bitmap (``fast_text``; see rxpanels.render_png).
-
-    RxPanel already renders unhinted text (rxpanels.WIDGET_RC); the static figures keep the vnetlab style."""
-
-    def __init__(self, state_fn, controls, *, width: str = "100%", fast_text: bool = True) -> None:
-        super().__init__(state_fn, controls, width=width, fast_text=fast_text)
+__all__ = ["gro_panel_state", "gro_panel", "gro_features"]
 
 
 def gro_features(*, kernel: str, gro_fraglist: bool = False, gro_udp_fwd: bool = False) -> frozenset[str]:
@@ -70,11 +62,11 @@ def gro_panel(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "6.1", 
         return W.Checkbox(value=value, description=desc, indent=False, layout=W.Layout(width="210px"))
 
     return Panel(gro_panel_state, {
-        "payload_len": _int(payload_len, -1, rx.IP_MAX_MTU, "payload (B)"),
-        "l4": _choice(l4, ("udp", "tcp"), "l4"),
-        "kernel": _choice(kernel, known_kernels(), "kernel"),
-        "arch": _choice(arch, known_arches(), "arch"),
+        "payload_len": int_box(payload_len, -1, rx.IP_MAX_MTU, "payload (B)"),
+        "l4": choice(l4, ("udp", "tcp"), "l4"),
+        "kernel": choice(kernel, known_kernels(), "kernel"),
+        "arch": choice(arch, known_arches(), "arch"),
         "udp_gro": box(udp_gro, "UDP_GRO socket (udp_gro)"),
         "gro_fraglist": box(gro_fraglist, "rx-gro-list (GRO_FRAGLIST)"),
         "gro_udp_fwd": box(gro_udp_fwd, "rx-udp-gro-forwarding (GRO_UDP_FWD)"),
-    })
+    }, fast_text=True)

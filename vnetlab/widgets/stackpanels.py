@@ -19,8 +19,7 @@ from vnetlab.features import ethtool_name
 from vnetlab.netdev import DRIVERS
 from vnetlab.profiles import known_kernels
 from vnetlab.viz import costfig, stacks
-from vnetlab.widgets.gropanels import Panel
-from vnetlab.widgets.rxpanels import PanelState, _choice, _int
+from vnetlab.widgets.base import Panel, PanelState, choice, int_box
 
 __all__ = [
     "TOGGLE_FEATURES", "ROLES", "StackPanel",
@@ -69,7 +68,7 @@ class StackPanel(Panel):
         self.toggles = toggles
         self._syncing = False
         self._defaults: dict[tuple[str, str], bool] = {}
-        super().__init__(self._state, controls)
+        super().__init__(self._state, controls, fast_text=True)
         self.role_labels = {role: W.Label(f"{role} device", layout=W.Layout(width="130px")) for role in ROLES}
         grid = [W.HBox([self.role_labels[role]] + [toggles[(role, f)] for f in TOGGLE_FEATURES]) for role in ROLES]
         self.toggle_box = W.VBox(grid)
@@ -131,9 +130,9 @@ class StackPanel(Panel):
 def stack_panel(*, kernel: str = "5.10", upper: str = "vlan", nic: str = "router", fraglist: bool = True) -> StackPanel:
     """The device stack with per-device feature toggles (ethtool -K) for a UDP GRO skb."""
     controls = {
-        "kernel": _choice(kernel, known_kernels(), "kernel"),
-        "upper": _choice(upper, stacks.UPPERS, "upper device"),
-        "nic": _choice(nic, tuple(DRIVERS), "NIC driver"),
+        "kernel": choice(kernel, known_kernels(), "kernel"),
+        "upper": choice(upper, stacks.UPPERS, "upper device"),
+        "nic": choice(nic, tuple(DRIVERS), "NIC driver"),
         "fraglist": W.Checkbox(value=fraglist, description="fraglist GRO skb (rx-gro-list)", indent=False,
                                layout=W.Layout(width="230px")),
     }
@@ -173,11 +172,11 @@ def router_panel_state(*, kernel: str = "5.10", nic: str = "router", gro: str = 
 
 def router_panel(*, kernel: str = "5.10", nic: str = "router", gro: str = "fraglist", upper: str = "vlan") -> Panel:
     """The VLAN NAT router of the GSO_SOFTWARE patch, one kernel at a time."""
-    return Panel(router_panel_state, {
-        "kernel": _choice(kernel, known_kernels(), "kernel"),
-        "nic": _choice(nic, tuple(DRIVERS), "NIC profile"),
-        "gro": _choice(gro, xmit.GRO_MODES, "GRO mode"),
-        "upper": _choice(upper, ROUTER_UPPERS, "upper device"),
+    return Panel(router_panel_state, fast_text=True, controls={
+        "kernel": choice(kernel, known_kernels(), "kernel"),
+        "nic": choice(nic, tuple(DRIVERS), "NIC profile"),
+        "gro": choice(gro, xmit.GRO_MODES, "GRO mode"),
+        "upper": choice(upper, ROUTER_UPPERS, "upper device"),
         "drop_untranslated": W.Checkbox(value=False, description="drop untranslated segments (5.10 hypothesis)",
                                         indent=False, layout=W.Layout(width="320px")),
     })
@@ -236,10 +235,10 @@ def cost_panel(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp"
     """The receive cost model per kernel, with sliders for the main per-operation costs."""
     base = _calibrated()
     controls: dict[str, W.ValueWidget] = {
-        "kernel": _choice(kernel, cost.KERNELS, "kernel"),
-        "payload_len": _int(payload_len, -1, 65535, "payload (B)"),
-        "l4": _choice(l4, ("udp", "tcp"), "l4"),
-        "destination": _choice(destination, cost.DESTINATIONS, "destination"),
+        "kernel": choice(kernel, cost.KERNELS, "kernel"),
+        "payload_len": int_box(payload_len, -1, 65535, "payload (B)"),
+        "l4": choice(l4, ("udp", "tcp"), "l4"),
+        "destination": choice(destination, cost.DESTINATIONS, "destination"),
     }
     for key, op in COST_SLIDERS.items():
         v = base[op]
@@ -248,4 +247,4 @@ def cost_panel(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp"
                                       description=f"{op} (ns{'/B' if 'byte' in op else ''})",
                                       style={"description_width": "initial"}, layout=W.Layout(width="330px"),
                                       continuous_update=False)
-    return Panel(cost_panel_state, controls)
+    return Panel(cost_panel_state, controls, fast_text=True)
