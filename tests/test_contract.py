@@ -20,17 +20,21 @@ def test_profiles():
 def test_skb_fields():
     s = rx.receive(1472).skb
     assert isinstance(s, Skb)
-    for attr in ("len", "data_len", "headlen", "truesize", "head_frag", "nr_frags", "frags", "frag_list", "headroom",
-                 "tailroom", "gso_type", "gso_size", "gso_segs"):
-        getattr(s, attr)
+    # kernel-facts A.5: a 1472-byte UDP payload (frame 1514) in a 1536 buffer takes the copy path: 14-byte head
+    # (ETH_HLEN copied, 0f6925b3e8da) and one 1500-byte frag of truesize 1536, no GSO
+    assert (s.len, s.headlen, s.data_len, s.nr_frags) == (1514, 14, 1500, 1)
+    assert isinstance(s.head_frag, bool) and s.frag_list == [] and s.tailroom == 0
+    assert (s.gso_size, s.gso_segs, s.truesize > 1536, s.headroom >= 0) == (0, 0, True, True)
     f = s.frags[0]
     assert f.size == 1500 and f.truesize == 1536 and f.offset >= 0 and f.page is not None
     assert isinstance(s.gso_type, (set, frozenset))
 
 
 def test_rx():
+    # kernel-facts A.5 / numbers table: 1000-B UDP, frame 1042, tailroom 482 -> build_skb, 0 frags, truesize 1792
     r = rx.page_to_skb(1042, 1536, mode="mergeable", hdr_len=12, headroom=0, kernel="6.1", arch="x86_64")
-    assert r.path in ("build_skb", "copy", "copy+frag") and r.tailroom == 482 and isinstance(r.skb, Skb)
+    assert r.path == "build_skb" and r.tailroom == 482 and isinstance(r.skb, Skb)
+    assert r.skb.nr_frags == 0 and r.skb.truesize == 1792
     assert rx.page_to_skb(1042, 1536, kernel="5.12").tailroom is None  # no build_skb branch there
     r = rx.receive(1000, l4="udp", ip=4, vlan=False, mode="mergeable", mtu=1500, xdp=False, kernel="6.1",
                    arch="x86_64", buf_len=None)
@@ -76,11 +80,18 @@ def test_netdev_and_xmit():
     net.set_master(b, br)
     eth = net.nic("eth0", driver="virtio_net")
     for dev in (a, br, eth):
-        for attr in ("name", "features", "hw_features", "wanted_features", "vlan_features", "hw_enc_features"):
-            getattr(dev, attr)
+        assert isinstance(dev.name, str)
+        for attr in ("features", "hw_features", "wanted_features", "vlan_features", "hw_enc_features"):
+            assert isinstance(getattr(dev, attr), features.FeatureSet), attr
         on, fixed = dev.ethtool_k()["tx-udp-segmentation"]
         assert isinstance(on, bool) and isinstance(fixed, bool)
+    # 6.18 veth_setup: GSO_SOFTWARE (with UDP_L4) changeable; virtio_net without HOST_USO: off [fixed]
+    assert a.ethtool_k()["tx-udp-segmentation"] == (True, False)
+    assert eth.ethtool_k()["tx-udp-segmentation"] == (False, True)
     b.ethtool_K({"tx-udp-segmentation": False})
+    assert "GSO_UDP_L4" not in b.features
     skb = xmit.gso_skb(l4="udp", segs=8, gso_size=1000, fraglist=False, vlan_tag=None)
     tx = xmit.send(a, skb)
-    assert tx.segmented_at in (None, "v0") and tx.segments and tx.hops[0].name == "v0"
+    # veth_xmit hands the GSO skb to the peer unsegmented: one skb on the pair, 8000 payload bytes
+    assert tx.segmented_at is None and len(tx.segments) == 1 and tx.segments[0].payload_len == 8000
+    assert [h.name for h in tx.hops] == ["v0"] and tx.hops[0].action == "passed"

@@ -16,7 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vnetlab import features as F
+from vnetlab.errors import UnknownFeatureError
 from vnetlab.features import FeatureSet
+from vnetlab.live import running_profile
 
 KERNELS = ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18")
 
@@ -68,7 +70,7 @@ def test_gso_software_before_and_after_the_patch():
     assert "GSO_UDP_L4" not in F.mask("ONE_FOR_ALL", kernel="5.10")
     assert "GSO_UDP_L4" in F.mask("ONE_FOR_ALL", kernel="5.11")
     # facts D.1 / numbers table: pre 16,18,19,20,30; post + 33, 34; 6.18 + 35.
-    bits = lambda k: sorted(b for b in range(64) if F.mask("GSO_SOFTWARE", kernel=k).bits >> b & 1)
+    bits = lambda k: sorted(b for b in range(64) if F.mask("GSO_SOFTWARE", kernel=k).bits >> b & 1)  # noqa: E731
     assert bits("5.10") == [16, 18, 19, 20, 30]
     assert bits("5.11") == [16, 18, 19, 20, 30, 33, 34]
     assert bits("6.18") == [16, 18, 19, 20, 30, 33, 34, 35]
@@ -199,6 +201,8 @@ def test_increment_and_intersect():
 
 
 # --- the running kernel ----------------------------------------------------------------------------
+# Expectations per kernel profile: the running kernel is mapped to its modelled profile (live.running_profile),
+# so a CI kernel that the tables do not match fails here instead of skipping.
 
 BTF = "/sys/kernel/btf/vmlinux"
 
@@ -211,28 +215,26 @@ def _btf_enum(pattern: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(rf"^\s*({pattern}) = (-?\d+),", out, re.M)}
 
 
-def _running_618() -> bool:
-    return os.uname().release.startswith("6.18")
-
-
-def test_618_bits_match_running_kernel_btf():
-    if not _running_618():
-        pytest.skip("the running kernel is not 6.18")
+@pytest.mark.btf
+def test_bits_match_running_kernel_btf():
+    # BTF of the running kernel: enum netdev_features (NETIF_F_*_BIT, __UNUSED_NETIF_F_*, NETDEV_FEATURE_COUNT)
+    profile = running_profile()
     enum = _btf_enum(r"NETIF_F_\w+_BIT|__UNUSED_NETIF_F_\d+|NETDEV_FEATURE_COUNT|NETIF_F_GSO_SHIFT|NETIF_F_GSO_LAST")
     named = {k.removeprefix("NETIF_F_").removesuffix("_BIT"): v for k, v in enum.items() if k.endswith("_BIT")}
-    assert named == dict(F.table("6.18").bits)
+    assert named == dict(F.table(profile).bits), profile
     assert enum["NETDEV_FEATURE_COUNT"] == 64 and enum["NETIF_F_GSO_SHIFT"] == F.GSO_SHIFT
-    assert F.mask("GSO_MASK", kernel="6.18").bits == (1 << (enum["NETIF_F_GSO_LAST"] + 1)) - (1 << 16)
+    assert F.mask("GSO_MASK", kernel=profile).bits == (1 << (enum["NETIF_F_GSO_LAST"] + 1)) - (1 << 16)
     unused = {v for k, v in enum.items() if k.startswith("__UNUSED")}
     assert unused == set(range(64)) - set(named.values())
 
 
-def test_618_skb_gso_match_running_kernel_btf():
-    if not _running_618():
-        pytest.skip("the running kernel is not 6.18")
+@pytest.mark.btf
+def test_skb_gso_match_running_kernel_btf():
+    # BTF of the running kernel: the SKB_GSO_* enum (bits, as 1 << n)
+    profile = running_profile()
     enum = _btf_enum(r"_*SKB_GSO_\w+")
     got = {k.replace("SKB_GSO_", ""): v & 0xFFFFFFFF for k, v in enum.items()}
-    assert got == {k: 1 << b for k, b in F.table("6.18").skb_gso.items()}
+    assert got == {k: 1 << b for k, b in F.table(profile).skb_gso.items()}, profile
 
 
 def _kernel_feature_strings(dev: str = "lo") -> list[str]:
@@ -250,16 +252,13 @@ def _kernel_feature_strings(dev: str = "lo") -> list[str]:
     return [buf[12 + 32 * i:44 + 32 * i].tobytes().rstrip(b"\0").decode() for i in range(count)]
 
 
-def test_618_ethtool_names_match_running_kernel():
-    if not _running_618():
-        pytest.skip("the running kernel is not 6.18")
-    try:
-        strings = _kernel_feature_strings()
-    except OSError as exc:
-        pytest.skip(f"SIOCETHTOOL not available: {exc}")
-    t = F.table("6.18")
-    model = [t.ethtool.get(t.by_bit.get(b, ""), "") for b in range(64)]
-    assert strings == model
+@pytest.mark.live
+def test_ethtool_names_match_running_kernel():
+    # the running kernel's netdev_features_strings, bit by bit (SIOCETHTOOL ETHTOOL_GSTRINGS on lo)
+    profile = running_profile()
+    strings = _kernel_feature_strings()
+    t = F.table(profile)
+    assert strings == [t.ethtool.get(t.by_bit.get(b, ""), "") for b in range(64)], profile
 
 
 def test_membership_of_a_feature_this_kernel_lacks_is_false():
@@ -269,3 +268,30 @@ def test_membership_of_a_feature_this_kernel_lacks_is_false():
     assert "GRO_FRAGLIST" in fs
     with pytest.raises(ValueError, match="NO_SUCH_FEATURE"):
         "NO_SUCH_FEATURE" in fs  # noqa: B015 - a name no kernel has is a typo, not a missing feature
+    # a feature of another modelled kernel is absent here: False, not an error (FeatureSet docstring)
+    assert "GSO_ACCECN" not in F.mask("GSO_MASK", kernel="6.1")  # NETIF_F_GSO_ACCECN arrived in 6.18
+    assert "LLTX" not in FeatureSet.from_names(["SG"], kernel="6.18")  # 6.18: dev->lltx, no feature bit
+    with pytest.raises(UnknownFeatureError, match="GSO_ACCECN"):
+        FeatureSet.from_names(["GSO_ACCECN"], kernel="6.1")  # building one with it is an error
+
+
+def test_coerce():
+    fs = FeatureSet.coerce(["NETIF_F_SG", "HW_CSUM"], kernel="6.1")
+    assert fs == {"SG", "HW_CSUM"} and fs.kernel == "6.1"
+    assert FeatureSet.coerce(fs.bits, kernel="6.1") == fs
+    assert FeatureSet.coerce(None, kernel="6.1") == set()
+    with pytest.raises(ValueError, match="kernel 6.1, expected kernel 6.18"):
+        FeatureSet.coerce(fs, kernel="6.18")
+    with pytest.raises(ValueError, match="features must be"):
+        FeatureSet.coerce("SG", kernel="6.1")
+
+
+def test_can_checksum_protocol():
+    # include/linux/netdevice.h can_checksum_protocol: HW_CSUM covers all, IP_CSUM only IPv4, IPV6_CSUM only IPv6
+    fs = lambda *n: FeatureSet.from_names(n, kernel="6.1")  # noqa: E731
+    assert F.can_checksum_protocol(fs("HW_CSUM"), 4) and F.can_checksum_protocol(fs("HW_CSUM"), 6)
+    assert F.can_checksum_protocol(fs("IP_CSUM"), 4) and not F.can_checksum_protocol(fs("IP_CSUM"), 6)
+    assert F.can_checksum_protocol(fs("IPV6_CSUM"), 6) and not F.can_checksum_protocol(fs("IPV6_CSUM"), 4)
+    assert not F.can_checksum_protocol(fs("SG"), 4)
+    with pytest.raises(ValueError, match="ip must be 4 or 6"):
+        F.can_checksum_protocol(fs("SG"), 5)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vnetlab import live
+from vnetlab import ethtool, features, live, netdev
+from vnetlab.errors import FixedFeatureError, LabTimeout, LiveError, LiveUnavailable, UnknownFeatureError
 
 DATA = Path(__file__).parent / "data"
 
@@ -28,9 +29,8 @@ def sample(name: str) -> str:
 
 
 def test_parse_veth_names_every_kernel_feature_once():
-    f = live.parse_ethtool_k(sample("veth"))
+    f = ethtool.parse_k(sample("veth"))
     assert f.device == "vc"
-    assert f.source == "ethtool"
     # 64 feature bits in 6.18 minus the four unnamed slots (2, 12, 13, 32): 60 names.
     assert len(f) == 60
     # Group summary lines are dropped, legacy single names become the kernel's names.
@@ -42,16 +42,16 @@ def test_parse_veth_names_every_kernel_feature_once():
 
 
 def test_parse_veth_gso_software_bits_are_on_and_changeable():
-    f = live.parse_ethtool_k(sample("veth"))
+    f = ethtool.parse_k(sample("veth"))
     for name in ("tx-udp-segmentation", "tx-gso-list", "tx-tcp-segmentation", "tx-sctp-segmentation",
                  "tx-scatter-gather-fraglist"):
         assert f[name].active and not f[name].fixed, name
-    assert f["tx-checksum-ipv4"] == live.FeatureState("tx-checksum-ipv4", False, False, False)
+    assert f["tx-checksum-ipv4"] == ethtool.FeatureState("tx-checksum-ipv4", False, False, False)
     assert f.ethtool_k()["vlan-challenged"] == (False, True)
 
 
 def test_parse_requested_notes_give_wanted():
-    f = live.parse_ethtool_k(sample("veth_sg_off"))
+    f = ethtool.parse_k(sample("veth_sg_off"))
     assert not f["tx-scatter-gather"].active and not f["tx-scatter-gather"].wanted
     # netdev_fix_features drops ALL_TSO without SG, but the wanted bits stay on.
     tso = f["tx-tcp-segmentation"]
@@ -65,51 +65,50 @@ def test_parse_requested_notes_give_wanted():
 
 
 def test_parse_macvlan_and_bridge_fixed_and_requested():
-    mv = live.parse_ethtool_k(sample("macvlan_on_sg_off_veth"))
+    mv = ethtool.parse_k(sample("macvlan_on_sg_off_veth"))
     assert mv.device == "mv"
     assert mv.ethtool_k()["tx-udp-segmentation"] == (True, True)
     assert mv.ethtool_k()["rx-lro"] == (False, False)
-    br = live.parse_ethtool_k(sample("bridge"))
+    br = ethtool.parse_k(sample("bridge"))
     assert br["tx-gso-robust"].ethtool_text() == "off [requested on]"
     assert br["rx-gro"].active
 
 
 def test_parse_round_trips_the_value_text():
     text = sample("macvlan_on_sg_off_veth")
-    f = live.parse_ethtool_k(text)
+    f = ethtool.parse_k(text)
     shown = {}
     for line in text.splitlines()[1:]:
         name, value = line.strip().split(": ", 1)
         shown[name] = value
     for name, state in f.states.items():
-        legacy = {pattern: long for long, _s, pattern in live.LEGACY_FLAGS}
-        assert shown.get(name, shown.get(legacy.get(name, ""))) == state.ethtool_text(), name
+        assert shown[ethtool.printed_name(name, f.states)] == state.ethtool_text(), name
 
 
 def test_parse_rejects_other_text():
     with pytest.raises(ValueError, match="text: line 2"):
-        live.parse_ethtool_k("Features for x:\nnot a feature line\n")
+        ethtool.parse_k("Features for x:\nnot a feature line\n")
     with pytest.raises(ValueError, match="no feature lines"):
-        live.parse_ethtool_k("")
+        ethtool.parse_k("")
     with pytest.raises(ValueError, match="unknown note"):
-        live.parse_ethtool_k("rx-gro: on [weird]\n")
+        ethtool.parse_k("rx-gro: on [weird]\n")
 
 
-def test_expand_legacy_names():
-    names = live.parse_ethtool_k(sample("veth")).states
-    assert live.expand_legacy("sg", names) == ("tx-scatter-gather", "tx-scatter-gather-fraglist")
-    assert live.expand_legacy("tso", names) == (
+def test_expand_legacy_names_over_a_devices_strings():
+    names = ethtool.parse_k(sample("veth")).states
+    assert ethtool.expand("sg", names) == ("tx-scatter-gather", "tx-scatter-gather-fraglist")
+    assert ethtool.expand("tso", names) == (
         "tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation",
         "tx-tcp6-segmentation", "tx-tcp-accecn-segmentation",
     )
-    assert live.expand_legacy("gro", names) == ("rx-gro",)
-    assert live.expand_legacy("tx-udp-segmentation", names) == ()
+    assert ethtool.expand("generic-receive-offload", names) == ("rx-gro",)
+    assert ethtool.expand("tx-udp-segmentation", names) == ("tx-udp-segmentation",)
 
 
 def test_feature_state_text():
-    assert live.FeatureState("x", True, True, False).ethtool_text() == "on [fixed]"
-    assert live.FeatureState("x", False, True, True).ethtool_text() == "off [requested on]"
-    assert live.FeatureState("x", True, False, True).ethtool_text() == "on [requested off]"
+    assert ethtool.FeatureState("x", True, True, False).ethtool_text() == "on [fixed]"
+    assert ethtool.FeatureState("x", False, True, True).ethtool_text() == "off [requested on]"
+    assert ethtool.FeatureState("x", True, False, True).ethtool_text() == "on [requested off]"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -118,7 +117,7 @@ def test_feature_state_text():
 
 
 def test_compare_k_reports_each_difference():
-    kernel = live.parse_ethtool_k(sample("veth")).ethtool_k()
+    kernel = ethtool.parse_k(sample("veth")).ethtool_k()
     model = dict(kernel)
     model["tx-gso-list"] = (False, False)
     model["rx-lro"] = (False, False)
@@ -142,7 +141,7 @@ def test_compare_k_reports_each_difference():
 
 
 def test_compare_k_wanted_counts_only_changeable_features():
-    f = live.parse_ethtool_k(sample("veth_sg_off"))
+    f = ethtool.parse_k(sample("veth_sg_off"))
     kernel = {n: (s.active, s.fixed, s.wanted) for n, s in f.states.items()}
     model = dict(kernel)
     model["tx-tcp-segmentation"] = (False, False, False)  # the model forgot the request
@@ -197,8 +196,8 @@ def test_diagnose_netns_or_ip_missing():
 
 
 def test_unavailable_is_an_explanatory_exception():
-    exc = live.LiveUnavailable("because")
-    assert isinstance(exc, live.LiveError) and exc.reason == "because" and str(exc) == "because"
+    exc = LiveUnavailable("because")
+    assert isinstance(exc, LiveError) and exc.reason == "because" and str(exc) == "because"
 
 
 def test_bad_arguments_name_the_parameter():
@@ -235,10 +234,42 @@ def test_not_linux_raises_unavailable(monkeypatch):
     monkeypatch.setattr(live, "_CAPABILITY_CACHE", {})
     cap = live.available()
     assert not cap and "win32" in cap.reason
-    with pytest.raises(live.LiveUnavailable, match="needs Linux"):
+    with pytest.raises(LiveUnavailable, match="needs Linux"):
         live.read_features("lo")
-    with pytest.raises(live.LiveUnavailable, match="needs Linux"):
+    with pytest.raises(LiveUnavailable, match="needs Linux"):
         live.Lab().__enter__()
+
+
+def test_running_profile():
+    # the modelled profile with the same major.minor, else the newest older one (vnetlab.profiles known_kernels)
+    assert live.running_profile("6.18.44-fc-v669") == "6.18"
+    assert live.running_profile("6.1.0-57-amd64") == "6.1"
+    assert live.running_profile("6.12.117") == "6.1"
+    assert live.running_profile("5.11.0") == "5.11"
+    with pytest.raises(ValueError, match="release="):
+        live.running_profile("4.19.0")
+
+
+def test_netlink_works_inside_a_running_event_loop():
+    """pyroute2's sync sockets inside a running asyncio loop (a Jupyter kernel) raised "This event loop is
+    already running" and printed "coroutine ... was never awaited" (notebook 60); live now talks netlink from
+    a worker thread. RuntimeWarnings are errors here, so the warning itself fails the test."""
+    code = (
+        "import asyncio\n"
+        "from vnetlab import live\n"
+        "async def main():\n"
+        "    cap = live.available(labs=False, refresh=True)\n"
+        "    print(cap.feature_backend)\n"
+        "    if cap.feature_backend == 'netlink':\n"
+        "        print(len(live.read_features('lo', backend='netlink')) > 0)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "never awaited" not in done.stderr
+    if live._pyroute2_error() is None and sys.platform.startswith("linux"):
+        assert done.stdout.split() == ["netlink", "True"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -279,12 +310,12 @@ def test_lab_deletes_exactly_what_it_made(can_build_labs):
 @pytest.mark.live
 def test_lab_cleans_up_after_an_error_and_after_its_time_budget(can_build_labs):
     before = _netns_names()
-    with pytest.raises(live.LiveError, match="failed"):
+    with pytest.raises(LiveError, match="failed"):
         with live.Lab() as lab:
             lab.veth("v0", "v1")
             lab.veth("v0", "v2")  # the name is taken: `ip link add` fails
     assert _netns_names() == before
-    with pytest.raises(live.LabTimeout, match="budget"):
+    with pytest.raises(LabTimeout, match="budget"):
         with live.Lab(timeout=0.2) as lab:
             import time
 
@@ -330,11 +361,11 @@ def test_set_features_behaves_like_ethtool_K(can_build_labs, backend):
         assert again.not_applied == ("tx-tcp-segmentation",) and not again.changed
         live.set_features("v0", {"sg": True}, netns=v0.netns, backend=backend)
         assert _state(v0, "tx-tcp-segmentation") == "on"
-        with pytest.raises(live.FixedFeatureError, match="rx-lro"):
+        with pytest.raises(FixedFeatureError, match="rx-lro"):
             live.set_features("v0", {"rx-lro": True}, netns=v0.netns, backend=backend)
-        with pytest.raises(live.UnknownFeatureError, match="no-such-feature"):
+        with pytest.raises(UnknownFeatureError, match="no-such-feature"):
             live.set_features("v0", {"no-such-feature": True}, netns=v0.netns, backend=backend)
-        with pytest.raises(live.LiveError, match="nodev"):
+        with pytest.raises(LiveError, match="nodev"):
             live.read_features("nodev", netns=v0.netns, backend=backend)
 
 
@@ -357,7 +388,7 @@ def test_kernel_gso_software_through_macvlan_and_bridge(can_build_labs):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# the model (vnetlab.netdev, kernel "6.18") against this kernel, step by step
+# the model (vnetlab.netdev, the running kernel's profile) against this kernel, step by step
 # ---------------------------------------------------------------------------------------------------------
 
 DEVICES, STEPS = live.MIRROR_DEVICES, live.MIRROR_STEPS
@@ -369,7 +400,6 @@ KNOWN_MODEL_BUGS: dict[tuple[str, str], str] = {}
 
 @pytest.fixture(scope="module")
 def model_vs_kernel(can_build_labs):
-    pytest.importorskip("vnetlab.netdev", reason="vnetlab.netdev (the model) is not there yet")
     return {(row.step, row.device): row.result for row in live.mirror_lab()}
 
 
@@ -394,8 +424,7 @@ def test_model_matches_kernel(model_vs_kernel, step, device):
 def test_fixed_features_refused_by_kernel_and_model(can_build_labs):
     """What `[fixed]` means: the kernel ignores a request to flip it (ethnl_set_features masks the request
     with hw_features), ethtool -K accepts a request for the current value, and the model does the same."""
-    netdev = pytest.importorskip("vnetlab.netdev", reason="vnetlab.netdev (the model) is not there yet")
-    net = netdev.Namespace(kernel="6.18")
+    net = netdev.Namespace(kernel=live.running_profile())
     model = {}
     model["v0"], model["v1"] = net.veth("v0", "v1")
     model["mv0"] = net.macvlan("mv0", lower=model["v0"])
@@ -418,7 +447,7 @@ def test_fixed_features_refused_by_kernel_and_model(can_build_labs):
             backend = live.available().feature_backend
             (live._set_netlink if backend == "netlink" else live._set_ethtool)(dev.name, dev.netns, flip)
             assert dev.features().ethtool_k() == before.ethtool_k(), name
-            with pytest.raises(live.FixedFeatureError) as err:
+            with pytest.raises(FixedFeatureError) as err:
                 dev.ethtool_K(fixed)
             assert set(err.value.names) == set(fixed)
             dev.ethtool_K({n: not on for n, on in fixed.items()})  # the current values: accepted
@@ -438,11 +467,11 @@ def test_fixed_features_refused_by_kernel_and_model(can_build_labs):
 
 @pytest.mark.live
 def test_real_features_as_a_featureset(can_build_labs):
-    features = pytest.importorskip("vnetlab.features", reason="vnetlab.features is not there yet")
     with live.Lab() as lab:
         v0, _ = lab.veth("v0", "v1")
         v0.ethtool_K({"tx-gso-list": False})
-        active = v0.features().to_featureset(kernel="6.18")
+        active = v0.features().to_featureset()
+    assert active.kernel == live.running_profile()
     assert isinstance(active, features.FeatureSet)
     # veth_setup: VETH_FEATURES has GSO_SOFTWARE, which since 5.11 includes GSO_UDP_L4 and GSO_FRAGLIST.
     assert "GSO_UDP_L4" in active and "SG" in active and "FRAGLIST" in active

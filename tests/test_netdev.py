@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
-import uuid
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vnetlab import features as F
-from vnetlab.netdev import FixedFeatureError, Namespace
+from vnetlab import live
+from vnetlab.errors import DeviceError, FixedFeatureError, UnknownFeatureError
+from vnetlab.netdev import Namespace
+from vnetlab.profiles import DEFAULT_KERNEL
 
 KERNELS = ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18")
 POST = ("5.11", "5.12", "5.13", "6.1", "6.18")
@@ -23,7 +20,7 @@ def test_unknown_kernel_and_driver():
     with pytest.raises(ValueError, match="kernel="):
         Namespace(kernel="4.19")
     ns = Namespace()
-    assert ns.kernel == "6.18"
+    assert ns.kernel == DEFAULT_KERNEL  # the one package-wide default (vnetlab.profiles)
     with pytest.raises(ValueError, match=r"driver='e1000'.*virtio_net"):
         ns.nic("eth0", driver="e1000")
     with pytest.raises(ValueError, match="host_uso"):
@@ -328,7 +325,7 @@ def test_ethtool_K_fixed_raises_naming_feature():
     with pytest.raises(FixedFeatureError, match="tx-udp-segmentation"):
         mv.ethtool_K({"tx-udp-segmentation": False})
     mv.ethtool_K({"tx-udp-segmentation": True})  # no change requested: accepted
-    with pytest.raises(ValueError, match="settings key"):
+    with pytest.raises(UnknownFeatureError, match="no-such-feature"):
         mv.ethtool_K({"no-such-feature": True})
 
 
@@ -402,65 +399,125 @@ def test_random_ethtool_K_keeps_invariants(k, data):
         assert ("GSO_UDP_L4" in bond.features) == (slaves_have and "GSO_UDP_L4" in bond.wanted_features)
 
 
-# --- the real kernel (informal comparison made formal where the modules exist) ---------------------
+# --- ethtool -K with every name ethtool accepts ------------------------------------------------------
 
-LEGACY = {"rx-checksumming": "rx-checksum", "generic-segmentation-offload": "tx-generic-segmentation",
-          "generic-receive-offload": "rx-gro", "large-receive-offload": "rx-lro", "rx-vlan-offload": "rx-vlan-hw-parse",
-          "tx-vlan-offload": "tx-vlan-hw-insert", "ntuple-filters": "rx-ntuple-filter", "receive-hashing": "rx-hashing"}
-GROUPS = {"tx-checksumming", "scatter-gather", "tcp-segmentation-offload", "udp-fragmentation-offload"}
-
-
-def parse_ethtool_k(text: str) -> dict[str, tuple[bool, bool]]:
-    """`ethtool -k dev` output as {kernel feature name: (on, fixed)} (legacy group lines dropped)."""
-    out = {}
-    for line in text.splitlines():
-        m = re.match(r"\s*([\w-]+): (on|off)( \[fixed\]| \[requested (?:on|off)\])?\s*$", line)
-        if m and m.group(1) not in GROUPS:
-            out[LEGACY.get(m.group(1), m.group(1))] = (m.group(2) == "on", m.group(3) == " [fixed]")
-    return out
+@pytest.mark.parametrize("word", ["gro", "generic-receive-offload", "rx-gro"])
+def test_ethtool_K_accepts_legacy_names(word):
+    # ethtool netlink/features.c fill_legacy_flag: "gro" and "generic-receive-offload" stand for rx-gro
+    a, _ = Namespace("6.18").veth("v0", "v1")
+    a.ethtool_K({word: True})
+    assert "GRO" in a.features and "GRO" in a.wanted_features
+    a.ethtool_K({word: False})
+    assert "GRO" not in a.features
 
 
-def test_parse_ethtool_k():
-    text = "Features for x:\nrx-checksumming: on [fixed]\ntx-checksumming: on\n\ttx-checksum-ipv4: off [fixed]\n" \
-           "generic-receive-offload: off [requested on]\n"
-    assert parse_ethtool_k(text) == {"rx-checksum": (True, True), "tx-checksum-ipv4": (False, True),
-                                     "rx-gro": (False, False)}
+def test_ethtool_K_legacy_group_and_fixed_members():
+    ns = Namespace("6.1")
+    eth = ns.nic("eth0", driver="virtio_net")
+    # "sg" expands to tx-scatter-gather and tx-scatter-gather-fraglist; virtio_net has no FRAGLIST in
+    # hw_features (fixed off), so "sg off" changes the changeable member and leaves the fixed one
+    eth.ethtool_K({"sg": False})
+    assert "SG" not in eth.features and "TSO" not in eth.features  # netdev_fix_features: ALL_TSO needs SG
+    eth.ethtool_K({"scatter-gather": True})
+    assert {"SG", "TSO"} <= set(eth.features)
+    eth.ethtool_K({"ufo": False})  # matches no feature string in any modelled kernel: nothing to do
+    mv = ns.macvlan("mv0", lower=eth)
+    # macvlan: every tx-checksum-* member is fixed (HW_CSUM always on, the rest off): ethtool changes nothing
+    with pytest.raises(FixedFeatureError, match="tx-checksum-ip-generic"):
+        mv.ethtool_K({"tx": False})
+    with pytest.raises(ValueError, match="True or False"):
+        eth.ethtool_K({"gro": "off"})
 
+
+# --- MTU ---------------------------------------------------------------------------------------------
+
+def test_mtu_of_stacked_devices_follows_the_lower():
+    ns = Namespace("6.1")
+    eth = ns.nic("eth0", driver="virtio_net")
+    v = ns.vlan("eth0.10", lower=eth, vid=10)
+    mv = ns.macvlan("mv0", lower=eth)
+    assert eth.mtu == v.mtu == mv.mtu == 1500  # ether_setup: ETH_DATA_LEN; vlan/macvlan newlink copy it
+    eth.set_mtu(9000)
+    assert v.mtu == mv.mtu == 1500  # NETDEV_CHANGEMTU lowers uppers only when they exceed the new mtu
+    v.set_mtu(9000)
+    eth.set_mtu(1400)
+    assert v.mtu == 1400 and mv.mtu == 1400  # vlan_device_event / macvlan_device_event
+    with pytest.raises(DeviceError, match="mtu=1401"):
+        v.set_mtu(1401)  # vlan_dev_change_mtu: -ERANGE above real_dev->mtu
+    with pytest.raises(DeviceError, match="mtu=67"):
+        eth.set_mtu(67)  # ETH_MIN_MTU 68
+    with pytest.raises(DeviceError, match="9711"):
+        ns.nic("eth1", driver="ixgbe").set_mtu(9711)  # ixgbe max_mtu 9728 - 18
+
+
+def test_bridge_takes_the_smallest_port_mtu():
+    ns = Namespace("6.1")
+    br = ns.bridge("br0")
+    a, _ = ns.veth("v0", "v1")
+    c, _ = ns.veth("v2", "v3")
+    a.set_mtu(9000)
+    c.set_mtu(4000)
+    ns.set_master(a, br)
+    ns.set_master(c, br)
+    assert br.mtu == 4000  # br_mtu_auto_adjust
+    c.set_mtu(3000)
+    assert br.mtu == 3000
+
+
+def test_bond_slave_takes_the_bond_mtu():
+    ns = Namespace("6.1")
+    bond = ns.bond("bond0")
+    eth = ns.nic("eth0", driver="virtio_net")
+    eth.set_mtu(9000)
+    ns.set_master(eth, bond)
+    assert eth.mtu == 1500  # bond_enslave: dev_set_mtu(slave_dev, bond->dev->mtu)
+    bond.set_mtu(4000)
+    assert eth.mtu == 4000  # bond_change_mtu sets every slave
+
+
+# --- vxlan -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k,udp_l4,fraglist", [("5.10", False, False), ("5.11", True, False), ("5.12", True, True),
+                                               ("6.1", True, True), ("6.18", True, True)])
+def test_vxlan_features(k, udp_l4, fraglist):
+    # vxlan_setup: GSO_SOFTWARE (UDP_L4 and GSO_FRAGLIST from 5.11, 2e4ef10f5850); NETIF_F_FRAGLIST from
+    # cb2c57112432 (v5.12; Debian 5.10.223's vxlan_setup lacks it)
+    ns = Namespace(k)
+    vx = ns.vxlan("vx0", vni=42, underlay=ns.nic("eth0", driver="virtio_net"))
+    assert ("GSO_UDP_L4" in vx.features) is udp_l4 and ("GSO_FRAGLIST" in vx.features) is udp_l4
+    assert ("FRAGLIST" in vx.features) is fraglist
+    assert vx.mtu == 1450  # vxlan_dev_configure: lowerdev->mtu - vxlan_headroom (20 + 8 + 8 + 14)
+    assert ns.vxlan("vx6", vni=43, underlay=ns["eth0"], ip=6).mtu == 1430  # IPv6 outer header: 40
+    with pytest.raises(DeviceError, match="vni="):
+        ns.vxlan("vx1", vni=1 << 24)
+
+
+# --- the running kernel ------------------------------------------------------------------------------
 
 @pytest.mark.live
-def test_live_veth_macvlan_bridge_match_model():
-    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("ethtool"):
-        pytest.skip("needs root, ip and ethtool")
-    if not os.uname().release.startswith("6.18"):
-        pytest.skip("model comparison is for a 6.18 kernel")
-    name = f"vnl{uuid.uuid4().hex[:8]}"
-    run = lambda *a: subprocess.run(a, check=True, capture_output=True, text=True).stdout  # noqa: E731
-    try:
-        run("ip", "netns", "add", name)
-    except subprocess.CalledProcessError as exc:
-        pytest.skip(f"cannot create a network namespace: {exc.stderr.strip()}")
-    try:
-        try:
-            run("ip", "-n", name, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
-            run("ip", "-n", name, "link", "add", "mv0", "link", "v0", "type", "macvlan")
-            run("ip", "-n", name, "link", "add", "br0", "type", "bridge")
-        except subprocess.CalledProcessError as exc:
-            pytest.skip(f"veth/macvlan/bridge not available: {exc.stderr.strip()}")
-        ns = Namespace("6.18")
-        v0, v1 = ns.veth("v0", "v1")
-        mv = ns.macvlan("mv0", lower=v0)
-        br = ns.bridge("br0")
-        real = lambda dev: parse_ethtool_k(run("ip", "netns", "exec", name, "ethtool", "-k", dev))  # noqa: E731
-        assert real("v0") == v0.ethtool_k()
-        assert real("mv0") == mv.ethtool_k()
-        assert real("br0") == br.ethtool_k()
-        run("ip", "-n", name, "link", "set", "v1", "master", "br0")
+def test_live_veth_macvlan_bridge_vxlan_match_model():
+    """The model of the running kernel's profile against the kernel: veth, macvlan, bridge, vxlan, and the MTU
+    of a vxlan on a veth (ip -d link: 1450)."""
+    cap = live.available(labs=True)
+    if not cap:
+        pytest.skip(cap.reason)
+    ns = Namespace(live.running_profile())
+    v0, v1 = ns.veth("v0", "v1")
+    mv = ns.macvlan("mv0", lower=v0)
+    br = ns.bridge("br0")
+    vx = ns.vxlan("vx0", vni=42, underlay=v0)
+    with live.Lab(tag="netdev") as lab:
+        r0, r1 = lab.veth("v0", "v1")
+        rmv = lab.macvlan("mv0", lower=r0)
+        rbr = lab.bridge("br0")
+        lab._ip(lab.netns, "link", "add", "vx0", "type", "vxlan", "id", "42", "dstport", "4789", "dev", "v0",
+                "local", "10.0.0.1")
+        rvx = lab.device("vx0")
+        for model, real in ((v0, r0), (mv, rmv), (br, rbr), (vx, rvx)):
+            assert live.compare(model, real, fields=("on", "fixed", "wanted")), model.name
+        lab.set_master(r1, rbr)
         ns.set_master(v1, br)
-        assert real("br0") == br.ethtool_k()
-        run("ip", "netns", "exec", name, "ethtool", "-K", "v1", "tx-udp-segmentation", "off")
+        r1.ethtool_K({"tx-udp-segmentation": False})
         v1.ethtool_K({"tx-udp-segmentation": False})
-        assert real("v1") == v1.ethtool_k()
-        assert real("br0") == br.ethtool_k()
-        assert real("br0")["tx-udp-segmentation"] == (False, False)
-    finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        assert live.compare(br, rbr, fields=("on", "fixed", "wanted"))
+        assert lab.mtu("vx0") == vx.mtu == 1450

@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 
 import pytest
 
-from vnetlab import cost, gro, xmit
+from vnetlab import cost, gro, router
 from vnetlab.netdev import FixedFeatureError
 from vnetlab.viz import costfig, grofig, stacks
 from vnetlab.viz.style import regions
@@ -191,11 +191,11 @@ def test_router_figure_matches_throughput_and_sensitivity():
     found = regions(fig)
     res = costfig.router_results()
     for k, r in res.items():
-        assert found[f"router:{k}"].get_height() == pytest.approx(xmit.router_throughput(r).goodput_bps)
+        assert found[f"router:{k}"].get_height() == pytest.approx(router.router_throughput(r).goodput_bps)
         assert found[f"router:{k}:measured"].get_height() == costfig.ROUTER_MEASURED_BPS[k]
     assert found["router:5.10:drop_untranslated"].get_height() == pytest.approx(
-        xmit.router_throughput(res["5.10"], drop_untranslated=True).goodput_bps)
-    sens = xmit.sensitivity(res["5.10"], res["5.11"])
+        router.router_throughput(res["5.10"], drop_untranslated=True).goodput_bps)
+    sens = router.sensitivity(res["5.10"], res["5.11"])
     for name, v in sens.items():
         g = f"tornado:{name}"
         if max(v) - min(v) > 1e-9:

@@ -15,8 +15,8 @@ from vnetlab.profiles import Arch, Kernel, arch, kernel, known_arches, known_ker
 __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
-    {"rx", "skb", "gro", "cost", "features", "netdev", "xmit", "live", "viz", "widgets", "tables", "profiles", "exercises",
-     "errors", "headers"}
+    {"rx", "skb", "gro", "cost", "features", "netdev", "xmit", "live", "viz", "widgets", "tables", "profiles",
+     "exercises", "errors", "headers", "ethtool", "segment", "router", "udp"}
 )
 
 __all__ = [

@@ -114,15 +114,15 @@ def _udp_seg_without_csum(kernel: str) -> bool:
 
 
 def _router(kernel: str, nic: str, gro_mode: str) -> str | None:
-    from vnetlab import xmit
+    from vnetlab import router
 
-    return xmit.router_scenario(kernel=kernel, nic=nic, gro=gro_mode).segmented_at
+    return router.router_scenario(kernel=kernel, nic=nic, gro=gro_mode).segmented_at
 
 
 def _router_segments() -> int:
-    from vnetlab import xmit
+    from vnetlab import router
 
-    return xmit.router_scenario(kernel="5.10", nic="router", gro="fraglist").wire_packets
+    return router.router_scenario(kernel="5.10", nic="router", gro="fraglist").wire_packets
 
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in [

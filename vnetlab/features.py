@@ -170,7 +170,15 @@ def mask(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
 
 
 class FeatureSet:
-    """An immutable set of NETIF_F features (names without the prefix) of one kernel."""
+    """An immutable set of NETIF_F features (names without the prefix) of one kernel.
+
+    ``"X" in fs`` is True or False for every feature of fs's kernel. For a feature that exists in another
+    modelled kernel but not in this one (GRO_UDP_FWD before 5.12, GSO_ACCECN before 6.18, LLTX in 6.18) it is
+    False: that kernel's netdev_features_t has no such bit, so no device of it can have it (net/core/gro.c and
+    udp_offload.c ask exactly this). A name that no modelled kernel has is a typo and raises
+    UnknownFeatureError, as do ``|``, ``&``, ``-`` with such a name and every constructor given a feature the
+    kernel lacks (``from_names(["GSO_ACCECN"], kernel="6.1")``).
+    """
 
     __slots__ = ("_bits", "_kernel")
 
@@ -218,6 +226,23 @@ class FeatureSet:
     @classmethod
     def empty(cls, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         return cls(0, kernel)
+
+    @classmethod
+    def coerce(cls, value: object, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
+        """``value`` as a FeatureSet of ``kernel``: a FeatureSet (of that kernel), a netdev_features_t int, or
+        an iterable of NETIF_F names (the prefix may be given)."""
+        version = _version(kernel)
+        if isinstance(value, FeatureSet):
+            if value._kernel != version:
+                raise ValueError(f"features are of kernel {value._kernel}, expected kernel {version}")
+            return value
+        if value is None:
+            return cls(0, version)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls(value, version)
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise ValueError(f"features must be a FeatureSet, an int or an iterable of NETIF_F names, got {value!r}")
+        return cls.from_names([_strip(str(n)) for n in value], version)
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -355,6 +380,14 @@ def net_gso_ok(features: FeatureSet, gso_type: Iterable[str]) -> bool:
 def skb_gso_ok(features: FeatureSet, gso_type: Iterable[str], *, has_frag_list: bool) -> bool:
     """include/linux/netdevice.h skb_gso_ok: net_gso_ok, and a frag_list needs NETIF_F_FRAGLIST."""
     return net_gso_ok(features, gso_type) and (not has_frag_list or "FRAGLIST" in features)
+
+
+def can_checksum_protocol(features: FeatureSet, ip: int) -> bool:
+    """include/linux/netdevice.h can_checksum_protocol (5.10..6.18) for IPv4 / IPv6: HW_CSUM covers every
+    protocol; otherwise IP_CSUM for ETH_P_IP, IPV6_CSUM for ETH_P_IPV6."""
+    if ip not in (4, 6):
+        raise ValueError(f"ip must be 4 or 6, got {ip!r}")
+    return "HW_CSUM" in features or ("IP_CSUM" if ip == 4 else "IPV6_CSUM") in features
 
 
 # --- feature algebra (include/linux/netdevice.h, net/core/dev.c) -----------------------------------

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import errno
-import fnmatch
 import os
 import re
 import secrets
@@ -30,33 +29,29 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vnetlab import ethtool
 from vnetlab.errors import FixedFeatureError, LabTimeout, LiveError, LiveUnavailable, UnknownFeatureError
+from vnetlab.ethtool import EthtoolK, FeatureState
 
 __all__ = [
     "Capability",
     "Comparison",
     "DeviceFeatures",
     "FeatureDiff",
-    "FeatureState",
-    "FixedFeatureError",
     "Lab",
-    "LabTimeout",
     "LiveDevice",
-    "LiveError",
-    "LiveUnavailable",
     "SetResult",
-    "UnknownFeatureError",
     "available",
     "compare",
     "compare_k",
     "ethtool_k",
-    "parse_ethtool_k",
     "read_features",
     "require",
+    "running_profile",
     "set_features",
 ]
 
@@ -81,59 +76,12 @@ _ETHTOOL_FLAG_OMIT_REPLY = 1 << 1
 
 
 @dataclass(frozen=True)
-class FeatureState:
-    """One feature of one device as the kernel reports it."""
+class DeviceFeatures(EthtoolK):
+    """All features of one real device (vnetlab.ethtool.EthtoolK) with where they were read: ``netns`` and
+    ``source`` ("netlink" or "ethtool")."""
 
-    name: str
-    active: bool
-    wanted: bool
-    changeable: bool
-
-    @property
-    def on(self) -> bool:
-        return self.active
-
-    @property
-    def fixed(self) -> bool:
-        return not self.changeable
-
-    def ethtool_text(self) -> str:
-        """The value part of an ``ethtool -k`` line, e.g. ``"off [requested on]"``."""
-        text = "on" if self.active else "off"
-        if self.fixed:
-            return text + " [fixed]"
-        if self.wanted != self.active:
-            return text + (" [requested on]" if self.wanted else " [requested off]")
-        return text
-
-
-@dataclass(frozen=True)
-class DeviceFeatures:
-    """All features of one real device: ``states`` maps each kernel feature name to its FeatureState."""
-
-    device: str
-    netns: str | None
-    source: str
-    states: Mapping[str, FeatureState]
-
-    def __getitem__(self, name: str) -> FeatureState:
-        try:
-            return self.states[name]
-        except KeyError:
-            raise UnknownFeatureError(f"{self.device}: no feature named {name!r}") from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.states
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.states)
-
-    def __len__(self) -> int:
-        return len(self.states)
-
-    def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
-        """{kernel feature name: (on, fixed)}, the same shape as a model device's ``ethtool_k()``."""
-        return {name: (s.active, s.fixed) for name, s in self.states.items()}
+    netns: str | None = None
+    source: str = "netlink"
 
     @property
     def active(self) -> frozenset[str]:
@@ -147,89 +95,30 @@ class DeviceFeatures:
     def changeable(self) -> frozenset[str]:
         return frozenset(n for n, s in self.states.items() if s.changeable)
 
-    def to_featureset(self, kernel: str = "6.18") -> Any:
-        """The active features as a ``vnetlab.features.FeatureSet`` for ``kernel``."""
+    def to_featureset(self, kernel: str | None = None) -> Any:
+        """The active features as a ``vnetlab.features.FeatureSet`` for ``kernel`` (default: the modelled
+        profile of the running kernel, :func:`running_profile`)."""
         from vnetlab import features
 
-        return features.FeatureSet.from_ethtool({n: s.active for n, s in self.states.items()}, kernel=kernel)
+        return features.FeatureSet.from_ethtool({n: s.active for n, s in self.states.items()},
+                                                kernel=kernel or running_profile())
 
 
-# --------------------------------------------------------------------------------------------------------
-# `ethtool -k` text
-# --------------------------------------------------------------------------------------------------------
+def running_profile(release: str | None = None) -> str:
+    """The modelled kernel profile for the running kernel (or ``release``, a `uname -r` string): the profile
+    with the same major.minor, else the newest profile older than it (its rules are the ones certainly in)."""
+    from vnetlab.profiles import known_kernels
 
-# ethtool's off_flag_def (ethtool common.c): legacy long name, short name, kernel-name pattern. When exactly
-# one kernel feature matches, `ethtool -k` prints that feature under the legacy long name; otherwise the long
-# name is a summary line followed by the matching features, indented.
-LEGACY_FLAGS: tuple[tuple[str, str, str], ...] = (
-    ("rx-checksumming", "rx", "rx-checksum"),
-    ("tx-checksumming", "tx", "tx-checksum-*"),
-    ("scatter-gather", "sg", "tx-scatter-gather*"),
-    ("tcp-segmentation-offload", "tso", "tx-tcp*-segmentation"),
-    ("udp-fragmentation-offload", "ufo", "tx-udp-fragmentation"),
-    ("generic-segmentation-offload", "gso", "tx-generic-segmentation"),
-    ("generic-receive-offload", "gro", "rx-gro"),
-    ("large-receive-offload", "lro", "rx-lro"),
-    ("rx-vlan-offload", "rxvlan", "rx-vlan-hw-parse"),
-    ("tx-vlan-offload", "txvlan", "tx-vlan-hw-insert"),
-    ("ntuple-filters", "ntuple", "rx-ntuple-filter"),
-    ("receive-hashing", "rxhash", "rx-hashing"),
-)
-
-_LINE = re.compile(r"^(?P<indent>\t| +)?(?P<name>[^\s:][^:]*):\s+(?P<value>on|off)(?:\s+\[(?P<note>[^\]]+)\])?\s*$")
-
-
-def parse_ethtool_k(text: str, *, device: str | None = None, netns: str | None = None) -> DeviceFeatures:
-    """Parse ``ethtool -k DEV`` output into kernel feature names with active / wanted / changeable.
-
-    Summary lines for legacy groups (``tx-checksumming`` with indented members) are dropped; a legacy name
-    standing for a single kernel feature (``generic-receive-offload``) is renamed to it (``rx-gro``). For a
-    ``[fixed]`` feature ethtool does not show what is wanted, so ``wanted`` is taken equal to ``active``.
-    """
-    lines = text.splitlines()
-    header = re.compile(r"^Features for (?P<dev>\S+):\s*$")
-    parsed: list[tuple[bool, str, bool, str | None]] = []
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        match = header.match(raw)
-        if match:
-            if device is None:
-                device = match["dev"]
-            continue
-        match = _LINE.match(raw)
-        if match is None:
-            raise ValueError(f"text: line {number} is not an `ethtool -k` feature line: {raw!r}")
-        parsed.append((bool(match["indent"]), match["name"].strip(), match["value"] == "on", match["note"]))
-    if not parsed:
-        raise ValueError("text: no feature lines found; is this `ethtool -k` output?")
-
-    single = {long: pattern for long, _short, pattern in LEGACY_FLAGS if "*" not in pattern}
-    states: dict[str, FeatureState] = {}
-    for i, (indented, name, on, note) in enumerate(parsed):
-        has_members = i + 1 < len(parsed) and parsed[i + 1][0] and not indented
-        if has_members:
-            continue
-        if not indented and name in single:
-            name = single[name]
-        fixed = note == "fixed"
-        if note in (None, "fixed"):
-            wanted = on
-        elif note in ("requested on", "requested off"):
-            wanted = note == "requested on"
-        else:
-            raise ValueError(f"text: feature {name!r} has an unknown note [{note}]")
-        states[name] = FeatureState(name=name, active=on, wanted=wanted, changeable=not fixed)
-    return DeviceFeatures(device=device or "?", netns=netns, source="ethtool", states=states)
-
-
-def expand_legacy(name: str, names: Iterable[str]) -> tuple[str, ...]:
-    """The kernel feature names a legacy ethtool name (``tx``, ``scatter-gather``) stands for on a device."""
-    names = tuple(names)
-    for long, short, pattern in LEGACY_FLAGS:
-        if name in (long, short):
-            return tuple(n for n in names if fnmatch.fnmatchcase(n, pattern))
-    return ()
+    release = release or os.uname().release
+    match = re.match(r"(\d+)\.(\d+)", release)
+    if match is None:
+        raise ValueError(f"release={release!r} does not start with a kernel version such as 6.18")
+    have = (int(match[1]), int(match[2]))
+    versions = sorted(known_kernels(), key=lambda v: tuple(int(p) for p in v.split(".")))
+    older = [v for v in versions if tuple(int(p) for p in v.split(".")) <= have]
+    if not older:
+        raise ValueError(f"release={release!r} is older than every modelled kernel ({', '.join(versions)})")
+    return older[-1]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -325,6 +214,32 @@ def _capabilities() -> tuple[bool, bool]:
     return root, root
 
 
+def _off_event_loop(fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` in a short-lived thread and return its result (or raise its exception).
+
+    pyroute2 0.9's synchronous sockets drive an asyncio loop with run_until_complete. In a thread that already
+    runs a loop (a Jupyter kernel's main thread) that raises "This event loop is already running" and leaves
+    the coroutine it created unawaited ("RuntimeWarning: coroutine 'AsyncNetlinkSocket.setup_endpoint' was
+    never awaited", seen in notebook 60). A fresh thread has no running loop, so pyroute2 makes its own there.
+    """
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # handed to the caller's thread below
+            out["error"] = exc
+
+    worker = threading.Thread(target=run, name="vnetlab-netlink")
+    worker.start()
+    worker.join(COMMAND_TIMEOUT * 3)
+    if "error" in out:
+        raise out["error"]
+    if "value" not in out and worker.is_alive():
+        raise LiveError(f"a netlink request did not finish within {COMMAND_TIMEOUT * 3:.0f} s")
+    return out.get("value")
+
+
 def _pyroute2_error() -> str | None:
     try:
         import pyroute2.netlink.generic  # noqa: F401
@@ -336,8 +251,7 @@ def _pyroute2_error() -> str | None:
 
 def _netlink_error() -> str | None:
     try:
-        sock = _genl_socket(None)
-        sock.close()
+        _off_event_loop(lambda: _genl_socket(None).close())
     except Exception as exc:  # any failure here only means "use the fallback"
         return f"the kernel's ethtool generic netlink family did not answer: {exc}"
     return None
@@ -503,6 +417,26 @@ def _raw_netlink_socket_in(netns: str) -> Any:
     return out["sock"]
 
 
+def in_netns(netns: str | None, fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` in a short-lived thread that has entered ``netns`` (setns(CLONE_NEWNET) moves only the
+    calling thread); sockets it opens stay in that namespace. None runs it in this namespace's thread."""
+    import ctypes
+
+    def run() -> Any:
+        if netns is not None:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(os.path.join("/run/netns", netns), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if libc.setns(fd, _CLONE_NEWNET) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"setns({netns}): {os.strerror(err)}")
+            finally:
+                os.close(fd)
+        return fn()
+
+    return _off_event_loop(run)
+
+
 def _genl_socket(netns: str | None) -> Any:
     from pyroute2.netlink.generic import GenericNetlinkSocket
 
@@ -553,6 +487,10 @@ def _netlink_error_text(exc: Exception, device: str, netns: str | None) -> str:
 
 
 def _read_netlink(device: str, netns: str | None) -> DeviceFeatures:
+    return _off_event_loop(lambda: _read_netlink_here(device, netns))
+
+
+def _read_netlink_here(device: str, netns: str | None) -> DeviceFeatures:
     from pyroute2.netlink import NLM_F_REQUEST
 
     msg_class = _features_msg_class()
@@ -590,6 +528,10 @@ def _read_netlink(device: str, netns: str | None) -> DeviceFeatures:
 
 
 def _set_netlink(device: str, netns: str | None, wanted: Mapping[str, bool]) -> None:
+    _off_event_loop(lambda: _set_netlink_here(device, netns, wanted))
+
+
+def _set_netlink_here(device: str, netns: str | None, wanted: Mapping[str, bool]) -> None:
     from pyroute2.netlink import NLM_F_ACK, NLM_F_REQUEST
 
     msg_class = _features_msg_class()
@@ -621,7 +563,8 @@ def _set_netlink(device: str, netns: str | None, wanted: Mapping[str, bool]) -> 
 
 def _read_ethtool(device: str, netns: str | None) -> DeviceFeatures:
     done = _run(_in_netns(netns, ["ethtool", "-k", device]), timeout=COMMAND_TIMEOUT)
-    return parse_ethtool_k(done.stdout, device=device, netns=netns)
+    parsed = ethtool.parse_k(done.stdout, device=device)
+    return DeviceFeatures(device=parsed.device, states=parsed.states, netns=netns, source="ethtool")
 
 
 def _set_ethtool(device: str, netns: str | None, wanted: Mapping[str, bool]) -> None:
@@ -693,26 +636,32 @@ def set_features(
 ) -> SetResult:
     """Like ``ethtool -K device name on|off ...`` on the running kernel.
 
-    Names are kernel feature names or ethtool's legacy names (``tx``, ``sg``, ``gso``, ``scatter-gather``),
-    which stand for every feature they group. An unknown name raises :class:`UnknownFeatureError`; a
-    ``[fixed]`` feature asked to change raises :class:`FixedFeatureError` before anything is changed.
+    Names are what ``ethtool -K`` accepts (vnetlab.ethtool.expand over this device's feature strings):
+    kernel feature strings or the legacy names (``tx``, ``sg``, ``gro``, ``generic-receive-offload``), which
+    stand for every feature they group. An unknown name raises UnknownFeatureError; a ``[fixed]`` feature asked
+    to change raises FixedFeatureError before anything is changed (a legacy name only when every member it
+    would change is fixed, as ethtool's "Could not change any device features").
     """
     if not changes:
         raise ValueError("changes: give at least one feature to set")
     backend = _backend(backend)
     before = read_features(device, netns=netns, backend=backend)
     wanted: dict[str, bool] = {}
+    refused: list[str] = []
     for name, on in changes.items():
         if not isinstance(on, bool):
             raise ValueError(f"changes[{name!r}] must be True or False, got {on!r}")
-        members = (name,) if name in before else expand_legacy(name, before)
-        if not members:
-            raise UnknownFeatureError(f"{device}: no feature named {name!r}")
+        try:
+            members = ethtool.expand(name, before.states)
+        except UnknownFeatureError:
+            raise UnknownFeatureError(f"{device}: no feature named {name!r}") from None
+        fixed = [m for m in members if before[m].fixed and before[m].active != on]
+        if fixed and (len(members) == 1 or all(before[m].fixed for m in members)):
+            refused.extend(fixed)
         for member in members:
             wanted[member] = on
-    fixed = [n for n, on in wanted.items() if before[n].fixed and before[n].active != on]
-    if fixed:
-        raise FixedFeatureError(device, fixed)
+    if refused:
+        raise FixedFeatureError(device, refused)
     settable = {n: on for n, on in wanted.items() if not before[n].fixed}
     if settable:
         if backend == "netlink":
@@ -951,6 +900,84 @@ class Lab:
         assert d.netns is not None
         self._ip(d.netns, "link", "set", "dev", d.name, "up")
 
+    def vxlan(self, name: str, *, vni: int, underlay: LiveDevice | str, local: str = "10.0.0.1",
+              up: bool = True) -> LiveDevice:
+        """ip link add NAME type vxlan id VNI dstport 4789 dev UNDERLAY local LOCAL (in the underlay's netns)."""
+        _check_ifname(name, "name")
+        low = self._resolve(underlay, "underlay")
+        assert low.netns is not None
+        self._ip(low.netns, "link", "add", name, "type", "vxlan", "id", str(vni), "dstport", "4789", "dev",
+                 low.name, "local", local)
+        dev = self._register(name, low.netns, "vxlan")
+        if up:
+            self.up(dev)
+        return dev
+
+    def mtu(self, dev: LiveDevice | str) -> int:
+        """The device's MTU (ip -j link show)."""
+        return int(self.link_json(dev)["mtu"])
+
+    def set_mtu(self, dev: LiveDevice | str, mtu: int) -> None:
+        d = self._resolve(dev, "dev")
+        assert d.netns is not None
+        self._ip(d.netns, "link", "set", "dev", d.name, "mtu", str(int(mtu)))
+
+    def link_json(self, dev: LiveDevice | str) -> dict[str, Any]:
+        """``ip -j -s link show DEV`` (with the stats64 counters)."""
+        import json
+
+        d = self._resolve(dev, "dev")
+        done = _run(["ip", "-n", str(d.netns), "-j", "-s", "link", "show", "dev", d.name], timeout=self._remaining())
+        return json.loads(done.stdout)[0]
+
+    def rx_packets(self, dev: LiveDevice | str) -> int:
+        """rx packets of ``dev`` (for a veth: veth_get_stats64, the skbs it received by either path)."""
+        return int(self.link_json(dev)["stats64"]["rx"]["packets"])
+
+    def ethtool_stats(self, dev: LiveDevice | str) -> dict[str, int]:
+        """``ethtool -S DEV`` as {name: value} (a veth: rx_queue_N_xdp_packets counts its NAPI path)."""
+        d = self._resolve(dev, "dev")
+        done = _run(_in_netns(d.netns, ["ethtool", "-S", d.name]), timeout=self._remaining())
+        out = {}
+        for line in done.stdout.splitlines()[1:]:
+            name, _, value = line.strip().partition(":")
+            if value.strip().lstrip("-").isdigit():
+                out[name.strip()] = int(value)
+        return out
+
+    def sysctl(self, netns: str, key: str, value: str) -> None:
+        _run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", f"{key}={value}"], timeout=self._remaining())
+
+    def addr(self, dev: LiveDevice | str, cidr: str) -> None:
+        d = self._resolve(dev, "dev")
+        assert d.netns is not None
+        extra = ["nodad"] if ":" in cidr else []
+        self._ip(d.netns, "addr", "add", cidr, "dev", d.name, *extra)
+
+    def neigh(self, dev: LiveDevice | str, ip_addr: str, lladdr: str) -> None:
+        """A permanent neighbour entry, so no ARP / ND packet crosses the link during a measurement."""
+        d = self._resolve(dev, "dev")
+        assert d.netns is not None
+        self._ip(d.netns, "neigh", "replace", ip_addr, "lladdr", lladdr, "dev", d.name, "nud", "permanent")
+
+    def attach_xdp_pass(self, dev: LiveDevice | str) -> None:
+        """Attach a two-instruction XDP_PASS program in native mode (r0 = XDP_PASS; exit), loaded with the
+        bpf() syscall and attached over rtnetlink (IFLA_XDP_FD); it lives as long as the device does."""
+        d = self._resolve(dev, "dev")
+        fd = load_xdp_pass()
+
+        def attach() -> None:
+            from pyroute2 import IPRoute
+
+            with IPRoute() as ipr:
+                index = ipr.link_lookup(ifname=d.name)[0]
+                ipr.link("set", index=index, xdp_fd=fd)
+
+        try:
+            in_netns(d.netns, attach)
+        finally:
+            os.close(fd)  # the attached program holds its own reference
+
     def device(self, name: str, *, netns: str | None = None) -> LiveDevice:
         return self._resolve(name, "name", netns)
 
@@ -1125,6 +1152,14 @@ MIRROR_STEPS: tuple[tuple[str, tuple[tuple, ...]], ...] = (
         ("K", "v1", {"tx-gso-list": True}),
         ("K", "v3", {"tx-checksum-ip-generic": False, "tx-checksum-sctp": False}),
     )),
+    # ethtool's legacy names (vnetlab.ethtool): the same words on both sides, each expanded per device
+    ("legacy names: v0 sg off, v2 gro on, v3 tx on", (
+        ("K", "v0", {"sg": False}), ("K", "v2", {"gro": True}), ("K", "v3", {"tx": True}),
+    )),
+    ("legacy names: v0 scatter-gather on, v2 generic-receive-offload off, mv0 gro on", (
+        ("K", "v0", {"scatter-gather": True}), ("K", "v2", {"generic-receive-offload": False}),
+        ("K", "mv0", {"gro": True}),
+    )),
 )
 
 
@@ -1142,10 +1177,13 @@ class MirrorRow:
         return not isinstance(self.result, str) and bool(self.result)
 
 
-def mirror_lab(*, kernel: str = "6.18", steps=None, fields: Iterable[str] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
-    """Build MIRROR_DEVICES in a namespace lab and in the model, apply each step to both, compare every feature."""
+def mirror_lab(*, kernel: str | None = None, steps: Iterable[tuple[str, tuple[tuple, ...]]] | None = None,
+               fields: Iterable[str] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
+    """Build MIRROR_DEVICES in a namespace lab and in the model (``kernel``, default the running kernel's
+    profile), apply each step to both, compare every feature."""
     from vnetlab import netdev
 
+    kernel = kernel or running_profile()
     steps = MIRROR_STEPS if steps is None else steps
     rows: list[MirrorRow] = []
     with Lab(tag="mirror") as lab:
@@ -1179,4 +1217,373 @@ def mirror_lab(*, kernel: str = "6.18", steps=None, fields: Iterable[str] = ("on
                         broken = f"model failed at {label!r}, {op}: {type(exc).__name__}: {exc}"
             for name in MIRROR_DEVICES:
                 rows.append(MirrorRow(label, name, broken or compare(model[name], real[name], fields=fields)))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------
+# XDP without a compiler
+# ---------------------------------------------------------------------------------------------------------
+
+# arch/*/include/uapi/asm/unistd*.h __NR_bpf
+_NR_BPF = {"x86_64": 321, "aarch64": 280, "ppc64le": 361, "s390x": 351, "riscv64": 280}
+_BPF_PROG_LOAD = 5  # include/uapi/linux/bpf.h enum bpf_cmd
+_BPF_PROG_TYPE_XDP = 6  # include/uapi/linux/bpf.h enum bpf_prog_type
+_XDP_PASS = 2  # include/uapi/linux/bpf.h enum xdp_action
+
+
+def load_xdp_pass() -> int:
+    """bpf(BPF_PROG_LOAD) of "r0 = XDP_PASS; exit" (BPF_MOV64_IMM 0xb7, BPF_EXIT 0x95) as an XDP program;
+    returns its fd. Needs CAP_BPF (root); raises LiveUnavailable where the syscall is refused."""
+    import ctypes
+    import struct
+
+    nr = _NR_BPF.get(os.uname().machine)
+    if nr is None:
+        raise LiveUnavailable(f"no bpf() syscall number known for {os.uname().machine}")
+    code = struct.pack("<BBhi", 0xB7, 0, 0, _XDP_PASS) + struct.pack("<BBhi", 0x95, 0, 0, 0)
+    insns = ctypes.create_string_buffer(code)
+    license_ = ctypes.create_string_buffer(b"GPL")
+    # union bpf_attr, BPF_PROG_LOAD: prog_type, insn_cnt, insns, license, log_level, log_size, log_buf,
+    # kern_version, prog_flags, prog_name[16]
+    attr = ctypes.create_string_buffer(struct.pack(
+        "<IIQQIIQII16s", _BPF_PROG_TYPE_XDP, 2, ctypes.addressof(insns), ctypes.addressof(license_), 0, 0, 0, 0, 0,
+        b"vnetlab_pass"), 128)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(nr, _BPF_PROG_LOAD, attr, 128)
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise LiveUnavailable(f"bpf(BPF_PROG_LOAD) of an XDP_PASS program failed: {os.strerror(err)}")
+    return int(fd)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# UDP_SEGMENT and GRO across a veth pair: the running kernel beside vnetlab.udp / vnetlab.xmit
+# ---------------------------------------------------------------------------------------------------------
+
+_SOL_UDP, _UDP_SEGMENT, _UDP_GRO = 17, 103, 104  # include/linux/socket.h, include/uapi/linux/udp.h
+_ADDR = {4: ("10.77.0.1", "10.77.0.2", 24), 6: ("fd77::1", "fd77::2", 64)}
+_PORT = 9000
+
+
+@dataclass(frozen=True)
+class SideResult:
+    """One side of a UDP transfer: the send's errno name (or None), what recvmsg returned (bytes per call and
+    the UDP_GRO cmsg, None when absent), and the skbs the receiving veth took in by each path."""
+
+    error: str | None
+    sizes: tuple[int, ...] = ()
+    gso_sizes: tuple[int | None, ...] = ()
+    rx_skbs: int | None = None
+    napi_skbs: int | None = None
+
+    def key(self) -> tuple:
+        return (self.error, self.sizes, self.gso_sizes, self.rx_skbs, self.napi_skbs)
+
+
+@dataclass(frozen=True)
+class TransferRow:
+    """One UDP send across a veth pair, kernel beside model."""
+
+    label: str
+    length: int
+    gso_size: int
+    ip: int
+    udp_gro: bool
+    kernel: SideResult
+    model: SideResult
+
+    @property
+    def agrees(self) -> bool:
+        return self.kernel.key() == self.model.key()
+
+    def __str__(self) -> str:
+        def show(r: SideResult) -> str:
+            if r.error:
+                return r.error
+            calls = len(r.sizes)
+            head = f"{calls} recvmsg" + (f" {r.sizes[0]}" + ("..." if calls > 1 else "") if calls else "")
+            gso = sorted({g for g in r.gso_sizes if g})
+            return (head + (f" gso_size {gso}" if gso else "") +
+                    (f", {r.rx_skbs} skb(s) in ({r.napi_skbs} by NAPI)" if r.rx_skbs is not None else ""))
+
+        mark = "agree " if self.agrees else "DIFFER"
+        sock = "UDP_GRO" if self.udp_gro else "plain"
+        return (f"{mark} {self.label}: IPv{self.ip} {self.length} B, UDP_SEGMENT {self.gso_size}, {sock} receiver: "
+                f"kernel {show(self.kernel)} | model {show(self.model)}")
+
+
+def _socket_in(netns: str, ip: int) -> Any:
+    import socket
+
+    family = socket.AF_INET if ip == 4 else socket.AF_INET6
+    return in_netns(netns, lambda: socket.socket(family, socket.SOCK_DGRAM))
+
+
+def _drain(sock: Any, want_bytes: int, timeout: float = 1.0) -> tuple[list[int], list[int | None]]:
+    import select
+    import struct
+
+    sizes: list[int] = []
+    gsos: list[int | None] = []
+    got = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([sock], [], [], max(0.0, min(0.2, deadline - time.monotonic())))
+        if not ready:
+            if got >= want_bytes:
+                break
+            continue
+        data, anc, _flags, _addr = sock.recvmsg(1 << 17, 64)
+        gso = None
+        for level, kind, value in anc:
+            if level == _SOL_UDP and kind == _UDP_GRO:
+                gso = struct.unpack("i", value[:4])[0]
+        sizes.append(len(data))
+        gsos.append(gso)
+        got += len(data)
+        if got >= want_bytes:
+            deadline = min(deadline, time.monotonic() + 0.05)
+    return sizes, gsos
+
+
+@dataclass
+class _Pair:
+    lab: Lab
+    tx_ns: str
+    rx_ns: str
+    v0: LiveDevice
+    v1: LiveDevice
+    ip: int
+
+
+def _udp_pair(lab: Lab, ip: int, mtu: int) -> _Pair:
+    """v0 in one namespace, v1 in another, addressed, with permanent neighbours (no ARP/ND while measuring);
+    IPv6 off for an IPv4 pair so no router solicitation or MLD report is counted."""
+    tx_ns = lab.netns
+    rx_ns = lab.add_namespace()
+    for ns in (tx_ns, rx_ns):
+        if ip == 4:
+            lab.sysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1")
+            lab.sysctl(ns, "net.ipv6.conf.default.disable_ipv6", "1")
+        else:
+            # no router solicitation, no DAD probe of the link-local address while measuring
+            for key, value in (("router_solicitations", "0"), ("accept_ra", "0"), ("accept_dad", "0"),
+                               ("dad_transmits", "0")):
+                lab.sysctl(ns, f"net.ipv6.conf.default.{key}", value)
+            # MLD reports (and their repeats) within a millisecond of each group join, i.e. while the lab is built
+            lab.sysctl(ns, "net.ipv6.conf.default.mldv1_unsolicited_report_interval", "1")
+            lab.sysctl(ns, "net.ipv6.conf.default.mldv2_unsolicited_report_interval", "1")
+    v0, v1 = lab.veth("v0", "v1", peer_netns=rx_ns, up=False)
+    for d in (v0, v1):
+        lab.set_mtu(d, mtu)
+        # no MLD reports (IPv6 joins its solicited-node groups by multicast) in the middle of a measurement
+        lab._ip(d.netns, "link", "set", "dev", d.name, "multicast", "off")
+    a0, a1, plen = _ADDR[ip]
+    lab.addr(v0, f"{a0}/{plen}")
+    lab.addr(v1, f"{a1}/{plen}")
+    lab.up(v0)
+    lab.up(v1)
+    lab.neigh(v0, a1, lab.link_json(v1)["address"])
+    lab.neigh(v1, a0, lab.link_json(v0)["address"])
+    if ip == 6:
+        time.sleep(0.1)  # let the last MLD report of the group joins pass before anything is counted
+    return _Pair(lab, tx_ns, rx_ns, v0, v1, ip)
+
+
+def _kernel_transfer(pair: _Pair, length: int, gso_size: int, udp_gro: bool) -> SideResult:
+    import socket
+
+    a0, a1, _ = _ADDR[pair.ip]
+    rx = _socket_in(pair.rx_ns, pair.ip)
+    tx = _socket_in(pair.tx_ns, pair.ip)
+    try:
+        rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        if udp_gro:
+            rx.setsockopt(_SOL_UDP, _UDP_GRO, 1)
+        rx.bind((a1, _PORT))
+        tx.connect((a1, _PORT))
+        if gso_size:
+            tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso_size)
+        rx_before, napi_before = pair.lab.rx_packets(pair.v1), _napi_packets(pair)
+        try:
+            tx.send(bytes(length))
+        except OSError as exc:
+            return SideResult(errno.errorcode.get(exc.errno, str(exc.errno)))
+        sizes, gsos = _drain(rx, length)
+        rx_skbs = pair.lab.rx_packets(pair.v1) - rx_before
+        return SideResult(None, tuple(sizes), tuple(gsos), rx_skbs, _napi_packets(pair) - napi_before)
+    finally:
+        tx.close()
+        rx.close()
+
+
+def _napi_packets(pair: _Pair) -> int:
+    stats = pair.lab.ethtool_stats(pair.v1)
+    return sum(v for k, v in stats.items() if re.fullmatch(r"rx_queue_\d+_xdp_packets", k))
+
+
+def _model_transfer(kernel: str, config: Mapping[str, bool], mtu: int, length: int, gso_size: int, ip: int,
+                    udp_gro: bool, sender: Mapping[str, bool] | None = None) -> SideResult:
+    from vnetlab import netdev, udp
+
+    net = netdev.Namespace(kernel=kernel)
+    v0, v1 = net.veth("v0", "v1")
+    for d in (v0, v1):
+        d.set_mtu(mtu)
+    if sender:
+        v0.ethtool_K(sender)
+    _configure_model_rx(v1, config)
+    t = udp.send_over_veth(v0, length, gso_size=gso_size, udp_gro=udp_gro, ip=ip)
+    if t.send.error is not None:
+        return SideResult(t.send.error)
+    assert t.rx is not None and t.recv is not None
+    return SideResult(None, t.recv.sizes, t.recv.gso_sizes, len(t.rx.paths),
+                      sum(p == "napi" for p in t.rx.paths))
+
+
+def _configure_model_rx(v1: Any, config: Mapping[str, bool]) -> None:
+    settings = {"rx-gro": config.get("gro", False)}
+    if config.get("udp_gro_fwd"):
+        settings["rx-udp-gro-forwarding"] = True
+    if config.get("gro_list"):
+        settings["rx-gro-list"] = True
+    v1.ethtool_K(settings)
+    if config.get("xdp"):
+        v1.set_xdp(True)
+
+
+def _configure_kernel_rx(pair: _Pair, config: Mapping[str, bool]) -> None:
+    settings = {"rx-gro": config.get("gro", False)}
+    if config.get("udp_gro_fwd"):
+        settings["rx-udp-gro-forwarding"] = True
+    if config.get("gro_list"):
+        settings["rx-gro-list"] = True
+    pair.v1.ethtool_K(settings)
+    if config.get("xdp"):
+        pair.lab.attach_xdp_pass(pair.v1)
+
+
+# The kernel's own selftest cases (tools/testing/selftests/net/udpgso.c testcases_v4 / _v6, MTU 1500), as
+# (payload length, UDP_SEGMENT) with the IPv4 / IPv6 MSS 1472 / 1452 written out per IP version.
+def udp_segment_cases(ip: int = 4, kernel: str | None = None) -> tuple[tuple[int, int], ...]:
+    """(length, gso_size) pairs of the selftest for ``ip`` at MTU 1500, with UDP_MAX_SEGMENTS of ``kernel``."""
+    from vnetlab import udp
+
+    mss = 1500 - (28 if ip == 4 else 48)
+    most = 65535 - 28 if ip == 4 else 65535 + 40 - 48  # ETH_MAX_MTU - hdrs / IP6_MAX_MTU - hdrs
+    segs = udp.udp_max_segments(kernel or running_profile())
+    return ((1, 0), (mss, 0), (mss + 1, 0), (mss, mss), (mss, mss + 1), (mss + 1, mss + 2), (mss + 1, mss),
+            (2 * mss, mss), (2 * mss + 1, mss), (most // mss * mss, mss), (most, mss), (most + 1, mss),
+            (1, 1), (2, 1), (5, 2), (segs, 1), (segs + 1, 1))
+
+
+def udp_segment_lab(cases: Iterable[tuple[int, int]] | None = None, *, ip: int = 4, mtu: int = 1500,
+                    udp_gro: bool = False, sender: Mapping[str, bool] | None = None,
+                    kernel: str | None = None) -> list[TransferRow]:
+    """Each (length, gso_size) sent with a real UDP_SEGMENT socket over a veth pair into a socket in another
+    namespace (UDP_GRO set when ``udp_gro``), beside vnetlab.udp for the running kernel's profile.
+    ``sender``: ``ethtool -K`` settings of the sending veth first (e.g. {"tx": False}: no checksum offload)."""
+    kernel = kernel or running_profile()
+    rows = []
+    label = "udpgso" + (" " + " ".join(f"{k} {'on' if v else 'off'}" for k, v in sender.items()) if sender else "")
+    with Lab(tag="udpgso", timeout=300) as lab:
+        pair = _udp_pair(lab, ip, mtu)
+        if sender:
+            pair.v0.ethtool_K(sender)
+        for length, gso in (udp_segment_cases(ip, kernel) if cases is None else cases):
+            k = _kernel_transfer(pair, length, gso, udp_gro)
+            m = _model_transfer(kernel, {}, mtu, length, gso, ip, udp_gro, sender)
+            rows.append(TransferRow(label, length, gso, ip, udp_gro, k, m))
+    return rows
+
+
+# Receive-side configurations of the veth v1 (the receiver): (label, settings)
+VETH_GRO_CONFIGS: tuple[tuple[str, Mapping[str, bool]], ...] = (
+    ("default (GRO off, no XDP)", {}),
+    ("gro on", {"gro": True}),
+    ("gro on, rx-udp-gro-forwarding on", {"gro": True, "udp_gro_fwd": True}),
+    ("gro on, rx-gro-list on", {"gro": True, "gro_list": True}),
+    ("XDP_PASS attached, gro off", {"xdp": True}),
+    ("XDP_PASS attached, gro on", {"xdp": True, "gro": True}),
+)
+
+
+def veth_gro_lab(configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None, *, segs: int = 10,
+                 gso_size: int = 1400, ip: int = 4, udp_gro: bool = True,
+                 kernel: str | None = None) -> list[TransferRow]:
+    """A UDP_SEGMENT send of ``segs`` x ``gso_size`` across a veth pair per receive configuration of the
+    peer (GRO, rx-udp-gro-forwarding, rx-gro-list, an XDP_PASS program), kernel beside vnetlab: recvmsg calls
+    and UDP_GRO cmsg of the receiving socket, and the skbs the peer took in (rx_packets) and by NAPI
+    (ethtool -S rx_queue_N_xdp_packets)."""
+    kernel = kernel or running_profile()
+    rows = []
+    for label, config in (VETH_GRO_CONFIGS if configs is None else configs):
+        with Lab(tag="vethgro", timeout=120) as lab:
+            pair = _udp_pair(lab, ip, 1500)
+            _configure_kernel_rx(pair, config)
+            time.sleep(0.05)
+            k = _kernel_transfer(pair, segs * gso_size, gso_size, udp_gro)
+            m = _model_transfer(kernel, config, 1500, segs * gso_size, gso_size, ip, udp_gro)
+            rows.append(TransferRow(label, segs * gso_size, gso_size, ip, udp_gro, k, m))
+    return rows
+
+
+def vxlan_lab(lengths: Iterable[tuple[int, int]] = ((14000, 1400), (1400, 0)), *,
+              kernel: str | None = None) -> list[TransferRow]:
+    """UDP_SEGMENT sends through a vxlan device (vx0 over veth v0, peer v1 with vx1 in another namespace):
+    the skbs that cross the veth (v1's rx_packets) and the datagrams the socket behind vx1 reads, kernel
+    beside vnetlab (netdev.Namespace.vxlan, xmit.send's encapsulation and hw_enc_features rule)."""
+    from vnetlab import netdev, udp
+
+    kernel = kernel or running_profile()
+    rows = []
+    with Lab(tag="vxlan", timeout=120) as lab:
+        pair = _udp_pair(lab, 4, 1500)
+        inner = ("10.88.0.1", "10.88.0.2")
+        vxs = []
+        for dev, local, remote, addr in ((pair.v0, "10.77.0.1", "10.77.0.2", inner[0]),
+                                         (pair.v1, "10.77.0.2", "10.77.0.1", inner[1])):
+            name = "vx0" if dev is pair.v0 else "vx1"
+            lab._ip(str(dev.netns), "link", "add", name, "type", "vxlan", "id", "42", "dstport", "4789", "dev",
+                    dev.name, "local", local, "remote", remote)
+            vx = lab._register(name, str(dev.netns), "vxlan")
+            lab._ip(str(dev.netns), "link", "set", "dev", name, "multicast", "off")
+            lab.addr(vx, f"{addr}/24")
+            lab.up(vx)
+            vxs.append(vx)
+        lab.neigh(vxs[0], inner[1], lab.link_json(vxs[1])["address"])
+        lab.neigh(vxs[1], inner[0], lab.link_json(vxs[0])["address"])
+        for length, gso in lengths:
+            import socket
+
+            rx = _socket_in(pair.rx_ns, 4)
+            tx = _socket_in(pair.tx_ns, 4)
+            try:
+                rx.bind((inner[1], _PORT))
+                tx.connect((inner[1], _PORT))
+                if gso:
+                    tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso)
+                before = lab.rx_packets(pair.v1)
+                err = None
+                try:
+                    tx.send(bytes(length))
+                except OSError as exc:
+                    err = errno.errorcode.get(exc.errno, str(exc.errno))
+                sizes, gsos = _drain(rx, 0 if err else length)
+                k = SideResult(err, tuple(sizes), tuple(gsos), lab.rx_packets(pair.v1) - before, None)
+            finally:
+                tx.close()
+                rx.close()
+            net = netdev.Namespace(kernel=kernel)
+            v0, _v1 = net.veth("v0", "v1")
+            vx0 = net.vxlan("vx0", vni=42, underlay=v0)
+            s = udp.udp_sendmsg(vx0, length, gso_size=gso)
+            if s.error or s.tx is None or s.tx.peer_rx is None:
+                m = SideResult(s.error)
+            else:
+                # the socket behind vx1 reads one datagram per segment (a plain socket segments a GSO skb)
+                m = SideResult(None, s.datagrams, (None,) * len(s.datagrams), len(s.tx.peer_rx.paths), None)
+            rows.append(TransferRow("vxlan over veth", length, gso, 4, False, k, m))
+            del socket
     return rows

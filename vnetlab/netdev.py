@@ -5,18 +5,26 @@ them (register_netdevice), links uppers to lowers, and recomputes features exact
 paths: __netdev_update_features = the device type's ndo_fix_features, then netdev_fix_features, then
 netdev_sync_upper_features; a change fires NETDEV_FEAT_CHANGE, which each upper type handles as its
 notifier does (vlan_transfer_features, macvlan_device_event, br_device_event, bond_slave_netdev_event).
+Each device also has an MTU (dev_set_mtu and the uppers' NETDEV_CHANGEMTU handling), which the transmit
+path (vnetlab.xmit) honours.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from vnetlab import ethtool
 from vnetlab import features as F
 from vnetlab.errors import DeviceError, FixedFeatureError
 from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
+from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, UDP_HLEN
+from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.profiles import kernel as _kernel
 
-DEFAULT_NAMESPACE_KERNEL = "6.18"
+# include/uapi/linux/if_ether.h ETH_MIN_MTU / ETH_MAX_MTU: ether_setup's default MTU range.
+ETH_MIN_MTU = 68
+ETH_MAX_MTU = 65535
+VXLAN_HLEN = 8  # struct vxlanhdr (include/net/vxlan.h)
 
 
 class Device:
@@ -27,6 +35,11 @@ class Device:
     def __init__(self, ns: Namespace, name: str) -> None:
         self.ns = ns
         self.name = name
+        # net/ethernet/eth.c ether_setup (5.10..6.18): mtu ETH_DATA_LEN, min_mtu ETH_MIN_MTU, max_mtu ETH_DATA_LEN;
+        # each driver below widens max_mtu as its setup does.
+        self.mtu = ETH_DATA_LEN
+        self.min_mtu = ETH_MIN_MTU
+        self.max_mtu = ETH_DATA_LEN
         self._features = 0
         self._hw_features = 0
         self._wanted_features = 0
@@ -78,28 +91,40 @@ class Device:
             out[t.ethtool[name]] = (bool(self._features & b), not changeable & b)
         return out
 
-    def ethtool_K(self, settings: Mapping[str, bool]) -> Device:
+    def ethtool_K(self, settings: Mapping[str, bool]) -> Device:  # noqa: N802 (ethtool's own spelling)
         """ethtool -K: set wanted features and recompute this device and every device stacked on it.
 
+        Keys are what ethtool -K accepts for this kernel (vnetlab.ethtool.expand): a kernel feature string
+        ("rx-gro"), or a legacy short or long name ("gro", "generic-receive-offload", "sg", "tso", ...) that
+        stands for every feature its pattern matches ("ufo" matches none in any modelled kernel: a no-op).
         net/ethtool/features.c ethnl_set_features (6.x): wanted = (wanted & ~req_mask) | (req & req_mask),
-        applied only within hw_features; a request to change a fixed feature is refused here (ethtool itself
-        reports such requests as failures) with :class:`FixedFeatureError` naming the feature.
+        applied only within hw_features. A kernel feature string naming a fixed feature that would change is
+        refused with :class:`FixedFeatureError` (ethtool reports it as not changed); a legacy name changes its
+        changeable members and is refused only when all the members it would change are fixed ("Could not
+        change any device features").
         """
         t = F.table(self.ns.kernel)
         changeable = self._hw_features & ~t.masks["NEVER_CHANGE"]
+        strings = ethtool.feature_strings(self.ns.kernel)
         req_mask = req_on = 0
-        for eth, on in settings.items():
-            name = self.ns._feature_from_ethtool(eth)
-            b = 1 << t.bits[name]
-            if not changeable & b:
-                if bool(self._features & b) != bool(on):
-                    raise FixedFeatureError(
-                        self.name, [eth], f"{name} is not in hw_features; it stays {'on' if self._features & b else 'off'}"
-                    )
-                continue
-            req_mask |= b
-            if on:
-                req_on |= b
+        for key, on in settings.items():
+            if not isinstance(on, bool):
+                raise ValueError(f"settings[{key!r}] must be True or False, got {on!r}")
+            members = ethtool.expand(key, strings)
+            fixed: list[str] = []
+            applied = 0
+            for eth in members:
+                b = 1 << t.bits[F.from_ethtool_name(eth, self.ns.kernel)]
+                if not changeable & b:
+                    if bool(self._features & b) != on:
+                        fixed.append(eth)
+                    continue
+                req_mask |= b
+                req_on = (req_on | b) if on else (req_on & ~b)
+                applied += 1
+            if fixed and (len(members) == 1 or not applied):
+                kept = ", ".join(f"{e} stays {'off' if on else 'on'}" for e in fixed)
+                raise FixedFeatureError(self.name, fixed, f"not in hw_features: {kept}")
         new_wanted = (self._wanted_features & ~req_mask) | (req_on & req_mask)
         if new_wanted != self._wanted_features:
             self._wanted_features = new_wanted
@@ -107,6 +132,26 @@ class Device:
             self.ns._update(self)
             self.ns._features_change(self)
         return self
+
+    def set_mtu(self, mtu: int) -> Device:
+        """ip link set dev NAME mtu MTU: net/core/dev.c dev_validate_mtu (min_mtu..max_mtu), the driver's
+        ndo_change_mtu limits, then NETDEV_CHANGEMTU to every upper device (which may lower its own)."""
+        lo, hi = self.min_mtu, self.mtu_limit()
+        if isinstance(mtu, bool) or not isinstance(mtu, int) or not lo <= mtu <= hi:
+            raise DeviceError(f"mtu={mtu!r} is outside {lo}..{hi} for {self.kind} {self.name} "
+                              "(dev_validate_mtu / ndo_change_mtu: -EINVAL)")
+        if mtu != self.mtu:
+            self.mtu = mtu
+            for upper in list(self.uppers):
+                upper.on_lower_mtu_change(self)
+        return self
+
+    def mtu_limit(self) -> int:
+        """The largest MTU set_mtu accepts: dev->max_mtu, or less where ndo_change_mtu says so."""
+        return self.max_mtu
+
+    def on_lower_mtu_change(self, lower: Device) -> None:
+        """This device's NETDEV_CHANGEMTU notifier for a lower device."""
 
     def __repr__(self) -> str:
         return f"<{self.kind} {self.name} kernel={self.ns.kernel}>"
@@ -135,6 +180,7 @@ class Veth(Device):
         self._hw_features = veth_features
         self._hw_enc_features = veth_features
         self._mpls_features = k.m("HW_CSUM") | k.mask("GSO_SOFTWARE")
+        self.max_mtu = ETH_MAX_MTU  # drivers/net/veth.c veth_setup (5.10..6.18)
 
     def fix_features(self, features: int) -> int:
         # drivers/net/veth.c, veth_fix_features, 5.10..6.18: an XDP program on the peer removes GSO_SOFTWARE.
@@ -143,19 +189,34 @@ class Veth(Device):
         return features
 
     def set_xdp(self, attached: bool) -> Veth:
-        """Attach (True) or remove (False) an XDP program on this veth."""
+        """Attach (True) or remove (False) an XDP program on this veth (ip link set dev NAME xdp ...)."""
         if bool(attached) == self.xdp:
             return self
         self.xdp = bool(attached)
         peer = self.peer
         assert peer is not None
-        gso_sw = self.ns.mask("GSO_SOFTWARE")
+        k = self.ns
+        gso_sw = k.mask("GSO_SOFTWARE")
         # drivers/net/veth.c, veth_xdp_set, 6.1: the peer loses (and later regains) GSO_SOFTWARE in hw_features.
         if attached:
             peer._hw_features &= ~gso_sw
         else:
             peer._hw_features |= gso_sw
-        self.ns._update_and_notify(peer)
+        if k.kernel_ge("5.13") and not k.kernel_ge("6.1"):
+            # drivers/net/veth.c veth_enable_xdp / veth_disable_xdp (5.13, d3256efd8e8b): XDP switches GRO on
+            # when the user did not request it, and off again on removal; d7db7775ea2e ("net: veth: do not
+            # manipulate GRO when using XDP", v6.9, in 6.1.y and so in the Debian 6.1.192 profile) dropped that.
+            gro = k.m("GRO")
+            if attached and not self._wanted_features & gro:
+                self._features |= gro
+                self._wanted_features |= gro
+                self._xdp_set_gro = True
+            elif not attached and getattr(self, "_xdp_set_gro", False):
+                self._features &= ~gro
+                self._wanted_features &= ~gro
+                self._xdp_set_gro = False
+            k._features_change(self)
+        k._update_and_notify(peer)
         return self
 
 
@@ -182,6 +243,9 @@ class Macvlan(Device):
         self._hw_features |= self.ns.m("LRO")
         self._vlan_features = (lower._vlan_features & mv) | on_off
         self._hw_enc_features |= self._features
+        # drivers/net/macvlan.c macvlan_setup: max_mtu ETH_MAX_MTU; macvlan_common_newlink: mtu = lowerdev->mtu.
+        self.max_mtu = ETH_MAX_MTU
+        self.mtu = lower.mtu
 
     def fix_features(self, features: int) -> int:
         k = self.ns
@@ -201,6 +265,15 @@ class Macvlan(Device):
     def on_lower_feat_change(self, lower: Device) -> None:
         # drivers/net/macvlan.c, macvlan_device_event NETDEV_FEAT_CHANGE: netdev_update_features(vlan->dev).
         self.ns._update_and_notify(self)
+
+    def mtu_limit(self) -> int:
+        # drivers/net/macvlan.c macvlan_change_mtu (6.1): -EINVAL above lowerdev->mtu.
+        return min(self.max_mtu, self.lowers[0].mtu)
+
+    def on_lower_mtu_change(self, lower: Device) -> None:
+        # drivers/net/macvlan.c macvlan_device_event NETDEV_CHANGEMTU (6.1): a macvlan above the new mtu follows it.
+        if self.mtu > lower.mtu:
+            self.set_mtu(lower.mtu)
 
 
 class Vlan(Device):
@@ -239,6 +312,9 @@ class Vlan(Device):
         self._vlan_features = real._vlan_features & ~fcoe
         self._hw_enc_features = self._tnl_features()
         self._mpls_features = real._mpls_features
+        # net/8021q/vlan_dev.c vlan_setup: max_mtu ETH_MAX_MTU; vlan_newlink / register_vlan_device: mtu = real mtu.
+        self.max_mtu = ETH_MAX_MTU
+        self.mtu = real.mtu
 
     def fix_features(self, features: int) -> int:
         k = self.ns
@@ -259,6 +335,15 @@ class Vlan(Device):
         self._hw_enc_features = self._tnl_features()
         self.ns._update_and_notify(self)
 
+    def mtu_limit(self) -> int:
+        # net/8021q/vlan_dev.c vlan_dev_change_mtu (6.1): -ERANGE above real_dev->mtu.
+        return min(self.max_mtu, self.lowers[0].mtu)
+
+    def on_lower_mtu_change(self, lower: Device) -> None:
+        # net/8021q/vlan.c vlan_device_event NETDEV_CHANGEMTU (6.1): vlans above the new mtu follow it.
+        if self.mtu > lower.mtu:
+            self.set_mtu(lower.mtu)
+
 
 class Bridge(Device):
     """net/bridge: br_dev_setup, br_fix_features -> br_features_recompute, br_device_event."""
@@ -273,6 +358,8 @@ class Bridge(Device):
         self._features = common | k.m_opt("LLTX") | k.m_opt("NETNS_LOCAL") | k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX")
         self._hw_features = common | k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX")
         self._vlan_features = common
+        self.max_mtu = ETH_MAX_MTU  # net/bridge/br_device.c br_dev_setup
+        self.mtu_set_by_user = False
 
     def fix_features(self, features: int) -> int:
         k = self.ns
@@ -290,6 +377,21 @@ class Bridge(Device):
     def on_lower_feat_change(self, lower: Device) -> None:
         # net/bridge/br.c, br_device_event NETDEV_FEAT_CHANGE: netdev_update_features(br->dev).
         self.ns._update_and_notify(self)
+
+    def set_mtu(self, mtu: int) -> Device:
+        # net/bridge/br_device.c br_change_mtu (6.1): the user's value sticks (BROPT_MTU_SET_BY_USER).
+        super().set_mtu(mtu)
+        self.mtu_set_by_user = True
+        return self
+
+    def auto_mtu(self) -> None:
+        """net/bridge/br_if.c br_mtu_auto_adjust (6.1): the smallest port MTU, unless the user set one."""
+        if self.lowers and not self.mtu_set_by_user:
+            self.mtu = min(p.mtu for p in self.lowers)
+
+    def on_lower_mtu_change(self, lower: Device) -> None:
+        # net/bridge/br.c br_device_event NETDEV_CHANGEMTU -> br_mtu_auto_adjust (6.1).
+        self.auto_mtu()
 
 
 class Bond(Device):
@@ -325,6 +427,7 @@ class Bond(Device):
         # drivers/net/bonding/bond_main.c, bond_setup, CONFIG_XFRM_OFFLOAD: XFRM bits changeable, on only in
         # active-backup (not the default balance-rr).
         self._hw_features |= k.m("HW_ESP", "HW_ESP_TX_CSUM", "GSO_ESP")
+        self.max_mtu = ETH_MAX_MTU  # drivers/net/bonding/bond_main.c bond_setup
 
     def fix_features(self, features: int) -> int:
         k = self.ns
@@ -369,6 +472,55 @@ class Bond(Device):
         # drivers/net/bonding/bond_main.c, bond_slave_netdev_event NETDEV_FEAT_CHANGE -> bond_compute_features.
         self.compute_features()
 
+    def set_mtu(self, mtu: int) -> Device:
+        # drivers/net/bonding/bond_main.c bond_change_mtu (6.1): every slave is set to the new mtu first.
+        for slave in self.lowers:
+            slave.set_mtu(mtu)
+        return super().set_mtu(mtu)
+
+
+class Vxlan(Device):
+    """drivers/net/vxlan/vxlan_core.c (6.1; drivers/net/vxlan.c before 5.18): vxlan_setup, vxlan_dev_configure.
+
+    A vxlan device advertises GSO_SOFTWARE, so from 5.11 a UDP_L4 or fraglist GSO skb passes it whole; its
+    xmit (vxlan_xmit_one -> vxlan_build_skb -> iptunnel_handle_offloads) marks the skb encapsulated with
+    SKB_GSO_UDP_TUNNEL[_CSUM] and sends it out of the underlay route device, whose validate_xmit_skb looks
+    at hw_enc_features (see vnetlab.xmit).
+    """
+
+    kind = "vxlan"
+
+    def __init__(self, ns: Namespace, name: str, vni: int, ip: int, underlay: Device | None) -> None:
+        super().__init__(ns, name)
+        self.vni = vni
+        self.ip = ip
+        # the device its encapsulated packets leave through (ip link add ... type vxlan dev UNDERLAY); vxlan
+        # makes no upper/lower link to it, so its feature changes do not reach the vxlan device.
+        self.underlay = underlay
+        k = ns
+        # vxlan_setup (6.1): LLTX (6.18: dev->lltx), SG | HW_CSUM | FRAGLIST, RXCSUM, GSO_SOFTWARE; FRAGLIST
+        # from cb2c57112432 ("vxlan: add NETIF_F_FRAGLIST flag for dev features", v5.12; absent in 5.10.223).
+        fraglist = k.m("FRAGLIST") if k.kernel_ge("5.12") else 0
+        self._features = k.m_opt("LLTX") | k.m("SG", "HW_CSUM", "RXCSUM") | fraglist | k.mask("GSO_SOFTWARE")
+        self._vlan_features = self._features
+        self._hw_features = k.m("SG", "HW_CSUM", "RXCSUM") | fraglist | k.mask("GSO_SOFTWARE")
+        self.max_mtu = ETH_MAX_MTU
+
+    def headroom(self) -> int:
+        """include/net/vxlan.h vxlan_headroom: outer IP + UDP + VXLAN header + the inner Ethernet header."""
+        return IP_HLEN[self.ip] + UDP_HLEN + VXLAN_HLEN + ETH_HLEN
+
+    def init(self) -> None:
+        if self.underlay is not None:
+            # vxlan_dev_configure (6.1): with a lower device, mtu = max_mtu = lowerdev->mtu - vxlan_headroom.
+            self.mtu = max(ETH_MIN_MTU, self.underlay.mtu - self.headroom())
+
+    def mtu_limit(self) -> int:
+        # vxlan_change_mtu (6.1): with a lower device, at most lowerdev->mtu - vxlan_headroom.
+        if self.underlay is not None:
+            return min(self.max_mtu, self.underlay.mtu - self.headroom())
+        return self.max_mtu
+
 
 class Nic(Device):
     """A physical or paravirtual NIC whose probe function set its features (see DRIVERS)."""
@@ -389,6 +541,8 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
 
     The defaults are what QEMU's virtio-net-pci offers (CTRL_VQ and CTRL_VLAN included)."""
     k = dev.ns
+    # virtnet_probe: max_mtu = MAX_MTU (65535) unless VIRTIO_NET_F_MTU, which QEMU does not offer by default.
+    dev.max_mtu = ETH_MAX_MTU
     if host_uso and not k.kernel_ge("6.2"):
         raise ValueError(f"host_uso=True: virtio_net has no USO before 6.2 (kernel {k.kernel})")
     # drivers/net/virtio_net.c, virtnet_probe, 6.1 and ≈6.18: HIGHDMA always.
@@ -433,6 +587,8 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
 def _probe_ixgbe(dev: Nic, mac_82599: bool = True, rsc: bool = True) -> None:
     """drivers/net/ethernet/intel/ixgbe/ixgbe_main.c ixgbe_probe (82599 and later, no IPsec/FCoE)."""
     k = dev.ns
+    # ixgbe_probe: max_mtu = IXGBE_MAX_JUMBO_FRAME_SIZE (9728) - (ETH_HLEN + ETH_FCS_LEN).
+    dev.max_mtu = 9728 - (ETH_HLEN + 4)
     partial = k.mask("GSO_ENCAP_ALL")
     # ixgbe_probe: SG|TSO|TSO6|RXHASH|RXCSUM|HW_CSUM, GSO_PARTIAL with the tunnel types as partial features.
     dev._features = k.m("SG", "TSO", "TSO6", "RXHASH", "RXCSUM", "HW_CSUM", "GSO_PARTIAL") | partial
@@ -462,6 +618,7 @@ def _probe_router(dev: Nic, gso_udp_l4: bool = True, gso_fraglist: bool = True, 
     TSO, and optionally UDP L4 / fraglist GSO and NETIF_F_FRAGLIST. Not a mainline driver: a parameterised
     profile to show what "a driver that supports and advertises this" means."""
     k = dev.ns
+    dev.max_mtu = ETH_MAX_MTU  # a hypothetical profile: no hardware limit is modelled
     f = k.m("SG", "HW_CSUM", "HIGHDMA", "RXCSUM", "TSO", "TSO6")
     if gso_udp_l4:
         f |= k.m("GSO_UDP_L4")
@@ -485,7 +642,7 @@ DRIVERS = {"virtio_net": _probe_virtio_net, "ixgbe": _probe_ixgbe, "router": _pr
 class Namespace:
     """A network namespace of one kernel version holding the devices created in it."""
 
-    def __init__(self, kernel: str = DEFAULT_NAMESPACE_KERNEL) -> None:
+    def __init__(self, kernel: str = DEFAULT_KERNEL) -> None:
         self._table = F.table(kernel)
         self.kernel = self._table.kernel
         self._key = _kernel(self.kernel).key
@@ -510,14 +667,6 @@ class Namespace:
 
     def kernel_ge(self, version: str) -> bool:
         return self._key >= tuple(int(p) for p in version.split("."))
-
-    def _feature_from_ethtool(self, eth: str) -> str:
-        if eth in self._table.from_ethtool:
-            return self._table.from_ethtool[eth]
-        raise F.UnknownFeatureError(
-            f"settings key {eth!r} is not an ethtool feature name of kernel {self.kernel}; "
-            f"valid: {', '.join(self._table.from_ethtool)}"
-        )
 
     def __getitem__(self, name: str) -> Device:
         return self.devices[name]
@@ -691,6 +840,17 @@ class Namespace:
         self._new_name(name)
         return self._register(Bridge(self, name))  # type: ignore[return-value]
 
+    def vxlan(self, name: str, *, vni: int, underlay: Device | None = None, ip: int = 4) -> Vxlan:
+        """ip link add name type vxlan id vni [dev underlay] (drivers/net/vxlan/vxlan_core.c vxlan_newlink);
+        ``ip``: the outer IP version (remote/local address family)."""
+        self._new_name(name)
+        if isinstance(vni, bool) or not isinstance(vni, int) or not 0 <= vni < 1 << 24:
+            raise DeviceError(f"vni={vni!r} must be an int in 0..16777215 (24-bit VXLAN network identifier)")
+        if ip not in IP_HLEN:
+            raise DeviceError(f"ip={ip!r} must be 4 or 6 (the outer header's IP version)")
+        under = None if underlay is None else self._device(underlay, "underlay")
+        return self._register(Vxlan(self, name, vni, ip, under))  # type: ignore[return-value]
+
     def bond(self, name: str) -> Bond:
         self._new_name(name)
         return self._register(Bond(self, name))  # type: ignore[return-value]
@@ -721,10 +881,13 @@ class Namespace:
             port.master = master
             self._disable_lro(port)
             self._update_and_notify(master)
+            master.auto_mtu()  # br_add_if -> br_mtu_auto_adjust
         elif isinstance(master, Bond):
             # drivers/net/bonding/bond_main.c, bond_enslave: LRO off unless the bond has it, link, compute.
             if not master._features & self.m("LRO"):
                 self._disable_lro(port)
+            # bond_enslave (6.1): dev_set_mtu(slave_dev, bond->dev->mtu) (an Ethernet slave takes the bond's)
+            port.set_mtu(master.mtu)
             self._link(port, master)
             port.master = master
             master.compute_features()

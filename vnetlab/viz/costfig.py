@@ -4,7 +4,7 @@
   956,864 -> 1,158,465 pps marked on the kernels it compares (5.11 copy path -> 5.13 build_skb).
 - :func:`draw_cost_breakdown`: ns per packet per kernel as stacked bars, one segment per operation.
 - :func:`draw_router`: the VLAN NAT router, 20 Mbps -> 1 Gbps: model goodput vs the measured values with
-  the link cap, and a sensitivity tornado (xmit.sensitivity) of the after/before goodput ratio.
+  the link cap, and a sensitivity tornado (router.sensitivity) of the after/before goodput ratio.
 
 Gids: "<kernel>:rate" (height = model pps), "<kernel>:<op>" (height = ns/packet of that op),
 "router:<kernel>[:<variant>]" (height = goodput in bit/s), "tornado:<param>" (spanning the ratios).
@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from vnetlab import cost, xmit
+from vnetlab import cost, router
 from vnetlab.viz.memory import reuse_axes
 from vnetlab.viz.style import COLORS, fast_region, region, target_figure
 
@@ -246,17 +246,17 @@ def _log_bps_axis(ax) -> None:
 
 
 def router_results(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglist",
-                   kernels: Sequence[str] = ("5.10", "5.11")) -> dict[str, xmit.RouterResult]:
-    return {k: xmit.router_scenario(kernel=k, upper=upper, nic=nic, gro=gro) for k in kernels}
+                   kernels: Sequence[str] = ("5.10", "5.11")) -> dict[str, router.RouterResult]:
+    return {k: router.router_scenario(kernel=k, upper=upper, nic=nic, gro=gro) for k in kernels}
 
 
 def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglist",
-                costs: xmit.RouterCosts | None = None, kernels: tuple[str, str] = ("5.10", "5.11"),
+                costs: router.RouterCosts | None = None, kernels: tuple[str, str] = ("5.10", "5.11"),
                 tornado: bool = True, fig: Figure | None = None) -> Figure:
-    """Goodput (log scale) per kernel from xmit.router_throughput, plain and with the 5.10 untranslated-drop
+    """Goodput (log scale) per kernel from router.router_throughput, plain and with the 5.10 untranslated-drop
     hypothesis, against the seed's 20 Mbps -> 1 Gbps and the link cap; and the sensitivity tornado of
-    goodput(after)/goodput(before) with each cost scaled by 0.5 and 2 (xmit.sensitivity)."""
-    c = costs or xmit.RouterCosts.from_table()
+    goodput(after)/goodput(before) with each cost scaled by 0.5 and 2 (router.sensitivity)."""
+    c = costs or router.RouterCosts.from_table()
     res = router_results(upper=upper, nic=nic, gro=gro, kernels=kernels)
     before, after = res[kernels[0]], res[kernels[1]]
     fig = target_figure(fig, 11.0 if tornado else 6.2, 3.9)
@@ -276,7 +276,7 @@ def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglis
             variants.append((":drop_untranslated", True, "#9ecae1", "model if untrans-\nlated segs dropped"))
         bars = []
         for tag, drop, color, name in variants:
-            t = xmit.router_throughput(r, c, drop_untranslated=drop)
+            t = router.router_throughput(r, c, drop_untranslated=drop)
             bars.append((f"router:{k}{tag}", t.goodput_bps, color, f"{name}\n({t.bound}-bound)"))
         if k in ROUTER_MEASURED_BPS:
             bars.append((f"router:{k}:measured", ROUTER_MEASURED_BPS[k], COLORS["measured"], "measured\n(seed 003)"))
@@ -297,8 +297,8 @@ def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglis
     ax.set_title(f"VLAN NAT router, {upper} on {nic} NIC, GRO {gro}: model vs measured "
                  f"(red dashes: link {link / 1e9:g} Gbps)", fontsize=8.5, loc="left", y=1.0)
     if axt is not None:
-        base = xmit.router_gap(before, after, c)
-        sens = xmit.sensitivity(before, after, c, factors=(0.5, 2.0))
+        base = router.router_gap(before, after, c)
+        sens = router.sensitivity(before, after, c, factors=(0.5, 2.0))
         moving = sorted(((n, v) for n, v in sens.items() if max(v) - min(v) > 1e-9),
                         key=lambda nv: max(nv[1]) - min(nv[1]))
         flat = [n for n, v in sens.items() if max(v) - min(v) <= 1e-9]
@@ -331,13 +331,13 @@ def draw_router(*, upper: str = "vlan", nic: str = "router", gro: str = "fraglis
     return fig
 
 
-def router_goodputs(res: Mapping[str, xmit.RouterResult], costs: xmit.RouterCosts | None = None) -> dict[str, float]:
+def router_goodputs(res: Mapping[str, router.RouterResult], costs: router.RouterCosts | None = None) -> dict[str, float]:
     """Model goodput per kernel (bit/s), as drawn by draw_router (plain variant)."""
-    return {k: xmit.router_throughput(r, costs).goodput_bps for k, r in res.items()}
+    return {k: router.router_throughput(r, costs).goodput_bps for k, r in res.items()}
 
 
-def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.RouterThroughput,
-                      costs: xmit.RouterCosts | None = None, *, fig: Figure | None = None,
+def draw_router_panel(stack, skb, result: router.RouterResult, throughput: router.RouterThroughput,
+                      costs: router.RouterCosts | None = None, *, fig: Figure | None = None,
                       compact: bool = False) -> Figure:
     """One router kernel: the stack the routed skb goes down (stacks.draw_stack's column) and its model
     goodput next to the seed's measured 20 Mbps (5.10) and 1 Gbps (5.11), with the link cap.
@@ -346,7 +346,7 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
     regions without data-limit updates, the bar's name as text under it instead of an x tick."""
     from vnetlab.viz import stacks
 
-    c = costs or xmit.RouterCosts.from_table()
+    c = costs or router.RouterCosts.from_table()
     link = c["link_bps"]
     if compact:
         fig, (ax_s, ax) = reuse_axes(fig, ("router_panel", "compact"), 9.4, 3.6,

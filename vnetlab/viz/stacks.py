@@ -1,6 +1,6 @@
 """Device stacks: a UDP GSO skb sent down VLAN / macvlan / bond / bridge over a NIC (or a veth).
 
-- :func:`build_stack` wires a vnetlab.netdev.Namespace as xmit.router_scenario does (plus veth), applies
+- :func:`build_stack` wires a vnetlab.netdev.Namespace as router.router_scenario does (plus veth), applies
   ``ethtool -K`` settings per device, and :func:`send_gso` sends one forwarded GRO skb through it.
 - :func:`draw_stack` draws each device the skb meets as a box with its transmit features (ethtool names,
   on/off, [fixed]), the skb's path down (xmit.send hops), where validate_xmit_skb segmented it and how
@@ -21,7 +21,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
-from vnetlab import netdev, xmit
+from vnetlab import netdev, router, xmit
 from vnetlab.features import ethtool_name
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
@@ -57,7 +57,7 @@ class Stack:
 def build_stack(*, kernel: str = "5.10", upper: str = "vlan", nic: str = "router",
                 nic_params: Mapping[str, Any] | None = None,
                 settings: Mapping[str, Mapping[str, bool]] | None = None) -> Stack:
-    """eth0 (driver ``nic``) with ``upper`` on it (as xmit.router_scenario wires it), or a veth pair;
+    """eth0 (driver ``nic``) with ``upper`` on it (as router.router_scenario wires it), or a veth pair;
     then ``settings`` {device: {ethtool name: on}} applied with Device.ethtool_K, lowest device first
     (so an upper device sees its lower device's final features). FixedFeatureError propagates."""
     if upper not in UPPERS:
@@ -68,7 +68,7 @@ def build_stack(*, kernel: str = "5.10", upper: str = "vlan", nic: str = "router
         a, _b = net.veth("veth0", "veth1")
         stack = Stack(net, a, None, kv, upper)
     else:
-        net, egress, eth = xmit.egress_stack(kernel=kv, upper=upper, nic=nic, nic_params=nic_params)
+        net, egress, eth = router.egress_stack(kernel=kv, upper=upper, nic=nic, nic_params=nic_params)
         stack = Stack(net, egress, eth, kv, upper)
     for dev in reversed(stack.devices()):
         wanted = (settings or {}).get(dev.name)

@@ -14,7 +14,7 @@ from typing import Any
 import ipywidgets as W
 from matplotlib.figure import Figure
 
-from vnetlab import cost, xmit
+from vnetlab import cost, router, xmit
 from vnetlab.features import ethtool_name
 from vnetlab.netdev import DRIVERS
 from vnetlab.profiles import known_kernels
@@ -150,13 +150,13 @@ ROUTER_UPPERS = ("vlan", "macvlan", "bond", "bridge", "none")
 
 def router_panel_state(*, kernel: str = "5.10", nic: str = "router", gro: str = "fraglist", upper: str = "vlan",
                        drop_untranslated: bool = False, fig: Figure | None = None) -> PanelState:
-    """xmit.router_scenario for one kernel: the stack the GRO skb goes down (left) and the model goodput
+    """router.router_scenario for one kernel: the stack the GRO skb goes down (left) and the model goodput
     against the seed's 20 Mbps / 1 Gbps and the link cap (right)."""
     if upper not in ROUTER_UPPERS:
         raise ValueError(f"upper must be one of {ROUTER_UPPERS}, got {upper!r}")
-    rr = xmit.router_scenario(kernel=kernel, nic=nic, gro=gro, upper=upper)
-    c = xmit.RouterCosts.from_table()
-    thr = xmit.router_throughput(rr, c, drop_untranslated=drop_untranslated)
+    rr = router.router_scenario(kernel=kernel, nic=nic, gro=gro, upper=upper)
+    c = router.RouterCosts.from_table()
+    thr = router.router_throughput(rr, c, drop_untranslated=drop_untranslated)
     st = stacks.build_stack(kernel=rr.kernel, upper=upper, nic=nic)
     aggregated = rr.gro_skbs == 1 and rr.packets_in > 1
     skb = xmit.gso_skb(segs=rr.packets_in if aggregated else 1, gso_size=rr.gso_size,
@@ -175,7 +175,7 @@ def router_panel(*, kernel: str = "5.10", nic: str = "router", gro: str = "fragl
     return Panel(router_panel_state, fast_text=True, controls={
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "nic": choice(nic, tuple(DRIVERS), "NIC profile"),
-        "gro": choice(gro, xmit.GRO_MODES, "GRO mode"),
+        "gro": choice(gro, router.GRO_MODES, "GRO mode"),
         "upper": choice(upper, ROUTER_UPPERS, "upper device"),
         "drop_untranslated": W.Checkbox(value=False, description="drop untranslated segments (5.10 hypothesis)",
                                         indent=False, layout=W.Layout(width="320px")),

@@ -1,0 +1,154 @@
+"""vnetlab.ethtool: ethtool's legacy names, `ethtool -k` text and `ethtool -K` words, checked against ethtool.
+
+Evidence: ethtool's own source (common.c off_flag_def, netlink/features.c dump_features / fill_legacy_flag,
+ethtool 6.1 as installed here), the `ethtool -k` samples in tests/data (captured with ethtool 6.1 on a 6.18
+kernel, see tests/test_live.py), and the installed ethtool program itself on the running kernel.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vnetlab import ethtool, live
+from vnetlab.errors import UnknownFeatureError
+
+DATA = Path(__file__).parent / "data"
+SAMPLES = ("veth", "veth_sg_off", "macvlan_on_sg_off_veth", "bridge", "lo")
+
+
+def sample(name: str) -> str:
+    return (DATA / f"ethtool_k_{name}_6.18.txt").read_text()
+
+
+def test_legacy_table_is_ethtools_off_flag_def():
+    # ethtool common.c off_flag_def (ethtool 5.x..6.x), short name / long name / kernel-name pattern, in order.
+    assert [(f.short, f.long, f.pattern) for f in ethtool.LEGACY_FLAGS] == [
+        ("rx", "rx-checksumming", "rx-checksum"),
+        ("tx", "tx-checksumming", "tx-checksum-*"),
+        ("sg", "scatter-gather", "tx-scatter-gather*"),
+        ("tso", "tcp-segmentation-offload", "tx-tcp*-segmentation"),
+        ("ufo", "udp-fragmentation-offload", "tx-udp-fragmentation"),
+        ("gso", "generic-segmentation-offload", "tx-generic-segmentation"),
+        ("gro", "generic-receive-offload", "rx-gro"),
+        ("lro", "large-receive-offload", "rx-lro"),
+        ("rxvlan", "rx-vlan-offload", "rx-vlan-hw-parse"),
+        ("txvlan", "tx-vlan-offload", "tx-vlan-hw-insert"),
+        ("ntuple", "ntuple-filters", "rx-ntuple-filter"),
+        ("rxhash", "receive-hashing", "rx-hashing"),
+    ]
+
+
+def test_pattern_match_is_flag_pattern_match():
+    # netlink/features.c flag_pattern_match: prefix and suffix around the one '*', name at least pattern-1 long
+    assert ethtool.pattern_match("tx-tcp6-segmentation", "tx-tcp*-segmentation")
+    assert ethtool.pattern_match("tx-tcp-segmentation", "tx-tcp*-segmentation")
+    assert not ethtool.pattern_match("tx-udp-segmentation", "tx-tcp*-segmentation")
+    assert ethtool.pattern_match("tx-scatter-gather-fraglist", "tx-scatter-gather*")
+    assert not ethtool.pattern_match("rx-gro-list", "rx-gro")
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_format_k_reproduces_ethtool_output(name):
+    # the samples are the real `ethtool -k` output; parsing then printing must give the same bytes back
+    text = sample(name)
+    parsed = ethtool.parse_k(text)
+    assert ethtool.format_k(parsed.states, parsed.device, kernel="6.18") == text
+
+
+def test_parse_k_names_every_kernel_feature_once():
+    f = ethtool.parse_k(sample("veth"))
+    assert f.device == "vc"
+    # 64 feature bits in 6.18 minus the four unnamed slots (2, 12, 13, 32): 60 names (BTF 6.18, facts D.1).
+    assert len(f) == 60
+    for legacy in ("tx-checksumming", "scatter-gather", "tcp-segmentation-offload", "generic-receive-offload"):
+        assert legacy not in f
+    assert f["rx-gro"].active is False and f["rx-gro"].changeable  # veth: GRO off by default (5.13+)
+    with pytest.raises(UnknownFeatureError, match="no-such"):
+        f["no-such"]
+
+
+def test_parse_k_requested_notes_give_wanted():
+    f = ethtool.parse_k(sample("veth_sg_off"))
+    tso = f["tx-tcp-segmentation"]
+    # the sample line reads "tx-tcp-segmentation: off [requested on]"
+    assert (tso.active, tso.wanted, tso.fixed) == (False, True, False)
+    assert tso.ethtool_text() == "off [requested on]"
+
+
+def test_parse_k_rejects_other_text():
+    with pytest.raises(ValueError, match="text: line 2"):
+        ethtool.parse_k("Features for x:\nnot a feature line\n")
+    with pytest.raises(ValueError, match="no feature lines"):
+        ethtool.parse_k("")
+    with pytest.raises(ValueError, match="unknown note"):
+        ethtool.parse_k("rx-gro: on [weird]\n")
+
+
+def test_printed_names_both_ways():
+    # dump_features: one-feature flags print under the long name; several-feature flags print a summary line
+    assert ethtool.printed_name("rx-gro", kernel="6.1") == "generic-receive-offload"
+    assert ethtool.printed_name("tx-tcp6-segmentation", kernel="6.1") == "tx-tcp6-segmentation"
+    assert ethtool.printed_name("tx-udp-segmentation", kernel="6.1") == "tx-udp-segmentation"
+    assert ethtool.from_printed("generic-receive-offload", kernel="6.1") == "rx-gro"
+    assert ethtool.from_printed("receive-hashing", kernel="6.1") == "rx-hashing"
+    assert ethtool.from_printed("tx-checksumming", kernel="6.1") is None
+    assert ethtool.from_printed("tx-gso-list", kernel="6.1") == "tx-gso-list"
+    printed = {"generic-receive-offload": "off", "scatter-gather": "on", "tx-scatter-gather": "on"}
+    assert ethtool.normalize_printed(printed, kernel="6.1") == {"rx-gro": "off", "tx-scatter-gather": "on"}
+
+
+def test_expand_per_kernel():
+    # net/ethtool/common.c netdev_features_strings: tx-tcp-accecn-segmentation exists only in 6.18
+    tso = ("tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation", "tx-tcp6-segmentation")
+    assert ethtool.expand("tso", kernel="5.10") == tso
+    assert ethtool.expand("tcp-segmentation-offload", kernel="6.18") == tso + ("tx-tcp-accecn-segmentation",)
+    assert ethtool.expand("gro", kernel="6.1") == ("rx-gro",)
+    assert ethtool.expand("generic-receive-offload", kernel="6.1") == ("rx-gro",)
+    assert ethtool.expand("sg", kernel="6.1") == ("tx-scatter-gather", "tx-scatter-gather-fraglist")
+    assert ethtool.expand("tx", kernel="6.1") == ("tx-checksum-ipv4", "tx-checksum-ip-generic", "tx-checksum-ipv6",
+                                                  "tx-checksum-fcoe-crc", "tx-checksum-sctp")
+    # no kernel since 4.14 has a tx-udp-fragmentation string: "ufo" stands for nothing
+    assert ethtool.expand("ufo", kernel="6.1") == ()
+    assert ethtool.expand("rx-udp-gro-forwarding", kernel="5.12") == ("rx-udp-gro-forwarding",)
+    with pytest.raises(UnknownFeatureError, match="rx-udp-gro-forwarding"):
+        ethtool.expand("rx-udp-gro-forwarding", kernel="5.11")  # NETIF_F_GRO_UDP_FWD arrived in 5.12
+    with pytest.raises(UnknownFeatureError):
+        ethtool.expand("tx-lockless", kernel="6.18")  # LLTX became dev->lltx in 6.18
+
+
+def test_parse_K_args():
+    assert ethtool.parse_K_args("gro off sg on", kernel="6.1") == [
+        ("rx-gro", False), ("tx-scatter-gather", True), ("tx-scatter-gather-fraglist", True)]
+    with pytest.raises(ValueError, match="'gro' must be followed by 'on' or 'off'"):
+        ethtool.parse_K_args("gro", kernel="6.1")
+    with pytest.raises(ValueError, match="args"):
+        ethtool.parse_K_args("gro maybe", kernel="6.1")
+
+
+# --- the installed ethtool on the running kernel ----------------------------------------------------------
+
+@pytest.mark.live
+@pytest.mark.parametrize("flag", ethtool.LEGACY_FLAGS, ids=lambda f: f.short)
+def test_every_legacy_name_sets_what_ethtool_sets(flag):
+    """`ethtool -K v0 NAME off|on` with the short and the long name changes exactly the wanted bits that
+    vnetlab.ethtool.expand names (within what the device can change), on a fresh veth of the running kernel."""
+    cap = live.available(labs=True)
+    if not cap or not shutil.which("ethtool"):
+        pytest.skip(cap.reason if not cap else "the ethtool program is not installed")
+    for word in (flag.short, flag.long):
+        with live.Lab(tag="alias") as lab:
+            v0, _ = lab.veth("v0", "v1")
+            before = v0.features()
+            members = ethtool.expand(word, before.states)
+            for value in ("off", "on"):
+                subprocess.run(["ip", "netns", "exec", lab.netns, "ethtool", "-K", "v0", word, value],
+                               capture_output=True, text=True, timeout=10)
+                after = v0.features()
+                moved = {n for n in after if after[n].wanted != before[n].wanted}
+                expect = {m for m in members if before[m].changeable and before[m].wanted != (value == "on")}
+                assert moved == expect, (word, value)
+                before = after

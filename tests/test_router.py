@@ -1,0 +1,133 @@
+"""The VLAN NAT router of 2e4ef10f5850 (vnetlab.router): where the GRO skb is segmented, per kernel, and the
+throughput model (whose per-operation costs are assumptions, see router.LIMITATIONS)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vnetlab import netdev, router
+from vnetlab.segment import gso_skb
+from vnetlab.xmit import send
+
+
+def _stack(kernel, upper, **nic_params):
+    net = netdev.Namespace(kernel=kernel)
+    eth = net.nic("eth0", driver="router", **nic_params)
+    if upper == "vlan":
+        return net.vlan("eth0.10", lower=eth, vid=10)
+    if upper == "macvlan":
+        return net.macvlan("mv0", lower=eth)
+    master = net.bridge("br0") if upper == "bridge" else net.bond("bond0")
+    net.set_master(eth, master)
+    return master
+
+
+@pytest.mark.parametrize("upper", ["vlan", "macvlan"])
+@pytest.mark.parametrize("kernel, where", [("5.10", "upper"), ("5.11", None), ("6.1", None), ("6.18", None)])
+def test_gso_software_change_moves_segmentation(upper, kernel, where):
+    # include/linux/netdev_features.h NETIF_F_GSO_SOFTWARE gains GSO_UDP_L4 in 5.11 (2e4ef10f5850, ecb8fed408b6)
+    dev = _stack(kernel, upper)
+    r = send(dev, gso_skb(segs=16, gso_size=1400))
+    assert r.segmented_at == (dev.name if where == "upper" else None)
+    assert r.wire_packets == 16
+
+
+def test_bond_had_udp_l4_before_the_patch_but_not_gso_fraglist():
+    # drivers/net/bonding/bond_main.c bond_setup (5.10): hw_features |= GSO_ENCAP_ALL | GSO_UDP_L4 explicitly;
+    # GSO_FRAGLIST only arrives with NETIF_F_GSO_SOFTWARE (ecb8fed408b6, 5.11)
+    udp = gso_skb(segs=16, gso_size=1400)
+    flist = gso_skb(segs=16, gso_size=1400, fraglist=True)
+    assert send(_stack("5.10", "bond"), udp).segmented_at is None
+    assert send(_stack("5.10", "bond"), flist).segmented_at == "bond0"
+    assert send(_stack("5.11", "bond"), flist).segmented_at is None
+
+
+def test_bridge_unaffected_by_the_patch_for_udp_l4():
+    # net/bridge/br_device.c COMMON_FEATURES has NETIF_F_GSO_MASK (5.10..6.18): UDP_L4 passes br0 either way
+    for kernel in ("5.10", "6.1"):
+        assert send(_stack(kernel, "bridge"), gso_skb(segs=16, gso_size=1400)).segmented_at is None
+
+
+def test_bridge_one_for_all_subtlety():
+    # net/bridge/br_if.c br_features_recompute: ONE_FOR_ALL (UDP_L4 from 5.11) cleared, re-added only from ports
+    s = gso_skb(segs=16, gso_size=1400)
+    bare = dict(gso_udp_l4=False, gso_fraglist=False, fraglist=False)
+    assert send(_stack("5.10", "bridge", **bare), s).segmented_at == "eth0"
+    assert send(_stack("6.1", "bridge", **bare), s).segmented_at == "br0"
+
+
+def test_fraglist_on_virtio_net_vlan_is_segmented_at_the_vlan_after_the_patch():
+    # kernel-facts D.6: the VLAN's NETIF_F_FRAGLIST follows virtio_net's (none), so skb_gso_ok fails at the VLAN
+    net = netdev.Namespace(kernel="6.1")
+    v = net.vlan("eth0.10", lower=net.nic("eth0", driver="virtio_net"), vid=10)
+    r = send(v, gso_skb(segs=20, gso_size=1400, fraglist=True))
+    assert r.segmented_at == "eth0.10" and r.hop("eth0.10").method == "skb_segment_list"
+
+
+def test_router_scenario_510_vs_511():
+    before = router.router_scenario(kernel="5.10")
+    after = router.router_scenario(kernel="5.11")
+    assert before.segmented_at == "eth0.10" and after.segmented_at is None
+    assert before.gro_skbs == after.gro_skbs == 1
+    # net/core/gro.c: 44 x 1472-byte segments fit one GRO skb (44 * 1472 + 28 + 1500 < 65536, 45 would not)
+    assert before.wire_packets == after.wire_packets == 44
+    assert before.payload_bytes == after.payload_bytes == 44 * 1472
+    assert before.ops["dev_queue_xmit"] == 45 and after.ops["dev_queue_xmit"] == 2
+
+
+def test_router_scenario_ipv6():
+    # MTU 1500 - 40 (ipv6hdr) - 8 (udphdr) = 1452 by default; 45 segments fit a GRO skb (segment.max_gro_segs)
+    r = router.router_scenario(kernel="6.1", ip=6)
+    assert r.gso_size == 1452 and r.packets_in == 45 and r.wire_packets == 45
+    assert all(p.frame_len == 14 + 4 + 40 + 8 + 1452 for p in r.tx[0].segments)  # tagged frames
+    assert router.router_scenario(kernel="5.10", ip=6).segmented_at == "eth0.10"
+
+
+def test_router_scenario_udp_fwd_needs_512():
+    # NETIF_F_GRO_UDP_FWD arrived ~5.12: before it, UDP is forwarded packet by packet
+    r = router.router_scenario(kernel="5.11", gro="udp_fwd", segs=10)
+    assert r.gro_skbs == 10 and r.segmented_at is None
+    assert router.router_scenario(kernel="6.1", gro="udp_fwd", segs=10).gro_skbs == 1
+
+
+@pytest.mark.parametrize("kwargs, param", [({"gro": "tcp"}, "gro"), ({"upper": "tun"}, "upper"), ({"segs": 0}, "segs"),
+                                           ({"ip": 5}, "ip"), ({"segs": 65}, "segs")])
+def test_router_scenario_rejects_bad_input(kwargs, param):
+    with pytest.raises(ValueError, match=param):
+        router.router_scenario(**kwargs)
+
+
+# --- the throughput model -----------------------------------------------------------------------------
+
+
+def test_costs_have_sources():
+    costs = router.RouterCosts.from_table()
+    assert costs["cpu_hz"] > 0 and all(costs.sources[n] for n in costs.values)
+    with pytest.raises(ValueError, match="no_such_cost"):
+        router.RouterCosts.from_table(no_such_cost=1)
+
+
+def test_cpu_costs_alone_do_not_make_50x():
+    before, after = router.router_scenario(kernel="5.10"), router.router_scenario(kernel="5.11")
+    assert router.router_gap(before, after) < 2.0
+    need = router.router_gap_requirements(before, after, target=50)
+    # only the per-segment resegmentation cost can get there alone, and only at ~10^5 cycles per segment
+    assert need["skb_segment_list_per_seg"] > 1e5
+    assert need["dev_queue_xmit_per_skb"] is None  # 45 vs 2 calls per batch caps its effect below 50x
+
+
+def test_untranslated_hypothesis_gives_link_over_segments():
+    # kernel-facts F: before c3df39ac9b0e only the head segment of 44 carried the NATed header: 1/44 of the link
+    before, after = router.router_scenario(kernel="5.10"), router.router_scenario(kernel="5.11")
+    assert router.router_gap(before, after, drop_untranslated=True) == pytest.approx(44, rel=0.01)
+
+
+def test_throughput_is_link_capped_and_sensitivity_moves():
+    r = router.router_scenario(kernel="5.11")
+    t = router.router_throughput(r)
+    assert t.bound == "link" and t.goodput_bps < 1e9
+    slow = router.router_throughput(r, router.RouterCosts.from_table(cpu_hz=20e6))
+    assert slow.bound == "cpu" and slow.goodput_bps < t.goodput_bps
+    table = router.sensitivity(router.router_scenario(kernel="5.10"), r, router.RouterCosts.from_table(cpu_hz=100e6))
+    lo, hi = table["skb_segment_list_per_seg"]
+    assert hi > lo

@@ -1,0 +1,202 @@
+"""A UDP socket with UDP_SEGMENT (vnetlab.udp) against the kernel's own selftest and the running kernel.
+
+Evidence: tools/testing/selftests/net/udpgso.c (testcases_v4 / testcases_v6, MTU 1500, IP_PMTUDISC_DO) as
+shipped in Debian linux-source-6.1 (6.1.192) and linux-source-5.10 (5.10.223); net/ipv4/udp.c udp_send_skb
+and include/linux/udp.h of those trees and of the ≈6.18 mirror; and the running kernel (live tests), whose
+profile is live.running_profile().
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vnetlab import live, netdev, udp
+from vnetlab.segment import gso_skb
+
+MTU = 1500
+MSS = {4: MTU - 20 - 8, 6: MTU - 40 - 8}  # udpgso.c CONST_MSS_V4 / CONST_MSS_V6
+MAX_BYTES = {4: 65535 - 28, 6: 65535 + 40 - 48}  # ETH_MAX_MTU - CONST_HDRLEN_V4, IP6_MAX_MTU - CONST_HDRLEN_V6
+
+
+def selftest_cases(ip: int, max_segments: int, with_2025_cases: bool) -> list[tuple[int, int, bool, int, int]]:
+    """udpgso.c testcases_v4 / testcases_v6: (tlen, gso_len, tfail, r_num_mss, r_len_last), in file order;
+    the two "datalen <= MSS < gso_len" / "MSS < datalen < gso_len" cases arrived with 235174b2bed8."""
+    mss = MSS[ip]
+    top = 65535 if ip == 4 else 65535 + 40  # ETH_MAX_MTU / IP6_MAX_MTU
+    cases = [(1, 0, False, 0, 1), (mss, 0, False, 1, 0), (mss + 1, 0, True, 0, 0), (mss, mss, False, 1, 0)]
+    if with_2025_cases:
+        cases += [(mss, mss + 1, False, 0, mss), (mss + 1, mss + 2, True, 0, 0)]
+    cases += [(mss + 1, mss, False, 1, 1), (mss * 2, mss, False, 2, 0), (mss * 2 + 1, mss, False, 2, 1),
+              (top // mss * mss, mss, False, top // mss, 0),
+              (MAX_BYTES[ip], mss, False, MAX_BYTES[ip] // mss, MAX_BYTES[ip] - MAX_BYTES[ip] // mss * mss),
+              (MAX_BYTES[ip] + 1, mss, True, 0, 0), (1, 1, False, 1, 0), (2, 1, False, 2, 0), (5, 2, False, 2, 1),
+              (max_segments, 1, False, max_segments, 0), (max_segments + 1, 1, True, 0, 0)]
+    return cases
+
+
+def _expected(case: tuple[int, int, bool, int, int], ip: int) -> tuple[int, ...]:
+    tlen, gso, _fail, n, last = case
+    return (gso or MSS[ip],) * n + ((last,) if last else ())
+
+
+@pytest.mark.parametrize("kernel, max_segments, new_cases", [("6.1", 128, True), ("6.18", 128, True),
+                                                               ("5.10", 64, False)])
+@pytest.mark.parametrize("ip", [4, 6])
+def test_kernel_selftest_cases(kernel, max_segments, new_cases, ip):
+    # udpgso.c of Debian 6.1.192 (UDP_MAX_SEGMENTS 1 << 7, the 2025 cases) and of 5.10.223 (1 << 6, without)
+    v0, _ = netdev.Namespace(kernel).veth("v0", "v1")
+    assert udp.udp_max_segments(kernel) == max_segments
+    for case in selftest_cases(ip, max_segments, new_cases):
+        r = udp.udp_sendmsg(v0, case[0], gso_size=case[1], ip=ip, dontfrag=True)
+        if case[2]:
+            assert r.error is not None, case
+        else:
+            assert r.error is None, (case, r.reason)
+            assert r.datagrams == _expected(case, ip), case
+
+
+def test_errno_per_rule():
+    v0, _ = netdev.Namespace("6.1").veth("v0", "v1")
+    # net/ipv4/udp.c udp_sendmsg: len > 0xFFFF -> EMSGSIZE; IPv6 has no such check: 65536 fails in
+    # __ip6_append_data instead (length > IPV6_MAXPLEN)
+    assert udp.udp_sendmsg(v0, 65536, gso_size=1472).error == "EMSGSIZE"
+    assert udp.udp_sendmsg(v0, 65536, gso_size=1452, ip=6).error == "EMSGSIZE"
+    # udp_lib_setsockopt UDP_SEGMENT: outside 0..USHRT_MAX -> EINVAL
+    assert udp.udp_sendmsg(v0, 1000, gso_size=65536).error == "EINVAL"
+    assert udp.udp_sendmsg(v0, 1000, gso_size=-1).error == "EINVAL"
+    # udp_send_skb: sk_no_check_tx with gso_size -> EINVAL
+    assert udp.udp_sendmsg(v0, 3000, gso_size=1000, no_check_tx=True).error == "EINVAL"
+    r = udp.udp_sendmsg(v0, 3000, gso_size=1000)
+    assert r.error is None and r.errno is None and r.gso_segs == 3
+
+
+def test_gso_size_above_mtu_by_kernel():
+    # udp_send_skb before 235174b2bed8 (5.10): hlen + gso_size > fragsize -> EINVAL even for one short datagram;
+    # after it (Debian 6.1.192, 6.18): hlen + min(datalen, gso_size) > fragsize -> EMSGSIZE
+    for kernel, short, long_ in (("5.10", "EINVAL", "EINVAL"), ("6.1", None, "EMSGSIZE"), ("6.18", None, "EMSGSIZE")):
+        v0, _ = netdev.Namespace(kernel).veth("v0", "v1")
+        assert udp.udp_sendmsg(v0, 1000, gso_size=1600).error == short, kernel
+        assert udp.udp_sendmsg(v0, 3000, gso_size=1600).error == long_, kernel
+
+
+def test_route_device_without_checksum_offload_by_kernel():
+    # udp_send_skb (6.1.192): ip_summed != CHECKSUM_PARTIAL -> EIO; 10154dbded6d (v6.11, ≈6.18): accepted and
+    # segmented in software where the device cannot checksum (netdev_fix_features also drops USO there)
+    for kernel in ("6.1", "6.18"):
+        v0, _ = netdev.Namespace(kernel).veth("v0", "v1")
+        v0.ethtool_K({"tx": False})
+        r = udp.udp_sendmsg(v0, 14000, gso_size=1400)
+        if kernel == "6.1":
+            assert r.error == "EIO"
+        else:
+            assert r.error is None and r.tx is not None and r.tx.segmented_at == "v0" and r.tx.wire_packets == 10
+        assert udp.udp_sendmsg(v0, 1400).error is None  # without UDP_SEGMENT the stack checksums in software
+
+
+def test_datagrams_on_a_nic_are_cut_by_hardware_or_software():
+    # virtio_net 6.1 has no USO (GSO_UDP_L4 absent): validate_xmit_skb segments; 6.18 with HOST_USO: the NIC does
+    eth = netdev.Namespace("6.1").nic("eth0", driver="virtio_net")
+    r = udp.udp_sendmsg(eth, 10000, gso_size=1472)
+    assert r.tx is not None and r.tx.segmented_at == "eth0"
+    assert [p.payload_len for p in r.tx.segments] == [1472] * 6 + [1168]  # the short last one
+    eth6 = netdev.Namespace("6.18").nic("eth0", driver="virtio_net", host_uso=True)
+    r6 = udp.udp_sendmsg(eth6, 10000, gso_size=1472)
+    assert r6.tx is not None and r6.tx.segmented_at is None
+    assert {p.segmented_by for p in r6.tx.segments} == {"hardware"} and r6.datagrams == r.datagrams
+
+
+def test_local_datagram_over_mtu_is_fragmented_without_dontfrag():
+    # net/ipv4/ip_output.c __ip_make_skb: no DF above the MTU unless IP_PMTUDISC_DO; ip_fragment: 1480-byte pieces
+    v0, _ = netdev.Namespace("6.1").veth("v0", "v1")
+    r = udp.udp_sendmsg(v0, 3000)
+    assert r.error is None and r.datagrams == (3000,)
+    assert r.tx is not None and [p.fragment for p in r.tx.segments] == [True, True, True]
+    assert udp.udp_sendmsg(v0, 3000, dontfrag=True).error == "EMSGSIZE"  # __ip_append_data, maxnonfragsize = mtu
+
+
+# --- the receiving socket ----------------------------------------------------------------------------
+
+
+def _rx(skb):
+    """An skb as the stack hands it to UDP: eth_type_trans pulled the Ethernet header."""
+    from dataclasses import replace
+
+    return replace(skb, headroom=skb.headroom + 14, headlen=skb.headlen - 14)
+
+
+def test_udp_recv_segments_unexpected_gso():
+    # include/linux/udp.h udp_unexpected_gso -> udp_rcv_segment: a plain socket gets one datagram per segment
+    s = _rx(gso_skb(segs=4, gso_size=1000, tail_size=10))
+    plain = udp.udp_recv([s])
+    assert plain.sizes == (1000, 1000, 1000, 10) and plain.gso_sizes == (None,) * 4 and plain.segmented == 1
+    # UDP_GRO (accept_udp_l4): one recvmsg of everything, udp_cmsg_recv gives gso_size
+    grosock = udp.udp_recv([s], udp_gro=True)
+    assert grosock.sizes == (3010,) and grosock.gso_sizes == (1000,) and grosock.datagrams == 4
+
+
+def test_udp_gro_socket_and_fraglist_skbs_by_kernel():
+    # 78352f73dc50 "udp: never accept GSO_FRAGLIST packets" (v5.13): before, gro_enabled accepted any UDP_L4 skb
+    s = _rx(gso_skb(segs=3, gso_size=1000, fraglist=True))
+    assert udp.udp_recv([s], udp_gro=True, kernel="5.12").sizes == (3000,)
+    assert udp.udp_recv([s], udp_gro=True, kernel="5.13").sizes == (1000, 1000, 1000)
+
+
+# --- the running kernel --------------------------------------------------------------------------------
+
+
+def _require_labs():
+    cap = live.available(labs=True)
+    if not cap:
+        pytest.skip(cap.reason)
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("ip", [4, 6])
+def test_live_udp_segment_limits_and_errors(ip):
+    """The selftest's sizes (live.udp_segment_cases) with real UDP_SEGMENT sockets over a veth pair."""
+    _require_labs()
+    rows = live.udp_segment_lab(ip=ip)
+    assert len(rows) == 17
+    bad = [str(r) for r in rows if not r.agrees]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.live
+def test_live_udp_segment_without_checksum_offload_and_with_udp_gro():
+    _require_labs()
+    rows = live.udp_segment_lab([(14000, 1400), (1400, 0), (2945, 1472)], sender={"tx": False})
+    rows += live.udp_segment_lab([(14000, 1400), (2945, 1472), (1, 1)], udp_gro=True)
+    bad = [str(r) for r in rows if not r.agrees]
+    assert not bad, "\n".join(bad)
+
+
+# configurations where a whole GSO skb meets napi_gro_receive: vnetlab.gro's part (models-rx, issue 13)
+_WHOLE_GSO_GRO = {"gro on, rx-udp-gro-forwarding on", "gro on, rx-gro-list on"}
+
+
+@pytest.fixture(scope="module")
+def veth_gro_rows():
+    _require_labs()
+    return {(r.label, r.udp_gro): r for g in (False, True) for r in live.veth_gro_lab(udp_gro=g)}
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("udp_gro", [False, True], ids=["plain", "udp_gro"])
+@pytest.mark.parametrize("label", [
+    pytest.param(label, marks=[pytest.mark.xfail(strict=True, reason="whole GSO skb through GRO: vnetlab.gro "
+                                                 "(models-rx, issue 13); remove when merged")]
+                 if label in _WHOLE_GSO_GRO else [])
+    for label, _ in live.VETH_GRO_CONFIGS])
+def test_live_gro_across_veth(veth_gro_rows, label, udp_gro):
+    row = veth_gro_rows[(label, udp_gro)]
+    assert row.agrees, str(row)
+
+
+@pytest.mark.live
+def test_live_vxlan_passes_udp_gso_whole():
+    """From 5.11 a vxlan device takes a UDP_L4 GSO skb whole (GSO_SOFTWARE); over a veth underlay (which has
+    UDP_TUNNEL and UDP_L4 in hw_enc_features) one skb crosses the pair and the receiver reads 10 datagrams."""
+    _require_labs()
+    rows = live.vxlan_lab()
+    bad = [str(r) for r in rows if not r.agrees]
+    assert not bad, "\n".join(bad)

@@ -1,0 +1,367 @@
+"""The VLAN NAT router of commit 2e4ef10f5850 and its throughput model.
+
+2e4ef10f5850 ("net: add GSO UDP L4 and GSO fraglists to the list of software-backed types", Alexander
+Lobakin, v5.11) put GSO_UDP_L4 and GSO_FRAGLIST into NETIF_F_GSO_SOFTWARE. :func:`router_scenario` receives
+one flow with GRO, routes it as one skb and sends it out through a VLAN (or macvlan, bond, bridge) on a NIC
+with :func:`vnetlab.xmit.send`; :func:`router_throughput` turns the operations counted there into goodput
+under per-operation costs from data/router_costs.toml (order-of-magnitude assumptions, see LIMITATIONS).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vnetlab import features as _features
+from vnetlab.gro import UDP_GRO_CNT_MAX
+from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_HLEN
+from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.profiles import kernel as _kernel
+from vnetlab.segment import _check_int, check_ip, gso_skb, max_gro_segs
+from vnetlab.xmit import Hop, TxResult, send
+
+__all__ = [
+    "COST_OF_OP", "GRO_MODES", "LIMITATIONS", "UPPERS", "RouterCosts", "RouterResult", "RouterThroughput",
+    "egress_stack", "router_gap", "router_gap_requirements", "router_scenario", "router_throughput", "sensitivity",
+]
+
+
+GRO_MODES = ("fraglist", "udp_fwd", "off")
+UPPERS = ("vlan", "macvlan", "bond", "bridge", "bridge_forward", "none")
+
+
+@dataclass(frozen=True)
+class RouterResult:
+    """One GRO batch forwarded by the router: how it was received, where it was segmented, what left.
+
+    ``packets_in``: UDP packets received; ``gro_skbs``: skbs handed to IP (1 when GRO aggregated them all);
+    ``tx``: the :class:`TxResult` of each skb sent; ``nat_translated``: wire packets carrying the NATed
+    addresses (see :data:`LIMITATIONS` and the notes); ``notes``: kernel-specific remarks.
+    """
+
+    kernel: str
+    nic: str
+    gro: str
+    upper: str
+    packets_in: int
+    gso_size: int
+    gro_skbs: int
+    egress: str
+    tx: tuple[TxResult, ...]
+    nat_translated: int
+    notes: tuple[str, ...] = ()
+    ip: int = 4
+
+    @property
+    def segmented_at(self) -> str | None:
+        return next((t.segmented_at for t in self.tx if t.segmented_at), None)
+
+    @property
+    def wire_packets(self) -> int:
+        return sum(t.wire_packets for t in self.tx)
+
+    @property
+    def payload_bytes(self) -> int:
+        return sum(t.payload_bytes for t in self.tx)
+
+    @property
+    def hops(self) -> tuple[Hop, ...]:
+        """The hops of the first skb sent (all skbs of a batch take the same path)."""
+        return self.tx[0].hops if self.tx else ()
+
+    @property
+    def ops(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for t in self.tx:
+            total.update(t.ops)
+        total["rx_packets"] = self.packets_in
+        total["gro_packets"] = self.packets_in if self.gro != "off" and self.gro_skbs < self.packets_in else 0
+        total["route_nat_skbs"] = self.gro_skbs
+        return dict(total)
+
+    def describe(self) -> str:
+        head = (f"kernel {self.kernel}, nic {self.nic}, GRO {self.gro}, egress {self.egress} ({self.upper}): "
+                f"{self.packets_in} packets in, {self.gro_skbs} skb(s) routed, {self.wire_packets} out, "
+                f"segmented at {self.segmented_at or 'no device (hardware or none)'}")
+        return "\n".join([head, *(str(h) for h in self.hops), *self.notes])
+
+
+def egress_stack(*, kernel: str, upper: str, nic: str = "router", nic_params: Mapping[str, Any] | None = None,
+                 port_nic: str | None = None) -> tuple[Any, Any, Any]:
+    """A vnetlab.netdev namespace with eth0 (driver ``nic``) and ``upper`` on it: (namespace, egress, eth0).
+
+    "vlan" eth0.10 on eth0; "macvlan" mv0 on eth0; "bond" bond0 with eth0 enslaved; "bridge" br0 with eth0
+    as port (egress br0); "bridge_forward" the same with egress eth0; "none" eth0 itself. ``port_nic`` adds
+    eth1 of that driver as another bond slave or bridge port.
+    """
+    from vnetlab import netdev
+
+    if upper not in UPPERS:
+        raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
+    net = netdev.Namespace(kernel=_kernel(kernel).version)
+    eth = net.nic("eth0", driver=nic, **dict(nic_params or {}))
+    extra = net.nic("eth1", driver=port_nic) if port_nic else None
+    egress = eth
+    if upper == "vlan":
+        egress = net.vlan("eth0.10", lower=eth, vid=10)
+    elif upper == "macvlan":
+        egress = net.macvlan("mv0", lower=eth)
+    elif upper in ("bond", "bridge", "bridge_forward"):
+        master = net.bond("bond0") if upper == "bond" else net.bridge("br0")
+        for port in (eth, extra):
+            if port is not None:
+                net.set_master(port, master)
+        egress = eth if upper == "bridge_forward" else master
+    return net, egress, eth
+
+
+def router_scenario(
+    *,
+    kernel: str = DEFAULT_KERNEL,
+    nic: str = "router",
+    nic_params: Mapping[str, Any] | None = None,
+    gro: str = "fraglist",
+    upper: str = "vlan",
+    segs: int | None = None,
+    gso_size: int | None = None,
+    port_nic: str | None = None,
+    ip: int = 4,
+) -> RouterResult:
+    """UDP received with GRO, routed and NATed as one skb, sent out through ``upper`` on a NIC.
+
+    ``gro``: "fraglist" (rx-gro-list, NETIF_F_GRO_FRAGLIST, 5.6+), "udp_fwd" (rx-udp-gro-forwarding,
+    NETIF_F_GRO_UDP_FWD, ~5.12+; on older kernels the packets are forwarded one by one) or "off".
+    ``upper``: "vlan" (eth0.10 on eth0), "macvlan", "bond" (eth0 enslaved), "bridge" (routed out through
+    br0 with eth0 as port), "bridge_forward" (bridged port-to-port: br_forward -> dev_queue_xmit on the
+    port, br0's own validate never runs), or "none" (eth0 directly). ``nic``/``nic_params`` choose the
+    vnetlab.netdev driver profile ("router", "virtio_net", "ixgbe"). ``port_nic``: a second NIC driver to add
+    as another bridge port or bond slave (the ONE_FOR_ALL subtlety needs some port's features).
+    ``ip``: 4 or 6; ``gso_size`` defaults to the largest UDP payload the egress MTU carries (1472 for IPv4,
+    1452 for IPv6 at MTU 1500); ``segs`` to what one GRO skb holds (:func:`vnetlab.segment.max_gro_segs`).
+    """
+    if gro not in GRO_MODES:
+        raise ValueError(f"gro must be one of {GRO_MODES}, got {gro!r}")
+    if upper not in UPPERS:
+        raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
+    kv = _kernel(kernel).version
+    check_ip(ip)
+    notes: list[str] = []
+    net, egress, eth = egress_stack(kernel=kv, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
+    if gso_size is None:
+        gso_size = getattr(egress, "mtu", ETH_DATA_LEN) - IP_HLEN[ip] - UDP_HLEN
+    if segs is None:
+        segs = max_gro_segs(gso_size, ip=ip)
+    _check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets")
+    if upper == "bridge_forward":
+        notes.append("bridged port to port: br_forward -> br_dev_queue_push_xmit -> dev_queue_xmit(eth0); "
+                     "br0's features are never consulted (net/bridge/br_forward.c, 6.1)")
+    aggregate = gro == "fraglist" or (gro == "udp_fwd" and "GRO_UDP_FWD" in _features.table(kv).bits)
+    if gro == "udp_fwd" and not aggregate:
+        notes.append(f"kernel {kv} has no NETIF_F_GRO_UDP_FWD (added ~5.12): packets are forwarded one by one")
+    if aggregate and segs > 1:
+        skbs = [gso_skb(segs=segs, gso_size=gso_size, fraglist=gro == "fraglist", ip=ip)]
+    else:
+        skbs = [gso_skb(segs=1, gso_size=gso_size, ip=ip) for _ in range(segs)]
+    # a routed packet leaves through the route device's IP output; a bridged frame only through the port
+    route = upper != "bridge_forward"
+    tx = tuple(send(egress, s, kernel=kv, port=eth, ip=ip, route=route) for s in skbs)
+    translated = sum(t.wire_packets for t in tx)
+    if gro == "fraglist" and aggregate and segs > 1:
+        methods = {h.method for t in tx for h in t.hops}
+        if "skb_segment_list" in methods and _kernel(kv) < "5.11" and ip == 4:
+            # net/ipv4/udp_offload.c __udp_gso_segment_list (mainline 5.10): only the MAC header is copied to each
+            # segment; c3df39ac9b0e __udpv4_gso_segment_list_csum (v5.11-rc7; 5.10.15 as 3d6df63a5cbe) fixes it
+            translated = sum(1 for t in tx)
+            notes.append("5.10: skb_segment_list copies only the MAC header to each frag_list segment; after NAT "
+                         "only the head segment carries the translated IP/UDP header (fixed by c3df39ac9b0e "
+                         "__udpv4_gso_segment_list_csum in v5.11-rc7, in 5.10.y from 5.10.15)")
+        if "skb_segment_list" in methods:
+            notes.append("fraglist GRO skb segmented with skb_segment_list: no new skbs, headers copied per segment")
+    return RouterResult(kv, nic, gro, upper, segs, gso_size, len(skbs), egress.name, tx, translated, tuple(notes),
+                        ip)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Throughput model
+
+LIMITATIONS = """\
+What this throughput model can and cannot tell you.
+
+- Every per-operation cost in data/router_costs.toml is an order-of-magnitude assumption for an in-order
+  MIPS32 core (MT7621-class, 880 MHz). None was measured on the patch author's board, whose SoC, NIC
+  driver (a work-in-progress, never merged) and traffic generator are unknown.
+- The model counts operations the kernel code really performs (dev_queue_xmit calls, skbs allocated by
+  skb_segment, segments built by skb_segment_list, bytes copied) and multiplies them by those costs. It has
+  no caches, no contention, no interrupts or NAPI budget, no qdisc or TX-ring limits, no drops, no
+  retransmissions and no receiver. Any effect that lives there (ring overflow when a GRO batch becomes
+  44 packets at once, cache misses on 44 fresh skbs, a receiver discarding packets) is invisible to it.
+- "20 Mbps -> 1 Gbps" is one measurement quoted in a commit message. A 50x gap needs the slow path to
+  cost about 50x the fast path per packet (when the fast path is at link speed), i.e. hundreds of
+  thousands of cycles per packet on an 880 MHz core. Software segmentation, even with plausible costs
+  several times higher than assumed here, is nowhere near that; see router_gap_requirements().
+- One mechanism that could give a gap of that size without CPU cost (a hypothesis, UNVERIFIED): in 5.10
+  skb_segment_list copied only the MAC header to each segment, so after NAT only the head segment of each
+  fraglist GRO skb carried translated addresses. If the receiver discarded the rest, goodput would be
+  about link speed / segments per GRO skb (1 Gbps / 44 = 23 Mbps). router_throughput(...,
+  drop_untranslated=True) shows it. Whether that happened on the author's setup is not known.
+"""
+
+
+@dataclass(frozen=True)
+class RouterCosts:
+    """Per-operation costs (cycles unless the name says per_byte) and the CPU/link they run on.
+
+    Defaults come from data/router_costs.toml; :meth:`from_table` reads it and keyword overrides replace
+    single values. ``sources`` keeps the provenance of every value.
+    """
+
+    values: Mapping[str, float]
+    sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_table(cls, **overrides: float) -> RouterCosts:
+        from vnetlab.tables import load_table
+
+        table = load_table("router_costs")
+        values: dict[str, float] = {}
+        sources: dict[str, str] = {}
+        for sec in table:
+            section = table[sec]
+            for name in section.values:
+                values[name] = float(section.typed(name, (int, float)))
+                sources[name] = section.source(name)
+        for name, value in overrides.items():
+            if name not in values:
+                raise ValueError(f"unknown cost parameter {name!r}; known: {', '.join(sorted(values))}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+            values[name] = float(value)
+            sources[name] = "override"
+        return cls(values, sources)
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+    def with_(self, **overrides: float) -> RouterCosts:
+        merged = dict(self.values)
+        for name, value in overrides.items():
+            if name not in merged:
+                raise ValueError(f"unknown cost parameter {name!r}; known: {', '.join(sorted(merged))}")
+            merged[name] = float(value)
+        return RouterCosts(merged, {**self.sources, **{n: "override" for n in overrides}})
+
+
+COST_OF_OP = {
+    # ops key -> cost parameter (cycles per unit)
+    "rx_packets": "rx_per_packet",
+    "gro_packets": "gro_per_packet",
+    "route_nat_skbs": "route_nat_per_skb",
+    "dev_queue_xmit": "dev_queue_xmit_per_skb",
+    "validate_xmit_skb": "validate_xmit_per_skb",
+    "vlan_start_xmit": "upper_start_xmit_per_skb",
+    "macvlan_start_xmit": "upper_start_xmit_per_skb",
+    "bond_start_xmit": "upper_start_xmit_per_skb",
+    "bridge_start_xmit": "upper_start_xmit_per_skb",
+    "skb_segment_segs": "skb_segment_per_seg",
+    "skb_segment_list_segs": "skb_segment_list_per_seg",
+    "vlan_tag_insert_sw": "sw_vlan_insert_per_skb",
+    "driver_xmit_skbs": "driver_tx_per_skb",
+    "wire_packets": "tx_complete_per_packet",
+    "segment_copied_bytes": "copy_per_byte",
+    "linearized_bytes": "copy_per_byte",
+}
+
+
+@dataclass(frozen=True)
+class RouterThroughput:
+    """Throughput of one :func:`router_scenario` under :class:`RouterCosts`."""
+
+    cycles_per_batch: float
+    cycles_by_op: Mapping[str, float]
+    packets_per_batch: int
+    cpu_pps: float
+    link_pps: float
+    goodput_bps: float
+    bound: str  # "cpu" or "link"
+    translated_fraction: float
+
+    @property
+    def cycles_per_packet(self) -> float:
+        return self.cycles_per_batch / self.packets_per_batch
+
+
+def router_throughput(result: RouterResult, costs: RouterCosts | None = None, *,
+                      drop_untranslated: bool = False) -> RouterThroughput:
+    """UDP goodput (payload bits per second) of the router in ``result``: the CPU-bound packet rate
+    (cpu_hz / cycles per packet) or the link-bound rate (link_bps / wire bits per frame), whichever is
+    lower. ``drop_untranslated`` counts only wire packets carrying the NATed header (the 5.10 hypothesis
+    in :data:`LIMITATIONS`). See LIMITATIONS for what the numbers mean."""
+    c = costs or RouterCosts.from_table()
+    ops = result.ops
+    by_op: dict[str, float] = {}
+    for op, param in COST_OF_OP.items():
+        if ops.get(op):
+            by_op[op] = ops[op] * c[param]
+    wire_bytes = ops.get("wire_bytes", 0)
+    by_op["dma_cache_bytes"] = 2 * wire_bytes * c["dma_cache_per_byte"]  # received and transmitted once
+    total = sum(by_op.values())
+    n = max(1, result.wire_packets)
+    cpu_pps = c["cpu_hz"] / (total / n)
+    frame = wire_bytes / n + c["ethernet_overhead_bytes"]
+    link_pps = c["link_bps"] / (8 * frame)
+    pps = min(cpu_pps, link_pps)
+    fraction = result.nat_translated / n if drop_untranslated else 1.0
+    payload = result.payload_bytes / n
+    return RouterThroughput(total, by_op, n, cpu_pps, link_pps, pps * payload * 8 * fraction,
+                            "cpu" if cpu_pps < link_pps else "link", fraction)
+
+
+def router_gap(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
+               drop_untranslated: bool = False) -> float:
+    """goodput(after) / goodput(before) under the same costs."""
+    a = router_throughput(after, costs, drop_untranslated=drop_untranslated)
+    b = router_throughput(before, costs, drop_untranslated=drop_untranslated)
+    return a.goodput_bps / b.goodput_bps
+
+
+def sensitivity(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
+                factors: Sequence[float] = (0.5, 2.0)) -> dict[str, tuple[float, ...]]:
+    """How the gap moves when one cost at a time is scaled by each of ``factors`` (a tornado table):
+    parameter -> gap at each factor. CPU and link parameters are scaled too."""
+    c = costs or RouterCosts.from_table()
+    out: dict[str, tuple[float, ...]] = {}
+    for name in sorted(c.values):
+        out[name] = tuple(router_gap(before, after, c.with_(**{name: c[name] * f})) for f in factors)
+    return out
+
+
+def router_gap_requirements(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
+                            target: float = 50.0, max_factor: float = 1e6) -> dict[str, float | None]:
+    """For each cost parameter alone: the value it would need for goodput(after)/goodput(before) to reach
+    ``target`` (None if no value up to ``max_factor`` times the default gets there). This is the "what
+    has to be true for a 50x gap" question; compare each answer with what the operation could cost."""
+    c = costs or RouterCosts.from_table()
+    if not target > 0:
+        raise ValueError(f"target must be a positive ratio, got {target!r}")
+    out: dict[str, float | None] = {}
+    for name in sorted(c.values):
+        base = c[name] if c[name] > 0 else 1.0
+
+        def gap(f: float, name: str = name, base: float = base) -> float:
+            return router_gap(before, after, c.with_(**{name: base * f}))
+
+        lo, hi = 0.0, max_factor
+        if gap(hi) < target:
+            out[name] = None
+            continue
+        for _ in range(100):
+            mid = (lo + hi) / 2 if hi / max(lo, 1e-12) < 4 else math.sqrt(max(lo, 1e-12) * hi)
+            if gap(mid) >= target:
+                hi = mid
+            else:
+                lo = mid
+        out[name] = base * hi
+    return out

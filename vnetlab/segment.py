@@ -1,0 +1,346 @@
+"""Software segmentation of a GSO skb, and the GSO skbs GRO hands to the forwarding path.
+
+- :func:`gso_skb` builds a GSO skb as GRO leaves it (fraglist, or frags spilling into frag_list);
+- :func:`skb_gso_segment` is skb_gso_segment -> inet_gso_segment / ipv6_gso_segment -> __udp_gso_segment
+  (UDP_L4) or tcp{4,6}_gso_segment, ending in :func:`skb_segment` or :func:`skb_segment_list`.
+
+Every function keeps the bytes: the payload of the segments adds up to the payload of the GSO skb, and each
+segment carries one copy of the headers (tests/test_segment.py checks it with hypothesis).
+
+Sources read: Debian linux-source-6.1 (6.1.192) net/core/skbuff.c (skb_segment, skb_segment_list),
+net/ipv4/udp_offload.c (__udp_gso_segment), net/core/gro.c (skb_gro_receive, skb_gro_receive_list); the 5.10
+__udp_gso_segment from the 9fd1ff5d2ac7 / NAT-fix patch mails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
+from vnetlab.gro import GRO_LEGACY_MAX_SIZE, UDP_GRO_CNT_MAX
+from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.profiles import kernel as _kernel
+from vnetlab.skb import Frag, Page, Skb
+
+__all__ = [
+    "L4_HEADER", "RX_FRAG_TRUESIZE", "SegmentResult", "check_ip", "gso_skb", "header_len", "l4_of",
+    "max_gro_segs", "payload_len", "skb_gso_segment", "skb_segment", "skb_segment_list",
+]
+
+RX_FRAG_TRUESIZE = 2048  # truesize charged per received page frag in gso_skb (a half-page rx buffer)
+L4_HEADER = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}
+# include/linux/skbuff.h SKB_GSO_*: UDP_L4 serves IPv4 and IPv6; TCP has one type per IP version.
+_L4_GSO_TYPE = {("udp", 4): "UDP_L4", ("udp", 6): "UDP_L4", ("tcp", 4): "TCPV4", ("tcp", 6): "TCPV6"}
+_HEADROOM = 64  # NET_SKB_PAD on x86_64; only skb_cow_head would look at it, which is not modelled
+
+
+def _check_int(name: str, value: object, lo: int, hi: int, meaning: str = "") -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        extra = f" ({meaning})" if meaning else ""
+        raise ValueError(f"{name} must be an int in {lo}..{hi}{extra}, got {value!r}")
+    return value
+
+
+def check_ip(ip: object) -> int:
+    """4 or 6, else a ValueError naming ``ip``."""
+    if ip not in IP_HLEN or isinstance(ip, bool):
+        raise ValueError(f"ip must be 4 (struct iphdr, 20 bytes) or 6 (struct ipv6hdr, 40 bytes), got {ip!r}")
+    return int(ip)  # type: ignore[arg-type]
+
+
+def _check_l4(l4: object) -> str:
+    if l4 not in L4_HEADER:
+        raise ValueError(f"l4 must be one of {sorted(L4_HEADER)}, got {l4!r}")
+    return str(l4)
+
+
+def header_len(l4: str = "udp", ip: int = 4) -> int:
+    """Ethernet + IP + L4 header bytes in front of each segment's payload (no in-band VLAN tag)."""
+    return ETH_HLEN + IP_HLEN[check_ip(ip)] + L4_HEADER[_check_l4(l4)]
+
+
+def l4_of(skb: Skb) -> str:
+    """"tcp" for a TCPV4/TCPV6 GSO skb, else "udp" (the only other transport the models build)."""
+    return "tcp" if skb.gso_type & {"TCPV4", "TCPV6"} else "udp"
+
+
+def _skb_header_len(skb: Skb, inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0,
+                    link_hlen: int = ETH_HLEN) -> int:
+    if "TCPV6" in skb.gso_type and ip != 6 or "TCPV4" in skb.gso_type and ip != 4:
+        raise ValueError(f"ip={ip} does not match the skb's gso_type {sorted(skb.gso_type)}")
+    return header_len(l4_of(skb), ip) - ETH_HLEN + link_hlen + VLAN_HLEN * inband_vlan_tags + outer
+
+
+def payload_len(skb: Skb, inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0) -> int:
+    """L4 payload bytes carried by ``skb`` (its len minus one set of headers; ``outer``: tunnel headers)."""
+    return skb.len - _skb_header_len(skb, inband_vlan_tags, ip, outer)
+
+
+def max_gro_segs(gso_size: int, *, l4: str = "udp", ip: int = 4, gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> int:
+    """How many full segments one GRO skb holds: p->len + len < gro_max_size, p->len counted from the network
+    header (net/core/gro.c skb_gro_receive / skb_gro_receive_list, 6.1), and for UDP at most UDP_GRO_CNT_MAX
+    (net/ipv4/udp_offload.c udp_gro_receive_segment)."""
+    _check_int("gso_size", gso_size, 1, IP_MAX_MTU)
+    l3l4 = IP_HLEN[check_ip(ip)] + L4_HEADER[_check_l4(l4)]
+    n = (gro_max_size - 1 - l3l4) // gso_size
+    return max(1, min(n, UDP_GRO_CNT_MAX) if l4 == "udp" else n)
+
+
+def gso_skb(
+    *,
+    l4: str = "udp",
+    segs: int,
+    gso_size: int,
+    fraglist: bool = False,
+    vlan_tag: int | None = None,
+    tail_size: int | None = None,
+    max_skb_frags: int = 17,
+    ip: int = 4,
+) -> Skb:
+    """A forwarded GSO skb as GRO hands it up, at the point dev_queue_xmit() sees it (skb->data at the MAC
+    header, so ``len`` counts ETH_HLEN + IP + L4 header once plus every segment's payload).
+
+    - ``fraglist=True`` (skb_gro_receive_list, net/core/gro.c 6.1): the head is the first packet, linear
+      (headers + first payload, a build_skb head); each further packet is a whole skb on ``frag_list`` with
+      its headers pulled (headlen = its payload). gso_type {UDP_L4, FRAGLIST} (udp{4,6}_gro_complete, 6.1).
+    - otherwise (skb_gro_receive cases 1/2, C.1 of the fact sheet): the head holds only the headers, each
+      packet's payload is one page frag; once the head has ``max_skb_frags`` frags, GRO case 3 chains a
+      new skb on ``frag_list`` (headlen 0 after the header pull) which takes up to ``max_skb_frags`` frags
+      in turn. That is the layout an ETH_HLEN-copy or build_skb receive path gives (17 per sk_buff).
+
+    UDP GRO stops at UDP_GRO_CNT_MAX packets (udp_gro_receive_segment), so ``segs`` is at most that for
+    ``l4="udp"``; a socket's own UDP_SEGMENT skb is built by :func:`vnetlab.udp.udp_sendmsg` instead.
+    ``tail_size`` is the last segment's payload (default ``gso_size``): GRO merges one shorter segment and
+    then flushes. ``vlan_tag`` sets a hardware-accelerated tag (skb->vlan_tci), as a VLAN device's
+    ndo_start_xmit would. ip_summed is CHECKSUM_UNNECESSARY for fraglist (__skb_incr_checksum_unnecessary)
+    and CHECKSUM_PARTIAL otherwise (udp_gro_complete_segment / tcp_gro_complete), both 6.1.
+    """
+    _check_l4(l4)
+    check_ip(ip)
+    if not isinstance(fraglist, bool):
+        raise ValueError(f"fraglist must be True or False, got {fraglist!r}")
+    _check_int("max_skb_frags", max_skb_frags, 16, 45, "MAX_SKB_FRAGS")
+    l3l4 = IP_HLEN[ip] + L4_HEADER[l4]
+    _check_int("gso_size", gso_size, 1, IP_MAX_MTU - l3l4)
+    if l4 == "udp":
+        _check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets")
+    else:
+        _check_int("segs", segs, 1, IP_MAX_MTU)
+    if tail_size is None:
+        tail_size = gso_size
+    _check_int("tail_size", tail_size, 1, gso_size, "the last segment is at most gso_size")
+    if vlan_tag is not None:
+        _check_int("vlan_tag", vlan_tag, 0, 4095, "VLAN_VID_MASK")
+    payload = (segs - 1) * gso_size + tail_size
+    # net/core/gro.c skb_gro_receive: GRO refuses a merge that would reach 65536 bytes from the network header.
+    if l3l4 + payload >= GRO_LEGACY_MAX_SIZE:
+        most = (GRO_LEGACY_MAX_SIZE - 1 - l3l4 - tail_size) // gso_size + 1
+        raise ValueError(
+            f"segs * gso_size too large: the IPv{ip} packet would be {l3l4 + payload} bytes and GRO stops below "
+            f"{GRO_LEGACY_MAX_SIZE} (segs must be at most {most} for gso_size {gso_size})"
+        )
+    hdr = header_len(l4, ip)
+    sizes = [gso_size] * (segs - 1) + [tail_size]
+    gso_type = {_L4_GSO_TYPE[(l4, ip)]}
+    gso = {"gso_size": gso_size if segs > 1 else 0, "gso_segs": segs if segs > 1 else 0}
+    if fraglist:
+        members = [
+            Skb(
+                headlen=size, truesize=RX_FRAG_TRUESIZE, head_frag=True, head_kind="build_skb",
+                end_offset=_HEADROOM + hdr + size, headroom=_HEADROOM + hdr,
+                head_page=Page(pfn=1000 + i), ip_summed="CHECKSUM_UNNECESSARY",
+            )
+            for i, size in enumerate(sizes[1:], start=1)
+        ]
+        return Skb(
+            headlen=hdr + sizes[0], truesize=RX_FRAG_TRUESIZE + sum(m.truesize for m in members),
+            head_frag=True, head_kind="build_skb", end_offset=_HEADROOM + hdr + sizes[0], headroom=_HEADROOM,
+            head_page=Page(pfn=1000), frag_list=members,
+            gso_type=frozenset(gso_type | {"FRAGLIST"}) if segs > 1 else frozenset(),
+            vlan_tag=vlan_tag, ip_summed="CHECKSUM_UNNECESSARY", **gso,
+            note="fraglist GRO skb (skb_gro_receive_list)",
+        )
+    frags = [Frag(Page(pfn=2000 + i), offset=0, size=s, truesize=RX_FRAG_TRUESIZE) for i, s in enumerate(sizes)]
+    head_frags, rest = frags[:max_skb_frags], frags[max_skb_frags:]
+    members = []
+    while rest:
+        chunk, rest = rest[:max_skb_frags], rest[max_skb_frags:]
+        members.append(
+            Skb(headlen=0, truesize=256 + sum(f.truesize for f in chunk), head_frag=False, head_kind="kmalloc",
+                end_offset=_HEADROOM + hdr, headroom=_HEADROOM + hdr, frags=chunk)
+        )
+    return Skb(
+        headlen=hdr, truesize=512 + sum(f.truesize for f in head_frags) + sum(m.truesize for m in members),
+        head_frag=False, head_kind="kmalloc", end_offset=_HEADROOM + 128, headroom=_HEADROOM,
+        frags=head_frags, frag_list=members,
+        gso_type=frozenset(gso_type) if segs > 1 else frozenset(), vlan_tag=vlan_tag,
+        ip_summed="CHECKSUM_PARTIAL", note="GRO skb (skb_gro_receive)", **gso,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Software segmentation
+
+
+@dataclass(frozen=True)
+class SegmentResult:
+    """What skb_gso_segment() returned: the new skbs and how they were made.
+
+    ``method``: "skb_segment", "skb_segment_list", "skb_segment (split at frag_list boundaries)" or
+    "linearize+skb_segment". ``skb_allocs`` counts new sk_buffs (__alloc_skb or skb_clone); ``header_copies``
+    counts header blocks written; ``copied_bytes`` counts payload bytes copied (0 with SG).
+    """
+
+    method: str
+    segs: tuple[Skb, ...]
+    skb_allocs: int
+    header_copies: int
+    copied_bytes: int
+    note: str = ""
+
+
+def _segment_skb(hdr: int, payload: int, *, sg: bool, frags: Sequence[Frag] = (), template: Skb) -> Skb:
+    if sg and frags:
+        return Skb(headlen=hdr, truesize=512 + payload, head_frag=False, end_offset=_HEADROOM + hdr + 64,
+                   headroom=_HEADROOM, frags=list(frags), vlan_tag=template.vlan_tag, ip_summed=template.ip_summed)
+    return Skb(headlen=hdr + payload, truesize=512 + hdr + payload, head_frag=False,
+               end_offset=_HEADROOM + hdr + payload, headroom=_HEADROOM, vlan_tag=template.vlan_tag,
+               ip_summed=template.ip_summed)
+
+
+def _payload_frags(skb: Skb, hdr: int) -> list[tuple[int, Frag | None]]:
+    """The payload of skb in order, as (size, frag-or-None-for-linear) pieces (skb_walk_frags order)."""
+    pieces: list[tuple[int, Frag | None]] = []
+    for i, part in enumerate(skb.walk()):
+        lin = part.headlen - (hdr if i == 0 else 0)
+        if lin > 0:
+            pieces.append((lin, None))
+        pieces.extend((f.size, f) for f in part.frags)
+    return pieces
+
+
+def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: int = 4,
+                outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
+    """net/core/skbuff.c skb_segment (6.1): one new skb per gso_size of payload, headers copied into each.
+
+    With SG and checksum offload the new skbs share the payload pages (frag refs); without SG the payload
+    is copied into each new linear skb. With a frag_list, SG, checksum and the gso_type supported (only
+    FRAGLIST missing), and uniform geometry (no linear non-head_frag members, every member but the last
+    of equal length, the head's payload equal to it), the skb is split into GSO skbs at frag_list
+    boundaries instead (the "partial_segs" path), which the driver then segments in hardware. ``outer``:
+    tunnel headers in front (skb_udp_tunnel_segment copies them into every segment as well); ``link_hlen``:
+    the link header in front of the IP header (ETH_HLEN on the transmit path, 0 for a received skb).
+    """
+    hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
+    mss = skb.gso_size
+    payload = skb.len - hdr
+    sg = "SG" in features
+    csum = can_checksum_protocol(features, ip)
+    if sg and csum and skb.frag_list and net_gso_ok(features, skb.gso_type):
+        # net/core/skbuff.c skb_segment (6.1): split a frag_list GSO skb into GSO skbs without frag_list
+        frag_len = skb.frag_list[0].len
+        uniform = all(
+            (m.len == frag_len or m is skb.frag_list[-1]) and not (m.headlen and not m.head_frag)
+            for m in skb.frag_list
+        )
+        head_payload = payload - sum(m.len for m in skb.frag_list)
+        if uniform and head_payload == frag_len and frag_len // mss > 1:
+            per = (frag_len // mss) * mss
+            segs = []
+            left = payload
+            while left > 0:
+                size = min(per, left)
+                seg = _segment_skb(hdr, size, sg=False, template=skb)
+                n = math.ceil(size / mss)
+                # skb_segment (6.1): the tail gets gso_size 0 when it is at most one gso_size
+                segs.append(replace(seg, gso_type=skb.gso_type, gso_size=mss if n > 1 else 0,
+                                    gso_segs=n if n > 1 else 0))
+                left -= size
+            return SegmentResult("skb_segment (split at frag_list boundaries)", tuple(segs), len(segs),
+                                 len(segs), 0, note="GSO skbs of one frag_list member each; hardware segments them")
+    pieces = _payload_frags(skb, hdr)
+    segs = []
+    copied = 0
+    left = payload
+    while left > 0:
+        size = min(mss, left)
+        frags: list[Frag] = []
+        need = size
+        while need > 0 and pieces:
+            psize, frag = pieces[0]
+            take = min(psize, need)
+            if frag is not None:
+                frags.append(Frag(frag.page, frag.offset + (frag.size - psize), take, 0))
+            else:
+                copied += take  # payload in a linear part is copied into the new head
+            need -= take
+            pieces[0] = (psize - take, frag)
+            if pieces[0][0] == 0:
+                pieces.pop(0)
+        if not sg:
+            copied += sum(f.size for f in frags)
+            frags = []
+        segs.append(_segment_skb(hdr, size, sg=sg, frags=frags, template=skb))
+        left -= size
+    return SegmentResult("skb_segment", tuple(segs), len(segs), len(segs), copied)
+
+
+def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: int = 4,
+                     outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
+    """net/core/skbuff.c skb_segment_list (6.1): the head and each frag_list member become the segments;
+    the head's headers are copied in front of each member (skb_copy_from_linear_data_offset); no new
+    sk_buffs and no payload copy, unless a member needs linearizing (frags without SG)."""
+    hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
+    out = []
+    copied = 0
+    head = Skb(headlen=skb.headlen, truesize=skb.truesize - sum(m.truesize for m in skb.frag_list),
+               head_frag=skb.head_frag, head_kind=skb.head_kind, end_offset=skb.end_offset,
+               headroom=skb.headroom, frags=list(skb.frags), vlan_tag=skb.vlan_tag, ip_summed=skb.ip_summed)
+    for member in [head] + [
+        Skb(headlen=m.headlen + hdr, truesize=m.truesize, head_frag=m.head_frag, head_kind=m.head_kind,
+            end_offset=m.end_offset, headroom=max(0, m.headroom - hdr), frags=list(m.frags),
+            vlan_tag=skb.vlan_tag, ip_summed=skb.ip_summed)
+        for m in skb.frag_list
+    ]:
+        # include/linux/skbuff.h skb_needs_linearize (6.1): frags without NETIF_F_SG
+        if member.frags and "SG" not in features:
+            copied += member.data_len
+            member = replace(member, headlen=member.len, frags=[], end_offset=member.headroom + member.len)
+        out.append(member)
+    return SegmentResult("skb_segment_list", tuple(out), 0, len(skb.frag_list), copied)
+
+
+def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DEFAULT_KERNEL,
+                    inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
+    """skb_gso_segment -> inet_gso_segment / ipv6_gso_segment -> __udp_gso_segment (UDP_L4), or
+    tcp{4,6}_gso_segment -> skb_segment (TCP). For FRAGLIST:
+
+    - 5.10: __udp_gso_segment goes straight to __udp_gso_segment_list / skb_segment_list (9fd1ff5d2ac7, 5.6);
+    - 6.1 (6.1.113+ stable, mainline 6.12) and 6.18: only if the head holds exactly one gso_size of
+      payload and the skb is not DODGY; otherwise the skb is linearized and goes to skb_segment
+      (a1e40ac5b5e9, "gso: fix udp gso fraglist segmentation after pull from frag_list").
+
+    ``outer`` > 0: an encapsulated skb (SKB_GSO_UDP_TUNNEL): net/ipv4/udp_offload.c skb_udp_tunnel_segment
+    segments the inner packet the same way and copies the ``outer`` header bytes into every segment.
+    """
+    if not skb.is_gso():
+        raise ValueError("skb must be a GSO skb (gso_size != 0) to be segmented")
+    k = _kernel(kernel)
+    hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
+    kw = {"inband_vlan_tags": inband_vlan_tags, "ip": ip, "outer": outer, "link_hlen": link_hlen}
+    if "FRAGLIST" in skb.gso_type:
+        head_payload = skb.headlen - hdr + sum(f.size for f in skb.frags)
+        valid = head_payload == skb.gso_size and "DODGY" not in skb.gso_type and skb.frag_list
+        # net/ipv4/udp_offload.c __udp_gso_segment (5.10): FRAGLIST -> __udp_gso_segment_list unconditionally
+        if k < "6.1" or valid:
+            return skb_segment_list(skb, features, **kw)
+        # net/ipv4/udp_offload.c __udp_gso_segment (6.1.192): modified geometry -> __skb_linearize + skb_segment
+        flat = Skb(headlen=skb.len, truesize=skb.truesize, head_frag=False, end_offset=skb.len + _HEADROOM,
+                   headroom=_HEADROOM, gso_type=skb.gso_type, gso_size=skb.gso_size, gso_segs=skb.gso_segs,
+                   vlan_tag=skb.vlan_tag, ip_summed="CHECKSUM_PARTIAL")
+        res = skb_segment(flat, features, **kw)
+        return replace(res, method="linearize+skb_segment", copied_bytes=res.copied_bytes + skb.data_len)
+    return skb_segment(skb, features, **kw)

@@ -1,0 +1,303 @@
+"""A UDP socket's view: udp_sendmsg with UDP_SEGMENT (GSO) and what recvmsg returns, per kernel.
+
+- :func:`udp_sendmsg` follows net/ipv4/udp.c udp_sendmsg -> ip_make_skb (__ip_append_data) -> udp_send_skb,
+  and net/ipv6/udp.c udpv6_sendmsg -> ip6_make_skb (__ip6_append_data) -> udp_v6_send_skb: it returns the
+  errno the kernel returns, or the skb and what :func:`vnetlab.xmit.send` puts on the wire (the datagrams,
+  their sizes, the short last one);
+- :func:`udp_recv` is the receiving socket: udp_queue_rcv_skb / udpv6_queue_rcv_skb segment a GSO skb the
+  socket did not ask for (udp_unexpected_gso -> udp_rcv_segment), and recvmsg returns one datagram per
+  queued skb, with UDP_GRO's cmsg carrying gso_size (udp_cmsg_recv);
+- :func:`send_over_veth` puts both together across a veth pair (:func:`vnetlab.xmit.veth_xmit` in between).
+
+The limits that differ per kernel (sources: Debian linux-source-5.10 (5.10.223), linux-source-6.1 (6.1.192),
+linux-source-6.12 (6.12.117) and the ≈6.18 mirror Kingxukai/linux @ 0291023e7330):
+
+- UDP_MAX_SEGMENTS (include/linux/udp.h): 64 (1 << 6) up to 6.10; 128 (1 << 7) from 1382e3b6a350 ("net:
+  change maximum number of UDP segments to 128", v6.11), also in 6.1.y (Debian 6.1.192) and 5.15.y;
+- the gso_size-against-MTU check in udp_send_skb: ``hlen + gso_size > fragsize`` -> EINVAL, even for a
+  datagram shorter than gso_size, before 235174b2bed8 ("udp: gso: do not drop small packets when PMTU
+  reduces", 2025, in 6.1.y / Debian 6.1.192 and 6.18); after it ``hlen + min(datalen, gso_size) > fragsize``
+  -> EMSGSIZE;
+- a route device without checksum offload: udp_send_skb returns EIO for a UDP_SEGMENT send (ip_summed not
+  CHECKSUM_PARTIAL) until 10154dbded6d ("udp: Allow GSO transmit from devices with no checksum offload",
+  v6.11), absent in 6.1.192, present in 6.18: there the skb is segmented in software instead;
+- a UDP_GRO socket accepts a fraglist GSO skb whole until 78352f73dc50 ("udp: never accept GSO_FRAGLIST
+  packets", v5.13): from then udp_unexpected_gso segments it.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from vnetlab.features import FeatureSet, can_checksum_protocol, mask
+from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.profiles import kernel as _kernel
+from vnetlab.segment import check_ip, skb_gso_segment
+from vnetlab.skb import Frag, Page, Skb
+from vnetlab.xmit import TxResult, VethRx, send
+
+__all__ = [
+    "SOL_UDP", "UDP_GRO", "UDP_SEGMENT", "UdpRecv", "UdpSend", "UdpTransfer", "send_over_veth", "udp_max_segments",
+    "udp_recv", "udp_sendmsg",
+]
+
+SOL_UDP = 17  # include/linux/socket.h
+UDP_SEGMENT = 103  # include/uapi/linux/udp.h: setsockopt / cmsg, the gso_size of a send
+UDP_GRO = 104  # include/uapi/linux/udp.h: setsockopt, and the cmsg recvmsg returns gso_size in
+IP6_MAX_MTU = IP_MAX_MTU + IP_HLEN[6]  # include/net/ip6_route.h: 0xFFFF + sizeof(struct ipv6hdr)
+_PAGE_FRAG = 32768  # include/net/sock.h SKB_FRAG_PAGE_ORDER: sk_page_frag refills 32 KiB
+
+
+def udp_max_segments(kernel: str | Kernel = DEFAULT_KERNEL) -> int:
+    """include/linux/udp.h UDP_MAX_SEGMENTS: 64 until 1382e3b6a350 (v6.11; in 6.1.y, so Debian 6.1.192), then 128."""
+    k = _kernel(kernel)
+    return 128 if k >= "6.1" else 64
+
+
+def _mss_check_is_min(k: Kernel) -> bool:
+    # net/ipv4/udp.c udp_send_skb: 235174b2bed8 (2025; Debian 6.1.192, ≈6.18) checks min(datalen, gso_size)
+    return k >= "6.1"
+
+
+def _gso_needs_csum_offload(k: Kernel) -> bool:
+    # net/ipv4/udp.c udp_send_skb: "ip_summed != CHECKSUM_PARTIAL -> -EIO" until 10154dbded6d (v6.11)
+    return k < "6.11"
+
+
+def _udp_gro_accepts_fraglist(k: Kernel) -> bool:
+    # include/linux/udp.h udp_unexpected_gso: before 78352f73dc50 (v5.13) only !gro_enabled && UDP_L4
+    return k < "5.13"
+
+
+@dataclass(frozen=True)
+class UdpSend:
+    """What one sendmsg() of ``length`` payload bytes did.
+
+    ``error``: None, or the errno name the call returns ("EMSGSIZE", "EINVAL", "EIO"), with ``reason`` (the
+    kernel function and rule); ``skb``: the skb udp_send_skb handed to IP; ``tx``: :func:`vnetlab.xmit.send`
+    of it; ``datagrams``: the UDP payload size of each datagram sent, in order: the segments of a GSO skb
+    (also when a veth hands the skb to its peer whole; the receiver segments it or keeps it, see
+    :func:`udp_recv`), one entry for a datagram that left as IP fragments.
+    """
+
+    length: int
+    gso_size: int
+    ip: int
+    kernel: str
+    error: str | None
+    reason: str
+    skb: Skb | None = None
+    tx: TxResult | None = None
+
+    @property
+    def errno(self) -> int | None:
+        return None if self.error is None else getattr(_errno, self.error)
+
+    @property
+    def datagrams(self) -> tuple[int, ...]:
+        if self.skb is None:
+            return ()
+        # the datagram boundaries are fixed by gso_size at the sender: every segmentation on the way (a
+        # device's skb_segment, the NIC's USO, the receiver's udp_rcv_segment) cuts at the same offsets
+        step = self.skb.gso_size if self.skb.is_gso() else self.length
+        return tuple(min(step, self.length - off) for off in range(0, self.length, step)) if step else (0,)
+
+    @property
+    def gso_segs(self) -> int:
+        return self.skb.gso_segs if self.skb is not None else 0
+
+
+def _fail(length: int, gso: int, ip: int, k: Kernel, name: str, reason: str) -> UdpSend:
+    return UdpSend(length, gso, ip, k.version, name, reason)
+
+
+def _udp_skb(length: int, gso_size: int, ip: int, partial: bool, paged: bool) -> Skb:
+    """The skb __ip_append_data / __ip6_append_data builds, as dev_queue_xmit sees it (link header pushed).
+
+    With gso_size (paged): the headers in the linear part and the payload in sk_page_frag pages, 32 KiB each
+    (skb_copy_to_page_nocache); without: one linear skb (fraglen fits SKB_MAX_ALLOC)."""
+    hdr = ETH_HLEN + IP_HLEN[ip] + UDP_HLEN
+    headroom = 64
+    if paged:
+        frags = [Frag(Page(pfn=3000 + i, size=_PAGE_FRAG), 0, min(_PAGE_FRAG, length - off), 0)
+                 for i, off in enumerate(range(0, length, _PAGE_FRAG))]
+        skb = Skb(headlen=hdr, truesize=768 + length, head_frag=False, end_offset=headroom + hdr + 64,
+                  headroom=headroom, frags=frags)
+    else:
+        skb = Skb(headlen=hdr + length, truesize=768 + hdr + length, head_frag=False,
+                  end_offset=headroom + hdr + length, headroom=headroom)
+    skb.ip_summed = "CHECKSUM_PARTIAL" if partial else "CHECKSUM_NONE"
+    if gso_size and length > gso_size:
+        skb.gso_size = gso_size
+        skb.gso_type = frozenset({"UDP_L4"})
+        skb.gso_segs = -(-length // gso_size)
+    return skb
+
+
+def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, kernel: str | None = None,
+                dontfrag: bool = False, no_check_tx: bool = False, peer_udp_gro: bool = False) -> UdpSend:
+    """sendmsg() of ``length`` payload bytes on a UDP socket whose route leaves through ``dev`` (a
+    vnetlab.netdev device; its ``mtu`` is the route MTU, its ``features`` decide checksum offload).
+
+    ``gso_size``: setsockopt(SOL_UDP, UDP_SEGMENT) or the UDP_SEGMENT cmsg (0: no GSO). ``dontfrag``:
+    IP_MTU_DISCOVER=IP_PMTUDISC_DO / IPV6_DONTFRAG. ``no_check_tx``: SO_NO_CHECK / UDP_NO_CHECK6_TX.
+    ``peer_udp_gro``: when ``dev`` is a veth, whether the socket behind its peer set UDP_GRO (the peer's GRO
+    step looks the socket up). The checks run in the order the kernel makes them, each citing its source.
+    """
+    check_ip(ip)
+    kv = _kernel(kernel or getattr(getattr(dev, "ns", None), "kernel", None) or DEFAULT_KERNEL)
+    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+        raise ValueError(f"length must be a non-negative int (bytes of UDP payload), got {length!r}")
+    if isinstance(gso_size, bool) or not isinstance(gso_size, int):
+        raise ValueError(f"gso_size must be an int (UDP_SEGMENT), got {gso_size!r}")
+    if not 0 <= gso_size <= 0xFFFF:
+        # net/ipv4/udp.c udp_lib_setsockopt UDP_SEGMENT: val < 0 || val > USHRT_MAX -> -EINVAL
+        return _fail(length, gso_size, ip, kv, "EINVAL", "udp_lib_setsockopt: UDP_SEGMENT outside 0..65535")
+    if ip == 4 and length > 0xFFFF:
+        # net/ipv4/udp.c udp_sendmsg: len > 0xFFFF -> -EMSGSIZE
+        return _fail(length, gso_size, ip, kv, "EMSGSIZE", "udp_sendmsg: len > 0xFFFF")
+    mtu = int(getattr(dev, "mtu", 1500))
+    ulen = length + UDP_HLEN
+    hlen = IP_HLEN[ip] + UDP_HLEN
+    if ip == 4:
+        # net/ipv4/ip_output.c __ip_append_data: mtu = gso_size ? IP_MAX_MTU : fragsize; maxnonfragsize is
+        # IP_MAX_MTU unless IP_PMTUDISC_DO (ip_sk_ignore_df); length > maxnonfragsize - 20 -> -EMSGSIZE
+        amtu = IP_MAX_MTU if gso_size else mtu
+        maxnonfrag = amtu if dontfrag else IP_MAX_MTU
+        if ulen > maxnonfrag - IP_HLEN[4]:
+            return _fail(length, gso_size, ip, kv, "EMSGSIZE",
+                         f"__ip_append_data: {ulen} B of UDP > {maxnonfrag} - 20 (maxnonfragsize - fragheaderlen)")
+    else:
+        amtu = IP6_MAX_MTU if gso_size else mtu
+        # net/ipv6/ip6_output.c __ip6_append_data: with IPV6_DONTFRAG, length > mtu - headersize -> -EMSGSIZE
+        if dontfrag and ulen > amtu - IP_HLEN[6]:
+            return _fail(length, gso_size, ip, kv, "EMSGSIZE",
+                         f"__ip6_append_data: dontfrag and {ulen} B of UDP > mtu {amtu} - 40")
+        # __ip6_append_data: maxnonfragsize = sizeof(ipv6hdr) + IPV6_MAXPLEN (ip6_sk_ignore_df) -> 65535 of UDP
+        if ulen > IP_MAX_MTU:
+            return _fail(length, gso_size, ip, kv, "EMSGSIZE", f"__ip6_append_data: {ulen} B of UDP > IPV6_MAXPLEN")
+    feats = FeatureSet.coerce(getattr(dev, "features", None), kv.version)
+    # __ip_append_data / __ip6_append_data: CHECKSUM_PARTIAL when the first skb holds it all and the route
+    # device offloads the checksum (IP_CSUM | HW_CSUM, IPV6_CSUM | HW_CSUM)
+    partial = ulen + IP_HLEN[ip] <= amtu and can_checksum_protocol(feats & mask("CSUM_MASK", kv.version), ip)
+    if gso_size:
+        datalen = length
+        if _mss_check_is_min(kv):
+            # net/ipv4/udp.c udp_send_skb (6.1.192): hlen + min(datalen, gso_size) > fragsize -> -EMSGSIZE
+            if hlen + min(datalen, gso_size) > mtu:
+                return _fail(length, gso_size, ip, kv, "EMSGSIZE",
+                             f"udp_send_skb: {hlen} + min({datalen}, {gso_size}) > fragsize {mtu}")
+        elif hlen + gso_size > mtu:
+            # net/ipv4/udp.c udp_send_skb (5.10): hlen + gso_size > fragsize -> -EINVAL
+            return _fail(length, gso_size, ip, kv, "EINVAL", f"udp_send_skb: {hlen} + {gso_size} > fragsize {mtu}")
+        most = udp_max_segments(kv)
+        if datalen > gso_size * most:
+            # udp_send_skb: datalen > gso_size * UDP_MAX_SEGMENTS -> -EINVAL
+            return _fail(length, gso_size, ip, kv, "EINVAL",
+                         f"udp_send_skb: {datalen} > {gso_size} * UDP_MAX_SEGMENTS ({most})")
+        if no_check_tx:
+            # udp_send_skb: sk->sk_no_check_tx (udp_v6_send_skb: udp_get_no_check6_tx) -> -EINVAL
+            return _fail(length, gso_size, ip, kv, "EINVAL", "udp_send_skb: checksums off (SO_NO_CHECK)")
+        if not partial and _gso_needs_csum_offload(kv):
+            # udp_send_skb (6.1): skb->ip_summed != CHECKSUM_PARTIAL -> -EIO
+            return _fail(length, gso_size, ip, kv, "EIO",
+                         f"udp_send_skb: {getattr(dev, 'name', 'dev')} cannot checksum IPv{ip} (ip_summed not PARTIAL)")
+    skb = _udp_skb(length, gso_size, ip, partial, paged=bool(gso_size))
+    # net/ipv4/ip_output.c __ip_make_skb: a local datagram longer than the route MTU leaves without DF and is
+    # fragmented (ip_fragment) unless IP_PMTUDISC_DO, which __ip_append_data already refused above
+    tx = send(dev, skb, kernel=kv.version, ip=ip, df=dontfrag, local_udp=True, udp_gro=peer_udp_gro)
+    reason = (f"GSO skb of {skb.gso_segs} segments of {gso_size} B" if skb.is_gso()
+              else "one datagram" + (" (gso_size set, datalen <= gso_size: no GSO)" if gso_size else ""))
+    return UdpSend(length, gso_size, ip, kv.version, None, reason, skb, tx)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The receiving socket
+
+
+@dataclass(frozen=True)
+class UdpRecv:
+    """What recvmsg() returns, call by call: ``sizes`` (bytes of each datagram or GRO skb) and ``gso_sizes``
+    (the UDP_GRO cmsg value, None when recvmsg carries none). ``segmented``: skbs udp_rcv_segment split."""
+
+    sizes: tuple[int, ...]
+    gso_sizes: tuple[int | None, ...]
+    segmented: int = 0
+
+    @property
+    def calls(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.sizes)
+
+    @property
+    def datagrams(self) -> int:
+        """Datagrams the payload stands for: a GRO skb counts its gso_size segments."""
+        return sum(-(-s // g) if g else 1 for s, g in zip(self.sizes, self.gso_sizes))
+
+
+def _unexpected_gso(skb: Skb, udp_gro: bool, k: Kernel) -> bool:
+    # include/linux/udp.h udp_unexpected_gso (6.1): GSO UDP_L4 without accept_udp_l4 (set by UDP_GRO), or
+    # FRAGLIST without accept_udp_fraglist (never set for a plain socket, from 78352f73dc50, v5.13)
+    if not skb.is_gso():
+        return False
+    if "UDP_L4" in skb.gso_type and not udp_gro:
+        return True
+    return "FRAGLIST" in skb.gso_type and not _udp_gro_accepts_fraglist(k)
+
+
+def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: int = 4,
+             kernel: str | Kernel = DEFAULT_KERNEL) -> UdpRecv:
+    """The skbs the stack hands a UDP socket (skb->data at the IP header, as after eth_type_trans) -> recvmsg.
+
+    net/ipv4/udp.c udp_queue_rcv_skb (net/ipv6/udp.c udpv6_queue_rcv_skb): an unexpected GSO skb goes through
+    udp_rcv_segment -> __skb_gso_segment(NETIF_F_SG | NETIF_F_GSO_SOFTWARE) and each segment is queued as a
+    datagram; anything else is queued whole. udp_recvmsg: one skb per call; with UDP_GRO (GRO_ENABLED)
+    udp_cmsg_recv adds the UDP_GRO cmsg = gso_size for a UDP_L4 GSO skb.
+    """
+    check_ip(ip)
+    k = _kernel(kernel)
+    sizes: list[int] = []
+    gsos: list[int | None] = []
+    segmented = 0
+    hdr = IP_HLEN[ip] + UDP_HLEN  # after eth_type_trans the skb starts at the IP header
+    feats = FeatureSet.from_names(["SG"], k.version) | mask("GSO_SOFTWARE", k.version)
+    for skb in skbs:
+        if _unexpected_gso(skb, udp_gro, k):
+            segmented += 1
+            res = skb_gso_segment(skb, feats, kernel=k.version, ip=ip, link_hlen=0)
+            for seg in res.segs:
+                sizes.append(seg.len - hdr)
+                gsos.append(None)
+            continue
+        sizes.append(skb.len - hdr)
+        gsos.append(skb.gso_size if udp_gro and "UDP_L4" in skb.gso_type and skb.is_gso() else None)
+    return UdpRecv(tuple(sizes), tuple(gsos), segmented)
+
+
+@dataclass(frozen=True)
+class UdpTransfer:
+    """:func:`send_over_veth`: the send, the receiving veth's path and GRO, and the receiving socket."""
+
+    send: UdpSend
+    rx: VethRx | None
+    recv: UdpRecv | None
+
+
+def send_over_veth(dev: object, length: int, *, gso_size: int = 0, udp_gro: bool = False, ip: int = 4,
+                   kernel: str | None = None, dontfrag: bool = False) -> UdpTransfer:
+    """udp_sendmsg on veth ``dev`` into a UDP socket behind its peer (``udp_gro``: that socket set UDP_GRO).
+
+    The peer's receive path is :func:`vnetlab.xmit.veth_xmit` (backlog or NAPI + GRO per kernel, XDP and the
+    peer's ``gro``, ``rx-udp-gro-forwarding``, ``rx-gro-list`` settings); the socket is :func:`udp_recv`."""
+    kv = kernel or getattr(getattr(dev, "ns", None), "kernel", None) or DEFAULT_KERNEL
+    s = udp_sendmsg(dev, length, gso_size=gso_size, ip=ip, kernel=kv, dontfrag=dontfrag, peer_udp_gro=udp_gro)
+    if s.error is not None or s.tx is None or s.tx.peer_rx is None:
+        return UdpTransfer(s, None, None)
+    rx = s.tx.peer_rx
+    return UdpTransfer(s, rx, udp_recv(rx.delivered, udp_gro=udp_gro, ip=ip, kernel=kv))
