@@ -476,3 +476,23 @@ def test_real_features_as_a_featureset(can_build_labs):
     # veth_setup: VETH_FEATURES has GSO_SOFTWARE, which since 5.11 includes GSO_UDP_L4 and GSO_FRAGLIST.
     assert "GSO_UDP_L4" in active and "SG" in active and "FRAGLIST" in active
     assert "GSO_FRAGLIST" not in active
+
+
+def test_ci_turns_a_skipped_live_test_into_a_failure(tmp_path):
+    """tests/conftest.py: under CI=true, a `live` test that skips on a machine able to run it fails."""
+    import shutil as _shutil
+
+    _shutil.copy(Path(__file__).parent / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_probe.py").write_text(
+        "import pytest\n\n@pytest.mark.live\ndef test_probe():\n    pytest.skip('pretend the lab is missing')\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    live: live\n")
+
+    def run(ci: str) -> str:
+        env = {**__import__("os").environ, "CI": ci}
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                              capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+        return done.stdout
+
+    assert "1 skipped" in run("")
+    capable = live.available(labs=True) and __import__("os").geteuid() == 0
+    assert ("1 failed" if capable else "1 skipped") in run("true")

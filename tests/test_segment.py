@@ -228,3 +228,16 @@ def test_whole_gso_skb_through_veth_gro(udp_gro):
     assert t.recv is not None
     assert t.recv.gso_sizes == ((1400,) if udp_gro else (None,) * 10)
     assert t.recv.sizes == ((14000,) if udp_gro else (1400,) * 10)
+
+
+@settings(deadline=None, max_examples=40)
+@given(geom=geometry, fraglist=st.booleans(), kernel=st.sampled_from(KERNELS),
+       underlay=st.sampled_from(["veth", "virtio_net", "router"]))
+def test_send_through_vxlan_conserves_payload(geom, fraglist, kernel, underlay):
+    s, segs, _ = _skb(geom, fraglist, 4)
+    assume(s.gso_size + 28 <= 1450)  # the vxlan MTU over a 1500-byte underlay
+    net = netdev.Namespace(kernel)
+    low = net.veth("u0", "u1")[0] if underlay == "veth" else net.nic("u0", driver=underlay)
+    tx = xmit.send(net.vxlan("vx0", vni=1, underlay=low), s)
+    assert tx.payload_bytes == payload_len(s)
+    assert tx.wire_packets == (1 if tx.peer_rx is not None and tx.segmented_at is None else segs)

@@ -285,3 +285,24 @@ def test_veth_peer_mtu_drops_long_frames():
     rx = xmit.veth_xmit(a, [gso_skb(segs=1, gso_size=1400)])
     assert rx.dropped == 1 and rx.delivered == ()
     assert xmit.veth_xmit(a, [gso_skb(segs=4, gso_size=1400)]).dropped == 0  # GSO is always forwardable
+
+
+# --- vxlan -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel,underlay,where", [
+    ("5.10", "veth", "vx0"),  # vxlan_setup GSO_SOFTWARE without UDP_L4 before 2e4ef10f5850
+    ("6.1", "veth", None),  # veth hw_enc_features = VETH_FEATURES: UDP_TUNNEL and UDP_L4, the pair takes it whole
+    ("6.1", "virtio_net", "eth0"),  # virtio_net 6.1 sets no hw_enc_features: skb_udp_tunnel_segment at eth0
+])
+def test_where_udp_gso_through_vxlan_is_segmented(kernel, underlay, where):
+    net = netdev.Namespace(kernel)
+    low = net.veth("eth0", "eth0p")[0] if underlay == "veth" else net.nic("eth0", driver="virtio_net")
+    vx = net.vxlan("vx0", vni=42, underlay=low)
+    r = xmit.send(vx, gso_skb(segs=10, gso_size=1400))
+    assert r.segmented_at == where
+    assert "encapsulated (vxlan_xmit_one)" in r.hop("vx0").actions
+    if underlay == "virtio_net":
+        # outer Ethernet + IPv4 + UDP + VXLAN + inner Ethernet = 50 bytes in front of every inner frame
+        assert [p.frame_len for p in r.segments] == [50 + 14 + 20 + 8 + 1400] * 10
+    assert r.payload_bytes == 14000
