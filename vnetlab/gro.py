@@ -23,7 +23,6 @@ from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_MAX, TCP_HLEN_MIN, UDP_H
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
-from vnetlab.rx import GOOD_COPY_LEN
 from vnetlab.skb import Frag, Page, Skb
 from vnetlab.tables import load_table
 
@@ -41,9 +40,6 @@ _FLAG_BIT = {name: 1 << i for i, name in enumerate(TCP_FLAGS)}
 _CMP_MASK = 0xFF & ~(_FLAG_BIT["CWR"] | _FLAG_BIT["FIN"] | _FLAG_BIT["PSH"])
 # tcp_gro_receive out_check_final (6.1): URG|PSH|RST|SYN|FIN force a flush.
 _FINAL_FLUSH = _FLAG_BIT["URG"] | _FLAG_BIT["PSH"] | _FLAG_BIT["RST"] | _FLAG_BIT["SYN"] | _FLAG_BIT["FIN"]
-
-SHAPES = ("build_skb", "kmalloc128", "pagefrag128", "eth_hlen")
-
 
 # ---------------------------------------------------------------- parameters
 
@@ -175,49 +171,63 @@ def _flag_bits(flags: object, index: int) -> int:
     return bits
 
 
-# ---------------------------------------------------------------- per-packet skbs for tests and figures
+# ---------------------------------------------------------------- GRO's input: skbs from the receive model
 
 _page_ids = itertools.count(1)
 
 
-def make_rx_skb(shape: str, payload_len: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
-                tcp_hdr_len: int = 32, buf_truesize: int = 2048, hdr_len: int = 12,
-                kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Skb:
-    """One received packet in one of the four per-packet shapes of kernel-facts C.3.
+def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
+                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, mode: str = "mergeable",
+                 buf_len: int | None = None, mtu: int = 1500, xdp: bool = False, hdr_len: int = 12) -> list[Skb]:
+    """``n_packets`` packets of one flow as virtio-net's receive path hands them to napi_gro_receive().
 
-    "build_skb" (a): build_skb() around the mergeable buffer, whole frame linear, head_frag.
-    "kmalloc128" (b1): napi_alloc_skb(128) kmalloc head with 128 bytes copied + 1 frag (5.11/5.12 copy).
-    "pagefrag128" (b2): the same head from the NAPI page-frag cache, head_frag (5.10 copy).
-    "eth_hlen" (c): napi_alloc_skb(128) head with ETH_HLEN copied + 1 frag (5.12+ copy path).
+    Mergeable mode without ``buf_len``: one receive queue (rx.RxQueue: buffers carved ahead from the rq page
+    frag, the EWMA, the refills), so 1 buffer in 21 is the hole-extended one as on a real queue. With
+    ``buf_len``, or in small or big mode: rx.receive() per packet. The skbs still hold the Ethernet header
+    (receive_buf calls eth_type_trans just before napi_gro_receive; :func:`aggregate` does that pull).
     """
-    if shape not in SHAPES:
-        raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
-    payload_len = _check_int("payload_len", payload_len, 0, 65535)
-    a = _arch(arch, kernel)
-    fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, kernel=kernel, arch=a)
-    frame = ETH_HLEN + fp.offset + payload_len
-    page = Page(next(_page_ids), size=max(buf_truesize, a.page_size), label="rx buffer")
-    if shape == "build_skb":
-        # drivers/net/virtio_net.c page_to_skb (5.13+): build_skb(buf, truesize), reserve hdr_padded_len.
-        end = buf_truesize - a.shinfo_size
-        if hdr_len + frame > end:
-            raise ValueError(f"payload_len {payload_len}: frame {frame} + hdr_len {hdr_len} does not fit a "
-                             f"{buf_truesize}-byte build_skb buffer (at most {end - hdr_len}); raise buf_truesize")
-        return Skb(headlen=frame, truesize=a.skb_truesize(end), head_frag=True, end_offset=end, headroom=hdr_len,
-                   head_kind="build_skb", head_page=page, head_offset=0)
-    # net/core/skbuff.c __napi_alloc_skb (5.10/5.11): napi_alloc_skb(GOOD_COPY_LEN): len 128 + NET_SKB_PAD + NET_IP_ALIGN.
-    reserve = a.net_skb_pad + a.net_ip_align
-    end = a.skb_data_align(GOOD_COPY_LEN + reserve)
-    copy = GOOD_COPY_LEN if shape != "eth_hlen" else ETH_HLEN
-    if frame <= copy:
-        raise ValueError(f"payload_len {payload_len}: frame {frame} fits the {copy}-byte copy, no frag; "
-                         f"shape {shape!r} needs a frame longer than {copy}")
-    head_frag = shape == "pagefrag128"
-    kind = {"kmalloc128": "kmalloc", "pagefrag128": "napi_page_frag", "eth_hlen": "kmalloc"}[shape]
-    head_page = Page(next(_page_ids), size=a.page_size, label="napi head") if head_frag else None
-    frag = Frag(page=page, offset=hdr_len + copy, size=frame - copy, truesize=buf_truesize)
-    return Skb(headlen=copy, truesize=a.skb_truesize(end) + buf_truesize, head_frag=head_frag, end_offset=end,
-               headroom=reserve, head_kind=kind, head_page=head_page, frags=[frag])
+    from vnetlab import rx
+
+    _check_int("n_packets", n_packets, 1, 1 << 24, "packets in the flow")
+    if mode == "mergeable" and buf_len is None:
+        q = rx.RxQueue(mtu=mtu, hdr_len=hdr_len, xdp=xdp, kernel=kernel, arch=arch)
+        return [q.receive(payload_len, l4=l4, ip=ip, vlan=vlan).skb for _ in range(n_packets)]
+    return [rx.receive(payload_len, l4=l4, ip=ip, vlan=vlan, mode=mode, mtu=mtu, xdp=xdp, kernel=kernel, arch=arch,
+                       buf_len=buf_len, hdr_len=hdr_len).skb for _ in range(n_packets)]
+
+
+def head_case_flow(case: str, payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
+                   kernel: str | Kernel | None = None, arch: str | Arch = DEFAULT_ARCH) -> list[Skb]:
+    """:func:`receive_flow` on a kernel whose receive path builds every packet in head case ``case``
+    (rx.HEAD_CASES, kernel-facts C.3): "build_skb" (a), "kmalloc128" (b1), "pagefrag128" (b2), "eth_hlen" (c).
+
+    ``kernel`` defaults to the case's reference kernel (5.13, 5.11, 5.10, 5.12). Every packet sits in the
+    same mergeable buffer size, as carved at MTU 1500: for (a) the smallest carved size whose tailroom takes
+    skb_shared_info (the hole-extended 2048 for full-MTU frames), otherwise the EWMA-floor buffer (1536).
+    A combination the kernel cannot produce is a ValueError naming the case, the payload and the kernel.
+    """
+    from vnetlab import rx
+
+    if case not in rx.HEAD_CASES:
+        raise ValueError(f"case={case!r} is not a head case of kernel-facts C.3; known: {', '.join(rx.HEAD_CASES)}")
+    k = _kernel(rx.HEAD_CASES[case].kernels[0] if kernel is None else kernel)
+    a = _arch(arch, k)
+    carved = sorted(set(rx.mergeable_buf_lens(42, kernel=k, arch=a)) | set(rx.mergeable_buf_lens(2, frag_size=a.page_size,
+                                                                                                   kernel=k, arch=a)))
+    frame = rx.frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+    if case == "build_skb":
+        hdr = rx.MRG_RXBUF_HDR_LEN
+        fits = [t for t in carved if frame + hdr <= t and rx.page_to_skb(frame, t, kernel=k, arch=a).path == "build_skb"]
+        buf = fits[0] if fits else carved[-1]
+    else:
+        buf = carved[0]
+    skbs = receive_flow(payload_len, n_packets, l4=l4, ip=ip, vlan=vlan, kernel=k, arch=a, buf_len=buf)
+    got = rx.head_case(skbs[0])
+    if got != case:
+        raise ValueError(f"case={case!r}: on kernel {k.version} ({a.name}) the receive path builds a {frame}-byte frame "
+                         f"(payload_len={payload_len}) in a {buf}-byte buffer as {got!r}, not {case!r}; the case "
+                         f"arises on kernels {', '.join(rx.HEAD_CASES[case].kernels)} for frames it fits")
+    return skbs
 
 
 # ---------------------------------------------------------------- the object-level model
@@ -647,7 +657,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     g_buf = np.tile(bufs, sizes.size)
     codes_g, _tail, nf_g, copied_g = rx.classify(g_frame, g_buf, hdr_len=hdr_len, kernel=k, arch=a)
     build_g = codes_g == rx.PATH_CODES["build_skb"]
-    head = rx.napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
+    head = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=k, arch=a)
     off = fp.offset
     MAX = fp.max_skb_frags
     # drivers/net/virtio_net.c page_to_skb: build_skb(buf, truesize) -> SKB_TRUESIZE(truesize - shinfo).

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, VLAN_HLEN
+from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
@@ -38,7 +38,7 @@ VNET_HDR_STRUCTS = {
 PATHS = ("copy", "copy+frag", "build_skb")
 MODES = ("small", "big", "mergeable")
 
-L4_HDR_LEN = {"udp": 8, "tcp": 32}  # TCP with the timestamp option, as Linux sends by default
+L4_HDR_LEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}  # TCP with the timestamp option, as Linux sends by default
 
 
 # --------------------------------------------------------------------------------------------------
@@ -699,6 +699,49 @@ class RxQueue:
         room = self.a.skb_data_align(VIRTIO_XDP_HEADROOM + self.a.skb_shared_info_size) if self.xdp else 0
         return get_mergeable_buf_len(self.ewma.read(), min_buf_len=self.min_buf_len, hdr_len=self.hdr_len,
                                      room=room, a=self.a)
+
+
+# --------------------------------------------------------------------------------------------------
+# The head an skb leaves the receive path with (kernel-facts C.3: what GRO has to merge)
+
+@dataclass(frozen=True)
+class HeadCase:
+    """One per-packet skb shape of kernel-facts C.3 and the kernels whose receive path builds it."""
+
+    name: str
+    label: str  # the letter of kernel-facts C.3
+    kernels: tuple[str, ...]  # kernels whose page_to_skb produces it for a single-buffer frame (first = reference)
+    description: str
+
+
+HEAD_CASES: dict[str, HeadCase] = {
+    "build_skb": HeadCase("build_skb", "(a)", ("5.13", "6.1", "6.18"),
+                          "build_skb() around the receive buffer: the whole frame linear, head_frag "
+                          "(page_to_skb, fb32856b16ad, 5.13+)"),
+    "kmalloc128": HeadCase("kmalloc128", "(b1)", ("5.11",),
+                           "napi_alloc_skb(128) kmalloc head holding 128 copied bytes, the rest in 1 frag "
+                           "(page_to_skb copy of <= 5.11 with 3226b158e67c's kmalloc heads)"),
+    "pagefrag128": HeadCase("pagefrag128", "(b2)", ("5.10",),
+                            "napi_alloc_skb(128) page-frag head (head_frag) holding 128 copied bytes, the rest in "
+                            "1 frag (page_to_skb and __napi_alloc_skb of 5.10)"),
+    "eth_hlen": HeadCase("eth_hlen", "(c)", ("5.12", "5.13", "6.1", "6.18"),
+                         "ETH_HLEN copied into the napi head, the rest in 1 frag (0f6925b3e8da, 5.12+; "
+                         "the 5.13+ copy path when the buffer's tailroom is short)"),
+}
+
+
+def head_case(skb: Skb) -> str:
+    """The C.3 case of an skb as page_to_skb built it: a HEAD_CASES name, "copy" (whole frame copied, no
+    frag) or "other"."""
+    if skb.head_kind == "build_skb":
+        return "build_skb"
+    if not skb.frags and not skb.frag_list:
+        return "copy"
+    if skb.headlen == ETH_HLEN:
+        return "eth_hlen"
+    if skb.headlen == GOOD_COPY_LEN:
+        return "pagefrag128" if skb.head_frag else "kmalloc128"
+    return "other"
 
 
 # --------------------------------------------------------------------------------------------------
