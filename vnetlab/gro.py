@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_MAX, TCP_HLEN_MIN, UDP_HLEN, VLAN_HLEN
+from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_MAX, TCP_HLEN_MIN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
@@ -36,8 +36,11 @@ MAX_GRO_SKBS = 8
 
 TCP_FLAGS = ("FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR")
 _FLAG_BIT = {name: 1 << i for i, name in enumerate(TCP_FLAGS)}
-# net/ipv4/tcp_offload.c tcp_gro_receive (6.1): flags compared with p except CWR|FIN|PSH.
-_CMP_MASK = 0xFF & ~(_FLAG_BIT["CWR"] | _FLAG_BIT["FIN"] | _FLAG_BIT["PSH"])
+
+
+def _cmp_mask(fp: FlowParams) -> int:
+    """tcp_gro_receive: the flag bits that must equal p's (6.1: all but CWR|FIN|PSH; 6.18: all but FIN|PSH)."""
+    return 0xFF & ~sum(_FLAG_BIT[name] for name in fp.rules["tcp_flags_not_compared"])
 # tcp_gro_receive out_check_final (6.1): URG|PSH|RST|SYN|FIN force a flush.
 _FINAL_FLUSH = _FLAG_BIT["URG"] | _FLAG_BIT["PSH"] | _FLAG_BIT["RST"] | _FLAG_BIT["SYN"] | _FLAG_BIT["FIN"]
 
@@ -93,8 +96,17 @@ class FlowParams:
     def max_skb_frags(self) -> int:
         return self.arch.max_skb_frags
 
+    @property
+    def l3_offset(self) -> int:
+        """skb_gro_offset() once inet_gro_receive / ipv6_gro_receive pulled the (VLAN and) IP header."""
+        return self.offset - (self.tcp_hdr_len if self.l4 == "tcp" else UDP_HLEN)
 
-def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len: int = 32, udp_gro: bool = False,
+    @property
+    def rules(self) -> Any:
+        return _rules(self.kernel)
+
+
+def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS, udp_gro: bool = False,
                 local_socket: bool | None = None, udp_encap_needed: bool | None = None, features: Any = None,
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                 gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> FlowParams:
@@ -234,7 +246,7 @@ def head_case_flow(case: str, payload_len: int, n_packets: int, *, l4: str = "tc
 
 @dataclass
 class GroEvent:
-    """What dev_gro_receive() did with one input packet."""
+    """What dev_gro_receive() did with one input skb."""
 
     index: int
     action: str  # "held", "merged", "normal"
@@ -242,6 +254,8 @@ class GroEvent:
     skb_index: int = 0  # 0 = the first sk_buff of the GRO skb, k = k-th frag_list member
     gro_skb: int = -1  # index in GroTrace.skbs of the skb this packet went up in
     consumed_truesize: int = 0  # truesize left on the freed input skb
+    packets: int = 1  # wire packets the input skb carried (Skb.segments): 1, or a GSO skb's segments
+    counted: int = 1  # what NAPI_GRO_CB(p)->count grew by (skb_gro_receive_list adds 1 whatever it chains)
 
 
 @dataclass
@@ -251,21 +265,22 @@ class GroTrace:
 
     def packets_in_first_skb(self, gro_skb: int = 0) -> int:
         """Packets whose payload sits in the first sk_buff (head + frags) of GRO skb ``gro_skb``."""
-        return sum(1 for e in self.events if e.gro_skb == gro_skb and e.skb_index == 0)
+        return sum(e.packets for e in self.events if e.gro_skb == gro_skb and e.skb_index == 0)
 
     def packets_per_skb(self) -> list[int]:
+        """Wire packets in each skb handed up (what segmenting it would give back)."""
         counts = [0] * len(self.skbs)
         for e in self.events:
-            counts[e.gro_skb] += 1
+            counts[e.gro_skb] += e.packets
         return counts
 
 
 @dataclass(eq=False)
 class _Held:
     p: Skb
-    count: int
-    mss: int
-    ulen: int
+    count: int  # NAPI_GRO_CB(p)->count
+    mss: int  # skb_shinfo(p)->gso_size
+    ulen: int  # the held packet's UDP length (udp_hdr(p)->len)
     flags: int
     members: list[int]
     is_flist: bool
@@ -300,15 +315,45 @@ def _headers_into_head(skb: Skb, offset: int) -> None:
         _pull_from_frag0(skb, grow)
 
 
-def _skb_gro_receive(h: _Held, skb: Skb, fp: FlowParams, lp: Skb, members: list[Skb]) -> tuple[str, int] | None:
+_TCP_GSO = frozenset({"TCPV4", "TCPV6"})
+_UDP_GSO = frozenset({"UDP_L4", "UDP"})
+
+
+def _check_gso(skb: Skb, i: int, fp: FlowParams) -> None:
+    """A GSO skb must be of the flow's protocol (SKB_GSO_TCPV4/TCPV6 for TCP, UDP_L4 for UDP)."""
+    if not skb.gso_size:
+        return
+    want = ({"TCPV4"} if fp.ip == 4 else {"TCPV6"}) if fp.l4 == "tcp" else {"UDP_L4", "UDP"}
+    if not skb.gso_type & want:
+        raise ValueError(f"skbs[{i}] is a GSO skb (gso_size {skb.gso_size}) with gso_type {sorted(skb.gso_type)}: "
+                         f"an IPv{fp.ip} {fp.l4.upper()} flow's GSO skbs carry SKB_GSO_{'/'.join(sorted(want))}")
+
+
+def _gro_flush(skb: Skb, fp: FlowParams) -> bool:
+    """NAPI_GRO_CB(skb)->flush as dev_gro_receive sets it before the protocol handlers run."""
+    if skb.frag_list:
+        # net/core/gro.c dev_gro_receive (6.1, 6.18), net/core/dev.c (5.10): skb_has_frag_list(skb) flushes.
+        return True
+    if not skb.gso_size:
+        return False
+    if fp.rules["gso_skb_gro"] == "flush":
+        # net/core/dev.c dev_gro_receive (5.10-5.13): flush = skb_is_gso(skb) || skb_has_frag_list(skb).
+        return True
+    # net/core/gro.c dev_gro_receive (6.1, 6.18): count = gso_segs; flush unless skb_is_gso_tcp and not DODGY.
+    return not (skb.gso_type & _TCP_GSO) or "DODGY" in skb.gso_type
+
+
+def _skb_gro_receive(h: _Held, skb: Skb, fp: FlowParams, lp: Skb, members: list[Skb],
+                     flush: bool) -> tuple[str, int] | None:
     """net/core/gro.c skb_gro_receive (6.1) / net/core/skbuff.c (5.10); None = refused (-E2BIG)."""
     a = fp.arch
     offset = fp.offset
     headlen = skb.headlen
     length = skb.len - offset
-    if h.p.len + length >= fp.cap_limit:
+    # skb_gro_receive (5.10 skbuff.c, 6.1 gro.c): p->len + len >= cap || NAPI_GRO_CB(skb)->flush -> -E2BIG.
+    if h.p.len + length >= fp.cap_limit or flush:
         return None
-    rules_5x = _rules(fp.kernel)["consumed_truesize"] == "5.x"
+    rules_5x = fp.rules["consumed_truesize"] == "5.x"
     if headlen <= offset:
         if lp.nr_frags + skb.nr_frags <= fp.max_skb_frags and skb.nr_frags > 0:
             # skb_gro_receive case 1 (6.1): move skb's frags into lp, trim the first by offset - headlen.
@@ -345,7 +390,6 @@ def _skb_gro_receive(h: _Held, skb: Skb, fp: FlowParams, lp: Skb, members: list[
     else:
         skb.headroom += offset
         skb.headlen -= offset
-    skb.gso_size = 0
     members.append(skb)
     h.p.truesize += skb.truesize
     return "frag_list", 0
@@ -365,12 +409,13 @@ def _complete(h: _Held, fp: FlowParams, members: list[Skb]) -> Skb:
         return p
     p.gso_segs = h.count
     if fp.l4 == "tcp":
-        # net/ipv4/tcp_offload.c tcp4_gro_complete / net/ipv6/tcpv6_offload.c tcp6_gro_complete (6.1).
+        # net/ipv4/tcp_offload.c tcp4_gro_complete / net/ipv6/tcpv6_offload.c tcp6_gro_complete (6.1): |=.
         base = "TCPV4" if fp.ip == 4 else "TCPV6"
-        p.gso_type = frozenset({base, "FRAGLIST"} if h.is_flist else {base})
+        p.gso_type = p.gso_type | ({base, "FRAGLIST"} if h.is_flist else {base})
     else:
-        # net/ipv4/udp_offload.c udp4_gro_complete (6.1): FRAGLIST|UDP_L4 for is_flist, else UDP_L4.
-        p.gso_type = frozenset({"UDP_L4", "FRAGLIST"} if h.is_flist else {"UDP_L4"})
+        # net/ipv4/udp_offload.c udp4_gro_complete, net/ipv6/udp_offload.c udp6_gro_complete (6.1):
+        # FRAGLIST|UDP_L4 for is_flist, else udp_gro_complete_segment's UDP_L4 (|=).
+        p.gso_type = p.gso_type | ({"UDP_L4", "FRAGLIST"} if h.is_flist else {"UDP_L4"})
     p.ip_summed = "CHECKSUM_UNNECESSARY" if h.is_flist else "CHECKSUM_PARTIAL"
     return p
 
@@ -378,14 +423,14 @@ def _complete(h: _Held, fp: FlowParams, members: list[Skb]) -> Skb:
 def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
                     kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                     gro_max_size: int = GRO_LEGACY_MAX_SIZE, ip: int = 4, vlan: bool = False,
-                    tcp_hdr_len: int = 32, tcp_flags: Sequence[object] | None = None,
+                    tcp_hdr_len: int = TCP_HLEN_TS, tcp_flags: Sequence[object] | None = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                     napi_budget: int | None = None) -> GroTrace:
-    """:func:`aggregate` with a per-packet record of what GRO did (held / merged by which case / normal).
+    """:func:`aggregate` with a per-skb record of what GRO did (held / merged by which case / normal).
 
-    ``napi_budget``: the NAPI poll ends after every ``napi_budget`` packets with the ring drained, so
+    ``napi_budget``: the NAPI poll ends after every ``napi_budget`` skbs with the ring drained, so
     napi_complete_done() flushes every held skb (net/core/dev.c napi_complete_done, 6.1); None = one poll.
-    ``tcp_flags``: per-packet TCP flag sets (names of TCP_FLAGS), default ACK only.
+    ``tcp_flags``: per-skb TCP flag sets (names of TCP_FLAGS), default ACK only.
     """
     fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, udp_gro=udp_gro, local_socket=local_socket,
                      udp_encap_needed=udp_encap_needed, features=features, kernel=kernel, arch=arch,
@@ -394,6 +439,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
     for i, s in enumerate(skbs):
         if not isinstance(s, Skb):
             raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(s).__name__}")
+        _check_gso(s, i, fp)
     if tcp_flags is not None:
         if l4 != "tcp":
             raise ValueError("tcp_flags is only meaningful with l4='tcp'")
@@ -401,6 +447,8 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
             raise ValueError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}")
     if napi_budget is not None:
         _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
+    list_checks_flush = bool(fp.rules["receive_list_checks_flush"])
+    cmp_mask = _cmp_mask(fp)
     trace = GroTrace()
     held: _Held | None = None
     members: list[Skb] = []
@@ -415,114 +463,142 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
                     e.gro_skb = idx
             held, members = None, []
 
-    def deliver_alone(i: int, skb: Skb) -> None:
-        # dev_gro_receive normal: (6.1) gro_pull_from_frag0 still runs when headers were parsed.
-        if fp.gro_on:
-            _headers_into_head(skb, min(fp.offset, skb.len))
-        trace.events.append(GroEvent(i, "normal", gro_skb=len(trace.skbs)))
+    def deliver_alone(i: int, skb: Skb, pulled: int, packets: int) -> None:
+        # dev_gro_receive normal: gro_pull_from_frag0 up to the GRO offset the protocol handlers reached.
+        _headers_into_head(skb, min(pulled, skb.len))
+        trace.events.append(GroEvent(i, "normal", gro_skb=len(trace.skbs), packets=packets, counted=0))
         trace.skbs.append(skb)
 
-    def hold(i: int, skb: Skb, flags: int) -> None:
+    def hold(i: int, skb: Skb, flags: int, packets: int) -> None:
         nonlocal held, members
-        # dev_gro_receive (6.1): gro_pull_from_frag0, NAPI_GRO_CB(skb)->last = skb, gso_size = skb_gro_len.
+        # dev_gro_receive (6.1): gro_pull_from_frag0, NAPI_GRO_CB(skb)->last = skb, and for a non-GSO skb
+        # gso_size = skb_gro_len; a held GSO skb (6.1+, TCP) keeps its gso_size and count = gso_segs.
         _headers_into_head(skb, fp.offset)
         payload = skb.len - fp.offset
-        skb.gso_size = payload
-        held = _Held(skb, 1, payload, payload + UDP_HLEN, flags, [i], fp.is_flist)
+        count = 1
+        if skb.gso_size:
+            count = skb.gso_segs
+        else:
+            skb.gso_size = payload
+        held = _Held(skb, count, skb.gso_size, payload + UDP_HLEN, flags, [i], fp.is_flist)
         members = []
         skb.frag_list = members
-        trace.events.append(GroEvent(i, "held", gro_skb=-2))
+        trace.events.append(GroEvent(i, "held", gro_skb=-2, packets=packets, counted=count))
+
+    def merge(skb: Skb, flush_skb: bool) -> tuple[str, int, int, int] | None:
+        """Merge skb into held p: (case, sk_buff index, consumed truesize, count added) or None if refused."""
+        assert held is not None
+        if held.is_flist:
+            # net/core/gro.c skb_gro_receive_list: p->len + skb->len >= 65536 refuses (headers included);
+            # the NAPI_GRO_CB(skb)->flush test is in Debian 6.1.192 only (not in 5.10 skbuff.c or mainline 6.18).
+            if held.p.len + skb.len >= GRO_LEGACY_MAX_SIZE or (flush_skb and list_checks_flush):
+                return None
+            _headers_into_head(skb, fp.offset)
+            skb.headroom += fp.offset
+            skb.headlen -= fp.offset
+            members.append(skb)
+            held.p.truesize += skb.truesize
+            return "receive_list", len(members), 0, 1  # NAPI_GRO_CB(p)->count++
+        lp = members[-1] if members else held.p
+        res = _skb_gro_receive(held, skb, fp, lp, members, flush_skb)
+        if res is None:
+            return None
+        # skb_gro_receive (6.1): count += NAPI_GRO_CB(skb)->count (gso_segs for a GSO skb); 5.10: count++.
+        return res[0], len(members), res[1], (skb.gso_segs if skb.gso_size else 1)
 
     for i, raw in enumerate(skbs):
         if napi_budget is not None and i and i % napi_budget == 0:
             flush()
+        packets = raw.segments(ETH_HLEN + fp.offset)
         skb = _eth_type_trans(raw, i)
         if skb.len < fp.offset:
             raise ValueError(f"skbs[{i}] is shorter ({skb.len + ETH_HLEN}) than its headers "
                              f"({ETH_HLEN + fp.offset})")
-        if not fp.aggregates:
-            deliver_alone(i, skb)
+        if not fp.gro_on:
+            # net/core/gro.c dev_gro_receive: netif_elide_gro -> normal before any header is parsed.
+            deliver_alone(i, skb, 0, packets)
             continue
+        if not fp.aggregates:
+            # udp_gro_receive: no UDP_GRO socket, no GRO_UDP_FWD, no GRO_FRAGLIST: out before the UDP pull.
+            deliver_alone(i, skb, fp.l3_offset, packets)
+            continue
+        flush_skb = _gro_flush(skb, fp)
         payload = skb.len - fp.offset
         flags = _flag_bits(tcp_flags[i] if tcp_flags is not None else None, i) if l4 == "tcp" else 0
         if fp.l4 == "tcp":
             merged = None
             if held is not None:
-                # tcp_gro_receive (6.1): CWR, flag mismatch, payload > mss, 0-byte payload refuse the merge.
-                refuse = bool(flags & _FLAG_BIT["CWR"]) or ((flags ^ held.flags) & _CMP_MASK) != 0
-                refuse |= payload == 0 or payload > held.mss
+                # tcp_gro_receive (6.1): CWR, flag mismatch, payload > mss, 0-byte payload refuse the merge;
+                # a GSO skb (6.1+) merges only with gso_size == mss.
+                refuse = bool(flags & _FLAG_BIT["CWR"]) or ((flags ^ held.flags) & cmp_mask) != 0
+                if skb.gso_size:
+                    refuse |= skb.gso_size != held.mss
+                else:
+                    refuse |= payload == 0 or payload > held.mss
                 # tcp_gro_receive (mirror 6.18): fraglist flows also need equal flags and count < 64.
                 if held.is_flist:
                     refuse |= flags != held.flags or held.count >= 64
                 if not refuse:
-                    merged = _merge(held, skb, fp, members)
-            mss = held.mss if (held is not None and merged is not None) else 1
-            # tcp_gro_receive out_check_final (6.1): payload < mss or URG|PSH|RST|SYN|FIN flushes.
-            final_flush = payload < mss or bool(flags & _FINAL_FLUSH)
+                    merged = merge(skb, flush_skb)
+            # tcp_gro_receive out_check_final (6.1): a GSO skb flushes unless len == count * gso_size; a
+            # plain one when payload < mss (mss = 1 when nothing merged); URG|PSH|RST|SYN|FIN flush.
+            if skb.gso_size:
+                final_flush = payload != skb.gso_segs * skb.gso_size
+            else:
+                final_flush = payload < (held.mss if (held is not None and merged is not None) else 1)
+            final_flush |= bool(flags & _FINAL_FLUSH)
             if merged is not None:
-                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2]))
-                held.count += 1
+                assert held is not None
+                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2], packets, merged[3]))
+                held.count += merged[3]
                 held.flags |= flags & (_FLAG_BIT["FIN"] | _FLAG_BIT["PSH"])
                 if final_flush:
                     flush()
                 continue
             flush()
-            if final_flush:
-                deliver_alone(i, skb)
+            if final_flush or flush_skb:
+                deliver_alone(i, skb, fp.offset, packets)
             else:
-                hold(i, skb, flags)
+                hold(i, skb, flags, packets)
         else:
             merged = None
             ulen = payload + UDP_HLEN
             if payload == 0:
-                # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed, never merged.
-                deliver_alone(i, skb)
+                # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed before the UDP pull.
+                deliver_alone(i, skb, fp.l3_offset, packets)
                 continue
             if held is not None and ulen <= held.ulen:
-                merged = _merge(held, skb, fp, members)
+                merged = merge(skb, flush_skb)
             if merged is not None:
-                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2]))
-                held.count += 1
+                assert held is not None
+                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2], packets, merged[3]))
+                held.count += merged[3]
                 # udp_gro_receive_segment (6.1): a shorter segment or count >= UDP_GRO_CNT_MAX completes p.
                 if ulen != held.ulen or held.count >= UDP_GRO_CNT_MAX:
                     flush()
                 continue
-            # longer than gso_size, or refused: p completes and this packet starts a new one.
+            # longer than gso_size, or refused: p completes; this skb is held, or goes up alone if flushed.
             flush()
-            hold(i, skb, 0)
+            if flush_skb:
+                deliver_alone(i, skb, fp.offset, packets)
+            else:
+                hold(i, skb, 0, packets)
     flush()
     return trace
-
-
-def _merge(h: _Held, skb: Skb, fp: FlowParams, members: list[Skb]) -> tuple[str, int, int] | None:
-    """Merge skb into held p; returns (case, skb index inside the GRO skb, consumed truesize) or None."""
-    if h.is_flist:
-        # net/core/gro.c skb_gro_receive_list (6.1): p->len + skb->len >= 65536 refuses (headers included).
-        if h.p.len + skb.len >= GRO_LEGACY_MAX_SIZE:
-            return None
-        _headers_into_head(skb, fp.offset)
-        skb.headroom += fp.offset
-        skb.headlen -= fp.offset
-        skb.gso_size = 0
-        members.append(skb)
-        h.p.truesize += skb.truesize
-        return "receive_list", len(members), 0
-    lp = members[-1] if members else h.p
-    res = _skb_gro_receive(h, skb, fp, lp, members)
-    if res is None:
-        return None
-    case, consumed = res
-    return case, len(members), consumed
 
 
 def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
               kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
               gro_max_size: int = GRO_LEGACY_MAX_SIZE, **flow: Any) -> list[Skb]:
-    """One flow's skbs (arrival order, as the receive path built them) through dev_gro_receive().
+    """One flow's skbs (arrival order, as the receive path or a veth peer hands them over, Ethernet header
+    still in the linear part) through dev_gro_receive().
 
-    Returns the skbs handed up the stack. A GRO skb has ``gso_segs`` = packets merged (a packet that
-    went up alone keeps gso_segs 0 and gso_size 0, as napi_gro_complete leaves it). Extra keywords:
-    ``ip``, ``vlan``, ``tcp_hdr_len``, ``tcp_flags``, ``local_socket``, ``udp_encap_needed``, ``napi_budget``.
+    Returns the skbs handed up the stack. A GRO skb has ``gso_segs`` = NAPI_GRO_CB(p)->count (a packet that
+    went up alone keeps gso_segs 0 and gso_size 0, as napi_gro_complete leaves it). A GSO skb that arrives
+    whole (gso_size set, or a frag_list) is held or merged only where that kernel's dev_gro_receive allows
+    it (6.1+: TCP, not DODGY, no frag_list); otherwise it completes the held skb of its flow and goes up
+    untouched. Extra keywords: ``ip``, ``vlan``, ``tcp_hdr_len``, ``tcp_flags``, ``local_socket``,
+    ``udp_encap_needed``, ``napi_budget``.
     """
     return aggregate_trace(skbs, l4=l4, udp_gro=udp_gro, features=features, kernel=kernel, arch=arch,
                            gro_max_size=gro_max_size, **flow).skbs
@@ -717,7 +793,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         # udp_gro_receive_segment (6.1) UDP_GRO_CNT_MAX; tcp_gro_receive (6.18) count >= 64 for fraglist.
         j_nm = np.minimum(j_nm, idx + UDP_GRO_CNT_MAX)
     if l4 == "tcp" and tcp_flags is not None:
-        cmpf = F & _CMP_MASK
+        cmpf = F & _cmp_mask(fp)
         j_nm = np.minimum(j_nm, _next_change(cmpf))
         j_nm = np.minimum(j_nm, _next_true((F & _FLAG_BIT["CWR"]) != 0))
         if fp.is_flist:

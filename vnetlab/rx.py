@@ -560,22 +560,10 @@ def receive_big(frame_len: int, *, hdr_len: int = 12, mtu: int = 1500, guest_gso
     return result
 
 
-def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
-            mtu: int = 1500, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
-            arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = 12,
-            frag_size: int = 32768, guest_gso: bool = True) -> RxResult:
-    """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
-
-    Mergeable buffers are carved from a fresh page frag at the EWMA floor (min_buf_len), the state of a
-    queue that has seen no packet longer than MTU 1500; ``buf_len`` pins every buffer's truesize instead.
-    """
-    k, a = _resolve(kernel, arch)
-    _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
-    _check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
-                  "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
-    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
-    frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
-    l3 = frame - ETH_HLEN - (VLAN_HLEN if vlan else 0)
+def _guest_gso_mss(payload_len: int, *, l4: str, ip: int, vlan: bool, mtu: int, gso_size: int | None, k: Kernel,
+                   mode: str = "mergeable", guest_gso: bool = True) -> int:
+    """The virtio-net header's gso_size for a packet above the MTU (0 when the packet fits the MTU)."""
+    l3 = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan) - ETH_HLEN - (VLAN_HLEN if vlan else 0)
     gso_ok = mode != "small" and guest_gso and (l4 == "tcp" or k.rule("guest_uso"))
     if l3 > mtu and not gso_ok:
         raise ValueError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above mtu={mtu}; only a GSO packet "
@@ -583,6 +571,52 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
                          f"from 6.2; kernel {k.version} {'has' if k.rule('guest_uso') else 'has no'} guest USO)")
     if l3 > IP_MAX_MTU:
         raise ValueError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above IP_MAX_MTU {IP_MAX_MTU}")
+    if l3 <= mtu:
+        if gso_size is not None:
+            raise ValueError(f"gso_size={gso_size} given for a {l3}-byte IP packet that fits mtu={mtu}: the host sets "
+                             "a virtio-net gso_size only on packets it did not segment")
+        return 0
+    mss = mtu - IP_HLEN[ip] - L4_HDR_LEN[l4] if gso_size is None else gso_size
+    return _check_int("gso_size", mss, 1, max(1, payload_len - 1),
+                      "the virtio-net header's gso_size: segment payload, less than the packet's payload")
+
+
+def _virtio_net_hdr_to_skb(skb: Skb, mss: int, *, l4: str, ip: int) -> None:
+    """include/linux/virtio_net.h virtio_net_hdr_to_skb (6.1): a guest-GSO packet longer than gso_size gets
+    gso_size, gso_type = the header's type | SKB_GSO_DODGY, and gso_segs = 0 ("Header must be checked")."""
+    if mss:
+        skb.gso_size = mss
+        skb.gso_type = frozenset({("TCPV4" if ip == 4 else "TCPV6") if l4 == "tcp" else "UDP_L4", "DODGY"})
+        skb.gso_segs = 0
+
+
+def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
+            mtu: int = 1500, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+            arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = 12,
+            frag_size: int = 32768, guest_gso: bool = True, gso_size: int | None = None) -> RxResult:
+    """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
+
+    Mergeable buffers are carved from a fresh page frag at the EWMA floor (min_buf_len), the state of a
+    queue that has seen no packet longer than MTU 1500; ``buf_len`` pins every buffer's truesize instead.
+    A packet above the MTU is a guest-GSO packet: its skb carries the virtio-net header's ``gso_size``
+    (default the MTU's MSS) as virtio_net_hdr_to_skb sets it (SKB_GSO_DODGY, gso_segs 0).
+    """
+    k, a = _resolve(kernel, arch)
+    _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
+    _check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
+                  "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
+    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
+    mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=mtu, gso_size=gso_size, k=k, mode=mode,
+                         guest_gso=guest_gso)
+    result = _receive(payload_len, l4=l4, ip=ip, vlan=vlan, mode=mode, mtu=mtu, xdp=xdp, k=k, a=a, buf_len=buf_len,
+                      hdr_len=hdr_len, frag_size=frag_size, guest_gso=guest_gso)
+    _virtio_net_hdr_to_skb(result.skb, mss, l4=l4, ip=ip)
+    return result
+
+
+def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: int, xdp: bool, k: Kernel, a: Arch,
+             buf_len: int | None, hdr_len: int, frag_size: int, guest_gso: bool) -> RxResult:
+    frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
     if mode == "small":
         if mtu > ETH_DATA_LEN:
             raise ValueError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
@@ -662,6 +696,8 @@ class RxQueue:
         """One packet through the queue: takes the buffers it needs, updates the EWMA, refills at poll end."""
         _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
         frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+        mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=self.mtu, gso_size=None, k=self.k,
+                             guest_gso=self.guest_gso)
         need = self._buffers_needed(frame)
         if need is None:
             # The device holds the packet until the driver posts buffers: the poll ends, the ring is refilled.
@@ -672,6 +708,7 @@ class RxQueue:
                                  "buffers of the ring (num_buffers larger than the ring)")
         buffers, self.posted = self.posted[:need], self.posted[need:]
         result = receive_mergeable(frame, buffers, hdr_len=self.hdr_len, xdp=self.xdp, kernel=self.k, arch=self.a)
+        _virtio_net_hdr_to_skb(result.skb, mss, l4=l4, ip=ip)
         if not self.xdp:
             self.ewma.add(result.skb.len)  # receive_mergeable: ewma_pkt_len_add(&rq->mrg_avg_pkt_len, head_skb->len)
         self.polled += 1
