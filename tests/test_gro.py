@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vnetlab
-from vnetlab import gro
+from vnetlab import gro, rx
+from vnetlab.skb import Frag, Page, Skb
 
 
-def rx(shape, n, payload, kernel="6.1", l4="tcp", buf=2048, **kw):
-    return [gro.make_rx_skb(shape, payload, l4=l4, kernel=kernel, buf_truesize=buf, **kw) for _ in range(n)]
+def flow(case, n, payload, kernel=None, l4="tcp", **kw):
+    """n packets in head case ``case`` (kernel-facts C.3) as that kernel's receive path builds them."""
+    return gro.head_case_flow(case, payload, n, kernel=kernel, l4=l4, **kw)
+
+
+def built(payload, l4="tcp", kernel="6.1", buf_len=2048):
+    """One packet in a hole-extended 2048-byte buffer: build_skb for every frame up to 1716 (kernel-facts A.5)."""
+    return rx.receive(payload, l4=l4, kernel=kernel, buf_len=buf_len).skb
 
 
 # kernel-facts C.3 with MAX_SKB_FRAGS 17: packets in the first sk_buff of a GRO skb.
 @pytest.mark.parametrize(
-    "shape, kernel, expected",
+    "case, kernel, expected",
     [
         ("build_skb", "6.1", 18),  # case 2: p linear + 17 stolen heads
         ("build_skb", "5.13", 18),
@@ -26,9 +35,10 @@ def rx(shape, n, payload, kernel="6.1", l4="tcp", buf=2048, **kw):
         ("kmalloc128", "5.11", 1),  # case 3 for every packet
     ],
 )
-def test_packets_in_first_skb(shape, kernel, expected):
+def test_packets_in_first_skb(case, kernel, expected):
+    # kernel-facts C.3 (MSS 1448): net/core/gro.c skb_gro_receive cases 1-3 with MAX_SKB_FRAGS 17.
     assert vnetlab.arch("x86_64", kernel).max_skb_frags == 17
-    trace = gro.aggregate_trace(rx(shape, 40, 1000, kernel), kernel=kernel)
+    trace = gro.aggregate_trace(flow(case, 40, 1448, kernel), kernel=kernel)
     assert trace.packets_per_skb() == [40]
     assert trace.packets_in_first_skb(0) == expected
     skb = trace.skbs[0]
@@ -36,53 +46,53 @@ def test_packets_in_first_skb(shape, kernel, expected):
 
 
 def test_kmalloc_heads_chain_every_packet_on_frag_list():
-    skb = gro.aggregate(rx("kmalloc128", 10, 1000, "5.11"), kernel="5.11")[0]
+    skb = gro.aggregate(flow("kmalloc128", 10, 1000), kernel="5.11")[0]
     assert len(skb.frag_list) == 9
     assert all(m.nr_frags == 1 and m.headlen == 128 - 14 - 52 for m in skb.frag_list)
 
 
 def test_build_skb_second_sk_buff_also_takes_18():
-    trace = gro.aggregate_trace(rx("build_skb", 40, 1000), kernel="6.1")
+    trace = gro.aggregate_trace(flow("build_skb", 40, 1000, "6.1"), kernel="6.1")
     in_second = sum(1 for e in trace.events if e.skb_index == 1)
     assert in_second == 18
 
 
-@pytest.mark.parametrize("shape", ["build_skb", "eth_hlen"])
-def test_64k_cap_tcp_1448(shape):
+@pytest.mark.parametrize("case", ["build_skb", "eth_hlen"])
+def test_64k_cap_tcp_1448(case):
     # net/core/gro.c skb_gro_receive: p->len (1500) + 1448*k must stay < 65536 -> 45 segments.
-    out = gro.aggregate(rx(shape, 100, 1448), kernel="6.1")
+    out = gro.aggregate(flow(case, 100, 1448, "6.1"), kernel="6.1")
     assert [s.gso_segs for s in out] == [45, 45, 10]
     assert out[0].len == 52 + 45 * 1448 < 65536
     assert out[0].gso_size == 1448 and out[0].gso_type == {"TCPV4"}
 
 
 def test_gro_max_size_smaller_cap_and_version_check():
-    out = gro.aggregate(rx("eth_hlen", 30, 1448), kernel="6.1", gro_max_size=16384)
+    out = gro.aggregate(flow("eth_hlen", 30, 1448, "6.1"), kernel="6.1", gro_max_size=16384)
     assert out[0].gso_segs == 11  # 1500 + 1448*10 = 15980 < 16384
     with pytest.raises(ValueError, match="gro_max_size"):
-        gro.aggregate(rx("eth_hlen", 3, 1448, "5.10"), kernel="5.10", gro_max_size=16384)
+        gro.aggregate(gro.receive_flow(1448, 3, kernel="5.10"), kernel="5.10", gro_max_size=16384)
     # 6.1: above 65536 only IPv6 TCP (BIG TCP); IPv4 stays at the legacy cap.
-    out4 = gro.aggregate(rx("eth_hlen", 100, 1448), kernel="6.1", gro_max_size=185000)
+    out4 = gro.aggregate(flow("eth_hlen", 100, 1448, "6.1"), kernel="6.1", gro_max_size=185000)
     assert out4[0].gso_segs == 45
-    skbs6 = rx("eth_hlen", 100, 1428, ip=6)
+    skbs6 = flow("eth_hlen", 100, 1428, "6.1", ip=6)
     out6 = gro.aggregate(skbs6, kernel="6.1", gro_max_size=185000, ip=6)
     assert out6[0].gso_segs == 100 and out6[0].gso_type == {"TCPV6"}
 
 
 @pytest.mark.parametrize("kernel", ["5.10", "5.11", "5.12", "5.13", "6.1", "6.18"])
 def test_no_udp_aggregation_without_udp_gro_fraglist_or_fwd(kernel):
-    out = gro.aggregate(rx("build_skb", 20, 1000, "6.1", l4="udp"), l4="udp", kernel=kernel)
+    out = gro.aggregate(flow("build_skb", 20, 1000, "6.1", l4="udp"), l4="udp", kernel=kernel)
     assert len(out) == 20 and all(s.gso_segs == 0 and not s.gso_type for s in out)
 
 
 def test_udp_gro_socket_caps_at_64_segments():
-    out = gro.aggregate(rx("build_skb", 200, 1000, l4="udp"), l4="udp", udp_gro=True)
+    out = gro.aggregate(flow("build_skb", 200, 1000, "6.1", l4="udp"), l4="udp", udp_gro=True)
     assert [s.gso_segs for s in out] == [64, 64, 64, 8]
     assert out[0].gso_type == {"UDP_L4"} and out[0].gso_size == 1000
 
 
 def test_udp_fraglist_chains_every_packet_whole():
-    out = gro.aggregate(rx("build_skb", 10, 1000, l4="udp"), l4="udp", features={"GRO", "GRO_FRAGLIST"})
+    out = gro.aggregate(flow("build_skb", 10, 1000, "6.1", l4="udp"), l4="udp", features={"GRO", "GRO_FRAGLIST"})
     skb = out[0]
     assert skb.gso_type == {"UDP_L4", "FRAGLIST"} and skb.gso_segs == 10
     assert len(skb.frag_list) == 9 and skb.nr_frags == 0
@@ -90,7 +100,9 @@ def test_udp_fraglist_chains_every_packet_whole():
 
 
 def test_udp_is_flist_rule_and_encap_key():
-    skbs = lambda: rx("build_skb", 10, 1000, l4="udp")
+    def skbs():
+        return flow("build_skb", 10, 1000, "6.1", l4="udp")
+
     feats = {"GRO", "GRO_FRAGLIST"}
     # sk ? !udp_gro : 1 -> a UDP_GRO socket turns fraglist off: plain UDP_L4.
     out = gro.aggregate(skbs(), l4="udp", udp_gro=True, features=feats)
@@ -108,7 +120,7 @@ def test_udp_is_flist_rule_and_encap_key():
 
 def test_udp_longer_not_merged_shorter_merged_then_flush():
     sizes = [1000, 1000, 1200, 1200, 800, 1200]
-    skbs = [gro.make_rx_skb("build_skb", n, l4="udp") for n in sizes]
+    skbs = [built(n, l4="udp") for n in sizes]
     out = gro.aggregate(skbs, l4="udp", udp_gro=True)
     assert [gro.gro_segs(s) for s in out] == [2, 3, 1]
     assert out[1].len == 28 + 1200 + 1200 + 800
@@ -116,49 +128,51 @@ def test_udp_longer_not_merged_shorter_merged_then_flush():
 
 def test_tcp_flush_rules():
     sizes = [1000, 1000, 600, 1000, 1200, 1000]
-    out = gro.aggregate([gro.make_rx_skb("build_skb", n) for n in sizes])
+    out = gro.aggregate([built(n) for n in sizes])
     # 600 < mss merges then flushes; 1200 > mss is not merged and starts a new skb.
     assert [gro.gro_segs(s) for s in out] == [3, 1, 2]
     flags = [None, None, {"ACK", "PSH"}, None, {"ACK", "SYN"}, None, None]
-    out = gro.aggregate([gro.make_rx_skb("build_skb", 1000) for _ in flags], tcp_flags=flags)
+    out = gro.aggregate([built(1000) for _ in flags], tcp_flags=flags)
     # PSH merges then flushes; SYN is not merged and goes up alone.
     assert [gro.gro_segs(s) for s in out] == [3, 1, 1, 2]
-    assert len(gro.aggregate([gro.make_rx_skb("build_skb", 0) for _ in range(3)])) == 3
+    assert len(gro.aggregate([built(0) for _ in range(3)])) == 3
 
 
 def test_napi_budget_flushes_at_poll_end():
-    out = gro.aggregate(rx("build_skb", 100, 1448), napi_budget=50)
+    out = gro.aggregate(flow("build_skb", 100, 1448, "6.1"), napi_budget=50)
     assert [gro.gro_segs(s) for s in out] == [45, 5, 45, 5]  # 64 KiB cap at 45, napi_complete_done at 50
 
 
 def test_gro_feature_off_means_no_aggregation():
-    out = gro.aggregate(rx("build_skb", 5, 1000), features=frozenset({"SG"}))
+    out = gro.aggregate(flow("build_skb", 5, 1000, "6.1"), features=frozenset({"SG"}))
     assert len(out) == 5
 
 
 def test_6_18_tcp_fraglist_for_forwarded_flow():
     feats = {"GRO", "GRO_FRAGLIST"}
-    out = gro.aggregate(rx("build_skb", 100, 1000, "6.18"), kernel="6.18", features=feats, local_socket=False)
+    out = gro.aggregate(flow("build_skb", 100, 1000, "6.18"), kernel="6.18", features=feats, local_socket=False)
     assert out[0].gso_type == {"TCPV4", "FRAGLIST"} and out[0].gso_segs == 64
-    out = gro.aggregate(rx("build_skb", 10, 1000, "6.1"), kernel="6.1", features=feats, local_socket=False)
+    out = gro.aggregate(flow("build_skb", 10, 1000, "6.1"), kernel="6.1", features=feats, local_socket=False)
     assert out[0].gso_type == {"TCPV4"}
 
 
 def test_truesize_bookkeeping_per_case():
     a = vnetlab.arch("x86_64", "6.1")
-    skbs = rx("build_skb", 2, 1000)
+    skbs = flow("build_skb", 2, 1000, "6.1")
     t0, t1 = skbs[0].truesize, skbs[1].truesize
     out = gro.aggregate(skbs)
     # case 2: p gains skb->truesize - SKB_DATA_ALIGN(sizeof(struct sk_buff)).
     assert out[0].truesize == t0 + t1 - a.skb_data_align(a.sk_buff_size)
-    skbs = rx("eth_hlen", 2, 1000)
+    skbs = flow("eth_hlen", 2, 1448, "6.1")
     t0, t1, end = skbs[0].truesize, skbs[1].truesize, skbs[1].end_offset
     trace = gro.aggregate_trace(skbs)
     # case 1: p gains skb->truesize - SKB_TRUESIZE(skb_end_offset(skb)).
     assert trace.skbs[0].truesize == t0 + t1 - a.skb_truesize(end)
     assert trace.events[1].consumed_truesize == a.skb_truesize(end)
-    t5 = gro.aggregate_trace(rx("eth_hlen", 2, 1000, "5.12"), kernel="5.12")
-    assert t5.events[1].consumed_truesize == skbs[1].truesize - 1000 - 52  # 5.x: truesize -= data_len
+    s5 = flow("eth_hlen", 2, 1448, "5.12")
+    t5 = gro.aggregate_trace(s5, kernel="5.12")
+    # net/core/skbuff.c skb_gro_receive (5.10 tree) case 1: skb->truesize -= skb->data_len, data_len = 52 + 1448.
+    assert t5.events[1].consumed_truesize == s5[1].truesize - 1448 - 52
 
 
 @pytest.mark.parametrize(
@@ -169,34 +183,36 @@ def test_truesize_bookkeeping_per_case():
 )
 def test_bad_input_names_parameter(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        gro.aggregate(rx("build_skb", 1, 1000), **kwargs)
+        gro.aggregate(flow("build_skb", 1, 1000, "6.1"), **kwargs)
 
 
-def test_make_rx_skb_checks():
-    with pytest.raises(ValueError, match="shape"):
-        gro.make_rx_skb("jumbo", 100)
-    with pytest.raises(ValueError, match="buf_truesize"):
-        gro.make_rx_skb("build_skb", 1448, buf_truesize=1536)
-
-
-SHAPE = st.sampled_from(gro.SHAPES)
+def test_head_case_flow_checks():
+    with pytest.raises(ValueError, match="case='jumbo'"):
+        gro.head_case_flow("jumbo", 100, 1)
+    # page_to_skb (6.1): a 1066-byte frame in a 1536-byte buffer has tailroom 458 >= 320, so build_skb, not (c).
+    with pytest.raises(ValueError, match="case='eth_hlen'.*'build_skb'"):
+        gro.head_case_flow("eth_hlen", 1000, 1, kernel="6.1")
+    # 5.12 has no build_skb branch in page_to_skb (fb32856b16ad is 5.13).
+    with pytest.raises(ValueError, match="case='build_skb'"):
+        gro.head_case_flow("build_skb", 1000, 1, kernel="5.12")
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    shapes=st.lists(SHAPE, min_size=1, max_size=80),
-    payload=st.integers(100, 1400),
+    payloads=st.lists(st.integers(0, 1448), min_size=1, max_size=80),
+    bufs=st.lists(st.sampled_from([1536, 2048, 2560]), min_size=80, max_size=80),
+    kernel=st.sampled_from(["6.1", "6.18"]),
     l4=st.sampled_from(["tcp", "udp"]),
     budget=st.one_of(st.none(), st.integers(1, 70)),
     flist=st.booleans(),
 )
-def test_invariants(shapes, payload, l4, budget, flist):
-    skbs = [gro.make_rx_skb(s, payload, l4=l4, kernel="6.1", buf_truesize=2048) for s in shapes]
+def test_invariants(payloads, bufs, kernel, l4, budget, flist):
+    skbs = [rx.receive(p, l4=l4, kernel=kernel, buf_len=b).skb for p, b in zip(payloads, bufs)]
     sum_len = sum(s.len - 14 for s in skbs)
     sum_truesize = sum(s.truesize for s in skbs)
     feats = {"GRO", "GRO_FRAGLIST"} if flist else None
     trace = gro.aggregate_trace(skbs, l4=l4, udp_gro=(l4 == "udp" and not flist), features=feats,
-                                napi_budget=budget)
+                                napi_budget=budget, kernel=kernel)
     out = trace.skbs
     offset = 52 if l4 == "tcp" else 28
     merged = len(skbs) - len(out)
@@ -206,12 +222,8 @@ def test_invariants(shapes, payload, l4, budget, flist):
     for s in out:
         for member in s.walk():
             assert member.nr_frags <= 17
-        if s.gso_segs:
-            assert s.gso_segs == 1 + len([e for e in trace.events if e.gro_skb == out.index(s) and e.action == "merged"])
     consumed = sum(e.consumed_truesize for e in trace.events)
-    stolen = sum(1 for e in trace.events if e.case in ("frags", "head_frag"))
-    assert stolen >= 0
-    # truesize: what p gains plus what the freed skbs keep is what came in (6.1 forms).
+    # truesize (6.x gro.c forms): what p gains plus what the freed skbs keep is what came in.
     assert sum(s.truesize for s in out) + consumed == sum_truesize
 
 
@@ -227,7 +239,7 @@ def _object_stream(sizes, bufs, kernel, l4="tcp", budget=64, **flow):
 
 @settings(max_examples=25, deadline=None)
 @given(
-    sizes=st.lists(st.sampled_from([40, 100, 1000, 1162, 1163, 1448]), min_size=1, max_size=150),
+    sizes=st.lists(st.sampled_from([0, 40, 100, 1000, 1162, 1163, 1448]), min_size=1, max_size=150),
     kernel=st.sampled_from(["5.10", "5.11", "5.12", "5.13", "6.1", "6.18"]),
     l4=st.sampled_from(["tcp", "udp"]),
     budget=st.sampled_from([None, 64, 7]),
@@ -272,11 +284,242 @@ def test_stream_bad_input():
 
 @settings(max_examples=25, deadline=None)
 @given(flags=st.lists(st.sampled_from([None, {"ACK", "PSH"}, {"ACK", "FIN"}, {"ACK", "CWR"}, {"ACK", "URG"},
-                                       {"ACK", "ECE"}]), min_size=1, max_size=80))
-def test_stream_tcp_flags_match_object_model(flags):
+                                       {"ACK", "ECE"}]), min_size=1, max_size=80),
+       kernel=st.sampled_from(["6.1", "6.18"]))
+def test_stream_tcp_flags_match_object_model(flags, kernel):
     sizes = [1000] * len(flags)
     bufs = [1536] * len(flags)
-    trace = _object_stream(sizes, bufs, "6.1", budget=None, tcp_flags=flags)
+    trace = _object_stream(sizes, bufs, kernel, budget=None, tcp_flags=flags)
     bits = [gro._flag_bits(f, i) for i, f in enumerate(flags)]
-    stats = gro.simulate_stream(payload_len=sizes, buf_lens=bufs, kernel="6.1", napi_budget=None, tcp_flags=bits)
+    stats = gro.simulate_stream(payload_len=sizes, buf_lens=bufs, kernel=kernel, napi_budget=None, tcp_flags=bits)
     assert stats.segs_per_skb.tolist() == [gro.gro_segs(s) for s in trace.skbs]
+
+
+# ---------------------------------------------------------------- skbs that arrive already GSO (issue 13)
+
+KERNELS = ["5.10", "5.11", "5.12", "5.13", "6.1", "6.18"]
+FRAGLIST = {"GRO", "GRO_FRAGLIST"}
+
+
+def forwarded(skb):
+    """A GRO skb as the transmit side hands it to a veth peer: ETH_HLEN pushed back (dev_hard_header)."""
+    return dataclasses.replace(skb, headroom=skb.headroom - 14, headlen=skb.headlen + 14, frags=list(skb.frags),
+                               frag_list=list(skb.frag_list))
+
+
+def gro_built(l4, n, payload, kernel, ip=4, **kw):
+    """One GSO skb as GRO on another device built it, handed over whole (veth: no segmentation in veth_xmit)."""
+    (skb,) = gro.aggregate(gro.receive_flow(payload, n, l4=l4, ip=ip, kernel=kernel), l4=l4, ip=ip, kernel=kernel,
+                           **kw)
+    assert skb.gso_segs == n
+    return forwarded(skb)
+
+
+def udp_sent(segs, gso_size, ip=4):
+    """A UDP_SEGMENT send as udp_send_skb leaves it (net/ipv4/udp.c, 6.1): Ethernet + IP + UDP headers linear
+    (ip_append_data's fragheaderlen), the payload in page frags of sk_page_frag, gso_type SKB_GSO_UDP_L4,
+    gso_size = the UDP_SEGMENT value, gso_segs = DIV_ROUND_UP(len - sizeof(uh), gso_size)."""
+    hdr = 14 + {4: 20, 6: 40}[ip] + 8
+    payload = segs * gso_size
+    frags = [Frag(Page(9000 + i, 32768), 0, min(32768, payload - i * 32768), 32768)
+             for i in range(-(-payload // 32768))]
+    return Skb(headlen=hdr, truesize=768 + 32768 * len(frags), head_frag=False, end_offset=512, headroom=64,
+               frags=frags, gso_type=frozenset({"UDP_L4"}), gso_size=gso_size, gso_segs=segs,
+               ip_summed="CHECKSUM_PARTIAL")
+
+
+# NETIF_F_GRO_UDP_FWD exists from 5.12 (udp_gro_receive, "udp: allow forwarding of plain UDP GRO packets").
+@pytest.mark.parametrize("kernel, flow", [
+    (k, f) for k in KERNELS
+    for f in ({}, {"features": FRAGLIST}, {"udp_gro": True}, {"features": {"GRO", "GRO_UDP_FWD"}})
+    if "GRO_UDP_FWD" not in f.get("features", ()) or k not in ("5.10", "5.11")])
+def test_fraglist_gso_skb_passes_up_whole(kernel, flow):
+    big = gro_built("udp", 10, 1472, kernel, features=FRAGLIST)
+    # issue 13's skb: 14 + 20 + 8 + 10 * 1472 = 14,762 bytes, a head and 9 frag_list members.
+    assert big.len == 14762 and big.gso_type == {"UDP_L4", "FRAGLIST"} and len(big.frag_list) == 9
+    plain = gro.receive_flow(1472, 3, l4="udp", kernel=kernel)
+    trace = gro.aggregate_trace(plain + [big] + plain, l4="udp", kernel=kernel, **flow)
+    whole = [s for s in trace.skbs if s.frag_list and "FRAGLIST" in s.gso_type and s.gso_segs == 10]
+    # dev_gro_receive (5.10 dev.c, 6.1/6.18 gro.c): skb_has_frag_list -> flush -> GRO_NORMAL, handed up as is.
+    assert len(whole) == 1 and whole[0].len == 14762 - 14
+    assert [m.len for m in whole[0].frag_list] == [1472] * 9
+    assert trace.events[3].action == "normal"
+    aggregating = bool(flow)
+    # udp_gro_receive_segment: ulen 14728 > the held packet's 1480 -> pp = p, the 3 held packets go up first.
+    assert [s.segments(28) for s in trace.skbs] == ([3, 10, 3] if aggregating else [1, 1, 1, 10, 1, 1, 1])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("ip", [4, 6])
+def test_udp_segment_send_arriving_whole_is_never_merged(kernel, ip):
+    sent = udp_sent(segs=20, gso_size=1400, ip=ip)
+    plain = gro.receive_flow(1400, 2, l4="udp", ip=ip, kernel=kernel)
+    out = gro.aggregate(plain + [sent] + plain, l4="udp", ip=ip, udp_gro=True, kernel=kernel)
+    # 5.10 dev.c: any GSO skb flushes; 6.1/6.18 gro.c: only TCP GSO skbs may be held ("Only support TCP").
+    assert [(s.len, s.gso_segs, s.gso_size) for s in out] == [
+        (2 * 1400 + 8 + {4: 20, 6: 40}[ip], 2, 1400), (20 * 1400 + 8 + {4: 20, 6: 40}[ip], 20, 1400),
+        (2 * 1400 + 8 + {4: 20, 6: 40}[ip], 2, 1400)]
+    assert out[1].gso_type == {"UDP_L4"} and out[1].frags == sent.frags
+
+
+@pytest.mark.parametrize("kernel, merged", [("5.10", False), ("5.13", False), ("6.1", True), ("6.18", True)])
+def test_tcp_gso_skb_from_a_veth_peer(kernel, merged):
+    tso = gro_built("tcp", 10, 1448, kernel)
+    flow = gro.receive_flow(1448, 3, kernel=kernel)
+    trace = gro.aggregate_trace(flow + [tso] + gro.receive_flow(1448, 3, kernel=kernel), kernel=kernel)
+    if merged:
+        # Debian 6.1 tcp_gro_receive: a GSO skb merges when its gso_size equals p's mss; skb_gro_receive adds
+        # NAPI_GRO_CB(skb)->count (= gso_segs, dev_gro_receive) to p's count: 3 + 10 + 3 = 16 < 45 (64 KiB cap).
+        assert [s.gso_segs for s in trace.skbs] == [16]
+        assert trace.events[3].action == "merged" and trace.events[3].counted == 10
+    else:
+        # 5.10 dev.c dev_gro_receive: flush = skb_is_gso(skb): p completes, the GSO skb goes up alone.
+        assert [s.segments(52) for s in trace.skbs] == [3, 10, 3]
+        assert trace.skbs[1].gso_size == 1448 and trace.skbs[1].gso_segs == 10
+
+
+@pytest.mark.parametrize("kernel", ["6.1", "6.18"])
+def test_tcp_gso_skb_with_another_mss_is_not_merged(kernel):
+    other = gro_built("tcp", 4, 1000, kernel)  # gso_size 1000
+    trace = gro.aggregate_trace(gro.receive_flow(1448, 3, kernel=kernel) + [other], kernel=kernel)
+    # tcp_gro_receive: flush |= mss != skb_shinfo(skb)->gso_size; the GSO skb is then held on its own.
+    assert [(s.gso_segs, s.gso_size) for s in trace.skbs] == [(3, 1448), (4, 1000)]
+    assert trace.events[3].action == "held"
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_guest_gso_packet_is_dodgy_and_flushed(kernel):
+    r = rx.receive(30000, l4="tcp", kernel=kernel)
+    # include/linux/virtio_net.h virtio_net_hdr_to_skb: gso_type | SKB_GSO_DODGY, gso_segs 0, gso_size from the
+    # header (MSS 1448 at MTU 1500); the GSO code recomputes DIV_ROUND_UP(30000 + 12 options, 1448) = 21... of
+    # payload 30000 (tcp_gso_segment counts the TCP payload): ceil(30000 / 1448) = 21.
+    assert r.skb.gso_type == {"TCPV4", "DODGY"} and r.skb.gso_size == 1448 and r.skb.gso_segs == 0
+    assert r.skb.segments(14 + 52) == 21
+    out = gro.aggregate(gro.receive_flow(1448, 2, kernel=kernel) + [r.skb], kernel=kernel)
+    # dev_gro_receive: 5.x flushes every GSO skb; 6.1+ "Only support TCP and non DODGY users".
+    assert [s.segments(52) for s in out] == [2, 21] and out[1].len == 30052
+
+
+@pytest.mark.parametrize("kernel, chained", [("5.10", True), ("6.1", False), ("6.18", True)])
+def test_skb_gro_receive_list_and_the_flush_flag(kernel, chained):
+    # A held 8000-byte datagram (MTU 9000), then a 2-segment fraglist GSO skb whose UDP length 2952 <= 8008:
+    # udp_gro_receive_segment tries skb_gro_receive_list. Only Debian 6.1.192's skb_gro_receive_list tests
+    # NAPI_GRO_CB(skb)->flush; 5.10 skbuff.c and mainline 6.18 gro.c chain the GSO skb whole and count it once.
+    jumbo = rx.receive(8000, l4="udp", kernel=kernel, mtu=9000).skb
+    small_gso = gro_built("udp", 2, 1472, kernel, features=FRAGLIST)
+    trace = gro.aggregate_trace([jumbo, small_gso], l4="udp", features=FRAGLIST, kernel=kernel)
+    if chained:
+        (skb,) = trace.skbs
+        assert skb.gso_segs == 2 and skb.segments(28) == 3  # NAPI_GRO_CB(p)->count++ undercounts by one
+        assert skb.frag_list[0].frag_list  # a frag_list inside a frag_list member
+    else:
+        assert [s.segments(28) for s in trace.skbs] == [1, 2]
+    assert sum(s.len for s in trace.skbs) == 8008 + 20 + (2952 + 20) - (28 if chained else 0)
+
+
+def test_gso_skb_of_the_wrong_protocol_is_refused():
+    with pytest.raises(ValueError, match=r"skbs\[0\] is a GSO skb .*SKB_GSO_TCPV4"):
+        gro.aggregate([udp_sent(2, 1000)], l4="tcp")
+
+
+# ---------------------------------------------------------------- IPv6
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_ipv6_udp_and_tcp_gro(kernel):
+    # udp6_gro_receive -> udp_gro_receive (as IPv4); udp6_gro_complete UDP_L4; tcp6_gro_complete TCPV6.
+    out = gro.aggregate(gro.receive_flow(1000, 100, l4="udp", ip=6, kernel=kernel), l4="udp", ip=6, udp_gro=True,
+                        kernel=kernel)
+    assert [s.gso_segs for s in out] == [64, 36] and out[0].len == 40 + 8 + 64 * 1000
+    out = gro.aggregate(gro.receive_flow(1000, 100, ip=6, kernel=kernel), ip=6, kernel=kernel)
+    # skb_gro_receive: 72 + 1000 k < 65536 -> 65 segments.
+    assert [s.gso_segs for s in out] == [65, 35] and out[0].gso_type == {"TCPV6"}
+
+
+# ---------------------------------------------------------------- no byte and no packet lost or invented
+
+def _mixed_inputs(draw, kernel, l4, ip):
+    items = draw(st.lists(st.sampled_from(["plain", "plain", "plain", "gro", "gro_flist", "dodgy", "sent"]),
+                          min_size=1, max_size=25))
+    mtu_payload = 1500 - {4: 20, 6: 40}[ip] - {"tcp": 32, "udp": 8}[l4]
+    skbs = []
+    for kind in items:
+        if kind == "plain":
+            p = draw(st.integers(0, mtu_payload))
+            skbs.append(rx.receive(p, l4=l4, ip=ip, kernel=kernel,
+                                   buf_len=draw(st.sampled_from([1536, 2048]))).skb)
+        elif kind in ("gro", "gro_flist"):
+            n = draw(st.integers(2, 12))
+            p = draw(st.integers(1, mtu_payload))
+            kw = {"features": FRAGLIST} if kind == "gro_flist" else ({"udp_gro": True} if l4 == "udp" else {})
+            if kind == "gro_flist" and l4 == "tcp":
+                if kernel != "6.18":
+                    continue
+                kw["local_socket"] = False
+            skbs.append(gro_built(l4, n, p, kernel, ip=ip, **kw))
+        elif kind == "dodgy":
+            if l4 == "udp" and not vnetlab.kernel(kernel).rule("guest_uso"):
+                continue
+            skbs.append(rx.receive(draw(st.integers(mtu_payload + 1, 40000)), l4=l4, ip=ip, kernel=kernel).skb)
+        elif l4 == "udp":
+            skbs.append(udp_sent(draw(st.integers(2, 30)), draw(st.integers(500, 1400)), ip=ip))
+    return skbs
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), kernel=st.sampled_from(KERNELS), l4=st.sampled_from(["tcp", "udp"]),
+       ip=st.sampled_from([4, 6]), mode=st.sampled_from(["none", "udp_gro", "flist", "fwd"]),
+       budget=st.one_of(st.none(), st.integers(1, 30)))
+def test_aggregate_conserves_bytes_and_packets(data, kernel, l4, ip, mode, budget):
+    skbs = _mixed_inputs(data.draw, kernel, l4, ip)
+    if not skbs:
+        return
+    flow = {}
+    if mode == "udp_gro" and l4 == "udp":
+        flow["udp_gro"] = True
+    elif mode == "flist":
+        flow["features"] = FRAGLIST
+        flow["local_socket"] = False
+    elif mode == "fwd" and vnetlab.kernel(kernel) >= "5.12":
+        flow["features"] = {"GRO", "GRO_UDP_FWD"}
+    offset = {4: 20, 6: 40}[ip] + {"tcp": 32, "udp": 8}[l4]
+    packets_in = sum(s.segments(14 + offset) for s in skbs)
+    bytes_in = sum(s.len - 14 for s in skbs)
+    trace = gro.aggregate_trace(skbs, l4=l4, ip=ip, kernel=kernel, napi_budget=budget, **flow)
+    merged = sum(1 for e in trace.events if e.action == "merged")
+    # every merged skb loses its headers (skb_gro_receive / skb_gro_receive_list pull the GRO offset), nothing else
+    assert sum(s.len for s in trace.skbs) == bytes_in - merged * offset
+    assert sum(s.segments(offset) for s in trace.skbs) == packets_in
+    assert sum(trace.packets_per_skb()) == packets_in
+    undercount = any(e.counted != e.packets for e in trace.events if e.action == "merged")
+    for s, per in zip(trace.skbs, trace.packets_per_skb()):
+        assert s.segments(offset) == per
+        if s.gso_segs and not undercount:
+            assert s.gso_segs == per  # NAPI_GRO_CB(p)->count is the packet count ...
+    if undercount:
+        # ... except when skb_gro_receive_list chained a whole GSO skb (5.x, mainline 6.18): count++ only.
+        assert kernel != "6.1"
+
+
+@pytest.mark.parametrize("kernel, segs", [("6.1", [3]), ("6.18", [1, 2])])
+def test_cwr_on_the_held_packet(kernel, segs):
+    # tcp_gro_receive compares flags with p's except CWR|FIN|PSH (Debian 6.1) or FIN|PSH (mirror 6.18):
+    # a held CWR packet takes the next ACK-only packet on 6.1, not on 6.18.
+    flags = [{"ACK", "CWR"}, None, None]
+    out = gro.aggregate([built(1000, kernel=kernel) for _ in flags], kernel=kernel, tcp_flags=flags)
+    assert [gro.gro_segs(s) for s in out] == segs
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 1448), min_size=1, max_size=400), kernel=st.sampled_from(KERNELS),
+       l4=st.sampled_from(["tcp", "udp"]), budget=st.sampled_from([None, 64, 9]),
+       mode=st.sampled_from(["none", "udp_gro", "flist"]))
+def test_stream_conserves_bytes_and_packets(sizes, kernel, l4, budget, mode):
+    flow = {"udp_gro": True} if (mode == "udp_gro" and l4 == "udp") else {}
+    if mode == "flist":
+        flow = {"features": FRAGLIST, "local_socket": False}
+    stats = gro.simulate_stream(payload_len=sizes, l4=l4, kernel=kernel, napi_budget=budget, **flow)
+    off = 20 + (32 if l4 == "tcp" else 8)
+    assert int(stats.segs_per_skb.sum()) == len(sizes) == stats.packets
+    # each skb handed up carries one set of headers, every payload byte once
+    assert int(stats.len_per_skb.sum()) == sum(sizes) + off * stats.gro_skbs
+    assert stats.payload_bytes == sum(sizes)

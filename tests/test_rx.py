@@ -355,3 +355,35 @@ def test_queue_bad_input():
         rx.RxQueue(ring_size=1)
     with pytest.raises(ValueError, match="hdr_len=10"):
         rx.RxQueue(hdr_len=10)
+
+
+# --- the head each kernel's receive path builds (kernel-facts C.3) ---------------------------------------
+
+@pytest.mark.parametrize("kernel, payload, buf_len, case", [
+    ("5.10", 1448, 1536, "pagefrag128"),  # page_to_skb copies min(len, 128) into a __napi_alloc_skb page-frag head
+    ("5.11", 1448, 1536, "kmalloc128"),  # 3226b158e67c: napi_alloc_skb(128) heads are kmalloc'ed (head_frag 0)
+    ("5.12", 1448, 1536, "eth_hlen"),  # 0f6925b3e8da: copy ETH_HLEN when the frame does not fit skb_tailroom
+    ("5.12", 1000, 1536, "eth_hlen"),
+    ("5.13", 1000, 1536, "build_skb"),  # fb32856b16ad: tailroom 1536 - 12 - 1042 = 482 >= 320
+    ("6.1", 1448, 1536, "eth_hlen"),  # tailroom 1536 - 12 - 1514 = 10 < 320: the copy path
+    ("6.1", 1448, 2048, "build_skb"),  # the hole-extended buffer: tailroom 522
+    ("6.1", 50, 1536, "copy"),  # frame 92 <= GOOD_COPY_LEN: copied whole, no frag
+])
+def test_head_case_per_kernel(kernel, payload, buf_len, case):
+    skb = rx.receive(payload, l4="tcp", kernel=kernel, buf_len=buf_len).skb
+    assert rx.head_case(skb) == case
+    assert case == "copy" or kernel in rx.HEAD_CASES[case].kernels
+
+
+@given(st.integers(0, 64000), st.sampled_from(KERNELS), st.sampled_from(["tcp", "udp"]), st.sampled_from([4, 6]),
+       st.sampled_from(["mergeable", "big"]))
+def test_receive_conserves_bytes_and_counts_gso_packets(payload, kernel, l4, ip, mode):
+    mss = 1500 - {4: 20, 6: 40}[ip] - {"tcp": 32, "udp": 8}[l4]
+    if l4 == "udp" and not vnetlab.kernel(kernel).rule("guest_uso"):
+        payload %= mss + 1  # virtnet_probe: no VIRTIO_NET_F_GUEST_USO4/6 before 6.2, so no UDP above the MTU
+    payload = min(payload, 65535 - {4: 20, 6: 40}[ip] - {"tcp": 32, "udp": 8}[l4])
+    r = rx.receive(payload, l4=l4, ip=ip, mode=mode, kernel=kernel)
+    assert r.skb.len == r.frame_len == payload + 14 + {4: 20, 6: 40}[ip] + {"tcp": 32, "udp": 8}[l4]
+    # virtio_net_hdr_to_skb: above the MTU the skb is DODGY GSO with the header's gso_size, segments recomputed
+    # by the GSO code as DIV_ROUND_UP(payload, gso_size); a packet within the MTU is one packet.
+    assert r.skb.segments(r.frame_len - payload) == (-(-payload // mss) if payload > mss else 1)

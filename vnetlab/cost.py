@@ -20,9 +20,11 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from vnetlab import gro, rx
-from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel
+from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN
+from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel, known_kernels
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.tables import load_table
@@ -50,7 +52,7 @@ GROUP_NAMES = {
 STACK_OP = "stack/udp_no_socket"
 MISS_OP = "cache_line_miss"
 DESTINATIONS = ("no_socket", "socket", "udp_gro_socket")
-KERNELS = ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18")
+KERNELS = known_kernels()
 
 # Head kind of the copy path (rx.Head.kind) -> the allocation and the free it costs.
 _ALLOC_OP = {kind: f"napi_alloc_skb/{kind}" for kind in ("napi_page_frag", "kmalloc", "napi_page_frag_1k",
@@ -148,7 +150,7 @@ class Traffic:
 
 def max_payload(l4: str) -> int:
     """Largest L4 payload of one IPv4 packet at MTU 1500 (TCP with the 12-byte timestamp option)."""
-    return rx.ETH_DATA_LEN - rx.IP_HLEN[4] - rx.L4_HDR_LEN[l4]
+    return ETH_DATA_LEN - IP_HLEN[4] - rx.L4_HDR_LEN[l4]
 
 
 def mix(weights: Mapping[int, int], *, label: str = "", l4: str = "udp", destination: str = "no_socket") -> Traffic:
@@ -171,7 +173,7 @@ def imix() -> Traffic:
     """The IMIX of data/rx_costs.toml [imix]: IPv4 packets of 64/576/1500 bytes, 7:4:1, as UDP (payload = IP - 28)."""
     sec = load_table("rx_costs")["imix"]
     sizes, weights = sec["ip_sizes"], sec["weights"]
-    hdr = rx.IP_HLEN[4] + rx.L4_HDR_LEN["udp"]
+    hdr = IP_HLEN[4] + rx.L4_HDR_LEN["udp"]
     t = mix({s - hdr: w for s, w in zip(sizes, weights)}, label="IMIX 7:4:1 (IP 64/576/1500), UDP, no socket")
     return t
 
@@ -220,8 +222,9 @@ class OpCounts:
         return self.packets / self.gro_skbs
 
 
-def packet_op_counts(frame_lens, buf_truesizes, *, kernel: str | Kernel, arch: str | Arch = DEFAULT_ARCH,
-                     headers: int, merged=None, hdr_len: int = 12) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def packet_op_counts(frame_lens: ArrayLike, buf_truesizes: ArrayLike, *, kernel: str | Kernel,
+                     arch: str | Arch = DEFAULT_ARCH, headers: int, merged: ArrayLike | None = None,
+                     hdr_len: int = rx.MRG_RXBUF_HDR_LEN) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per-packet operation counts of the receive path up to (not including) GRO and the stack, vectorised.
 
     ``headers``: L3+L4 header bytes the stack needs in the linear part; ``merged``: bool per packet, True
@@ -252,7 +255,7 @@ def packet_op_counts(frame_lens, buf_truesizes, *, kernel: str | Kernel, arch: s
     c["build_skb"] = b
     c[_ALLOC_OP[head.kind]] = nb
     # eth_type_trans pulls ETH_HLEN; the stack (or gro_pull_from_frag0) needs `headers` bytes in the head.
-    headlen = np.where(build, frames, copied) - rx.ETH_HLEN
+    headlen = np.where(build, frames, copied) - ETH_HLEN
     pulled = np.where(~merged & (frags > 0), np.maximum(headers - headlen, 0), 0)
     # __pskb_pull_tail / gro_pull_from_frag0: headers that sit in frag 0 are copied into the head.
     c["__pskb_pull_tail"] = (pulled > 0).astype(np.int64)
@@ -294,7 +297,7 @@ def _buffers(n: int, k: Kernel, a: Arch) -> np.ndarray:
 
 @lru_cache(maxsize=256)
 def op_counts(traffic: Traffic, kernel: str | Kernel, arch: str = DEFAULT_ARCH, *, gro_on: bool = True,
-              napi_budget: int = 64) -> OpCounts:
+              napi_budget: int = rx.NAPI_POLL_WEIGHT) -> OpCounts:
     """Mean operation counts per packet for ``traffic`` received by virtio-net (mergeable, MTU 1500) on ``kernel``."""
     if not isinstance(traffic, Traffic):
         raise ValueError(f"traffic must be a vnetlab.cost.Traffic, got {type(traffic).__name__}")
@@ -315,7 +318,7 @@ def op_counts(traffic: Traffic, kernel: str | Kernel, arch: str = DEFAULT_ARCH, 
     segs = np.asarray(stats.segs_per_skb, dtype=np.int64)
     merged = np.ones(n, bool)
     merged[np.concatenate(([0], np.cumsum(segs)[:-1]))] = False  # the first packet of each skb handed up
-    frames = rx.ETH_HLEN + fp.offset + payloads
+    frames = ETH_HLEN + fp.offset + payloads
     per, _codes = packet_op_counts(frames, bufs, kernel=k, arch=a, headers=fp.offset, merged=merged)
     counts = {op: float(v.mean()) for op, v in per.items()}
     chains = int((np.asarray(stats.sk_buffs_per_skb) - 1).sum())
@@ -578,7 +581,7 @@ def gain_breakdown(costs: Costs | Mapping[str, Any] | None = None) -> str:
              "Where 'friendly to GRO' does apply (flows GRO aggregates):"]
     for key in ("tcp1448_gro", "udp1000_udp_gro"):
         t = cases[key]
-        for base in (m.baseline_kernel, "5.12"):
+        for base in (m.baseline_kernel, rx.HEAD_CASES["eth_hlen"].kernels[0]):
             parts.append(breakdown(t, base, m.patched_kernel, c).report())
     parts += ["", f"What GRO itself buys on {m.patched_kernel} (same flows with NETIF_F_GRO off):"]
     for key in ("udp1000", "tcp1448_gro", "udp1000_udp_gro"):

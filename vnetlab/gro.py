@@ -12,6 +12,7 @@ Per-version rules are in data/gro.toml.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,11 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_MAX, TCP_HLEN_MIN, UDP_HLEN, VLAN_HLEN
+from vnetlab import rx
+from vnetlab.headers import (
+    ETH_DATA_LEN,
+    ETH_HLEN,
+    IP_HLEN,
+    TCP_HLEN_MAX,
+    TCP_HLEN_MIN,
+    TCP_HLEN_TS,
+    UDP_HLEN,
+    VLAN_HLEN,
+)
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
-from vnetlab.rx import GOOD_COPY_LEN
 from vnetlab.skb import Frag, Page, Skb
 from vnetlab.tables import load_table
 
@@ -32,18 +42,20 @@ GRO_LEGACY_MAX_SIZE = 65536
 GRO_MAX_SIZE = 8 * 65535
 # net/ipv4/udp_offload.c udp_gro_receive_segment (5.10, 6.1, 6.18): UDP_GRO_CNT_MAX 64.
 UDP_GRO_CNT_MAX = 64
+# net/ipv4/tcp_offload.c tcp_gro_receive (6.10+, mirror 6.18): a fraglist flow completes at count >= 64.
+TCP_FRAGLIST_CNT_MAX = 64
 # net/core/gro.c (6.1, 6.18), net/core/dev.c (5.x): MAX_GRO_SKBS 8 held skbs per bucket.
 MAX_GRO_SKBS = 8
 
 TCP_FLAGS = ("FIN", "SYN", "RST", "PSH", "ACK", "URG", "ECE", "CWR")
 _FLAG_BIT = {name: 1 << i for i, name in enumerate(TCP_FLAGS)}
-# net/ipv4/tcp_offload.c tcp_gro_receive (6.1): flags compared with p except CWR|FIN|PSH.
-_CMP_MASK = 0xFF & ~(_FLAG_BIT["CWR"] | _FLAG_BIT["FIN"] | _FLAG_BIT["PSH"])
+
+
+def _cmp_mask(fp: FlowParams) -> int:
+    """tcp_gro_receive: the flag bits that must equal p's (6.1: all but CWR|FIN|PSH; 6.18: all but FIN|PSH)."""
+    return 0xFF & ~sum(_FLAG_BIT[name] for name in fp.rules["tcp_flags_not_compared"])
 # tcp_gro_receive out_check_final (6.1): URG|PSH|RST|SYN|FIN force a flush.
 _FINAL_FLUSH = _FLAG_BIT["URG"] | _FLAG_BIT["PSH"] | _FLAG_BIT["RST"] | _FLAG_BIT["SYN"] | _FLAG_BIT["FIN"]
-
-SHAPES = ("build_skb", "kmalloc128", "pagefrag128", "eth_hlen")
-
 
 # ---------------------------------------------------------------- parameters
 
@@ -62,7 +74,7 @@ def _check_features(features: Any, rules: Any, k: Kernel) -> Any:
     if features is None:
         return frozenset({"GRO"})
     try:
-        "GRO" in features
+        _has(features, "GRO")
     except TypeError:
         raise ValueError(f"features must support 'in' (a FeatureSet or a set of names), got {features!r}") from None
     if _has(features, "GRO_UDP_FWD") and not rules["gro_udp_fwd"]:
@@ -97,10 +109,19 @@ class FlowParams:
     def max_skb_frags(self) -> int:
         return self.arch.max_skb_frags
 
+    @property
+    def l3_offset(self) -> int:
+        """skb_gro_offset() once inet_gro_receive / ipv6_gro_receive pulled the (VLAN and) IP header."""
+        return self.offset - (self.tcp_hdr_len if self.l4 == "tcp" else UDP_HLEN)
 
-def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len: int = 32, udp_gro: bool = False,
-                local_socket: bool | None = None, udp_encap_needed: bool | None = None, features: Any = None,
-                kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
+    @property
+    def rules(self) -> Any:
+        return _rules(self.kernel)
+
+
+def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS,
+                udp_gro: bool = False, local_socket: bool | None = None, udp_encap_needed: bool | None = None,
+                features: Any = None, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                 gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> FlowParams:
     """Check the flow parameters and decide whether (and how) this flow aggregates."""
     if l4 not in ("tcp", "udp"):
@@ -175,56 +196,70 @@ def _flag_bits(flags: object, index: int) -> int:
     return bits
 
 
-# ---------------------------------------------------------------- per-packet skbs for tests and figures
+# ---------------------------------------------------------------- GRO's input: skbs from the receive model
 
 _page_ids = itertools.count(1)
 
 
-def make_rx_skb(shape: str, payload_len: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
-                tcp_hdr_len: int = 32, buf_truesize: int = 2048, hdr_len: int = 12,
-                kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Skb:
-    """One received packet in one of the four per-packet shapes of kernel-facts C.3.
+def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
+                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, mode: str = "mergeable",
+                 buf_len: int | None = None, mtu: int = ETH_DATA_LEN, xdp: bool = False,
+                 hdr_len: int = rx.MRG_RXBUF_HDR_LEN) -> list[Skb]:
+    """``n_packets`` packets of one flow as virtio-net's receive path hands them to napi_gro_receive().
 
-    "build_skb" (a): build_skb() around the mergeable buffer, whole frame linear, head_frag.
-    "kmalloc128" (b1): napi_alloc_skb(128) kmalloc head with 128 bytes copied + 1 frag (5.11/5.12 copy).
-    "pagefrag128" (b2): the same head from the NAPI page-frag cache, head_frag (5.10 copy).
-    "eth_hlen" (c): napi_alloc_skb(128) head with ETH_HLEN copied + 1 frag (5.12+ copy path).
+    Mergeable mode without ``buf_len``: one receive queue (rx.RxQueue: buffers carved ahead from the rq page
+    frag, the EWMA, the refills), so 1 buffer in 21 is the hole-extended one as on a real queue. With
+    ``buf_len``, or in small or big mode: rx.receive() per packet. The skbs still hold the Ethernet header
+    (receive_buf calls eth_type_trans just before napi_gro_receive; :func:`aggregate` does that pull).
     """
-    if shape not in SHAPES:
-        raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
-    payload_len = _check_int("payload_len", payload_len, 0, 65535)
-    a = _arch(arch, kernel)
-    fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, kernel=kernel, arch=a)
-    frame = ETH_HLEN + fp.offset + payload_len
-    page = Page(next(_page_ids), size=max(buf_truesize, a.page_size), label="rx buffer")
-    if shape == "build_skb":
-        # drivers/net/virtio_net.c page_to_skb (5.13+): build_skb(buf, truesize), reserve hdr_padded_len.
-        end = buf_truesize - a.shinfo_size
-        if hdr_len + frame > end:
-            raise ValueError(f"payload_len {payload_len}: frame {frame} + hdr_len {hdr_len} does not fit a "
-                             f"{buf_truesize}-byte build_skb buffer (at most {end - hdr_len}); raise buf_truesize")
-        return Skb(headlen=frame, truesize=a.skb_truesize(end), head_frag=True, end_offset=end, headroom=hdr_len,
-                   head_kind="build_skb", head_page=page, head_offset=0)
-    # net/core/skbuff.c __napi_alloc_skb (5.10/5.11): napi_alloc_skb(GOOD_COPY_LEN): len 128 + NET_SKB_PAD + NET_IP_ALIGN.
-    reserve = a.net_skb_pad + a.net_ip_align
-    end = a.skb_data_align(GOOD_COPY_LEN + reserve)
-    copy = GOOD_COPY_LEN if shape != "eth_hlen" else ETH_HLEN
-    if frame <= copy:
-        raise ValueError(f"payload_len {payload_len}: frame {frame} fits the {copy}-byte copy, no frag; "
-                         f"shape {shape!r} needs a frame longer than {copy}")
-    head_frag = shape == "pagefrag128"
-    kind = {"kmalloc128": "kmalloc", "pagefrag128": "napi_page_frag", "eth_hlen": "kmalloc"}[shape]
-    head_page = Page(next(_page_ids), size=a.page_size, label="napi head") if head_frag else None
-    frag = Frag(page=page, offset=hdr_len + copy, size=frame - copy, truesize=buf_truesize)
-    return Skb(headlen=copy, truesize=a.skb_truesize(end) + buf_truesize, head_frag=head_frag, end_offset=end,
-               headroom=reserve, head_kind=kind, head_page=head_page, frags=[frag])
+    _check_int("n_packets", n_packets, 1, 1 << 24, "packets in the flow")
+    if mode == "mergeable" and buf_len is None:
+        q = rx.RxQueue(mtu=mtu, hdr_len=hdr_len, xdp=xdp, kernel=kernel, arch=arch)
+        return [q.receive(payload_len, l4=l4, ip=ip, vlan=vlan).skb for _ in range(n_packets)]
+    return [rx.receive(payload_len, l4=l4, ip=ip, vlan=vlan, mode=mode, mtu=mtu, xdp=xdp, kernel=kernel, arch=arch,
+                       buf_len=buf_len, hdr_len=hdr_len).skb for _ in range(n_packets)]
+
+
+def head_case_flow(case: str, payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
+                   kernel: str | Kernel | None = None, arch: str | Arch = DEFAULT_ARCH) -> list[Skb]:
+    """:func:`receive_flow` on a kernel whose receive path builds every packet in head case ``case``
+    (rx.HEAD_CASES, kernel-facts C.3): "build_skb" (a), "kmalloc128" (b1), "pagefrag128" (b2), "eth_hlen" (c).
+
+    ``kernel`` defaults to the case's reference kernel (5.13, 5.11, 5.10, 5.12). Every packet sits in the
+    same mergeable buffer size, as carved at MTU 1500: for (a) the smallest carved size whose tailroom takes
+    skb_shared_info (the hole-extended 2048 for full-MTU frames), otherwise the EWMA-floor buffer (1536).
+    A combination the kernel cannot produce is a ValueError naming the case, the payload and the kernel.
+    """
+    if case not in rx.HEAD_CASES:
+        raise ValueError(f"case={case!r} is not a head case of kernel-facts C.3; known: {', '.join(rx.HEAD_CASES)}")
+    k = _kernel(rx.HEAD_CASES[case].kernels[0] if kernel is None else kernel)
+    a = _arch(arch, k)
+    # the sizes add_recvbuf_mergeable carves at MTU 1500 from order-3 frags and from single pages
+    carved = sorted(set(rx.mergeable_buf_lens(42, kernel=k, arch=a))
+                    | set(rx.mergeable_buf_lens(2, frag_size=a.page_size, kernel=k, arch=a)))
+    frame = rx.frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+    if case == "build_skb":
+        hdr = rx.MRG_RXBUF_HDR_LEN
+        fits = [t for t in carved
+                if frame + hdr <= t and rx.page_to_skb(frame, t, kernel=k, arch=a).path == "build_skb"]
+        buf = fits[0] if fits else carved[-1]
+    else:
+        buf = carved[0]
+    skbs = receive_flow(payload_len, n_packets, l4=l4, ip=ip, vlan=vlan, kernel=k, arch=a, buf_len=buf)
+    got = rx.head_case(skbs[0])
+    if got != case:
+        raise ValueError(f"case={case!r}: on kernel {k.version} ({a.name}) the receive path builds a {frame}-byte "
+                         "frame "
+                         f"(payload_len={payload_len}) in a {buf}-byte buffer as {got!r}, not {case!r}; the case "
+                         f"arises on kernels {', '.join(rx.HEAD_CASES[case].kernels)} for frames it fits")
+    return skbs
 
 
 # ---------------------------------------------------------------- the object-level model
 
 @dataclass
 class GroEvent:
-    """What dev_gro_receive() did with one input packet."""
+    """What dev_gro_receive() did with one input skb."""
 
     index: int
     action: str  # "held", "merged", "normal"
@@ -232,6 +267,8 @@ class GroEvent:
     skb_index: int = 0  # 0 = the first sk_buff of the GRO skb, k = k-th frag_list member
     gro_skb: int = -1  # index in GroTrace.skbs of the skb this packet went up in
     consumed_truesize: int = 0  # truesize left on the freed input skb
+    packets: int = 1  # wire packets the input skb carried (Skb.segments): 1, or a GSO skb's segments
+    counted: int = 1  # what NAPI_GRO_CB(p)->count grew by (skb_gro_receive_list adds 1 whatever it chains)
 
 
 @dataclass
@@ -241,21 +278,22 @@ class GroTrace:
 
     def packets_in_first_skb(self, gro_skb: int = 0) -> int:
         """Packets whose payload sits in the first sk_buff (head + frags) of GRO skb ``gro_skb``."""
-        return sum(1 for e in self.events if e.gro_skb == gro_skb and e.skb_index == 0)
+        return sum(e.packets for e in self.events if e.gro_skb == gro_skb and e.skb_index == 0)
 
     def packets_per_skb(self) -> list[int]:
+        """Wire packets in each skb handed up (what segmenting it would give back)."""
         counts = [0] * len(self.skbs)
         for e in self.events:
-            counts[e.gro_skb] += 1
+            counts[e.gro_skb] += e.packets
         return counts
 
 
 @dataclass(eq=False)
 class _Held:
     p: Skb
-    count: int
-    mss: int
-    ulen: int
+    count: int  # NAPI_GRO_CB(p)->count
+    mss: int  # skb_shinfo(p)->gso_size
+    ulen: int  # the held packet's UDP length (udp_hdr(p)->len)
     flags: int
     members: list[int]
     is_flist: bool
@@ -290,15 +328,45 @@ def _headers_into_head(skb: Skb, offset: int) -> None:
         _pull_from_frag0(skb, grow)
 
 
-def _skb_gro_receive(h: _Held, skb: Skb, fp: FlowParams, lp: Skb, members: list[Skb]) -> tuple[str, int] | None:
+_TCP_GSO = frozenset({"TCPV4", "TCPV6"})
+_UDP_GSO = frozenset({"UDP_L4", "UDP"})
+
+
+def _check_gso(skb: Skb, i: int, fp: FlowParams) -> None:
+    """A GSO skb must be of the flow's protocol (SKB_GSO_TCPV4/TCPV6 for TCP, UDP_L4 for UDP)."""
+    if not skb.gso_size:
+        return
+    want = ({"TCPV4"} if fp.ip == 4 else {"TCPV6"}) if fp.l4 == "tcp" else {"UDP_L4", "UDP"}
+    if not skb.gso_type & want:
+        raise ValueError(f"skbs[{i}] is a GSO skb (gso_size {skb.gso_size}) with gso_type {sorted(skb.gso_type)}: "
+                         f"an IPv{fp.ip} {fp.l4.upper()} flow's GSO skbs carry SKB_GSO_{'/'.join(sorted(want))}")
+
+
+def _gro_flush(skb: Skb, fp: FlowParams) -> bool:
+    """NAPI_GRO_CB(skb)->flush as dev_gro_receive sets it before the protocol handlers run."""
+    if skb.frag_list:
+        # net/core/gro.c dev_gro_receive (6.1, 6.18), net/core/dev.c (5.10): skb_has_frag_list(skb) flushes.
+        return True
+    if not skb.gso_size:
+        return False
+    if fp.rules["gso_skb_gro"] == "flush":
+        # net/core/dev.c dev_gro_receive (5.10-5.13): flush = skb_is_gso(skb) || skb_has_frag_list(skb).
+        return True
+    # net/core/gro.c dev_gro_receive (6.1, 6.18): count = gso_segs; flush unless skb_is_gso_tcp and not DODGY.
+    return not (skb.gso_type & _TCP_GSO) or "DODGY" in skb.gso_type
+
+
+def _skb_gro_receive(h: _Held, skb: Skb, fp: FlowParams, lp: Skb, members: list[Skb],
+                     flush: bool) -> tuple[str, int] | None:
     """net/core/gro.c skb_gro_receive (6.1) / net/core/skbuff.c (5.10); None = refused (-E2BIG)."""
     a = fp.arch
     offset = fp.offset
     headlen = skb.headlen
     length = skb.len - offset
-    if h.p.len + length >= fp.cap_limit:
+    # skb_gro_receive (5.10 skbuff.c, 6.1 gro.c): p->len + len >= cap || NAPI_GRO_CB(skb)->flush -> -E2BIG.
+    if h.p.len + length >= fp.cap_limit or flush:
         return None
-    rules_5x = _rules(fp.kernel)["consumed_truesize"] == "5.x"
+    rules_5x = fp.rules["consumed_truesize"] == "5.x"
     if headlen <= offset:
         if lp.nr_frags + skb.nr_frags <= fp.max_skb_frags and skb.nr_frags > 0:
             # skb_gro_receive case 1 (6.1): move skb's frags into lp, trim the first by offset - headlen.
@@ -335,7 +403,6 @@ def _skb_gro_receive(h: _Held, skb: Skb, fp: FlowParams, lp: Skb, members: list[
     else:
         skb.headroom += offset
         skb.headlen -= offset
-    skb.gso_size = 0
     members.append(skb)
     h.p.truesize += skb.truesize
     return "frag_list", 0
@@ -355,12 +422,13 @@ def _complete(h: _Held, fp: FlowParams, members: list[Skb]) -> Skb:
         return p
     p.gso_segs = h.count
     if fp.l4 == "tcp":
-        # net/ipv4/tcp_offload.c tcp4_gro_complete / net/ipv6/tcpv6_offload.c tcp6_gro_complete (6.1).
+        # net/ipv4/tcp_offload.c tcp4_gro_complete / net/ipv6/tcpv6_offload.c tcp6_gro_complete (6.1): |=.
         base = "TCPV4" if fp.ip == 4 else "TCPV6"
-        p.gso_type = frozenset({base, "FRAGLIST"} if h.is_flist else {base})
+        p.gso_type = p.gso_type | ({base, "FRAGLIST"} if h.is_flist else {base})
     else:
-        # net/ipv4/udp_offload.c udp4_gro_complete (6.1): FRAGLIST|UDP_L4 for is_flist, else UDP_L4.
-        p.gso_type = frozenset({"UDP_L4", "FRAGLIST"} if h.is_flist else {"UDP_L4"})
+        # net/ipv4/udp_offload.c udp4_gro_complete, net/ipv6/udp_offload.c udp6_gro_complete (6.1):
+        # FRAGLIST|UDP_L4 for is_flist, else udp_gro_complete_segment's UDP_L4 (|=).
+        p.gso_type = p.gso_type | ({"UDP_L4", "FRAGLIST"} if h.is_flist else {"UDP_L4"})
     p.ip_summed = "CHECKSUM_UNNECESSARY" if h.is_flist else "CHECKSUM_PARTIAL"
     return p
 
@@ -368,14 +436,14 @@ def _complete(h: _Held, fp: FlowParams, members: list[Skb]) -> Skb:
 def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
                     kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                     gro_max_size: int = GRO_LEGACY_MAX_SIZE, ip: int = 4, vlan: bool = False,
-                    tcp_hdr_len: int = 32, tcp_flags: Sequence[object] | None = None,
+                    tcp_hdr_len: int = TCP_HLEN_TS, tcp_flags: Sequence[object] | None = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                     napi_budget: int | None = None) -> GroTrace:
-    """:func:`aggregate` with a per-packet record of what GRO did (held / merged by which case / normal).
+    """:func:`aggregate` with a per-skb record of what GRO did (held / merged by which case / normal).
 
-    ``napi_budget``: the NAPI poll ends after every ``napi_budget`` packets with the ring drained, so
+    ``napi_budget``: the NAPI poll ends after every ``napi_budget`` skbs with the ring drained, so
     napi_complete_done() flushes every held skb (net/core/dev.c napi_complete_done, 6.1); None = one poll.
-    ``tcp_flags``: per-packet TCP flag sets (names of TCP_FLAGS), default ACK only.
+    ``tcp_flags``: per-skb TCP flag sets (names of TCP_FLAGS), default ACK only.
     """
     fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, udp_gro=udp_gro, local_socket=local_socket,
                      udp_encap_needed=udp_encap_needed, features=features, kernel=kernel, arch=arch,
@@ -384,6 +452,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
     for i, s in enumerate(skbs):
         if not isinstance(s, Skb):
             raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(s).__name__}")
+        _check_gso(s, i, fp)
     if tcp_flags is not None:
         if l4 != "tcp":
             raise ValueError("tcp_flags is only meaningful with l4='tcp'")
@@ -391,6 +460,8 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
             raise ValueError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}")
     if napi_budget is not None:
         _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
+    list_checks_flush = bool(fp.rules["receive_list_checks_flush"])
+    cmp_mask = _cmp_mask(fp)
     trace = GroTrace()
     held: _Held | None = None
     members: list[Skb] = []
@@ -405,114 +476,142 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
                     e.gro_skb = idx
             held, members = None, []
 
-    def deliver_alone(i: int, skb: Skb) -> None:
-        # dev_gro_receive normal: (6.1) gro_pull_from_frag0 still runs when headers were parsed.
-        if fp.gro_on:
-            _headers_into_head(skb, min(fp.offset, skb.len))
-        trace.events.append(GroEvent(i, "normal", gro_skb=len(trace.skbs)))
+    def deliver_alone(i: int, skb: Skb, pulled: int, packets: int) -> None:
+        # dev_gro_receive normal: gro_pull_from_frag0 up to the GRO offset the protocol handlers reached.
+        _headers_into_head(skb, min(pulled, skb.len))
+        trace.events.append(GroEvent(i, "normal", gro_skb=len(trace.skbs), packets=packets, counted=0))
         trace.skbs.append(skb)
 
-    def hold(i: int, skb: Skb, flags: int) -> None:
+    def hold(i: int, skb: Skb, flags: int, packets: int) -> None:
         nonlocal held, members
-        # dev_gro_receive (6.1): gro_pull_from_frag0, NAPI_GRO_CB(skb)->last = skb, gso_size = skb_gro_len.
+        # dev_gro_receive (6.1): gro_pull_from_frag0, NAPI_GRO_CB(skb)->last = skb, and for a non-GSO skb
+        # gso_size = skb_gro_len; a held GSO skb (6.1+, TCP) keeps its gso_size and count = gso_segs.
         _headers_into_head(skb, fp.offset)
         payload = skb.len - fp.offset
-        skb.gso_size = payload
-        held = _Held(skb, 1, payload, payload + UDP_HLEN, flags, [i], fp.is_flist)
+        count = 1
+        if skb.gso_size:
+            count = skb.gso_segs
+        else:
+            skb.gso_size = payload
+        held = _Held(skb, count, skb.gso_size, payload + UDP_HLEN, flags, [i], fp.is_flist)
         members = []
         skb.frag_list = members
-        trace.events.append(GroEvent(i, "held", gro_skb=-2))
+        trace.events.append(GroEvent(i, "held", gro_skb=-2, packets=packets, counted=count))
+
+    def merge(skb: Skb, flush_skb: bool) -> tuple[str, int, int, int] | None:
+        """Merge skb into held p: (case, sk_buff index, consumed truesize, count added) or None if refused."""
+        assert held is not None
+        if held.is_flist:
+            # net/core/gro.c skb_gro_receive_list: p->len + skb->len >= 65536 refuses (headers included);
+            # the NAPI_GRO_CB(skb)->flush test is in Debian 6.1.192 only (not in 5.10 skbuff.c or mainline 6.18).
+            if held.p.len + skb.len >= GRO_LEGACY_MAX_SIZE or (flush_skb and list_checks_flush):
+                return None
+            _headers_into_head(skb, fp.offset)
+            skb.headroom += fp.offset
+            skb.headlen -= fp.offset
+            members.append(skb)
+            held.p.truesize += skb.truesize
+            return "receive_list", len(members), 0, 1  # NAPI_GRO_CB(p)->count++
+        lp = members[-1] if members else held.p
+        res = _skb_gro_receive(held, skb, fp, lp, members, flush_skb)
+        if res is None:
+            return None
+        # skb_gro_receive (6.1): count += NAPI_GRO_CB(skb)->count (gso_segs for a GSO skb); 5.10: count++.
+        return res[0], len(members), res[1], (skb.gso_segs if skb.gso_size else 1)
 
     for i, raw in enumerate(skbs):
         if napi_budget is not None and i and i % napi_budget == 0:
             flush()
+        packets = raw.segments(ETH_HLEN + fp.offset)
         skb = _eth_type_trans(raw, i)
         if skb.len < fp.offset:
             raise ValueError(f"skbs[{i}] is shorter ({skb.len + ETH_HLEN}) than its headers "
                              f"({ETH_HLEN + fp.offset})")
-        if not fp.aggregates:
-            deliver_alone(i, skb)
+        if not fp.gro_on:
+            # net/core/gro.c dev_gro_receive: netif_elide_gro -> normal before any header is parsed.
+            deliver_alone(i, skb, 0, packets)
             continue
+        if not fp.aggregates:
+            # udp_gro_receive: no UDP_GRO socket, no GRO_UDP_FWD, no GRO_FRAGLIST: out before the UDP pull.
+            deliver_alone(i, skb, fp.l3_offset, packets)
+            continue
+        flush_skb = _gro_flush(skb, fp)
         payload = skb.len - fp.offset
         flags = _flag_bits(tcp_flags[i] if tcp_flags is not None else None, i) if l4 == "tcp" else 0
         if fp.l4 == "tcp":
             merged = None
             if held is not None:
-                # tcp_gro_receive (6.1): CWR, flag mismatch, payload > mss, 0-byte payload refuse the merge.
-                refuse = bool(flags & _FLAG_BIT["CWR"]) or ((flags ^ held.flags) & _CMP_MASK) != 0
-                refuse |= payload == 0 or payload > held.mss
+                # tcp_gro_receive (6.1): CWR, flag mismatch, payload > mss, 0-byte payload refuse the merge;
+                # a GSO skb (6.1+) merges only with gso_size == mss.
+                refuse = bool(flags & _FLAG_BIT["CWR"]) or ((flags ^ held.flags) & cmp_mask) != 0
+                if skb.gso_size:
+                    refuse |= skb.gso_size != held.mss
+                else:
+                    refuse |= payload == 0 or payload > held.mss
                 # tcp_gro_receive (mirror 6.18): fraglist flows also need equal flags and count < 64.
                 if held.is_flist:
-                    refuse |= flags != held.flags or held.count >= 64
+                    refuse |= flags != held.flags or held.count >= TCP_FRAGLIST_CNT_MAX
                 if not refuse:
-                    merged = _merge(held, skb, fp, members)
-            mss = held.mss if (held is not None and merged is not None) else 1
-            # tcp_gro_receive out_check_final (6.1): payload < mss or URG|PSH|RST|SYN|FIN flushes.
-            final_flush = payload < mss or bool(flags & _FINAL_FLUSH)
+                    merged = merge(skb, flush_skb)
+            # tcp_gro_receive out_check_final (6.1): a GSO skb flushes unless len == count * gso_size; a
+            # plain one when payload < mss (mss = 1 when nothing merged); URG|PSH|RST|SYN|FIN flush.
+            if skb.gso_size:
+                final_flush = payload != skb.gso_segs * skb.gso_size
+            else:
+                final_flush = payload < (held.mss if (held is not None and merged is not None) else 1)
+            final_flush |= bool(flags & _FINAL_FLUSH)
             if merged is not None:
-                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2]))
-                held.count += 1
+                assert held is not None
+                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2], packets, merged[3]))
+                held.count += merged[3]
                 held.flags |= flags & (_FLAG_BIT["FIN"] | _FLAG_BIT["PSH"])
                 if final_flush:
                     flush()
                 continue
             flush()
-            if final_flush:
-                deliver_alone(i, skb)
+            if final_flush or flush_skb:
+                deliver_alone(i, skb, fp.offset, packets)
             else:
-                hold(i, skb, flags)
+                hold(i, skb, flags, packets)
         else:
             merged = None
             ulen = payload + UDP_HLEN
             if payload == 0:
-                # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed, never merged.
-                deliver_alone(i, skb)
+                # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed before the UDP pull.
+                deliver_alone(i, skb, fp.l3_offset, packets)
                 continue
             if held is not None and ulen <= held.ulen:
-                merged = _merge(held, skb, fp, members)
+                merged = merge(skb, flush_skb)
             if merged is not None:
-                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2]))
-                held.count += 1
+                assert held is not None
+                trace.events.append(GroEvent(i, "merged", merged[0], merged[1], -2, merged[2], packets, merged[3]))
+                held.count += merged[3]
                 # udp_gro_receive_segment (6.1): a shorter segment or count >= UDP_GRO_CNT_MAX completes p.
                 if ulen != held.ulen or held.count >= UDP_GRO_CNT_MAX:
                     flush()
                 continue
-            # longer than gso_size, or refused: p completes and this packet starts a new one.
+            # longer than gso_size, or refused: p completes; this skb is held, or goes up alone if flushed.
             flush()
-            hold(i, skb, 0)
+            if flush_skb:
+                deliver_alone(i, skb, fp.offset, packets)
+            else:
+                hold(i, skb, 0, packets)
     flush()
     return trace
-
-
-def _merge(h: _Held, skb: Skb, fp: FlowParams, members: list[Skb]) -> tuple[str, int, int] | None:
-    """Merge skb into held p; returns (case, skb index inside the GRO skb, consumed truesize) or None."""
-    if h.is_flist:
-        # net/core/gro.c skb_gro_receive_list (6.1): p->len + skb->len >= 65536 refuses (headers included).
-        if h.p.len + skb.len >= GRO_LEGACY_MAX_SIZE:
-            return None
-        _headers_into_head(skb, fp.offset)
-        skb.headroom += fp.offset
-        skb.headlen -= fp.offset
-        skb.gso_size = 0
-        members.append(skb)
-        h.p.truesize += skb.truesize
-        return "receive_list", len(members), 0
-    lp = members[-1] if members else h.p
-    res = _skb_gro_receive(h, skb, fp, lp, members)
-    if res is None:
-        return None
-    case, consumed = res
-    return case, len(members), consumed
 
 
 def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
               kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
               gro_max_size: int = GRO_LEGACY_MAX_SIZE, **flow: Any) -> list[Skb]:
-    """One flow's skbs (arrival order, as the receive path built them) through dev_gro_receive().
+    """One flow's skbs (arrival order, as the receive path or a veth peer hands them over, Ethernet header
+    still in the linear part) through dev_gro_receive().
 
-    Returns the skbs handed up the stack. A GRO skb has ``gso_segs`` = packets merged (a packet that
-    went up alone keeps gso_segs 0 and gso_size 0, as napi_gro_complete leaves it). Extra keywords:
-    ``ip``, ``vlan``, ``tcp_hdr_len``, ``tcp_flags``, ``local_socket``, ``udp_encap_needed``, ``napi_budget``.
+    Returns the skbs handed up the stack. A GRO skb has ``gso_segs`` = NAPI_GRO_CB(p)->count (a packet that
+    went up alone keeps gso_segs 0 and gso_size 0, as napi_gro_complete leaves it). A GSO skb that arrives
+    whole (gso_size set, or a frag_list) is held or merged only where that kernel's dev_gro_receive allows
+    it (6.1+: TCP, not DODGY, no frag_list); otherwise it completes the held skb of its flow and goes up
+    untouched. Extra keywords: ``ip``, ``vlan``, ``tcp_hdr_len``, ``tcp_flags``, ``local_socket``,
+    ``udp_encap_needed``, ``napi_budget``.
     """
     return aggregate_trace(skbs, l4=l4, udp_gro=udp_gro, features=features, kernel=kernel, arch=arch,
                            gro_max_size=gro_max_size, **flow).skbs
@@ -570,53 +669,122 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
     return np.repeat(np.append(pos, n), np.diff(bounds))
 
 
-def _follow(nxt: np.ndarray) -> np.ndarray:
-    """The chain 0 -> nxt[0] -> ... (< len) as an index array; nxt[i] > i always."""
-    n = nxt.size
-    if n and (nxt <= np.arange(n)).any():
-        raise AssertionError("simulate_stream: a chain pointer does not move forward")
-    out = []
-    step = memoryview(np.ascontiguousarray(nxt, dtype=np.int64))
-    i = 0
-    append = out.append
-    while i < n:
-        append(i)
-        i = step[i]
-    return np.asarray(out, dtype=np.int64)
+# add_recvbuf_mergeable's carving repeats every 21 buffers per 32 KiB frag (kernel-facts A.5); 32 frags of it
+# also cover the 64 KiB-page arches (42 buffers per frag).
+_BUF_PERIOD = 32 * 21
+
+
+@dataclass(frozen=True)
+class _Shapes:
+    """What page_to_skb built for each (buffer, payload) entry and what skb_gro_receive does with it."""
+
+    code: np.ndarray  # PATH_CODES
+    T: np.ndarray  # truesize page_to_skb charged
+    d: np.ndarray  # frag slots the packet takes in lp when merged; MAX_SKB_FRAGS + 1 = never fits (case 3)
+    delta: np.ndarray  # truesize p (and lp) gain when the packet is merged by case 1 or 2
+    l0: np.ndarray  # frags of the packet's own skb (when it is p or a chained sk_buff)
+
+
+def _shapes(frames: np.ndarray, bufs: np.ndarray, fp: FlowParams, hdr_len: int) -> _Shapes:
+    k, a = fp.kernel, fp.arch
+    cls = rx.classify(frames, bufs, hdr_len=hdr_len, kernel=k, arch=a)
+    build = cls.codes == rx.PATH_CODES["build_skb"]
+    nf = cls.frags.astype(np.int64)
+    head = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=k, arch=a)
+    off, most = fp.offset, fp.max_skb_frags
+    # page_to_skb: build_skb(buf, truesize) -> SKB_TRUESIZE(truesize - shinfo); else head + the buffer as a frag.
+    T = np.where(build, bufs - a.shinfo_size + a.skb_truesize(0), head.truesize + np.where(nf > 0, bufs, 0))
+    end = np.where(build, bufs - a.shinfo_size, head.end_offset)
+    hl = np.where(build, frames, cls.copied) - ETH_HLEN
+    in_frags = hl <= off
+    # skb_gro_receive (6.1): slots in lp: case 1 nr_frags, case 2 (head_frag) 1 + nr_frags, case 3 never.
+    d = np.where(in_frags, nf, np.where(build | bool(head.head_frag), 1 + nf, most + 1))
+    d = np.where(in_frags & (nf == 0), most + 1, d)
+    # skb_gro_receive (6.1): case 1 keeps SKB_TRUESIZE(skb_end_offset), case 2 SKB_DATA_ALIGN(sizeof(sk_buff)).
+    delta = np.where(in_frags, T - a.skb_truesize(end), T - a.skb_data_align(a.sk_buff_size))
+    return _Shapes(cls.codes, T.astype(np.int64), d.astype(np.int64), delta.astype(np.int64), nf)
+
+
+def _few_values(x: np.ndarray, most: int = 16) -> tuple[np.ndarray | None, np.ndarray]:
+    """(index of each element into the sorted distinct values, those values) when x holds at most ``most``
+    distinct ints in a short range; (None, empty) otherwise. Avoids sorting the whole array."""
+    lo, hi = int(x.min()), int(x.max())
+    if hi - lo > 1 << 16:
+        return None, np.zeros(0, np.int64)
+    xl = x - lo
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    present[xl] = True
+    vals = np.flatnonzero(present)
+    if vals.size > most:
+        return None, np.zeros(0, np.int64)
+    lut = np.zeros(hi - lo + 1, dtype=np.intp)
+    lut[vals] = np.arange(vals.size)
+    return lut[xl], vals + lo
+
+
+@functools.lru_cache(maxsize=64)
+def _carved_period(k: Kernel, a: Arch, hdr_len: int) -> tuple[int, ...]:
+    """add_recvbuf_mergeable's buffer truesizes at the EWMA floor, one carving period (rx.mergeable_buf_lens)."""
+    return tuple(rx.mergeable_buf_lens(_BUF_PERIOD, kernel=k, arch=a, hdr_len=hdr_len))
+
+
+def _cumsum0(x: np.ndarray) -> np.ndarray:
+    """[0, x0, x0 + x1, ...] in one pass."""
+    out = np.empty(x.size + 1, dtype=np.int64)
+    out[0] = 0
+    np.cumsum(x, out=out[1:])
+    return out
+
+
+def _uniform(x: np.ndarray, used: np.ndarray | None) -> int | None:
+    """The one value x takes over the used entries, or None."""
+    vals = x if used is None else x[used]
+    lo = int(vals.min())
+    return lo if lo == int(vals.max()) else None
 
 
 def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4: str = "tcp", ip: int = 4,
-                    vlan: bool = False, tcp_hdr_len: int = 32, udp_gro: bool = False, features: Any = None,
+                    vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS, udp_gro: bool = False, features: Any = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                     kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
-                    gro_max_size: int = GRO_LEGACY_MAX_SIZE, napi_budget: int | None = 64,
-                    buf_lens: Any = None, hdr_len: int = 12, tcp_flags: Any = None,
+                    gro_max_size: int = GRO_LEGACY_MAX_SIZE, napi_budget: int | None = rx.NAPI_POLL_WEIGHT,
+                    buf_lens: Any = None, hdr_len: int = rx.MRG_RXBUF_HDR_LEN, tcp_flags: Any = None,
                     seed: int | None = 0) -> StreamStats:
     """A flow of ``n_packets`` through virtio-net's mergeable page_to_skb() and GRO, with numpy.
 
     ``payload_len``: one size, an array of sizes (one per packet), or a dict {size: weight} drawn with
     ``seed``. ``buf_lens``: buffer truesize per packet (default: rx.mergeable_buf_lens carving, repeated).
     ``tcp_flags``: optional int array of TCP flag bits (gro._FLAG_BIT). Single-buffer packets only.
-    """
-    from vnetlab import rx
 
+    The same rules as :func:`aggregate_trace` (the tests cross-check every statistic), computed per NAPI poll:
+    all polls advance one GRO skb at a time together, so the Python-level work is bounded by the GRO skbs
+    in the busiest poll, not by the packets.
+    """
     fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, udp_gro=udp_gro, local_socket=local_socket,
                      udp_encap_needed=udp_encap_needed, features=features, kernel=kernel, arch=arch,
                      gro_max_size=gro_max_size)
     k, a = fp.kernel, fp.arch
+    # ---- the payload of every packet
+    const_p: int | None = None
+    cols: np.ndarray | None = None  # the payload sizes the table has a column for
+    col: np.ndarray | None = None  # each packet's column
     if isinstance(payload_len, dict):
         n = _check_int("n_packets", n_packets, 1, 1 << 31)
-        sizes = np.fromiter(payload_len.keys(), dtype=np.int64)
+        cols = np.fromiter(payload_len.keys(), dtype=np.int64)
         w = np.asarray(list(payload_len.values()), dtype=float)
         if (w < 0).any() or w.sum() <= 0:
             raise ValueError("payload_len weights must be non-negative with a positive sum")
-        p_idx = np.random.default_rng(seed).choice(sizes.size, size=n, p=w / w.sum())
-        P = sizes[p_idx]
+        if cols.min() < 0 or cols.max() > 65535:
+            raise ValueError("payload_len must be in 0..65535")
+        cdf = np.cumsum(w / w.sum())
+        cdf /= cdf[-1]  # numpy Generator.choice(p=...): the same draws as before
+        col = np.minimum(np.searchsorted(cdf, np.random.default_rng(seed).random(n), side="right"), cols.size - 1)
+        P = cols[col]
+        pmin, pmax = int(cols.min()), int(cols.max())
     elif np.ndim(payload_len) == 0:
         n = _check_int("n_packets", n_packets, 1, 1 << 31)
-        sizes = np.asarray([int(payload_len)], dtype=np.int64)
-        p_idx = None
-        P = np.full(n, sizes[0], dtype=np.int64)
+        const_p = _check_int("payload_len", payload_len, 0, 65535, "L4 payload bytes")
+        P = None
     else:
         P = np.asarray(payload_len, dtype=np.int64)
         n = P.size
@@ -624,131 +792,380 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             raise ValueError(f"n_packets ({n_packets}) must match len(payload_len) ({n})")
         if n == 0:
             raise ValueError("payload_len must not be empty")
-        sizes, p_idx = np.unique(P, return_inverse=True)
-    if sizes.min() < 0 or sizes.max() > 65535:
-        raise ValueError("payload_len must be in 0..65535")
+    if P is not None and cols is None:
+        pmin, pmax = int(P.min()), int(P.max())
+        if pmin < 0 or pmax > 65535:
+            raise ValueError("payload_len must be in 0..65535")
+        cols = np.arange(pmin, pmax + 1, dtype=np.int64)
+    if P is not None and pmin == pmax:
+        const_p, P, cols, col = pmin, None, None, None
+    if P is not None and col is None:
+        col = P - pmin
     if napi_budget is not None:
         _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
-    if buf_lens is None:
-        period = np.asarray(rx.mergeable_buf_lens(min(n, 4 * 21 * 8), kernel=k, arch=a, hdr_len=hdr_len),
-                            dtype=np.int64)
-        bufs, per_idx = np.unique(period, return_inverse=True)
-        b_idx = np.resize(per_idx, n)
-    elif np.ndim(buf_lens) == 0:
-        bufs, b_idx = np.asarray([int(buf_lens)], dtype=np.int64), None
+    budget = n if napi_budget is None else min(int(napi_budget), n)
+    F = None
+    if tcp_flags is not None:
+        if l4 != "tcp":
+            raise ValueError("tcp_flags is only meaningful with l4='tcp'")
+        F = np.asarray(tcp_flags, np.int64)
+        if F.shape != (n,):
+            raise ValueError(f"tcp_flags must be an int array with one entry per packet ({n})")
+    off = fp.offset
+    hdrs = ETH_HLEN + off
+    # ---- what page_to_skb built: a table per (buffer, payload), or per packet when buffers are given per packet
+    flat: np.ndarray | None  # per-packet index into the table (None: the table is per packet)
+    cols_ = np.asarray([const_p], dtype=np.int64) if cols is None else cols
+    width = cols_.size
+    if buf_lens is None or np.ndim(buf_lens) == 0:
+        if buf_lens is None:
+            period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
+        else:
+            period = np.asarray([int(buf_lens)], dtype=np.int64)
+        bvals, per_idx = np.unique(period, return_inverse=True)
+        sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
+        if bvals.size == 1:
+            flat = np.zeros(n, dtype=np.intp) if col is None else col
+        else:
+            flat = np.resize(per_idx.astype(np.intp) * width, n)
+            if col is not None:
+                flat += col
     else:
         bl = np.asarray(buf_lens, dtype=np.int64)
         if bl.shape != (n,):
             raise ValueError(f"buf_lens must be one int or one per packet ({n})")
-        bufs, b_idx = np.unique(bl, return_inverse=True)
-    # page_to_skb's decision once per (payload, buffer) pair, then gathered per packet.
-    nb = bufs.size
-    g_frame = np.repeat(ETH_HLEN + fp.offset + sizes, nb)
-    g_buf = np.tile(bufs, sizes.size)
-    codes_g, _tail, nf_g, copied_g = rx.classify(g_frame, g_buf, hdr_len=hdr_len, kernel=k, arch=a)
-    build_g = codes_g == rx.PATH_CODES["build_skb"]
-    head = rx.napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
-    off = fp.offset
-    MAX = fp.max_skb_frags
-    # drivers/net/virtio_net.c page_to_skb: build_skb(buf, truesize) -> SKB_TRUESIZE(truesize - shinfo).
-    T_g = np.where(build_g, g_buf - a.shinfo_size + a.skb_truesize(0), head.truesize + np.where(nf_g > 0, g_buf, 0))
-    end_g = np.where(build_g, g_buf - a.shinfo_size, head.end_offset)
-    hf_g = build_g | bool(head.head_frag)
-    hl_g = np.where(build_g, g_frame, copied_g) - ETH_HLEN
-    # skb_gro_receive (6.1): slots an absorbed packet needs in lp: case 1 nr_frags, case 2 1 + nr_frags, case 3 never.
-    d_g = np.where(hl_g <= off, nf_g, np.where(hf_g, 1 + nf_g, MAX + 1)).astype(np.int64)
-    d_g = np.where((hl_g <= off) & (nf_g == 0), MAX + 1, d_g)
-    delta_g = np.where(hl_g <= off, T_g - a.skb_truesize(end_g), T_g - a.skb_data_align(a.sk_buff_size))
-    if p_idx is None and b_idx is None:
-        g = np.zeros(n, dtype=np.int64)
-    elif p_idx is None:
-        g = b_idx
-    elif b_idx is None:
-        g = p_idx
-    else:
-        g = p_idx * nb + b_idx
-    codes = codes_g[g]
-    path_counts = {name: int(np.count_nonzero(codes == c)) for name, c in rx.PATH_CODES.items()}
-    T, d, delta_abs, l0 = T_g[g], d_g[g], delta_g[g], nf_g.astype(np.int64)[g]
-    idx = np.arange(n)
-    if l4 == "tcp":
-        if tcp_flags is None:
-            alone = P == 0
+        row, bvals = _few_values(bl)
+        if row is not None and bvals.size * width <= max(4096, n // 4):
+            # a few buffer sizes (the carving gives 2 or 3): one table entry per (buffer, payload)
+            sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
+            flat = row * width if width > 1 else row
+            if col is not None:
+                flat += col
         else:
-            F = np.asarray(tcp_flags, np.int64)
-            if F.shape != (n,):
-                raise ValueError(f"tcp_flags must be an int array with one entry per packet ({n})")
-            alone = (P == 0) | ((F & _FINAL_FLUSH) != 0)
+            sh = _shapes((np.full(n, const_p, np.int64) if P is None else P) + hdrs, bl, fp, hdr_len)
+            flat = None
+    if flat is not None:
+        counts = np.bincount(flat, minlength=sh.code.size)
+        used = counts > 0
+        path_counts = {name: int(counts[sh.code == c].sum()) for name, c in rx.PATH_CODES.items()}
+        rx_truesize = int((counts * sh.T).sum())
     else:
-        if tcp_flags is not None:
-            raise ValueError("tcp_flags is only meaningful with l4='tcp'")
-        alone = P == 0
+        used = None
+        path_counts = {name: int(np.count_nonzero(sh.code == c)) for name, c in rx.PATH_CODES.items()}
+        rx_truesize = int(sh.T.sum())
+
+    def per_packet(x: np.ndarray) -> np.ndarray:
+        return x if flat is None else x[flat]
+
+    def at(x: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        return x[pos] if flat is None else x[flat[pos]]
+
+    payload_bytes = n * const_p if P is None else int(P.sum(dtype=np.int64))
+    # ---- group (GRO skb) boundaries, one poll at a time in parallel
     if not fp.aggregates:
-        alone = np.ones(n, dtype=bool)
-    # Group (GRO skb) boundaries for a group that starts, held, at each index s.
-    if sizes.size == 1:
-        j_nm = np.full(n, n, dtype=np.int64)
-        j_close = j_nm
-    else:
-        nd = _next_change(P)
-        Pn = P[np.minimum(nd, n - 1)]
-        bigger = (nd < n) & ((Pn > P) | (Pn == 0))
-        j_nm = np.where(bigger, nd, n)
-        j_close = np.where((nd < n) & ~bigger, nd, n)
-    C = np.concatenate(([0], np.cumsum(P)))
-    if fp.is_flist:
-        # skb_gro_receive_list (6.1): p->len + skb->len (headers included) >= 65536 refuses.
-        jc = np.searchsorted(C, C[idx] + GRO_LEGACY_MAX_SIZE - 2 * off, side="left") - 1
-    else:
-        # skb_gro_receive (6.1): p->len + len >= cap refuses.
-        jc = np.searchsorted(C, C[idx] + fp.cap_limit - off, side="left") - 1
-    j_nm = np.minimum(j_nm, np.maximum(jc, idx + 1))
-    if l4 == "udp" or fp.is_flist:
-        # udp_gro_receive_segment (6.1) UDP_GRO_CNT_MAX; tcp_gro_receive (6.18) count >= 64 for fraglist.
-        j_nm = np.minimum(j_nm, idx + UDP_GRO_CNT_MAX)
-    if l4 == "tcp" and tcp_flags is not None:
-        cmpf = F & _CMP_MASK
-        j_nm = np.minimum(j_nm, _next_change(cmpf))
-        j_nm = np.minimum(j_nm, _next_true((F & _FLAG_BIT["CWR"]) != 0))
-        if fp.is_flist:
-            j_nm = np.minimum(j_nm, _next_change(F))
-        j_close = np.minimum(j_close, _next_true((F & (_FLAG_BIT["PSH"] | _FLAG_BIT["FIN"])) != 0))
-    if napi_budget is not None:
-        # net/core/dev.c napi_complete_done (6.1): the poll ends, every held skb is flushed.
-        j_nm = np.minimum(j_nm, (idx // napi_budget + 1) * napi_budget)
-    end = np.minimum(j_nm, np.where(j_close < j_nm, j_close + 1, n))
-    gnext = np.where(alone, idx + 1, end)
-    starts = _follow(gnext)
-    gend = np.append(starts[1:], n)
-    gid = np.repeat(np.arange(starts.size), gend - starts)
-    group_end = gend[gid]
-    # sk_buff boundaries inside a GRO skb: next-fit of d slots into MAX - l0 free slots of each lp.
-    if fp.is_flist:
-        snext = idx + 1
-    else:
-        Dc = np.concatenate(([0], np.cumsum(d)))
-        snext = np.searchsorted(Dc, Dc[np.minimum(idx + 1, n)] + MAX - l0, side="right") - 1
-        snext = np.maximum(snext, idx + 1)
-    snext = np.minimum(snext, group_end)
-    skb_starts = _follow(snext)
-    is_skb_start = np.zeros(n, dtype=bool)
-    is_skb_start[skb_starts] = True
-    is_group_start = np.zeros(n, dtype=bool)
-    is_group_start[starts] = True
-    if fp.is_flist:
-        contrib_t = T
-        contrib_f = l0
-    else:
-        contrib_t = np.where(is_skb_start, T, delta_abs)
-        contrib_f = np.where(is_skb_start, l0, d)
-    segs = gend - starts
-    sk_per = np.add.reduceat(is_skb_start.astype(np.int64), starts)
-    second = np.searchsorted(skb_starts, starts, side="right")
-    second_pos = np.append(skb_starts, n)[second]
-    first_pk = np.minimum(second_pos, gend) - starts
+        starts = np.arange(n)
+        return _stream_stats(n, path_counts, starts, starts + 1, np.ones(n, np.int64), np.ones(n, np.int64),
+                             per_packet(sh.l0), (np.full(n, const_p, np.int64) if P is None else P) + off,
+                             per_packet(sh.T), payload_bytes, rx_truesize)
+    orig = None
+    if l4 == "udp" and P is not None and pmin == 0:
+        # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed without completing p, so 0-byte
+        # datagrams go up alone while the held skb stays: group the others, then put them back in order.
+        orig = np.flatnonzero(P)
+        zeros = np.flatnonzero(P == 0)
+    groups = _stream_groups(fp, n, budget, const_p, P, F, orig)
+    if orig is None:
+        g_s, g_e = groups.starts, groups.ends
+        sk = _stream_sk_buffs(fp, g_s, g_e, sh, used, flat)
+        C = None if P is None else _cumsum0(P)
+        return _stream_stats_from_groups(n, path_counts, g_s, g_e, sk, sh, used, flat, per_packet, at, C, const_p,
+                                         off, payload_bytes, rx_truesize, fp)
+    # compressed UDP flow: indices below are into orig (the non-zero datagrams)
+    flat_c = None if flat is None else flat[orig]
+    sh_c = sh if flat is not None else _Shapes(*(x[orig] for x in (sh.code, sh.T, sh.d, sh.delta, sh.l0)))
+    C = _cumsum0(P[orig])
+    sk = _stream_sk_buffs(fp, groups.starts, groups.ends, sh_c, used, flat_c)
+
+    def pp_c(x: np.ndarray) -> np.ndarray:
+        return x if flat_c is None else x[flat_c]
+
+    def at_c(x: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        return x[pos] if flat_c is None else x[flat_c[pos]]
+
+    st = _stream_stats_from_groups(orig.size, path_counts, groups.starts, groups.ends, sk, sh_c, used, flat_c,
+                                   pp_c, at_c, C, None, off, payload_bytes, rx_truesize, fp)
+    zl0, zT = at(sh.l0, zeros), at(sh.T, zeros)
+    ones = np.ones(zeros.size, np.int64)
+    key = np.concatenate((groups.times, zeros.astype(float)))
+    order = np.argsort(key, kind="stable")
+    cat = lambda g, z: np.concatenate((g, z))[order]  # noqa: E731
     return StreamStats(
-        packets=n, path_counts=path_counts, gro_skbs=int(starts.size), segs_per_skb=segs,
-        first_skb_packets=first_pk, sk_buffs_per_skb=sk_per,
-        frags_per_skb=np.add.reduceat(contrib_f, starts), len_per_skb=np.add.reduceat(P, starts) + off,
-        truesize_per_skb=np.add.reduceat(contrib_t, starts), payload_bytes=int(P.sum()), rx_truesize=int(T.sum()),
-    )
+        packets=n, path_counts=path_counts, gro_skbs=int(order.size), segs_per_skb=cat(st.segs_per_skb, ones),
+        first_skb_packets=cat(st.first_skb_packets, ones), sk_buffs_per_skb=cat(st.sk_buffs_per_skb, ones),
+        frags_per_skb=cat(st.frags_per_skb, zl0.astype(np.int64)), len_per_skb=cat(st.len_per_skb, ones * off),
+        truesize_per_skb=cat(st.truesize_per_skb, zT), payload_bytes=payload_bytes, rx_truesize=rx_truesize)
+
+
+@dataclass(frozen=True)
+class _Groups:
+    starts: np.ndarray  # first packet of each GRO skb, in the order they go up
+    ends: np.ndarray  # one past its last packet
+    times: np.ndarray  # when it goes up, in packet indices of the uncompressed flow (only with 0-byte UDP)
+
+
+def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: np.ndarray | None,
+                   F: np.ndarray | None, orig: np.ndarray | None) -> _Groups:
+    """The GRO skbs of the flow: the rules of aggregate_trace (tcp_gro_receive / udp_gro_receive_segment, the
+    size cap, UDP_GRO_CNT_MAX, napi_complete_done at every poll end), all polls stepped together."""
+    l4, off = fp.l4, fp.offset
+    if orig is not None:
+        P = P[orig]
+    m = n if orig is None else orig.size
+    idt = np.int32 if m < (1 << 31) - 1 else np.int64
+    # ---- for a group starting at each packet: where it ends on its own (e_nat) and whether that end is a
+    # merge-then-flush (is_close) rather than a refused packet, from the payload sizes and the TCP flags
+    e_nat = is_close = None
+    if P is not None:
+        # tcp_gro_receive: payload > mss (or 0) is refused; a shorter one merges, then flushes (6.1).
+        # udp_gro_receive_segment: a longer datagram is refused; a shorter one merges, then completes p.
+        change = np.flatnonzero(P[1:] != P[:-1]) + 1
+        run_id = np.zeros(m, dtype=idt)
+        run_id[change] = 1
+        np.cumsum(run_id, out=run_id)
+        nxt = np.append(change, m).astype(idt)[run_id]
+        pn = P[np.minimum(nxt, m - 1)]
+        smaller = pn < P
+        if l4 == "tcp":
+            smaller &= pn != 0
+        smaller &= nxt < m
+        is_close = smaller
+        e_nat = nxt + smaller
+    alone = None
+    if l4 == "tcp":
+        alone = (P == 0) if P is not None else None
+        if alone is not None and not alone.any():
+            alone = None
+        if const_p == 0:
+            alone = np.ones(m, bool)
+        if F is not None:
+            # tcp_gro_receive: CWR and a flag mismatch refuse; PSH|FIN merge then flush; URG|PSH|RST|SYN|FIN
+            # at the head of a group (nothing to merge into) go up alone (out_check_final).
+            fin = (F & _FINAL_FLUSH) != 0
+            alone = fin if alone is None else (alone | fin)
+            refs = [_next_change(F & _cmp_mask(fp)), _next_true((F & _FLAG_BIT["CWR"]) != 0)]
+            if fp.is_flist:
+                refs.append(_next_change(F))  # tcp_gro_receive (6.18): fraglist flows need equal flags
+            ref_f = np.minimum.reduce(refs)
+            close_f = _next_true((F & (_FLAG_BIT["PSH"] | _FLAG_BIT["FIN"])) != 0) + 1
+            if e_nat is None:
+                e_nat, is_close = np.minimum(ref_f, close_f), close_f <= ref_f
+            else:
+                ref_all = np.where(is_close, m, e_nat)
+                np.minimum(ref_all, ref_f, out=ref_all)
+                close_all = np.where(is_close, e_nat, m + 1)
+                np.minimum(close_all, close_f, out=close_all)
+                is_close = close_all <= ref_all
+                e_nat = np.minimum(ref_all, close_all)
+    C = None if P is None else _cumsum0(P)
+    # skb_gro_receive: refused once p->len + len >= cap; skb_gro_receive_list: p->len + skb->len >= 65536.
+    cap_room = (GRO_LEGACY_MAX_SIZE - 2 * off) if fp.is_flist else (fp.cap_limit - off)
+    cnt_max = UDP_GRO_CNT_MAX if l4 == "udp" else (TCP_FRAGLIST_CNT_MAX if fp.is_flist else None)
+    per = None if const_p is None else (1 if const_p == 0 else max(1, -(-cap_room // const_p) - 1))
+    if const_p is not None and cnt_max is None and alone is None and F is None:
+        # constant payload, no count cap: every group is the cap's length (or what is left of the poll)
+        polls = np.arange(0, n, budget)
+        lens = np.minimum(budget, n - polls)
+        reps = -(-lens // per)
+        g_s = np.repeat(polls, reps) + (np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)) * per
+        g_e = np.minimum(g_s + per, np.repeat(polls + lens, reps))
+        return _Groups(g_s, g_e, np.zeros(0))
+    longest = min(budget, cnt_max or budget, m)  # no GRO skb holds more packets than this
+    step_cap = False  # look the size cap up at each step (only when groups can be as long as the flow)
+    if C is not None and longest < m:
+        # the size cap, resolved for the packets whose next `longest` payloads could reach it
+        reach = np.flatnonzero(C[np.minimum(np.arange(longest, m + longest, dtype=idt), m)] - C[:-1] >= cap_room)
+        if reach.size:
+            jc = np.searchsorted(C, C[reach] + cap_room, side="left") - 1
+            jc = np.maximum(jc, reach + 1)
+            if e_nat is None:
+                e_nat, is_close = np.full(m, m, dtype=idt), np.zeros(m, bool)
+            cut = jc < e_nat[reach]
+            e_nat[reach[cut]] = jc[cut]
+            is_close[reach[cut]] = False
+    elif C is not None:
+        step_cap = bool(int(C[-1]) >= cap_room)
+    if alone is not None:
+        if e_nat is None:
+            e_nat, is_close = np.full(m, m, dtype=idt), np.zeros(m, bool)
+        single = np.flatnonzero(alone)
+        e_nat[single] = single + 1
+    # ---- step every poll's GRO skbs together: napi_complete_done flushes all of them at the poll end
+    poll_starts = np.arange(0, n, budget)
+    pos = poll_starts if orig is None else np.searchsorted(orig, poll_starts)
+    pend = np.minimum(poll_starts + budget, n) if orig is None else np.searchsorted(orig, poll_starts + budget)
+    pid = np.arange(pos.size)
+    keep = pos < pend
+    pos, pend, pid = pos[keep], pend[keep], pid[keep]
+    out_s, out_e, out_pid, out_k, out_t = [], [], [], [], []
+    step = 0
+    while pos.size:
+        if e_nat is not None:
+            en = e_nat[pos]
+            e = np.minimum(en, pend)
+        else:
+            e = pend.copy()
+        if cnt_max is not None:
+            np.minimum(e, pos + cnt_max, out=e)
+        if per is not None:
+            np.minimum(e, pos + per, out=e)
+        elif step_cap:
+            thr = C[pos] + cap_room
+            hit = C[e] >= thr
+            if hit.any():
+                jc = np.searchsorted(C, thr[hit], side="left") - 1
+                e[hit] = np.minimum(e[hit], np.maximum(jc, pos[hit] + 1))
+        out_s.append(pos)
+        out_e.append(e)
+        out_pid.append(pid)
+        out_k.append(np.full(pos.size, step, dtype=idt))
+        if orig is not None:
+            # when the GRO skb goes up: right after merging its last datagram (a shorter one, or the 64th),
+            # else just before the refused one, else at the poll end
+            after = (e == en) & is_close[pos] if e_nat is not None else np.zeros(pos.size, bool)
+            after |= e == pos + cnt_max
+            t_after = orig[e - 1] + 0.5
+            poll_t = np.minimum((orig[pos] // budget + 1) * budget, n) - 0.5
+            t_before = np.where(e < pend, orig[np.minimum(e, m - 1)] - 0.5, poll_t)
+            out_t.append(np.where(after, t_after, t_before))
+        more = e < pend
+        pos, pend, pid = e[more], pend[more], pid[more]
+        step += 1
+    # GRO skbs go up poll by poll, and in order within a poll
+    g_pid = np.concatenate(out_pid)
+    slot = np.cumsum(np.bincount(g_pid, minlength=poll_starts.size)) - np.bincount(g_pid, minlength=poll_starts.size)
+    slot = slot[g_pid] + np.concatenate(out_k)
+    g_s = np.empty(slot.size, dtype=np.int64)
+    g_e = np.empty(slot.size, dtype=np.int64)
+    g_s[slot] = np.concatenate(out_s)
+    g_e[slot] = np.concatenate(out_e)
+    times = np.zeros(0)
+    if orig is not None:
+        times = np.empty(slot.size)
+        times[slot] = np.concatenate(out_t)
+    return _Groups(g_s, g_e, times)
+
+
+@dataclass(frozen=True)
+class _SkBuffs:
+    per_group: np.ndarray  # sk_buffs (p and its frag_list members) of each group
+    first: np.ndarray  # packets in each group's first sk_buff
+    starts: np.ndarray  # every sk_buff's first packet
+    group: np.ndarray  # the group of each sk_buff
+
+
+def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, sh: _Shapes, used: np.ndarray | None,
+                     flat: np.ndarray | None) -> _SkBuffs:
+    """Where each GRO skb's sk_buffs begin: skb_gro_receive fills lp's frags (next fit) and chains a new
+    sk_buff on frag_list (case 3) when a packet does not fit; fraglist GRO chains every packet."""
+    G = g_s.size
+    most = fp.max_skb_frags
+    segs = g_e - g_s
+    du = _uniform(sh.d, used)
+    if fp.is_flist:
+        # skb_gro_receive_list chains every packet whole (the stats of a fraglist flow need no more)
+        return _SkBuffs(segs, np.ones(G, np.int64), g_s, np.arange(G))
+    if du is not None and du > most:
+        # case 3 for every packet: each packet is an sk_buff of its own
+        # (laid out as below: every group's first sk_buff, then the chained ones)
+        group = np.repeat(np.arange(G), segs)
+        chained = np.ones(group.size, dtype=bool)
+        chained[g_s] = False
+        rest = np.flatnonzero(chained)
+        return _SkBuffs(segs, np.ones(G, np.int64), np.concatenate((g_s, rest)),
+                        np.concatenate((np.arange(G), group[rest])))
+    l0u = _uniform(sh.l0, used)
+    if du is not None and l0u is not None:
+        # the same shape for every packet: every sk_buff holds 1 + (MAX_SKB_FRAGS - l0) // d packets
+        per = 1 + max(most - l0u, 0) // du
+        reps = -(-segs // per)
+        first_of = np.cumsum(reps) - reps
+        starts = np.repeat(g_s, reps) + (np.arange(int(reps.sum())) - np.repeat(first_of, reps)) * per
+        group = np.repeat(np.arange(G), reps)
+        # laid out as the stepping below: every group's first sk_buff, then the chained ones
+        chained = np.ones(starts.size, dtype=bool)
+        chained[first_of] = False
+        rest = np.flatnonzero(chained)
+        return _SkBuffs(reps, np.minimum(per, segs), np.concatenate((g_s, starts[rest])),
+                        np.concatenate((np.arange(G), group[rest])))
+
+    def at(x: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        return x[pos] if flat is None else x[flat[pos]]
+
+    Dc = None
+    if du is None:
+        Dc = _cumsum0(sh.d if flat is None else sh.d[flat])
+    pos, gid, end = g_s, np.arange(G), g_e
+    s_pos, s_gid = [], []
+    first = None
+    while pos.size:
+        s_pos.append(pos)
+        s_gid.append(gid)
+        room = most - at(sh.l0, pos)
+        if du is not None:
+            nxt = pos + 1 + (np.maximum(room, 0) // du if du <= most else 0)
+        else:
+            nxt = np.searchsorted(Dc, Dc[pos + 1] + room, side="right") - 1
+            np.maximum(nxt, pos + 1, out=nxt)
+        np.minimum(nxt, end, out=nxt)
+        if first is None:
+            first = nxt - pos
+        keep = nxt < end
+        pos, gid, end = nxt[keep], gid[keep], end[keep]
+    starts = np.concatenate(s_pos) if s_pos else np.zeros(0, np.int64)
+    group = np.concatenate(s_gid) if s_gid else np.zeros(0, np.int64)
+    return _SkBuffs(np.bincount(group, minlength=G), first if first is not None else np.zeros(0, np.int64),
+                    starts, group)
+
+
+def _stream_stats_from_groups(n: int, path_counts: dict[str, int], g_s: np.ndarray, g_e: np.ndarray, sk: _SkBuffs,
+                              sh: _Shapes, used: np.ndarray | None, flat: np.ndarray | None, per_packet: Any, at: Any,
+                              C: np.ndarray | None, const_p: int | None, off: int, payload_bytes: int,
+                              rx_truesize: int, fp: FlowParams) -> StreamStats:
+    G = g_s.size
+    segs = g_e - g_s
+
+    def group_sum(x: np.ndarray) -> np.ndarray:
+        """Per group sum of a per-table-entry quantity over the group's packets (groups tile the flow)."""
+        u = _uniform(x, used)
+        if u is not None:
+            return segs * u
+        return np.add.reduceat(per_packet(x), g_s) if G else np.zeros(0, np.int64)
+
+    if fp.is_flist:
+        frags = group_sum(sh.l0)
+        truesize = group_sum(sh.T)
+    else:
+        # an sk_buff's first packet brings its own frags and whole truesize; the others d slots and delta
+        # (sk.starts begins with every group's own start, in group order; the chained sk_buffs follow)
+        ent = sk.starts if flat is None else flat[sk.starts]
+        corr_f = (sh.l0 - sh.d)[ent]
+        corr_t = (sh.T - sh.delta)[ent]
+        frags = group_sum(sh.d) + corr_f[:G]
+        truesize = group_sum(sh.delta) + corr_t[:G]
+        if sk.starts.size > G:
+            frags += np.bincount(sk.group[G:], weights=corr_f[G:], minlength=G).astype(np.int64)
+            truesize += np.bincount(sk.group[G:], weights=corr_t[G:], minlength=G).astype(np.int64)
+    lens = (segs * const_p if C is None else C[g_e] - C[g_s]) + off
+    return StreamStats(packets=n, path_counts=path_counts, gro_skbs=int(G), segs_per_skb=segs,
+                       first_skb_packets=sk.first, sk_buffs_per_skb=sk.per_group, frags_per_skb=frags,
+                       len_per_skb=lens, truesize_per_skb=truesize, payload_bytes=payload_bytes,
+                       rx_truesize=rx_truesize)
+
+
+def _stream_stats(n: int, path_counts: dict[str, int], g_s: np.ndarray, g_e: np.ndarray, first: np.ndarray,
+                  per_group: np.ndarray, frags: np.ndarray, lens: np.ndarray, truesize: np.ndarray,
+                  payload_bytes: int, rx_truesize: int) -> StreamStats:
+    return StreamStats(packets=n, path_counts=path_counts, gro_skbs=int(g_s.size), segs_per_skb=g_e - g_s,
+                       first_skb_packets=first, sk_buffs_per_skb=per_group, frags_per_skb=frags.astype(np.int64),
+                       len_per_skb=lens, truesize_per_skb=truesize, payload_bytes=payload_bytes,
+                       rx_truesize=rx_truesize)

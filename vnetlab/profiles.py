@@ -234,6 +234,7 @@ def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *, max_skb_fra
             return name
         name = name.name
     if not isinstance(name, str):
-        raise UnknownArchError(f"arch must be a name such as 'x86_64', got {name!r}; known: {', '.join(known_arches())}")
+        raise UnknownArchError(f"arch must be a name such as 'x86_64', got {name!r}; "
+                               f"known: {', '.join(known_arches())}")
     k = _resolve_kernel(kernel)
     return _arch(name, k.version, max_skb_frags)

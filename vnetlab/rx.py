@@ -11,12 +11,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
-from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, VLAN_HLEN
+from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Frag, Page, Skb
+
+if TYPE_CHECKING:  # numpy is imported lazily: `import vnetlab.rx` stays light (tests/test_profiles.py)
+    import numpy as np
+    from numpy.typing import ArrayLike
 
 # drivers/net/virtio_net.c constants (unchanged from 5.10 to 6.18).
 GOOD_COPY_LEN = 128
@@ -24,8 +29,15 @@ GOOD_PACKET_LEN = ETH_HLEN + VLAN_HLEN + ETH_DATA_LEN
 VIRTIO_XDP_HEADROOM = 256
 # sizeof(struct padded_vnet_hdr): a v1_hash header (20) plus char padding[12].
 PADDED_VNET_HDR_LEN = 32
-# sizeof(struct virtio_net_hdr_mrg_rxbuf): what 5.x get_mergeable_buf_len adds (drivers/net/virtio_net.c).
+# sizeof(struct virtio_net_hdr_mrg_rxbuf): the header MRG_RXBUF or VERSION_1 negotiates (virtnet_probe), the
+# default hdr_len everywhere; also what 5.x get_mergeable_buf_len adds (drivers/net/virtio_net.c).
 MRG_RXBUF_HDR_LEN = 12
+# include/net/sock.h: SKB_FRAG_PAGE_ORDER = get_order(32768), the rq page frag skb_page_frag_refill tries first.
+SKB_FRAG_PAGE_SIZE = 32768
+# include/linux/netdevice.h NAPI_POLL_WEIGHT: virtnet_alloc_queues registers each rx NAPI with it.
+NAPI_POLL_WEIGHT = 64
+# QEMU hw/net/virtio-net.c VIRTIO_NET_RX_QUEUE_DEFAULT_SIZE: the rx virtqueue size a guest usually sees.
+RX_QUEUE_SIZE = 256
 
 # The virtio-net header sizes virtnet_probe can pick (include/uapi/linux/virtio_net.h), per struct.
 VNET_HDR_STRUCTS = {
@@ -38,7 +50,7 @@ VNET_HDR_STRUCTS = {
 PATHS = ("copy", "copy+frag", "build_skb")
 MODES = ("small", "big", "mergeable")
 
-L4_HDR_LEN = {"udp": 8, "tcp": 32}  # TCP with the timestamp option, as Linux sends by default
+L4_HDR_LEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}  # TCP with the timestamp option, as Linux sends by default
 
 
 # --------------------------------------------------------------------------------------------------
@@ -239,7 +251,8 @@ def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int
     return truesize - headroom - hdr_padded_len(mode, hdr_len, k) - frame_len
 
 
-def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_len: int = 12, headroom: int = 0,
+def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_len: int = MRG_RXBUF_HDR_LEN,
+                headroom: int = 0,
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                 page: Page | None = None, offset: int = 0, big_pages: int | None = None) -> RxResult:
     """page_to_skb() for one receive buffer (drivers/net/virtio_net.c, per kernel version).
@@ -261,7 +274,8 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
         pages = big_pages if big_pages is not None else a.max_skb_frags + 1
         max_frame = pages * a.page_size - PADDED_VNET_HDR_LEN
         _check_int("frame_len", frame_len, ETH_HLEN, max_frame,
-                   f"receive_big drops len > (big_packets_num_skbfrags + 1) * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len "
+                   "receive_big drops len > (big_packets_num_skbfrags + 1) * PAGE_SIZE - sizeof(padded_vnet_hdr) "
+                   f"+ hdr_len "
                    f"= frame {max_frame} with {pages} pages")
     else:
         _check_int("truesize", truesize, 1, 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)")
@@ -271,14 +285,14 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
                    f"a frame longer than its buffer is a length error in receive_mergeable "
                    f"(len {hdr_len} + frame > {limit})")
 
-    page = page or _new_page(a.page_size if mode == "big" else 32768, "rx buffer")
+    page = page or _new_page(a.page_size if mode == "big" else SKB_FRAG_PAGE_SIZE, "rx buffer")
     data_offset = offset + headroom + padded  # p = page_address(page) + offset + hdr_padded_len
     shinfo = a.shinfo_size
     tailroom = build_skb_tailroom(frame_len, truesize, mode=mode, hdr_len=hdr_len, headroom=headroom, k=k, a=a)
     notes: list[str] = []
 
     if tailroom is not None and a.net_ip_align == 0 and frame_len > GOOD_COPY_LEN and tailroom >= shinfo:
-        # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= shinfo_size -> build_skb(buf, truesize).
+        # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= shinfo_size -> build_skb(buf, ...).
         frag_size = a.page_size if (headroom and k.rule("xdp_truesize") == "page_size") else truesize
         skb = Skb(
             headlen=frame_len,
@@ -342,7 +356,8 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
 # --------------------------------------------------------------------------------------------------
 # Mergeable buffers: sizing and carving (add_recvbuf_mergeable, get_mergeable_buf_len)
 
-def mergeable_min_buf_len(*, mtu: int = 1500, hdr_len: int = 12, ring_size: int = 256, big_packets: bool = False,
+def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_HDR_LEN, ring_size: int = RX_QUEUE_SIZE,
+                          big_packets: bool = False,
                           f_mtu: bool = False) -> int:
     """mergeable_min_buf_len (drivers/net/virtio_net.c): max(DIV_ROUND_UP(buf_len, ring) - hdr_len, GOOD_PACKET_LEN).
 
@@ -370,7 +385,8 @@ class Ewma:
 
 
 def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, room: int, a: Arch) -> int:
-    """get_mergeable_buf_len: PAGE_SIZE - room with XDP, else ALIGN(hdr_len + clamp(ewma, min, PAGE_SIZE - hdr_len), L1)."""
+    """get_mergeable_buf_len: PAGE_SIZE - room with XDP, else
+    ALIGN(hdr_len + clamp(ewma, min, PAGE_SIZE - hdr_len), L1_CACHE_BYTES)."""
     if room:
         return a.page_size - room
     length = hdr_len + min(max(avg_pkt_len, min_buf_len), a.page_size - hdr_len)
@@ -422,15 +438,21 @@ def carve_mergeable_buffer(frag: PageFrag, avg_pkt_len: int, *, min_buf_len: int
     return RxBuffer(frag.page, start, headroom, length, truesize)
 
 
-def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int = 1500, frag_size: int = 32768,
-                       hdr_len: int = 12, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
-                       arch: str | Arch = DEFAULT_ARCH, ring_size: int = 256) -> list[int]:
-    """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them."""
+def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int = ETH_DATA_LEN,
+                       frag_size: int | None = None,
+                       hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+                       arch: str | Arch = DEFAULT_ARCH, ring_size: int = RX_QUEUE_SIZE) -> list[int]:
+    """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them.
+
+    ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
+    where PAGE_SIZE is larger, as skb_page_frag_refill)."""
     k, a = _resolve(kernel, arch)
     _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
     _check_mergeable_hdr_len(hdr_len, k)
     _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
-    _check_choice("frag_size", frag_size, sorted({a.page_size, max(a.page_size, 32768)}),
+    if frag_size is None:
+        frag_size = max(a.page_size, SKB_FRAG_PAGE_SIZE)
+    _check_choice("frag_size", frag_size, sorted({a.page_size, max(a.page_size, SKB_FRAG_PAGE_SIZE)}),
                   "skb_page_frag_refill takes an order-3 (32 KiB) compound page, or falls back to one page")
     avg = 0 if avg_pkt_len is None else _check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
                                                       "the EWMA of received packet length (ewma_pkt_len_read)")
@@ -458,7 +480,8 @@ def frame_len_for(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool 
     return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + L4_HDR_LEN[l4] + payload_len
 
 
-def receive_small(frame_len: int, *, hdr_len: int = 12, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False,
+                  kernel: str | Kernel = DEFAULT_KERNEL,
                   arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_small: build_skb(buf, buflen) around a small-mode buffer, always (drivers/net/virtio_net.c)."""
     k, a = _resolve(kernel, arch)
@@ -467,15 +490,17 @@ def receive_small(frame_len: int, *, hdr_len: int = 12, xdp: bool = False, kerne
                f"small-mode buffers hold GOOD_PACKET_LEN ({GOOD_PACKET_LEN}) bytes; longer frames are length errors")
     xdp_headroom = VIRTIO_XDP_HEADROOM if xdp else 0
     rx_pad = a.net_ip_align + a.net_skb_pad  # VIRTNET_RX_PAD
-    # add_recvbuf_small: len = SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + xdp) + SKB_DATA_ALIGN(shinfo).
+    # add_recvbuf_small: len = SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + xdp)
+    #                         + SKB_DATA_ALIGN(shinfo).
     buflen = a.skb_data_align(hdr_len + rx_pad + GOOD_PACKET_LEN + xdp_headroom) + a.shinfo_size
     headroom = rx_pad + xdp_headroom + hdr_len
-    page = _new_page(32768, "32 KiB rx page frag")
+    page = _new_page(SKB_FRAG_PAGE_SIZE, "32 KiB rx page frag")
     skb = Skb(headlen=frame_len, truesize=build_skb_truesize(buflen, a), head_frag=True,
               end_offset=buflen - a.shinfo_size, headroom=headroom, head_kind="build_skb", head_page=page)
     buf = RxBuffer(page, 0, rx_pad + xdp_headroom, hdr_len + GOOD_PACKET_LEN, buflen)
     # Reported as page_to_skb computes tailroom: buffer end minus tail, skb_shared_info included.
-    return RxResult("build_skb", skb, buflen - headroom - frame_len, a.shinfo_size, frame_len, "small", k.version, a.name,
+    return RxResult("build_skb", skb, buflen - headroom - frame_len, a.shinfo_size, frame_len, "small", k.version,
+                    a.name,
                     hdr_len, hdr_len, buffers=(buf,),
                     reason=f"receive_small always builds the skb around its {buflen}-byte buffer")
 
@@ -512,7 +537,8 @@ def _append_buffer(head: Skb, curr: Skb, buf: RxBuffer, used: int, k: Kernel, a:
     return curr
 
 
-def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: int = 12, xdp: bool = False,
+def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: int = MRG_RXBUF_HDR_LEN,
+                      xdp: bool = False,
                       kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_mergeable: the device spreads hdr + frame over num_buffers buffers; page_to_skb on the first."""
     k, a = _resolve(kernel, arch)
@@ -546,9 +572,10 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
     return result
 
 
-def receive_big(frame_len: int, *, hdr_len: int = 12, mtu: int = 1500, guest_gso: bool = True,
+def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = ETH_DATA_LEN, guest_gso: bool = True,
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
-    """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1 pages."""
+    """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1
+    pages."""
     k, a = _resolve(kernel, arch)
     # virtnet_set_big_packets: num_skbfrags = guest_gso ? MAX_SKB_FRAGS : DIV_ROUND_UP(mtu, PAGE_SIZE).
     skbfrags = a.max_skb_frags if guest_gso else -(-mtu // a.page_size)
@@ -560,22 +587,10 @@ def receive_big(frame_len: int, *, hdr_len: int = 12, mtu: int = 1500, guest_gso
     return result
 
 
-def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
-            mtu: int = 1500, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
-            arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = 12,
-            frag_size: int = 32768, guest_gso: bool = True) -> RxResult:
-    """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
-
-    Mergeable buffers are carved from a fresh page frag at the EWMA floor (min_buf_len), the state of a
-    queue that has seen no packet longer than MTU 1500; ``buf_len`` pins every buffer's truesize instead.
-    """
-    k, a = _resolve(kernel, arch)
-    _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
-    _check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
-                  "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
-    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
-    frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
-    l3 = frame - ETH_HLEN - (VLAN_HLEN if vlan else 0)
+def _guest_gso_mss(payload_len: int, *, l4: str, ip: int, vlan: bool, mtu: int, gso_size: int | None, k: Kernel,
+                   mode: str = "mergeable", guest_gso: bool = True) -> int:
+    """The virtio-net header's gso_size for a packet above the MTU (0 when the packet fits the MTU)."""
+    l3 = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan) - ETH_HLEN - (VLAN_HLEN if vlan else 0)
     gso_ok = mode != "small" and guest_gso and (l4 == "tcp" or k.rule("guest_uso"))
     if l3 > mtu and not gso_ok:
         raise ValueError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above mtu={mtu}; only a GSO packet "
@@ -583,6 +598,52 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
                          f"from 6.2; kernel {k.version} {'has' if k.rule('guest_uso') else 'has no'} guest USO)")
     if l3 > IP_MAX_MTU:
         raise ValueError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above IP_MAX_MTU {IP_MAX_MTU}")
+    if l3 <= mtu:
+        if gso_size is not None:
+            raise ValueError(f"gso_size={gso_size} given for a {l3}-byte IP packet that fits mtu={mtu}: the host sets "
+                             "a virtio-net gso_size only on packets it did not segment")
+        return 0
+    mss = mtu - IP_HLEN[ip] - L4_HDR_LEN[l4] if gso_size is None else gso_size
+    return _check_int("gso_size", mss, 1, max(1, payload_len - 1),
+                      "the virtio-net header's gso_size: segment payload, less than the packet's payload")
+
+
+def _virtio_net_hdr_to_skb(skb: Skb, mss: int, *, l4: str, ip: int) -> None:
+    """include/linux/virtio_net.h virtio_net_hdr_to_skb (6.1): a guest-GSO packet longer than gso_size gets
+    gso_size, gso_type = the header's type | SKB_GSO_DODGY, and gso_segs = 0 ("Header must be checked")."""
+    if mss:
+        skb.gso_size = mss
+        skb.gso_type = frozenset({("TCPV4" if ip == 4 else "TCPV6") if l4 == "tcp" else "UDP_L4", "DODGY"})
+        skb.gso_segs = 0
+
+
+def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
+            mtu: int = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+            arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = MRG_RXBUF_HDR_LEN,
+            frag_size: int = SKB_FRAG_PAGE_SIZE, guest_gso: bool = True, gso_size: int | None = None) -> RxResult:
+    """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
+
+    Mergeable buffers are carved from a fresh page frag at the EWMA floor (min_buf_len), the state of a
+    queue that has seen no packet longer than MTU 1500; ``buf_len`` pins every buffer's truesize instead.
+    A packet above the MTU is a guest-GSO packet: its skb carries the virtio-net header's ``gso_size``
+    (default the MTU's MSS) as virtio_net_hdr_to_skb sets it (SKB_GSO_DODGY, gso_segs 0).
+    """
+    k, a = _resolve(kernel, arch)
+    _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
+    _check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
+                  "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
+    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
+    mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=mtu, gso_size=gso_size, k=k, mode=mode,
+                         guest_gso=guest_gso)
+    result = _receive(payload_len, l4=l4, ip=ip, vlan=vlan, mode=mode, mtu=mtu, xdp=xdp, k=k, a=a, buf_len=buf_len,
+                      hdr_len=hdr_len, frag_size=frag_size, guest_gso=guest_gso)
+    _virtio_net_hdr_to_skb(result.skb, mss, l4=l4, ip=ip)
+    return result
+
+
+def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: int, xdp: bool, k: Kernel, a: Arch,
+             buf_len: int | None, hdr_len: int, frag_size: int, guest_gso: bool) -> RxResult:
+    frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
     if mode == "small":
         if mtu > ETH_DATA_LEN:
             raise ValueError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
@@ -592,7 +653,8 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
         return receive_small(frame, hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
     if mode == "big":
         if buf_len is not None:
-            raise ValueError(f"buf_len cannot be pinned in big mode: receive_big always passes PAGE_SIZE ({a.page_size})")
+            raise ValueError("buf_len cannot be pinned in big mode: receive_big always passes PAGE_SIZE "
+                             f"({a.page_size})")
         if xdp:
             raise ValueError("xdp=True with mode='big': virtnet_xdp_set refuses XDP while big packets without "
                              "mergeable buffers are in use")
@@ -630,8 +692,9 @@ class RxQueue:
     head_skb->len to the EWMA. A buffer posted before the EWMA moved keeps the size it was given.
     """
 
-    def __init__(self, *, ring_size: int = 256, budget: int = 64, mtu: int = 1500, hdr_len: int = 12,
-                 frag_size: int = 32768, xdp: bool = False, guest_gso: bool = True,
+    def __init__(self, *, ring_size: int = RX_QUEUE_SIZE, budget: int = NAPI_POLL_WEIGHT, mtu: int = ETH_DATA_LEN,
+                 hdr_len: int = MRG_RXBUF_HDR_LEN,
+                 frag_size: int = SKB_FRAG_PAGE_SIZE, xdp: bool = False, guest_gso: bool = True,
                  kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> None:
         self.k, self.a = _resolve(kernel, arch)
         _check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
@@ -662,6 +725,8 @@ class RxQueue:
         """One packet through the queue: takes the buffers it needs, updates the EWMA, refills at poll end."""
         _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
         frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+        mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=self.mtu, gso_size=None, k=self.k,
+                             guest_gso=self.guest_gso)
         need = self._buffers_needed(frame)
         if need is None:
             # The device holds the packet until the driver posts buffers: the poll ends, the ring is refilled.
@@ -672,6 +737,7 @@ class RxQueue:
                                  "buffers of the ring (num_buffers larger than the ring)")
         buffers, self.posted = self.posted[:need], self.posted[need:]
         result = receive_mergeable(frame, buffers, hdr_len=self.hdr_len, xdp=self.xdp, kernel=self.k, arch=self.a)
+        _virtio_net_hdr_to_skb(result.skb, mss, l4=l4, ip=ip)
         if not self.xdp:
             self.ewma.add(result.skb.len)  # receive_mergeable: ewma_pkt_len_add(&rq->mrg_avg_pkt_len, head_skb->len)
         self.polled += 1
@@ -702,57 +768,133 @@ class RxQueue:
 
 
 # --------------------------------------------------------------------------------------------------
+# The head an skb leaves the receive path with (kernel-facts C.3: what GRO has to merge)
+
+@dataclass(frozen=True)
+class HeadCase:
+    """One per-packet skb shape of kernel-facts C.3 and the kernels whose receive path builds it."""
+
+    name: str
+    label: str  # the letter of kernel-facts C.3
+    kernels: tuple[str, ...]  # kernels whose page_to_skb produces it for a single-buffer frame (first = reference)
+    description: str
+
+
+HEAD_CASES: dict[str, HeadCase] = {
+    "build_skb": HeadCase("build_skb", "(a)", ("5.13", "6.1", "6.18"),
+                          "build_skb() around the receive buffer: the whole frame linear, head_frag "
+                          "(page_to_skb, fb32856b16ad, 5.13+)"),
+    "kmalloc128": HeadCase("kmalloc128", "(b1)", ("5.11",),
+                           "napi_alloc_skb(128) kmalloc head holding 128 copied bytes, the rest in 1 frag "
+                           "(page_to_skb copy of <= 5.11 with 3226b158e67c's kmalloc heads)"),
+    "pagefrag128": HeadCase("pagefrag128", "(b2)", ("5.10",),
+                            "napi_alloc_skb(128) page-frag head (head_frag) holding 128 copied bytes, the rest in "
+                            "1 frag (page_to_skb and __napi_alloc_skb of 5.10)"),
+    "eth_hlen": HeadCase("eth_hlen", "(c)", ("5.12", "5.13", "6.1", "6.18"),
+                         "ETH_HLEN copied into the napi head, the rest in 1 frag (0f6925b3e8da, 5.12+; "
+                         "the 5.13+ copy path when the buffer's tailroom is short)"),
+}
+
+
+def head_case(skb: Skb) -> str:
+    """The C.3 case of an skb as page_to_skb built it: a HEAD_CASES name, "copy" (whole frame copied, no
+    frag) or "other"."""
+    if skb.head_kind == "build_skb":
+        return "build_skb"
+    if not skb.frags and not skb.frag_list:
+        return "copy"
+    if skb.headlen == ETH_HLEN:
+        return "eth_hlen"
+    if skb.headlen == GOOD_COPY_LEN:
+        return "pagefrag128" if skb.head_frag else "kmalloc128"
+    return "other"
+
+
+# --------------------------------------------------------------------------------------------------
 # Vectorised decision for many frames (the benchmark and the threshold maps)
 
 PATH_CODES = {"copy": 0, "copy+frag": 1, "build_skb": 2}
 
 
-def classify(frame_lens, truesizes, *, mode: str = "mergeable", hdr_len: int = 12, headroom: int = 0,
-             kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH):
+class Classification(NamedTuple):
+    """page_to_skb()'s decision for an array of frames (see :func:`classify`)."""
+
+    codes: np.ndarray  # int8 PATH_CODES
+    tailroom: np.ndarray  # the tailroom page_to_skb tests (-1 where the kernel has no build_skb branch)
+    frags: np.ndarray  # int32 frag slots the skb uses
+    copied: np.ndarray  # bytes copied into the napi_alloc_skb head (0 on the build_skb path)
+
+
+def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergeable",
+             hdr_len: int = MRG_RXBUF_HDR_LEN, headroom: int = 0, kernel: str | Kernel = DEFAULT_KERNEL,
+             arch: str | Arch = DEFAULT_ARCH) -> Classification:
     """page_to_skb()'s decision for arrays of single-buffer frames: (path codes, tailroom, frags, copied).
 
-    Codes follow PATH_CODES. Same rules as :func:`page_to_skb`, with numpy instead of a loop.
+    Codes follow PATH_CODES. Same rules as :func:`page_to_skb` (tests cross-check them), written as a few
+    whole-array passes: the build_skb test, the copy test against the napi head's tailroom, and the codes.
     """
     import numpy as np
 
     k, a = _resolve(kernel, arch)
     _check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() runs in mergeable and big mode")
     check_hdr_len(hdr_len, k)
-    frames = np.asarray(frame_lens, dtype=np.int64)
-    trues = np.broadcast_to(np.asarray(truesizes, dtype=np.int64), frames.shape)
+    frames = np.asarray(frame_lens)
+    if frames.dtype.kind not in "iu":
+        as_int = frames.astype(np.int64)
+        if frames.size and not np.array_equal(as_int, frames):
+            raise ValueError("frame_lens must be whole byte counts (ints)")
+        frames = as_int
     if frames.ndim != 1:
         raise ValueError(f"frame_lens must be a 1-D array of frame lengths, got shape {frames.shape}")
+    trues = np.asarray(truesizes)
+    if trues.ndim and trues.shape != frames.shape:
+        raise ValueError(f"truesizes must be one int or one per frame ({frames.size}), got shape {trues.shape}")
+    padded = hdr_padded_len(mode, hdr_len, k)
+    head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
+    has_build = k.rule("page_to_skb") == "build_skb"
+    # page_to_skb (5.13-6.2): a buffer with XDP headroom is taken as PAGE_SIZE long.
+    xdp_page = bool(headroom) and k.rule("xdp_truesize") == "page_size"
+    # tailroom = truesize - headroom - hdr_padded_len - len (page_to_skb, 5.13+ with 1a8024239dac).
+    tail = np.subtract((a.page_size if xdp_page else trues) - (headroom + padded), frames)
     if frames.size:
-        lo, hi = int(frames.min()), int(frames.max())
+        lo = int(frames.min())
         if lo < ETH_HLEN:
             raise ValueError(f"frame_lens has {lo}: receive_buf drops frames shorter than ETH_HLEN ({ETH_HLEN})")
         if mode == "mergeable":
-            over = frames + hdr_len > trues
-            if over.any():
-                i = int(np.argmax(over))
-                raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {int(trues[i])} "
+            # receive_mergeable: a frame longer than its buffer (len > truesize) is a length error.
+            slack = tail if not xdp_page else np.subtract(trues - (headroom + padded), frames)
+            if int(slack.min()) < hdr_len - (headroom + padded):
+                i = int(np.argmax(slack < hdr_len - (headroom + padded)))
+                t = int(trues if trues.ndim == 0 else trues[i])
+                raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {t} "
                                  f"with a {hdr_len}-byte header): a length error in receive_mergeable")
-        elif hi > (a.max_skb_frags + 1) * a.page_size - PADDED_VNET_HDR_LEN:
-            raise ValueError(f"frame_lens has {hi}: more than receive_big accepts")
-    padded = hdr_padded_len(mode, hdr_len, k)
-    head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
-    if k.rule("page_to_skb") == "build_skb":
-        eff_true = np.full_like(frames, a.page_size) if (headroom and k.rule("xdp_truesize") == "page_size") else trues
-        tailroom = eff_true - headroom - padded - frames
-        build = (a.net_ip_align == 0) & (frames > GOOD_COPY_LEN) & (tailroom >= a.shinfo_size)
+        elif int(frames.max()) > (a.max_skb_frags + 1) * a.page_size - PADDED_VNET_HDR_LEN:
+            raise ValueError(f"frame_lens has {int(frames.max())}: more than receive_big accepts")
+    if has_build and a.net_ip_align == 0:
+        # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(shinfo).
+        build = frames > GOOD_COPY_LEN
+        np.logical_and(build, tail >= a.shinfo_size, out=build)
     else:
-        tailroom = np.full_like(frames, -1)
         build = np.zeros(frames.shape, dtype=bool)
+    if not has_build:
+        tail.fill(-1)
     if k.rule("page_to_skb") == "copy128":
+        # page_to_skb (<= 5.11): copy = min(len, skb_tailroom(skb)); the rest is the frag.
         copied = np.minimum(frames, head.tailroom)
+        frag = frames > head.tailroom
     else:
-        copied = np.where(frames <= head.tailroom, frames, ETH_HLEN)
-    copied = np.where(build, 0, copied)
-    rest = frames - copied
+        # page_to_skb (0f6925b3e8da, 5.12+): the whole frame if it fits skb_tailroom, else ETH_HLEN + 1 frag.
+        frag = frames > head.tailroom
+        np.logical_and(frag, ~build, out=frag)
+        copied = np.where(frag, ETH_HLEN, frames)
+        np.putmask(copied, build, 0)
+    codes = build.view(np.int8) * np.int8(2)
+    codes += frag.view(np.int8)
     if mode == "mergeable":
-        frags = np.where(build | (rest == 0), 0, 1)
+        frags = frag.astype(np.int32)
     else:
+        # receive_big: the rest of the frame spreads over page-sized frags along the page chain.
+        rest = frames - copied
         first = a.page_size - padded - copied
-        frags = np.where(build | (rest == 0), 0, 1 + np.maximum(0, -(-(rest - first) // a.page_size)))
-    codes = np.where(build, 2, np.where(frags > 0, 1, 0)).astype(np.int8)
-    return codes, tailroom, frags, copied
+        frags = np.where(frag, 1 + np.maximum(0, -(-(rest - first) // a.page_size)), 0).astype(np.int32)
+    return Classification(codes, tail, frags, copied)

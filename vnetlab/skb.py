@@ -118,6 +118,26 @@ class Skb:
         """skb_is_gso(): gso_size != 0."""
         return self.gso_size != 0
 
+    def segments(self, header_len: int = 0) -> int:
+        """Wire packets this skb carries: what segmenting it gives back (1 for a non-GSO skb).
+
+        ``header_len`` is the header bytes in front of the payload (the GRO offset, plus ETH_HLEN before
+        eth_type_trans). A FRAGLIST skb is cut one sk_buff at a time (net/core/skbuff.c skb_segment_list):
+        each frag_list member counts its own segments (headers pulled, so ``header_len`` 0), and the head
+        DIV_ROUND_UP(its payload, gso_size): 1 for a GRO head, more when GRO held a whole GSO skb as p, which
+        tcp4_gso_segment / __udp_gso_segment (mirror 6.18) then cut by gso_size instead. Other GSO skbs carry
+        gso_segs; where gso_segs is 0 (SKB_GSO_DODGY from include/linux/virtio_net.h virtio_net_hdr_to_skb)
+        the GSO code recomputes DIV_ROUND_UP(payload, gso_size) (net/ipv4/tcp_offload.c tcp_gso_segment).
+        """
+        if not self.gso_size:
+            return 1
+        if "FRAGLIST" in self.gso_type:
+            head = self.headlen + sum(f.size for f in self.frags) - header_len
+            return max(1, -(-head // self.gso_size)) + sum(m.segments(0) for m in self.frag_list)
+        if self.gso_segs:
+            return self.gso_segs
+        return max(1, -(-(self.len - header_len) // self.gso_size))
+
     def walk(self) -> Iterator[Skb]:
         """This skb and every frag_list member (skb_walk_frags order)."""
         yield self
