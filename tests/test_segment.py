@@ -181,10 +181,6 @@ def test_udp_over_veth_conserves_payload(segs, gso_size, kernel, ip, udp_gro, xd
     b.set_xdp(xdp)
     length = segs * gso_size
     t = udp.send_over_veth(a, length, gso_size=gso_size, udp_gro=udp_gro, ip=ip)
-    # a GSO skb that reaches napi_gro_receive whole is vnetlab.gro's case (models-rx, issue 13): see
-    # test_whole_gso_skb_through_veth_gro below; every other path is this module's and is checked here
-    assume(not (t.rx is not None and t.rx.gro and segs > 1 and "napi" in t.rx.paths
-                and not b.xdp))
     assert t.send.error is None
     assert sum(t.send.datagrams) == length
     assert t.recv is not None and t.recv.bytes == length  # the socket reads every byte once
@@ -214,8 +210,6 @@ def test_router_conserves_packets_and_bytes(kernel, upper, gro, ip, segs):
     assert r.payload_bytes == segs * r.gso_size
 
 
-@pytest.mark.xfail(strict=True, reason="needs vnetlab.gro to pass a GSO skb that arrives whole up untouched, as "
-                   "dev_gro_receive does (models-rx, issue 13); remove this mark when that is merged")
 @pytest.mark.parametrize("udp_gro", [False, True])
 def test_whole_gso_skb_through_veth_gro(udp_gro):
     # running 6.18 kernel (live.veth_gro_lab, "gro on, rx-udp-gro-forwarding on"): the UDP_SEGMENT skb of
@@ -240,4 +234,7 @@ def test_send_through_vxlan_conserves_payload(geom, fraglist, kernel, underlay):
     low = net.veth("u0", "u1")[0] if underlay == "veth" else net.nic("u0", driver=underlay)
     tx = xmit.send(net.vxlan("vx0", vni=1, underlay=low), s)
     assert tx.payload_bytes == payload_len(s)
-    assert tx.wire_packets == (1 if tx.peer_rx is not None and tx.segmented_at is None else segs)
+    if tx.peer_rx is not None:  # a veth takes skbs (GSO ones whole): count the packets they carry
+        assert sum(x.gso_segs if x.is_gso() else 1 for x in tx.skbs_to_driver) == segs
+    else:
+        assert tx.wire_packets == segs

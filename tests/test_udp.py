@@ -170,10 +170,6 @@ def test_live_udp_segment_without_checksum_offload_and_with_udp_gro():
     assert not bad, "\n".join(bad)
 
 
-# configurations where a whole GSO skb meets napi_gro_receive: vnetlab.gro's part (models-rx, issue 13)
-_WHOLE_GSO_GRO = {"gro on, rx-udp-gro-forwarding on", "gro on, rx-gro-list on"}
-
-
 @pytest.fixture(scope="module")
 def veth_gro_rows():
     _require_labs()
@@ -182,11 +178,7 @@ def veth_gro_rows():
 
 @pytest.mark.live
 @pytest.mark.parametrize("udp_gro", [False, True], ids=["plain", "udp_gro"])
-@pytest.mark.parametrize("label", [
-    pytest.param(label, marks=[pytest.mark.xfail(strict=True, reason="whole GSO skb through GRO: vnetlab.gro "
-                                                 "(models-rx, issue 13); remove when merged")]
-                 if label in _WHOLE_GSO_GRO else [])
-    for label, _ in live.VETH_GRO_CONFIGS])
+@pytest.mark.parametrize("label", [label for label, _ in live.VETH_GRO_CONFIGS])
 def test_live_gro_across_veth(veth_gro_rows, label, udp_gro):
     row = veth_gro_rows[(label, udp_gro)]
     assert row.agrees, str(row)
