@@ -91,7 +91,7 @@ class SizeSlider(W.HBox):
         self.slider = W.IntSlider(value=min(max(value, lo), hi), min=lo, max=hi, step=step, readout=False,
                                   continuous_update=False, description=description, style=_LABEL,
                                   layout=W.Layout(flex="1 1 auto", width="auto", min_width="220px"))
-        self.readout = W.IntText(value=value, continuous_update=False, layout=W.Layout(width="6.5em",
+        self.readout = W.IntText(value=value, continuous_update=False, layout=W.Layout(width="5.5em",
                                                                                         flex="0 0 auto"))
         super().__init__([self.slider, self.readout], layout=W.Layout(width=width, align_items="center"))
         self._syncing = False
@@ -150,9 +150,10 @@ class SizeSlider(W.HBox):
             self.value = change["new"]
 
 
-def size_slider(value: int, lo: int, hi: int, desc: str, step: int = 1) -> SizeSlider:
-    """A swept size (payload, MTU, buffer truesize, EWMA, segments, gso_size) as a :class:`SizeSlider`."""
-    return SizeSlider(value, lo, hi, desc, step=step)
+def size_slider(value: int, lo: int, hi: int, desc: str, step: int = 1, *, width: str = "430px") -> SizeSlider:
+    """A swept size (payload, MTU, buffer truesize, EWMA, segments, gso_size) as a :class:`SizeSlider`; ``width``
+    is the whole control's (label, track and number): give a long label more so that the track stays long."""
+    return SizeSlider(value, lo, hi, desc, step=step, width=width)
 
 
 def int_box(value: int, lo: int, hi: int, desc: str, step: int = 1) -> W.BoundedIntText:

@@ -182,7 +182,7 @@ def _packet_controls(payload_len: int, l4: str, mtu: int, mode: str, kernel: str
     return {
         "payload_len": size_slider(payload_len, 0, max_payload(mtu, l4), f"{l4.upper()} payload (B)"),
         "mtu": size_slider(mtu, 68, JUMBO_MTU, "MTU (B)"),
-        "buf_len": size_slider(buf_len, lo, hi, "buffer truesize (B, 0 = driver's)", step=step),
+        "buf_len": size_slider(buf_len, lo, hi, "buffer truesize (B, 0 = driver's)", step=step, width="520px"),
         "l4": choice(l4, ("udp", "tcp"), "L4"),
         "mode": choice(mode, rx.MODES, "mode"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
