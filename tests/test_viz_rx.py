@@ -252,6 +252,11 @@ FIGURES = {
     "draw_skb 60000": lambda: memory.draw_skb(rx.receive(60000, l4="tcp")),
     "draw_paths_side_by_side": lambda: memory.draw_paths_side_by_side(1000),
     "draw_threshold_map": lambda: thresholds.draw_threshold_map(),
+    "draw_threshold_map xdp ppc64le": lambda: thresholds.draw_threshold_map("6.18", "ppc64le", headroom=256),
+    "draw_rx_buffer small": lambda: memory.draw_rx_buffer(rx.receive(1000, mode="small")),
+    "draw_rx_buffer xdp": lambda: memory.draw_rx_buffer(rx.receive(1400, xdp=True, kernel="5.13")),
+    "draw_paths_side_by_side 60000": lambda: memory.draw_paths_side_by_side(60000, l4="tcp"),
+    "draw_mergeable_carving xdp": lambda: thresholds.draw_mergeable_carving(kernel="6.18", xdp=True, mtu=9000),
     "draw_threshold_maps": lambda: thresholds.draw_threshold_maps(),
     "draw_path_vs_payload": lambda: thresholds.draw_path_vs_payload(),
     "draw_mergeable_carving": lambda: thresholds.draw_mergeable_carving(),
@@ -290,8 +295,14 @@ def test_figure_shows_as_png_at_shown_width_with_legible_text(name):
     png = fig._repr_png_()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert Image.open(io.BytesIO(png)).size[0] == SHOWN_WIDTH
-    small = sorted({(t.get_fontsize() * fig.dpi / 72, t.get_text()[:30]) for t in _visible_texts(fig)})[:3]
+    shown = _visible_texts(fig)
+    small = sorted({(t.get_fontsize() * fig.dpi / 72, t.get_text()[:30]) for t in shown})[:3]
     assert small[0][0] >= MIN_TEXT_PX, small
+    # no text runs off the image (cut off where the PNG ends)
+    w, h = fig.bbox.width, fig.bbox.height
+    cut = [t.get_text()[:40] for t in shown if (e := t.get_window_extent()).x0 < -1 or e.x1 > w + 1
+           or e.y0 < -1 or e.y1 > h + 1]
+    assert not cut, cut
 
 
 def test_figures_deterministic():

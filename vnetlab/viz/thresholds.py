@@ -145,17 +145,18 @@ def draw_threshold_map(kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, *
     Each path's region carries its name.
     """
     def make(f: Figure) -> list[Axes]:
-        return axes_column(f, [(0.0, 3.0)], top=0.35, left=0.085, right=0.985)
+        return axes_column(f, [(0.0, 3.0)], top=0.5, left=0.085, right=0.985)
 
-    fig, (ax,) = reuse_axes(fig, ("threshold_map",), FIG_WIDTH, 3.95, make)
+    fig, (ax,) = reuse_axes(fig, ("threshold_map",), FIG_WIDTH, 4.1, make)
     _draw_map(ax, kernel, arch, hdr_len=hdr_len, headroom=headroom, max_frame=max_frame,
               max_truesize=max_truesize, tick_names=True)
     ax.set_xlabel(f"frame length len − hdr_len (bytes, Ethernet frame without FCS; hdr_len {hdr_len} B)", labelpad=1)
     ax.set_ylabel("buffer truesize (bytes)", labelpad=1)
     a = _arch(arch, kernel)
-    ax.set_title(f"page_to_skb() path, kernel {kernel}, {arch}: NET_IP_ALIGN {a.net_ip_align}, "
+    ax.set_title(f"page_to_skb() path, kernel {kernel}, {arch}\nNET_IP_ALIGN {a.net_ip_align}, "
                  f"SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) {a.shinfo_size} B"
-                 + (f", XDP headroom {headroom} B" if headroom else ""), fontsize=FONT["label"], loc="left")
+                 + (f", XDP headroom {headroom} B" if headroom else ""), fontsize=FONT["label"], loc="left",
+                 linespacing=1.35)
     return fig
 
 
@@ -263,7 +264,7 @@ def draw_path_vs_payload(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, k
     xmax = int(sw.payloads[-1])
     overhead = rx.frame_len_for(0, l4=l4, ip=ip)
     curve = int(sw.tailroom.min()) >= 0 or _kernel(kernel).rule("page_to_skb") == "build_skb"
-    top = max(int(sw.tailroom.max()) if curve else 0, sw.shinfo_size) * 1.15
+    top = max(int(sw.tailroom.max()), sw.shinfo_size) * 1.15 if curve else sw.shinfo_size * 1.8
     bottom = min(0, int(sw.tailroom.min())) if curve else 0
     ax.set_ylim(bottom - 0.04 * (top - bottom), top)
     ax.set_xlim(-0.5, xmax + 0.5)
@@ -275,6 +276,9 @@ def draw_path_vs_payload(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, k
         i = len(sw.payloads) // 3
         ax.text(int(sw.payloads[i]) + xmax * 0.01, int(sw.tailroom[i]), "tailroom", color=COLORS["model"],
                 fontsize=_SMALL, va="bottom")
+    else:
+        ax.text(xmax / 2, sw.shinfo_size / 2, f"kernel {kernel}: page_to_skb() has no build_skb branch, the tailroom "
+                "is not tested", ha="center", va="center", fontsize=_SMALL)
     ax.axhline(sw.shinfo_size, color="#a33b00", linewidth=1.2, linestyle="--", gid="shinfo_size")
     good = rx.GOOD_COPY_LEN - overhead
     # right of the GOOD_COPY_LEN line, under the tailroom curve's start
