@@ -233,3 +233,20 @@ def test_whole_string_text_looks_like_matplotlibs(name):
     ink_f, ink_r = fast < 128, ref < 128
     stray = ((ink_f & (ref > 240)).sum() + (ink_r & (fast > 240)).sum()) / (ink_f.sum() + ink_r.sum())
     assert stray < 0.03
+
+
+@pytest.mark.parametrize("name, kw", [(n, {}) for n in PANELS] + [
+    ("paths_panel", dict(payload_len=8000, l4="tcp", mtu=9000)), ("packet_panel", dict(view="skb", mtu=9000)),
+    ("gro_panel", dict(l4="tcp", udp_gro=False, payload_len=1448)),
+])
+def test_panel_figure_text_fits_the_image(name, kw):
+    """No label of a panel's figure runs off its PNG (titles name MTU, kernels, counts)."""
+    from test_viz_rx import MIN_TEXT_PX, _visible_texts
+
+    fig = PANELS[name](**kw).figure
+    w, h = fig.bbox.width, fig.bbox.height
+    shown = _visible_texts(fig)
+    assert min(t.get_fontsize() * fig.dpi / 72 for t in shown) >= MIN_TEXT_PX
+    cut = [t.get_text()[:40] for t in shown if (e := t.get_window_extent()).x0 < -1 or e.x1 > w + 1
+           or e.y0 < -1 or e.y1 > h + 1]
+    assert not cut, cut

@@ -229,6 +229,9 @@ def _draw_row(ax: Axes, f: GroFill) -> None:
     title = (f"kernel {f.kernel}, {f.arch}: {f.first_skb_packets} packet{'' if f.first_skb_packets == 1 else 's'} "
              f"in the first sk_buff (nr_frags {s.nr_frags}/{f.max_skb_frags}), {f.frag_list_len} on frag_list, "
              f"gso_segs {f.packets}")
+    per = f.trace.packets_per_skb()
+    if len(per) > 1:
+        title += f"; GRO skb 1 of {len(per)} from {sum(per)} packets"
     ax.set_title(title + (f"\n{f.label}" if f.label else ""), fontsize=_SMALL, loc="left", y=1.0, pad=2,
                  linespacing=1.3)
 

@@ -312,6 +312,10 @@ def _labelled(ax: Axes, callouts: _Callouts, gid: str, x: float, y: float, w: fl
     return rect
 
 
+def _mtu(mtu: int | None) -> str:
+    return "" if mtu is None else f"MTU {mtu}, "
+
+
 def _verdict_color(ok: bool | None) -> str:
     return "black" if ok is None else (PASS_COLOR if ok else FAIL_COLOR)
 
@@ -323,7 +327,7 @@ _LINE_IN = 0.17  # one line of FONT["small"] text, in inches
 
 
 def draw_rx_buffer(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: bool = False,
-                   fig: Figure | None = None) -> Figure:
+                   mtu: int | None = None, fig: Figure | None = None) -> Figure:
     """One receive buffer to scale, as drivers/net/virtio_net.c page_to_skb() tests it for build_skb().
 
     Depicts: the rq page frag the buffer was carved from (add_recvbuf_mergeable / add_recvbuf_small /
@@ -332,7 +336,8 @@ def draw_rx_buffer(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: b
     into struct ethhdr / iphdr / udphdr or tcphdr / payload, the tailroom, and where build_skb() puts
     struct skb_shared_info (end − SKB_DATA_ALIGN(sizeof(struct skb_shared_info))); under it page_to_skb()'s
     condition ``!NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= shinfo_size`` term by term.
-    ``l4``/``ip``/``vlan`` say how to split the frame (RxResult does not record them).
+    ``l4``/``ip``/``vlan`` say how to split the frame and ``mtu`` is named in the title (RxResult does not
+    record them).
     """
     lay = rx_buffer_layout(result, l4=l4, ip=ip, vlan=vlan)
     caption = rx_buffer_caption(result, lay) + [(n, None) for n in lay.notes]
@@ -343,7 +348,7 @@ def draw_rx_buffer(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: b
     end = lay.buffer_end
     frac = 0.963
     built = result.path == "build_skb"
-    fig.suptitle(f"Receive buffer: {result.mode} mode, kernel {result.kernel}, {result.arch}, frame "
+    fig.suptitle(f"Receive buffer: {result.mode} mode, {_mtu(mtu)}kernel {result.kernel}, {result.arch}, frame "
                  f"{result.frame_len} B → {result.path}", fontsize=FONT["title"], y=1 - 0.06 / height, va="top")
 
     # The page the buffer was carved from, to its own scale.
@@ -564,19 +569,20 @@ def _draw_skb_rows(fig: Figure, axes: list[Axes], result: rx.RxResult, prefix: s
                       fontsize=_SMALL, loc="left", pad=2)
 
 
-def draw_skb(result: rx.RxResult, *, fig: Figure | None = None) -> Figure:
+def draw_skb(result: rx.RxResult, *, mtu: int | None = None, fig: Figure | None = None) -> Figure:
     """The struct sk_buff the receive path produced (include/linux/skbuff.h, drivers/net/virtio_net.c).
 
     Depicts skb->head, skb->data, skb_tail_pointer() and skb_end_pointer() over the head to scale (offsets from
     skb->head), the linear part (skb_headlen), struct skb_shared_info with nr_frags, frag_list and frags[]
     (skb_frag_t) pointing into the receive buffers they came from (skb_add_rx_frag / skb_coalesce_rx_frag),
     and skb->truesize split as SKB_TRUESIZE() and skb_add_rx_frag() charged it. :func:`skb_caption` says the
-    same in words.
+    same in words. ``mtu`` is named in the title (RxResult does not record it).
     """
     fig, axes = reuse_axes(fig, ("skb",), FIG_WIDTH, _SKB_HEIGHT,
                            lambda f: axes_column(f, _SKB_ROWS, top=_SKB_TOP, left=0.012, right=0.988))
     _draw_skb_rows(fig, axes, result, "", _skb_spans(result), 0.976)
-    fig.suptitle(f"sk_buff after {result.path}: {result.mode} mode, kernel {result.kernel}, {result.arch}, "
+    fig.suptitle(f"sk_buff after {result.path}: {result.mode} mode, {_mtu(mtu)}kernel {result.kernel}, "
+                 f"{result.arch}, "
                  f"len {result.skb.len} B, truesize {result.skb.truesize} B", fontsize=FONT["title"],
                  y=1 - 0.06 / _SKB_HEIGHT, va="top")
     return fig
@@ -607,8 +613,10 @@ def draw_paths_side_by_side(payload_len: int, *, kernels: tuple[str, str] = ("5.
     fig, axes = reuse_axes(fig, ("paths",), FIG_WIDTH, height, make)
     spans = tuple(max(col) for col in zip(*(_skb_spans(r) for r in results)))
     r0 = results[0]
-    fig.suptitle(f"{payload_len}-byte {l4.upper()} payload (frame {r0.frame_len} B), {r0.mode} mode, {r0.arch}: "
-                 "the same packet on two kernels", fontsize=FONT["title"], y=1 - 0.06 / height, va="top")
+    mtu = receive_kw.get("mtu")
+    fig.suptitle(f"{payload_len}-byte {l4.upper()} payload (frame {r0.frame_len} B), {r0.mode} mode, "
+                 f"{_mtu(mtu if isinstance(mtu, int) else None)}{r0.arch}: the same packet on two kernels",
+                 fontsize=FONT["title"], y=1 - 0.06 / height, va="top")
     for col, (res, prefix) in enumerate(zip(results, prefixes)):
         _draw_skb_rows(fig, axes[4 * col:4 * col + 4], res, prefix, spans, 0.475, lean=True)
         built = res.path == "build_skb"

@@ -58,7 +58,7 @@ def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1
                        fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_rx_buffer() of its first receive buffer."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
-    figure = memory.draw_rx_buffer(r, l4=l4, fig=fig)
+    figure = memory.draw_rx_buffer(r, l4=l4, mtu=mtu, fig=fig)
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
                            buf_len=buf_len), figure, _summary(r), r)
 
@@ -68,7 +68,7 @@ def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500
                     fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_skb() of the sk_buff it produced."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
-    figure = memory.draw_skb(r, fig=fig)
+    figure = memory.draw_skb(r, mtu=mtu, fig=fig)
     text = _summary(r) + "".join(f"<br>{html.escape(line)}" for line in memory.skb_caption(r))
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
                            buf_len=buf_len), figure, text, r)
