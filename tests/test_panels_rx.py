@@ -250,3 +250,18 @@ def test_panel_figure_text_fits_the_image(name, kw):
     cut = [t.get_text()[:40] for t in shown if (e := t.get_window_extent()).x0 < -1 or e.x1 > w + 1
            or e.y0 < -1 or e.y1 > h + 1]
     assert not cut, cut
+
+
+def test_float_slider_and_default_rows():
+    """Costs and rates sweep on a FloatSlider that keeps its track (the cost panel's were 0 px wide, issue 11);
+    by default sliders get two to a row, other controls four."""
+    s = base.float_slider(12.5, 0.0, 100.0, "cache-line miss (ns)")
+    assert not s.continuous_update and s.readout and s.style.description_width == "initial"
+    assert s.layout.width == "430px" and s.layout.min_width == "300px"
+    p = base.Panel(lambda x, y, z, fig: rxpanels.window_panel_state(buf_len=1536 + 64 * round(x), fig=fig),
+                   {"x": s, "y": base.choice("a", "ab", "y"), "z": base.checkbox(False, "z")})
+    rows = [[type(w).__name__ for w in row.children] for row in p.children[:-2]]
+    assert rows == [["FloatSlider"], ["Dropdown", "Checkbox"]]
+    before = p.image.value
+    s.value = 20.0
+    assert p.error is None and p.image.value != before

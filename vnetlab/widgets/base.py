@@ -7,8 +7,9 @@ headless. A ValueError from the model is shown as its text instead of a tracebac
 Where widgets cannot run (nbconvert's HTML export, a viewer without a widget manager) a panel shows as its
 summary and current figure (:meth:`Panel._repr_mimebundle_`).
 
-The control helpers (:func:`size_slider`, :func:`choice`, :func:`checkbox`, :func:`int_box`) are public so that
-every panel module builds its controls the same way: labels never cut off, sliders never collapsed.
+The control helpers (:func:`size_slider`, :func:`float_slider`, :func:`choice`, :func:`checkbox`, :func:`int_box`)
+are public so that every panel module builds its controls the same way: labels never cut off, sliders never
+collapsed.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from matplotlib.figure import Figure
 import vnetlab.widgets._textrender as _textrender
 from vnetlab.viz.style import new_figure
 
-__all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "int_box", "choice",
-           "checkbox"]
+__all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "float_slider", "int_box",
+           "choice", "checkbox"]
 
 
 @dataclass
@@ -156,6 +157,14 @@ def size_slider(value: int, lo: int, hi: int, desc: str, step: int = 1, *, width
     return SizeSlider(value, lo, hi, desc, step=step, width=width)
 
 
+def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.1, *,
+                 width: str = "430px") -> W.FloatSlider:
+    """A swept cost or rate (not a size): ipywidgets' FloatSlider with its editable readout (typed values are
+    clamped to the range), continuous_update off, a label as wide as its text and a track that keeps its width."""
+    return W.FloatSlider(value=value, min=lo, max=hi, step=step, description=desc, continuous_update=False,
+                         readout=True, style=_LABEL, layout=W.Layout(width=width, min_width="300px"))
+
+
 def int_box(value: int, lo: int, hi: int, desc: str, step: int = 1) -> W.BoundedIntText:
     """A number that is chosen, not swept (a count, a ring size)."""
     return W.BoundedIntText(value=value, min=lo, max=hi, step=step, description=desc, style=_LABEL,
@@ -207,7 +216,7 @@ class Panel(W.VBox):
         self.png: bytes | None = None
         self._held = 0
         if rows is None:
-            sliders = [n for n, c in controls.items() if isinstance(c, SizeSlider)]
+            sliders = [n for n, c in controls.items() if isinstance(c, SizeSlider | W.FloatSlider | W.IntSlider)]
             others = [n for n in controls if n not in sliders]
             rows = [sliders[i:i + 2] for i in range(0, len(sliders), 2)] + [others[i:i + 4]
                                                                            for i in range(0, len(others), 4)]
