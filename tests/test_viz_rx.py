@@ -1,14 +1,20 @@
-"""Figures of the receive path: labelled regions exist and the sizes drawn are the sizes the model computed."""
+"""Figures of the receive path, checked where the reader looks: the sizes drawn against kernel numbers, the PNG a
+notebook shows (its width and its smallest text), and one drawing per figure (a redraw in place draws what a new
+figure draws)."""
+
+import io
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import pytest
+from matplotlib.text import Text
+from PIL import Image
 
 from vnetlab import rx
-from vnetlab.viz import memory
-from vnetlab.viz.style import new_figure, regions
+from vnetlab.viz import grofig, memory, style, thresholds
+from vnetlab.viz.style import regions
 
 BUFFER_GIDS = {"headroom", "vnet_hdr", "eth", "ip", "l4", "payload", "tailroom", "skb_shared_info"}
 
@@ -21,6 +27,84 @@ def _x(fig, gid):
     return regions(fig)[gid].get_x()
 
 
+# --------------------------------------------------------------------------------------------------
+# Sizes drawn against the kernel's numbers
+
+def test_rx_buffer_seed_numbers():
+    """The seed's 1000-byte UDP in a 1536-byte mergeable buffer on x86_64 (kernel-facts.md, table "UDP payload").
+
+    frame 1042 = ETH_HLEN 14 + struct iphdr 20 + struct udphdr 8 + 1000 (include/uapi/linux/if_ether.h, ip.h, udp.h);
+    buffer 1536 = ALIGN(hdr_len 12 + min_buf_len 1518, L1_CACHE_BYTES 64) (virtio_net.c get_mergeable_buf_len);
+    tailroom 482 = 1536 - headroom 0 - hdr_padded_len 12 - 1042 (virtio_net.c page_to_skb, 6.1);
+    SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) = 320 (pahole on the 6.18 BTF: 320, already 64-aligned)."""
+    fig = memory.draw_rx_buffer(rx.receive(1000))
+    assert sum(_w(fig, g) for g in ("eth", "ip", "l4", "payload")) == 1042
+    assert (_w(fig, "eth"), _w(fig, "ip"), _w(fig, "l4"), _w(fig, "payload")) == (14, 20, 8, 1000)
+    assert _w(fig, "vnet_hdr") == 12
+    assert _w(fig, "tailroom") == 482
+    assert _w(fig, "skb_shared_info") == 320
+    assert _x(fig, "skb_shared_info") + 320 == 1536 == _x(fig, "tailroom") + _w(fig, "tailroom")
+    # the verdict under the drawing: all three terms hold -> build_skb()
+    cond = [t.get_text() for t in fig.axes[2].texts if t.get_gid() == "condition"]
+    assert "1536 − 0 − 12 − 1042 = 482 B" in cond[0] and cond[-1] == "→ build_skb()"
+
+
+def test_rx_buffer_full_mtu_does_not_fit():
+    """UDP 1472 (full MTU 1500): frame 1514, tailroom 1536 - 12 - 1514 = 10 < 320 -> copy path (kernel-facts.md)."""
+    fig = memory.draw_rx_buffer(rx.receive(1472))
+    assert _w(fig, "tailroom") == 10
+    assert "shinfo_overlap" in {a.get_gid() for a in fig.axes[1].get_children()}
+    cond = [t.get_text() for t in fig.axes[2].texts if t.get_gid() == "condition"]
+    assert cond[3].endswith("✗") and cond[-1].startswith("→ copy+frag")
+
+
+def test_window_edges_are_87_and_1162():
+    """1536-byte buffer, x86_64: build_skb for UDP payload 87..1162 (frame 129..1204; kernel-facts.md): len >
+    GOOD_COPY_LEN 128 from frame 129, tailroom >= 320 up to frame 1536 - 12 - 320 = 1204."""
+    fig = thresholds.draw_path_vs_payload(1536)
+    p = regions(fig)["path:build_skb"]
+    assert (p.get_x() + 0.5, p.get_x() + p.get_width() - 0.5) == (87, 1162)
+    ticks = list(fig.axes[1].get_xticks())
+    assert 87 in ticks and 1162 in ticks
+
+
+def test_carving_numbers():
+    """add_recvbuf_mergeable at MTU 1500 (kernel-facts.md): a 32 KiB frag gives 20 buffers of 1536 and a 21st
+    of 2048 (the 512-byte hole added); a 4 KiB page gives 1536 and 2560."""
+    fig = thresholds.draw_mergeable_carving()
+    found = regions(fig)
+    widths = [found[f"32K:buf{i}"].get_width() for i in range(21)]
+    assert widths == [1536] * 20 + [2048] and "32K:buf21" not in found
+    assert [found["4K:buf0"].get_width(), found["4K:buf1"].get_width()] == [1536, 2560]
+    assert found["32K:hole20"].get_width() == 512 and found["4K:hole1"].get_width() == 1024
+
+
+def test_skb_seed_numbers():
+    """build_skb around the 1536-byte buffer (kernel-facts.md "A 1536-byte buffer built this way"): head =
+    1536 - 320 = 1216 bytes, skb->truesize = 1216 + SKB_DATA_ALIGN(sizeof(struct sk_buff)) 256 + 320 = 1792;
+    the frame is all linear (1042 B) after the 12-byte vnet header."""
+    fig = memory.draw_skb(rx.receive(1000))
+    found = regions(fig)
+    assert found["linear"].get_width() == 1042 and found["headroom"].get_width() == 12
+    assert found["truesize:head"].get_width() == 1216 and found["truesize:sk_buff"].get_width() == 256
+    assert sum(p.get_width() for g, p in found.items() if g.startswith("truesize:")) == 1792
+    assert "frags[0]" not in found
+
+
+def test_paths_side_by_side_seed():
+    """5.12 copies (napi_alloc_skb(GOOD_COPY_LEN): ETH_HLEN 14 in the head, 1028 B as a frag), 6.1 builds around
+    the buffer (kernel-facts.md); each row has one byte scale for both kernels."""
+    fig = memory.draw_paths_side_by_side(1000, kernels=("5.12", "6.1"))
+    found = regions(fig)
+    assert found["5.12/linear"].get_width() == 14 and found["5.12/frag0"].get_width() == 1028
+    assert found["6.1/linear"].get_width() == 1042 and "6.1/frags[0]" not in found
+    for gid in ("linear", "truesize:sk_buff"):
+        assert found[f"5.12/{gid}"].axes.get_xlim() == found[f"6.1/{gid}"].axes.get_xlim()
+
+
+# --------------------------------------------------------------------------------------------------
+# Sizes drawn against the model, over many cases
+
 @pytest.mark.parametrize("kw", [
     dict(payload_len=1000), dict(payload_len=1472), dict(payload_len=50), dict(payload_len=1000, kernel="5.12"),
     dict(payload_len=1000, xdp=True), dict(payload_len=1000, xdp=True, kernel="6.18"),
@@ -30,55 +114,39 @@ def _x(fig, gid):
 def test_rx_buffer_regions_match_model(kw):
     r = rx.receive(**kw)
     fig = memory.draw_rx_buffer(r, l4=kw.get("l4", "udp"))
-    found = regions(fig)
-    assert BUFFER_GIDS <= set(found)
-    frame = sum(_w(fig, g) for g in ("eth", "ip", "l4", "payload"))
-    assert frame == r.frame_len
+    assert BUFFER_GIDS <= set(regions(fig))
+    assert sum(_w(fig, g) for g in ("eth", "ip", "l4", "payload")) == r.frame_len
     assert _w(fig, "vnet_hdr") == r.hdr_len
     assert _w(fig, "skb_shared_info") == r.shinfo_size
     assert _w(fig, "headroom") == r.buffers[0].headroom
     assert _x(fig, "eth") == r.buffers[0].headroom + r.hdr_padded_len
     if r.tailroom is not None:
         assert _w(fig, "tailroom") == r.tailroom
-    # skb_shared_info sits at end - SKB_DATA_ALIGN(sizeof(struct skb_shared_info)).
     lay = memory.rx_buffer_layout(r, l4=kw.get("l4", "udp"))
     assert _x(fig, "skb_shared_info") + r.shinfo_size == lay.buffer_end
     assert _x(fig, "tailroom") + _w(fig, "tailroom") == lay.buffer_end
 
 
-def test_rx_buffer_seed_numbers():
-    """The seed's 1000-byte UDP in a 1536-byte buffer: tailroom 482 >= 320 -> build_skb."""
-    r = rx.receive(1000)
-    fig = memory.draw_rx_buffer(r)
-    assert _w(fig, "tailroom") == 482 and _w(fig, "payload") == 1000 and _w(fig, "skb_shared_info") == 320
-    lay = memory.rx_buffer_layout(r)
-    assert lay.buffer_end == 1536 and [ok for _, ok in lay.condition if ok is not None] == [True, True, True]
-    r = rx.receive(1472)
-    lay = memory.rx_buffer_layout(r)
-    assert lay.tailroom == 10 and [ok for _, ok in lay.condition if ok is not None] == [True, True, False]
-
-
 def test_rx_buffer_big_mode_padded_header():
+    """Big mode: struct padded_vnet_hdr is 32 bytes (virtio_net.c), the buffer is one 4 KiB page."""
     r = rx.receive(1000, mode="big")
     fig = memory.draw_rx_buffer(r)
-    assert _w(fig, "hdr_pad") == rx.PADDED_VNET_HDR_LEN - r.hdr_len
-    assert _x(fig, "eth") == rx.PADDED_VNET_HDR_LEN
-    assert _w(fig, "tailroom") == 4096 - 32 - r.frame_len == r.tailroom
+    assert _w(fig, "hdr_pad") == 32 - r.hdr_len
+    assert _x(fig, "eth") == 32
+    assert _w(fig, "tailroom") == 4096 - 32 - 1042 == r.tailroom
 
 
 def test_rx_buffer_multi_buffer_shows_first_buffer():
     r = rx.receive(3000, l4="tcp", mtu=9000)
     assert r.num_buffers > 1
     fig = memory.draw_rx_buffer(r, l4="tcp")
-    frame_in_first = sum(_w(fig, g) for g in ("eth", "ip", "l4", "payload"))
-    assert frame_in_first == r.buffers[0].len - r.hdr_len
+    assert sum(_w(fig, g) for g in ("eth", "ip", "l4", "payload")) == r.buffers[0].len - r.hdr_len
     assert _w(fig, "tailroom") == r.tailroom == 0
 
 
 def test_rx_buffer_small_mode():
     r = rx.receive(1000, mode="small")
     fig = memory.draw_rx_buffer(r)
-    # receive_small's tailroom is counted as page_to_skb counts it: to the buffer end, shinfo included.
     assert _w(fig, "tailroom") == r.tailroom
     assert _x(fig, "skb_shared_info") == r.skb.end_offset
 
@@ -104,33 +172,11 @@ def test_skb_regions_match_model(kw):
     assert _w(fig, "linear") == skb.headlen
     assert _w(fig, "tailroom") == skb.head_tailroom
     assert _x(fig, "skb_shared_info") == skb.end_offset
-    assert _w(fig, "skb_shared_info") == r.shinfo_size
     for i, f in enumerate(skb.frags):
         assert f"frags[{i}]" in found
         assert _w(fig, f"frag{i}") == f.size and _w(fig, f"page{i}") == f.truesize
         assert _w(fig, f"truesize:frag{i}") == f.truesize
-    truesize_drawn = sum(p.get_width() for g, p in found.items() if g.startswith("truesize:"))
-    assert truesize_drawn == skb.truesize
-
-
-def test_truesize_parts_add_up():
-    for kw in (dict(payload_len=1000), dict(payload_len=1472), dict(payload_len=200000 // 4, l4="tcp")):
-        r = rx.receive(**kw)
-        assert memory.truesize_parts(r.skb, kernel=r.kernel, arch=r.arch).total == r.skb.truesize
-
-
-def test_paths_side_by_side():
-    fig = memory.draw_paths_side_by_side(1000)
-    found = regions(fig)
-    copy, built = rx.receive(1000, kernel="5.12"), rx.receive(1000, kernel="6.1")
-    assert copy.path == "copy+frag" and built.path == "build_skb"
-    assert found["5.12/linear"].get_width() == copy.skb.headlen == 14
-    assert found["6.1/linear"].get_width() == built.skb.headlen == 1042
-    assert "5.12/frags[0]" in found and "6.1/frags[0]" not in found
-    assert found["6.1/truesize:head"].get_width() == built.skb.end_offset
-    # one byte scale on both sides
-    ax_a, ax_b = found["5.12/linear"].axes, found["6.1/linear"].axes
-    assert ax_a.get_xlim() == ax_b.get_xlim()
+    assert sum(p.get_width() for g, p in found.items() if g.startswith("truesize:")) == skb.truesize
 
 
 def test_paths_side_by_side_bad_input():
@@ -138,35 +184,13 @@ def test_paths_side_by_side_bad_input():
         memory.draw_paths_side_by_side(1000, kernels=("5.12", "9.9"))
     with pytest.raises(ValueError, match="payload_len"):
         memory.draw_paths_side_by_side(-1)
-
-
-def test_figures_deterministic(tmp_path):
-    from vnetlab.viz.style import save_png
-    r = rx.receive(1000)
-    a, b = tmp_path / "a.png", tmp_path / "b.png"
-    save_png(memory.draw_rx_buffer(r), a)
-    save_png(memory.draw_rx_buffer(rx.receive(1000)), b)
-    assert a.read_bytes() == b.read_bytes()
-
-
-# --------------------------------------------------------------------------------------------------
-# thresholds
-
-from vnetlab.viz import thresholds  # noqa: E402
-
-
-def test_payload_window_is_87_to_1162():
-    sw = thresholds.payload_sweep(1536)
-    assert sw.window("build_skb") == (87, 1162)
-    fig = thresholds.draw_path_vs_payload(1536)
-    found = regions(fig)
-    p = found["path:build_skb"]
-    assert (p.get_x() + 0.5, p.get_x() + p.get_width() - 0.5) == (87, 1162)
-    assert {"path:copy", "path:copy+frag"} <= set(found)
+    with pytest.raises(ValueError, match="two kernel"):
+        memory.draw_paths_side_by_side(1000, kernels=("6.1",))
 
 
 def test_payload_window_other_buffers_and_kernels():
-    assert thresholds.payload_sweep(2048).window() == (87, 2048 - 12 - 320 - 42)
+    # 2048: frame <= 2048 - 12 - 320 = 1716, payload <= 1674; 5.12 has no build_skb branch; mips32 NET_IP_ALIGN 2
+    assert thresholds.payload_sweep(2048).window() == (87, 1674)
     assert thresholds.payload_sweep(1536, kernel="5.12").window() is None
     assert thresholds.payload_sweep(1536, arch="mips32").window() is None
 
@@ -175,33 +199,35 @@ def test_threshold_grid_matches_page_to_skb():
     frames = [60, 129, 1042, 1204, 1205, 1514, 3000]
     trues = [1536, 2048, 2560]
     grid = thresholds.threshold_grid(frames, trues)
-    for i, t in enumerate(trues):
-        for j, f in enumerate(frames):
-            if f + 12 > t:
-                assert grid[i, j] == thresholds.INVALID
-            else:
-                assert grid[i, j] == rx.PATH_CODES[rx.page_to_skb(f, t).path]
+    # page_to_skb's rule at the window's edges (kernel-facts.md): 1204 builds in 1536, 1205 does not
+    assert grid[0, frames.index(1204)] == rx.PATH_CODES["build_skb"]
+    assert grid[0, frames.index(1205)] != rx.PATH_CODES["build_skb"]
+    assert grid[0, frames.index(60)] == rx.PATH_CODES["copy"]
+    assert grid[0, frames.index(3000)] == thresholds.INVALID
 
 
-def test_threshold_map_marks():
+def test_threshold_map_labels_each_path_in_its_region():
+    """Each path is named inside its own region of the map (a direct label, not only a colour)."""
     fig = thresholds.draw_threshold_map()
-    gids = {a.get_gid() for ax in fig.axes for a in ax.get_children()}
-    assert {"buffer:1536", "buffer:2048", "buffer:2560", "frame:60", "frame:1042", "frame:1514", "path_map"} <= gids
+    ax = fig.axes[0]
+    labels = {t.get_text(): t.get_position() for t in ax.texts if (t.get_gid() or "").startswith("label:")}
+    assert {"build_skb", "copy", "copy+frag", "frame > buffer"} <= set(labels)
+    for name, (frame, truesize) in labels.items():
+        code = thresholds.threshold_grid([frame], [truesize])[0, 0]
+        assert code == (thresholds.INVALID if name == "frame > buffer" else rx.PATH_CODES[name])
+    gids = {a.get_gid() for a in ax.get_children()}
+    assert {"buffers", "frames", "path_map"} <= gids
     fig = thresholds.draw_threshold_maps(kernels=("5.12", "6.1"), arches=("x86_64",))
-    assert len([ax for ax in fig.axes if ax.get_images()]) == 2
+    assert len([a for a in fig.axes if a.get_images()]) == 2
 
 
-def test_carving_matches_mergeable_buf_lens():
-    for kernel in ("6.1", "6.18"):
-        for size in (32768, 4096):
-            bufs = thresholds.carve(size, kernel=kernel)
-            assert [b.truesize for b in bufs] == rx.mergeable_buf_lens(len(bufs), frag_size=size, kernel=kernel)
-            fig = thresholds.draw_mergeable_carving(kernel=kernel)
-            name = f"{size // 1024}K"
-            widths = [regions(fig)[f"{name}:buf{i}"].get_width() for i in range(len(bufs))]
-            assert widths == [b.truesize for b in bufs]
-    assert [b.truesize for b in thresholds.carve(4096)] == [1536, 2560]
-    assert thresholds.carve(32768)[-1].truesize == 2048 and len(thresholds.carve(32768)) == 21
+def test_path_strip_hatches_differ():
+    """In the window plot each path's bars carry the path's own hatch: colour is not the only cue."""
+    fig = thresholds.draw_path_vs_payload(1536)
+    hatches = {g.split(":")[1].rstrip("0123456789"): p.get_hatch() for g, p in regions(fig).items()
+               if g.startswith("path:")}
+    assert set(hatches) == {"copy", "copy+frag", "build_skb"}
+    assert len(set(hatches.values())) == 3
 
 
 def test_thresholds_bad_input():
@@ -212,140 +238,100 @@ def test_thresholds_bad_input():
 
 
 # --------------------------------------------------------------------------------------------------
-# widgets: values drive the computation; errors become text
+# The PNG a notebook shows
 
-from vnetlab.widgets import rxpanels  # noqa: E402
+# JupyterLab's notebook output area is about 900-1000 CSS px wide at default zoom; a wider PNG is scaled down
+# (its text shrinks), a narrower one in a widget was stretched (issue 11). Figures are drawn at 900 px.
+SHOWN_WIDTH = 900
+MIN_TEXT_PX = 10.5  # glyphs of at least ~10 px (issue 11)
 
-
-def test_rxpanels_all():
-    assert {"buffer_panel", "skb_panel", "paths_panel", "threshold_panel", "window_panel", "carving_panel",
-            "buffer_panel_state"} <= set(rxpanels.__all__)
-    for name in rxpanels.__all__:
-        assert hasattr(rxpanels, name)
-
-
-def test_buffer_panel_state_plain():
-    st = rxpanels.buffer_panel_state(payload_len=1472)
-    assert st.result.path == "copy+frag" and regions(st.figure)["tailroom"].get_width() == 10
-    with pytest.raises(ValueError, match="payload_len"):
-        rxpanels.buffer_panel_state(payload_len=-5)
-    with pytest.raises(ValueError, match="kernel"):
-        rxpanels.buffer_panel_state(kernel="4.4")
-
-
-def test_buffer_panel_updates_in_place():
-    p = rxpanels.buffer_panel()
-    fig, png = p.figure, p.image.value
-    assert p.state.result.path == "build_skb" and png[:4] == b"\x89PNG"
-    p.controls["payload_len"].value = 1472
-    assert p.state.result.path == "copy+frag" and p.figure is fig and p.state.figure is fig
-    assert p.image.value != png
-    assert regions(p.figure)["tailroom"].get_width() == 10
-    p.controls["buf_len"].value = 2048
-    assert p.state.result.path == "build_skb" and regions(p.figure)["tailroom"].get_width() == 2048 - 12 - 1514
-    p.controls["kernel"].value = "5.12"
-    assert p.state.result.path == "copy+frag"
+FIGURES = {
+    "draw_rx_buffer": lambda: memory.draw_rx_buffer(rx.receive(1000)),
+    "draw_rx_buffer multi": lambda: memory.draw_rx_buffer(rx.receive(3000, l4="tcp", mtu=9000), l4="tcp"),
+    "draw_skb": lambda: memory.draw_skb(rx.receive(1472)),
+    "draw_skb 60000": lambda: memory.draw_skb(rx.receive(60000, l4="tcp")),
+    "draw_paths_side_by_side": lambda: memory.draw_paths_side_by_side(1000),
+    "draw_threshold_map": lambda: thresholds.draw_threshold_map(),
+    "draw_threshold_map xdp ppc64le": lambda: thresholds.draw_threshold_map("6.18", "ppc64le", headroom=256),
+    "draw_rx_buffer small": lambda: memory.draw_rx_buffer(rx.receive(1000, mode="small")),
+    "draw_rx_buffer xdp": lambda: memory.draw_rx_buffer(rx.receive(1400, xdp=True, kernel="5.13")),
+    "draw_paths_side_by_side 60000": lambda: memory.draw_paths_side_by_side(60000, l4="tcp"),
+    "draw_mergeable_carving xdp": lambda: thresholds.draw_mergeable_carving(kernel="6.18", xdp=True, mtu=9000),
+    "draw_threshold_maps": lambda: thresholds.draw_threshold_maps(),
+    "draw_path_vs_payload": lambda: thresholds.draw_path_vs_payload(),
+    "draw_mergeable_carving": lambda: thresholds.draw_mergeable_carving(),
+    "draw_gro_fill": lambda: grofig.draw_gro_fill(grofig.gro_fill("build_skb", n_packets=40)),
+    "draw_packets_per_skb": lambda: grofig.draw_packets_per_skb(
+        grofig.packets_per_skb(kernels=("5.10", "6.1"), payloads=(400, 1472), n_packets=256)),
+}
 
 
-def test_panel_shows_model_error_as_text():
-    p = rxpanels.buffer_panel()
-    p.controls["payload_len"].value = 5000  # above MTU 1500 for UDP without guest USO in 6.1
-    assert p.state is None and "payload_len=5000" in p.error
-    assert "payload_len=5000" in p.message.value and "Traceback" not in p.message.value
-    assert p.image.layout.display == "none"
-    p.controls["payload_len"].value = 1000
-    assert p.error is None and p.state.result.path == "build_skb" and p.image.layout.display is None
+def test_every_public_draw_function_is_covered():
+    names = {n.split(" ")[0] for n in FIGURES}
+    for mod in (memory, thresholds, grofig):
+        assert {n for n in dir(mod) if n.startswith("draw_")} <= names, mod.__name__
 
 
-def test_other_panels_follow_controls():
-    s = rxpanels.skb_panel(payload_len=1472)
-    assert "frags[0]" in regions(s.figure)
-    s.controls["payload_len"].value = 1000
-    assert "frags[0]" not in regions(s.figure) and s.state.result.skb.nr_frags == 0
-    w = rxpanels.window_panel()
-    assert w.state.extra["window"] == (87, 1162)
-    w.controls["buf_len"].value = 2048
-    assert w.state.extra["window"] == (87, 1674)
-    w.controls["buf_len"].value = 40
-    assert w.error and "buf_len" in w.error
-    c = rxpanels.carving_panel()
-    assert c.state.result[:2] == [1536, 1536]
-    t = rxpanels.threshold_panel()
-    t.controls["arch"].value = "mips32"
-    assert "mips32" in t.figure.axes[0].get_title()
-    pp = rxpanels.paths_panel()
-    assert [r.path for r in pp.state.result] == ["copy+frag", "build_skb"]
-    pp.controls["old_kernel"].value = "6.18"
-    assert [r.kernel for r in pp.state.result] == ["6.18", "6.1"]
+def _visible_texts(fig):
+    """Text artists a reader sees: non-empty, visible, in a drawn axes (tick labels of hidden axes excluded)."""
+    fig.canvas.draw()  # tick labels exist once drawn
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_text().strip() or not t.get_visible():
+            continue
+        ax = t.axes
+        if ax is not None and not ax.axison and t not in ax.texts:
+            continue
+        if t.get_window_extent().width == 0:
+            continue
+        out.append(t)
+    return out
 
 
-def _layout_of(fig):
-    """Each region's gid -> (its axes' position, x, width): what a reader sees where."""
-    return {g: (tuple(round(v, 6) for v in p.axes.get_position().bounds), p.get_x(), p.get_width())
-            for g, p in regions(fig).items()}
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_figure_shows_as_png_at_shown_width_with_legible_text(name):
+    fig = FIGURES[name]()
+    assert isinstance(fig, style.ShownFigure)
+    png = fig._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert Image.open(io.BytesIO(png)).size[0] == SHOWN_WIDTH
+    shown = _visible_texts(fig)
+    small = sorted({(t.get_fontsize() * fig.dpi / 72, t.get_text()[:30]) for t in shown})[:3]
+    assert small[0][0] >= MIN_TEXT_PX, small
+    # no text runs off the image (cut off where the PNG ends)
+    w, h = fig.bbox.width, fig.bbox.height
+    cut = [t.get_text()[:40] for t in shown if (e := t.get_window_extent()).x0 < -1 or e.x1 > w + 1
+           or e.y0 < -1 or e.y1 > h + 1]
+    assert not cut, cut
 
 
-@pytest.mark.parametrize("name, control, value", [
-    ("buffer_panel", "payload_len", 1472), ("skb_panel", "payload_len", 1400), ("paths_panel", "payload_len", 50),
-    ("paths_panel", "old_kernel", "6.18"), ("window_panel", "buf_len", 2048), ("carving_panel", "kernel", "6.18"),
-    ("carving_panel", "arch", "ppc64le"),
+def test_figures_deterministic():
+    a = memory.draw_rx_buffer(rx.receive(1000))._repr_png_()
+    b = memory.draw_rx_buffer(rx.receive(1000))._repr_png_()
+    assert a == b
+
+
+def _drawn(fig):
+    """What a reader sees: each region's gid -> (axes position, x, width), texts, titles, limits."""
+    boxes = {g: (tuple(round(v, 6) for v in p.axes.get_position().bounds), p.get_x(), p.get_width(), p.get_hatch())
+             for g, p in regions(fig).items()}
+    texts = sorted(t.get_text() for t in fig.texts) + sorted(t.get_text() for ax in fig.axes for t in ax.texts)
+    titles = [(ax.get_title("left"), ax.get_title()) for ax in fig.axes]
+    return boxes, texts, titles, [(ax.get_xlim(), ax.get_ylim()) for ax in fig.axes], fig.get_size_inches().tolist()
+
+
+@pytest.mark.parametrize("draw, first, second", [
+    (lambda r, fig=None: memory.draw_rx_buffer(r, fig=fig), rx.receive(1000), rx.receive(1472)),
+    (lambda r, fig=None: memory.draw_rx_buffer(r, fig=fig), rx.receive(1000), rx.receive(3000, mtu=9000)),
+    (lambda r, fig=None: memory.draw_skb(r, fig=fig), rx.receive(1000), rx.receive(1472)),
+    (lambda p, fig=None: memory.draw_paths_side_by_side(p, fig=fig), 1000, 50),
+    (lambda k, fig=None: thresholds.draw_threshold_map(k, fig=fig), "6.1", "5.12"),
+    (lambda b, fig=None: thresholds.draw_path_vs_payload(b, fig=fig), 1536, 2048),
+    (lambda a, fig=None: thresholds.draw_mergeable_carving(arch=a, fig=fig), "x86_64", "ppc64le"),
 ])
-def test_panel_update_in_place_draws_what_a_fresh_figure_draws(name, control, value):
-    """Reused axes (artists removed, not the figure cleared) give the same drawing as a new figure."""
-    p = getattr(rxpanels, name)()
-    axes_before = list(p.figure.axes)
-    p.controls[control].value = value
-    fresh = getattr(rxpanels, name)(**{control: value})
-    assert _layout_of(p.figure) == _layout_of(fresh.figure)
-    assert [ax.get_xlim() for ax in p.figure.axes] == [ax.get_xlim() for ax in fresh.figure.axes]
-    assert sorted(t.get_text() for ax in p.figure.axes for t in ax.texts) == \
-        sorted(t.get_text() for ax in fresh.figure.axes for t in ax.texts)
-    if control != "arch":  # same layout: the axes themselves were kept
-        assert p.figure.axes == axes_before
-
-
-def test_panel_text_carries_what_left_the_figure():
-    """The compact panel figures leave the long explanations to the panel's HTML (PanelState.text)."""
-    import html
-    st = rxpanels.buffer_panel_state(payload_len=1472)
-    assert "tailroom = truesize − headroom − hdr_padded_len − len = 1536 − 0 − 12 − 1514 = 10 B" in st.text
-    assert "tailroom 10 ≥ SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) 320 ✗" in st.text
-    assert "napi_alloc_skb(GOOD_COPY_LEN) + copy" in st.text and "add_recvbuf_mergeable" in st.text
-    st = rxpanels.buffer_panel_state(payload_len=3000, l4="tcp", mtu=9000)
-    assert "num_buffers" in st.text
-    st = rxpanels.skb_panel_state(payload_len=1472)
-    text = html.unescape(st.text)
-    assert "skb_tail_pointer() = 78" in text and "frags[0]: 32 KiB page" in text
-    assert f"skb->truesize {st.result.skb.truesize} B = SKB_DATA_ALIGN(sizeof(struct sk_buff))" in text
-    st = rxpanels.paths_panel_state(payload_len=1000)
-    assert "kernel 5.12: <b>copy+frag</b>" in st.text and "kernel 6.1: <b>build_skb</b>" in st.text
-    st = rxpanels.threshold_panel_state(arch="mips32")
-    assert "NET_IP_ALIGN 2" in st.text and "build_skb" in st.text and "frame 1514 B" in st.text
-    st = rxpanels.window_panel_state()
-    assert "payload 87..1162 B (frame 129..1204)" in st.text and "GOOD_COPY_LEN 128" in st.text
-    st = rxpanels.carving_panel_state()
-    assert "21 buffers" in st.text and "buffer 20 takes the hole: +512 B" in st.text
-    # 64 KiB pages: the page itself is the frag the driver carves
-    st = rxpanels.carving_panel_state(arch="ppc64le")
-    assert st.result == rx.mergeable_buf_lens(8, frag_size=65536, arch="ppc64le") and "64 KiB" in st.text
-
-
-@pytest.mark.parametrize("name", ["buffer_panel", "paths_panel", "threshold_panel"])
-def test_fast_text_png_looks_like_matplotlibs(name):
-    """The panels' whole-string text rendering puts the same text at the same places as matplotlib's own."""
-    import io
-
-    import numpy as np
-    from PIL import Image
-
-    p = getattr(rxpanels, name)()
-    fast = np.asarray(Image.open(io.BytesIO(p.image.value)).convert("L"), dtype=float)
-    plain = getattr(rxpanels, name)()
-    plain.fast_text = False
-    plain.figure = new_figure()
-    plain.update()
-    ref = np.asarray(Image.open(io.BytesIO(plain.image.value)).convert("L"), dtype=float)
-    assert fast.shape == ref.shape
-    # same ink in the same places: antialiasing and sub-pixel placement of glyphs differ a little
-    assert abs(fast.mean() - ref.mean()) < 0.5
-    assert np.abs(fast - ref).mean() < 1.8  # all texts 4 px off: 2.35
+def test_redraw_in_place_draws_what_a_new_figure_draws(draw, first, second):
+    """One drawing per figure: a figure redrawn in place (the widget path) equals a new one (the notebook path)."""
+    fig = draw(first)
+    again = draw(second, fig=fig)
+    assert again is fig
+    assert _drawn(fig) == _drawn(draw(second))

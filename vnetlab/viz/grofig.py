@@ -18,16 +18,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch
+from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from vnetlab import gro, rx
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL
 from vnetlab.profiles import arch as _arch
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.style import COLORS, fast_region, region, target_figure
+from vnetlab.viz.style import (
+    CATEGORY_COLORS,
+    COLORS,
+    FIG_WIDTH,
+    FONT,
+    axes_column,
+    fast_region,
+    region,
+    reuse_axes,
+    target_figure,
+)
 
-_region = region
+_SMALL = FONT["small"]
 
 # The four per-packet head kinds of the issue, each on the kernel that produces it for a 1448-byte TCP flow.
 HEAD_CASES: tuple[tuple[str, str, str], ...] = (
@@ -85,7 +96,7 @@ class GroFill:
 
 
 def fill_from_trace(trace: gro.GroTrace, nr_frags_in: Sequence[int], *, offset: int, gro_skb: int = 0,
-                    key: str = "", label: str = "", kernel: str = "6.1", arch: str = "x86_64",
+                    key: str = "", label: str = "", kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH,
                     head_kind: str = "") -> GroFill:
     """Slot ownership of GRO skb ``gro_skb`` from the trace's merge cases (skb_gro_receive, net/core/gro.c 6.1).
 
@@ -123,8 +134,8 @@ def fill_from_trace(trace: gro.GroTrace, nr_frags_in: Sequence[int], *, offset: 
                    head_kind, {"offset": offset})
 
 
-def gro_fill(shape: str, *, kernel: str = "6.1", payload_len: int = 1448, n_packets: int | None = None,
-             l4: str = "tcp", arch: str = "x86_64", label: str = "", **gro_kw: Any) -> GroFill:
+def gro_fill(shape: str, *, kernel: str = DEFAULT_KERNEL, payload_len: int = 1448, n_packets: int | None = None,
+             l4: str = "tcp", arch: str = DEFAULT_ARCH, label: str = "", **gro_kw: Any) -> GroFill:
     """One flow of ``make_rx_skb(shape, ...)`` packets through GRO; the first GRO skb's slot ownership.
 
     ``n_packets`` defaults to enough packets for one full GRO skb (64 for UDP, the size cap for TCP)."""
@@ -138,7 +149,7 @@ def gro_fill(shape: str, *, kernel: str = "6.1", payload_len: int = 1448, n_pack
                            head_kind=shape)
 
 
-def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64",
+def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH,
                  n_packets: int = gro.UDP_GRO_CNT_MAX, udp_gro: bool = False, features: Any = None,
                  mtu: int = 1500) -> GroFill:
     """``n_packets`` identical packets as rx.receive() builds them on ``kernel``, through GRO."""
@@ -153,125 +164,104 @@ def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str = "6.1", arch
                            arch=arch, head_kind=r0.skb.head_kind)
 
 
-def head_case_fills(*, payload_len: int = 1448, arch: str = "x86_64") -> list[GroFill]:
+def head_case_fills(*, payload_len: int = 1448, arch: str = DEFAULT_ARCH) -> list[GroFill]:
     """The four head kinds of :data:`HEAD_CASES` for a TCP flow (18 / 17 / 9 / 1 packets in the first sk_buff)."""
-    return [gro_fill(shape, kernel=k, payload_len=payload_len, arch=arch, label=label) for shape, k, label in HEAD_CASES]
+    return [gro_fill(shape, kernel=k, payload_len=payload_len, arch=arch, label=label)
+            for shape, k, label in HEAD_CASES]
 
 
 # --------------------------------------------------------------------------------------------------
 # draw_gro_fill
 
-_HEAD_W = 2.6  # slot units for the linear part
-_CHAIN_SHOWN = 6  # frag_list members drawn before "+N more"
+_HEAD_W = 3.4  # slot units for the linear part
+_CHAIN_SHOWN = 5  # frag_list members drawn before "+N more"
+_CHAIN_W = 2.5  # slot units per frag_list member
+_ROW_IN = (0.42, 0.5)  # (row title, slots) in inches
 
 
-def _slot_text(ax, x: float, y: float, text: str, gid: str) -> None:
-    ax.text(x, y, text, ha="center", va="center", fontsize=6, gid=gid)
-
-
-def _draw_row(ax, f: GroFill, *, compact: bool = False) -> None:
-    """One flow's first GRO skb. ``compact``: regions and arrows without data-limit updates (the caller sets
-    the limits) and a shorter title (the flow's description is in the panel's HTML)."""
-    region = fast_region if compact else _region
+def _draw_row(ax: Axes, f: GroFill) -> None:
+    """One flow's first GRO skb: regions and arrows added without data-limit updates (the caller sets them)."""
     key = f.key
     first = f.sk_buffs[0]
     # the linear part of the first sk_buff
     hp = first.head_packet
     hl = f.skb.headlen
-    region(ax, f"{key}:linear", 0, 0, _HEAD_W, 1, color=packet_color(hp) if hp is not None else COLORS["linear"],
-           label=f"linear {hl} B\nhdrs + p{hp}" if hp is not None else f"linear {hl} B\nheaders only",
-           fontsize=6.5)
+    fast_region(ax, f"{key}:linear", 0, 0, _HEAD_W, 1, color=packet_color(hp) if hp is not None else COLORS["linear"],
+                label=f"linear {hl} B\nhdrs + p{hp}" if hp is not None else f"linear {hl} B\nheaders only",
+                fontsize=_SMALL)
     x0 = _HEAD_W + 0.3
     slots = first.slot_packets
     for i in range(f.max_skb_frags):
         if i < len(slots):
             p = slots[i]
-            region(ax, f"{key}:frags[{i}]", x0 + i, 0, 1, 1, color=packet_color(p))
+            fast_region(ax, f"{key}:frags[{i}]", x0 + i, 0, 1, 1, color=packet_color(p))
             if i == 0 or slots[i - 1] != p:
                 # one label per packet, in its first slot: a packet's run of slots is one colour
-                _slot_text(ax, x0 + i + 0.5, 0.5, f"p{p}", f"{key}:frags[{i}]:label")
+                ax.text(x0 + i + 0.5, 0.5, f"p{p}", ha="center", va="center", fontsize=_SMALL,
+                        gid=f"{key}:frags[{i}]:label")
         else:
-            region(ax, f"{key}:free_slot[{i}]", x0 + i, 0, 1, 1, color="white")
+            fast_region(ax, f"{key}:free_slot[{i}]", x0 + i, 0, 1, 1, color="white")
     end = x0 + f.max_skb_frags
     if len(slots) < f.max_skb_frags:
-        ax.text((x0 + len(slots) + end) / 2, 0.5, f"{f.max_skb_frags - len(slots)} free slots", fontsize=6.5,
-                ha="center", va="center", color="#555555", bbox=dict(facecolor="white", edgecolor="none", pad=1.5))
+        ax.text((x0 + len(slots) + end) / 2, 0.5, f"{f.max_skb_frags - len(slots)} free", fontsize=_SMALL,
+                ha="center", va="center", color="#444444", bbox=dict(facecolor="white", edgecolor="none", pad=1.0))
     # the frag_list chain
     members = f.sk_buffs[1:]
     cx = end + 0.9
-    w = 1.9
+    w = _CHAIN_W
     if members:
-        _arrow(ax, (end + 0.05, 0.5), (cx, 0.5), compact, mutation_scale=8, linewidth=0.8)
+        ax.add_artist(FancyArrowPatch((end + 0.05, 0.5), (cx, 0.5), arrowstyle="-|>", mutation_scale=8,
+                                      linewidth=0.8))
     for j, m in enumerate(members[:_CHAIN_SHOWN]):
         ps = m.packets
-        text = f"p{ps[0]}" if len(ps) == 1 else f"p{ps[0]}–p{ps[-1]}"
-        region(ax, f"{key}:frag_list[{j}]", cx, 0.1, w, 0.8, color=packet_color(ps[0]),
-               label=f"{text}\n" + (f"{len(m.slot_packets)} frag{'' if len(m.slot_packets) == 1 else 's'}"
-                                    if m.slot_packets else "linear only"), fontsize=6)
+        text = f"p{ps[0]}" if len(ps) == 1 else f"p{ps[0]}–{ps[-1]}"
+        frags = len(m.slot_packets)
+        fast_region(ax, f"{key}:frag_list[{j}]", cx, 0.1, w, 0.8, color=packet_color(ps[0]),
+                    label=f"{text}\n" + (f"{frags} frag{'' if frags == 1 else 's'}" if frags else "linear"),
+                    fontsize=_SMALL)
         if j + 1 < min(len(members), _CHAIN_SHOWN):
-            _arrow(ax, (cx + w, 0.5), (cx + w + 0.35, 0.5), compact, mutation_scale=6, linewidth=0.6)
+            ax.add_artist(FancyArrowPatch((cx + w, 0.5), (cx + w + 0.35, 0.5), arrowstyle="-|>", mutation_scale=6,
+                                          linewidth=0.6))
         cx += w + 0.35
     if len(members) > _CHAIN_SHOWN:
-        ax.text(cx, 0.5, f"… +{len(members) - _CHAIN_SHOWN} more", fontsize=7, va="center", ha="left")
+        ax.text(cx, 0.5, f"… +{len(members) - _CHAIN_SHOWN}", fontsize=_SMALL, va="center", ha="left")
     s = f.skb
-    if compact:
-        ax.set_title(f"kernel {f.kernel}, {f.arch}: {f.first_skb_packets} packet{'' if f.first_skb_packets == 1 else 's'}"
-                     f" in the first sk_buff (nr_frags {s.nr_frags}/{f.max_skb_frags}), {f.frag_list_len} on "
-                     f"frag_list, gso_segs {f.packets}", fontsize=8, loc="left", y=1.0)
-        return
-    ax.set_title(f"{f.label} — kernel {f.kernel}, {f.arch}: {f.first_skb_packets} "
-                 f"packet{'' if f.first_skb_packets == 1 else 's'} in the first sk_buff "
-                 f"(nr_frags {s.nr_frags}/{f.max_skb_frags}), {f.frag_list_len} on frag_list, "
-                 f"gso_segs {f.packets}", fontsize=8, loc="left", y=1.0)
-
-
-def _arrow(ax, start, end, compact: bool, **kw) -> None:
-    a = FancyArrowPatch(start, end, arrowstyle="-|>", **kw)
-    if compact:
-        ax.add_artist(a)  # no data-limit update: the limits are set by the drawing
-    else:
-        ax.add_patch(a)
+    title = (f"kernel {f.kernel}, {f.arch}: {f.first_skb_packets} packet{'' if f.first_skb_packets == 1 else 's'} "
+             f"in the first sk_buff (nr_frags {s.nr_frags}/{f.max_skb_frags}), {f.frag_list_len} on frag_list, "
+             f"gso_segs {f.packets}")
+    per = f.trace.packets_per_skb()
+    if len(per) > 1:
+        title += f"; GRO skb 1 of {len(per)} from {sum(per)} packets"
+    ax.set_title(title + (f"\n{f.label}" if f.label else ""), fontsize=_SMALL, loc="left", y=1.0, pad=2,
+                 linespacing=1.3)
 
 
 GRO_FILL_KEY = ("GRO (net/core/gro.c skb_gro_receive): linear part | skb_shinfo(skb)->frags[0..MAX_SKB_FRAGS-1] "
                 "coloured by packet pN | → frag_list sk_buffs")
 
 
-def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = None, compact: bool = False) -> Figure:
+def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = None, key: bool = True) -> Figure:
     """The first GRO skb of each flow: linear part, frags[] slots coloured by packet (pN = N-th packet of
-    the flow), then the frag_list chain; to scale in slots, not bytes.
-
-    ``compact`` (the GRO panel): the same rows into axes reused between updates, lower, with a short row title
-    and no suptitle (the panel's HTML carries the flow and :data:`GRO_FILL_KEY`)."""
+    the flow), then the frag_list chain; to scale in slots, not bytes. ``key``: :data:`GRO_FILL_KEY` as the
+    figure's title (the GRO panel has it in its text instead)."""
     if isinstance(fills, GroFill):
         fills = [fills]
     if not fills:
         raise ValueError("fills must not be empty")
     n = len(fills)
-    if compact:
-        height = 0.2 + 0.95 * n
-
-        def make(f: Figure) -> list:
-            axes = f.subplots(n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=1 - 0.22 / height,
-                                                                     bottom=0.04 / height, hspace=0.6))[:, 0]
-            for ax in axes:
-                ax.set_axis_off()
-            return list(axes)
-
-        fig, axes = reuse_axes(fig, ("gro_fill", "compact", n), 10.0, height, make)
-    else:
-        fig = target_figure(fig, 10.0, 0.45 + 0.95 * n)
-        top = 1 - 0.42 / fig.get_figheight()
-        axes = fig.subplots(n, 1, squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, top=top,
-                                                                  bottom=0.04, hspace=0.75))[:, 0]
-    width = _HEAD_W + 0.3 + max(f.max_skb_frags for f in fills) + 0.9 + _CHAIN_SHOWN * 2.25 + 2.2
+    top = 0.32 if key else 0.0
+    rows = [_ROW_IN] * n
+    height = top + sum(g + h for g, h in rows) + 0.08
+    fig, axes = reuse_axes(fig, ("gro_fill", n, key), FIG_WIDTH, height,
+                           lambda f: axes_column(f, rows, top=top, left=0.008, right=0.992))
+    width = _HEAD_W + 0.3 + max(f.max_skb_frags for f in fills) + 0.9 + _CHAIN_SHOWN * (_CHAIN_W + 0.35) + 1.8
     for ax, f in zip(axes, fills):
-        _draw_row(ax, f, compact=compact)
-        ax.set_xlim(-0.1, width)
-        ax.set_ylim(-0.1, 1.15)
         ax.set_axis_off()
-    if not compact:
-        fig.suptitle(GRO_FILL_KEY, fontsize=9, x=0.01, ha="left")
+        _draw_row(ax, f)
+        ax.set_xlim(-0.05, width)
+        ax.set_ylim(-0.02, 1.02)
+    if key:
+        fig.suptitle(GRO_FILL_KEY, fontsize=_SMALL + 0.5, x=0.008, ha="left", y=1 - 0.06 / height, va="top")
     return fig
 
 
@@ -288,8 +278,8 @@ class PerSkbPoint:
     path: str  # the dominant page_to_skb path
 
 
-def packets_per_skb(kernels: Sequence[str] = ("5.10", "5.11", "5.12", "6.1"),
-                    payloads: Sequence[int] = (100, 400, 1000, 1472), *, l4: str = "udp", arch: str = "x86_64",
+def packets_per_skb(kernels: Sequence[str] = ("5.10", "5.11", "5.12", DEFAULT_KERNEL),
+                    payloads: Sequence[int] = (100, 400, 1000, 1472), *, l4: str = "udp", arch: str = DEFAULT_ARCH,
                     n_packets: int = 1024, udp_gro: bool | None = None, napi_budget: int | None = None,
                     **stream_kw: Any) -> list[PerSkbPoint]:
     """simulate_stream() per kernel and payload: mean packets per GRO skb, and how many sit in the first sk_buff.
@@ -314,47 +304,45 @@ def packets_per_skb(kernels: Sequence[str] = ("5.10", "5.11", "5.12", "6.1"),
 
 def draw_packets_per_skb(points: Sequence[PerSkbPoint] | None = None, *, fig: Figure | None = None,
                          l4: str = "udp", title: str = "") -> Figure:
-    """Grouped bars: for each payload size, one bar per kernel = packets per GRO skb; the lower part is
-    the packets in the first sk_buff (frags[]), the hatched upper part those on frag_list."""
+    """Grouped bars: for each payload size, one bar per kernel = packets per GRO skb; the solid lower part is
+    the packets in the first sk_buff (linear + frags[]), the hatched upper part those on frag_list."""
     points = list(points) if points is not None else packets_per_skb(l4=l4)
     if not points:
         raise ValueError("points must not be empty")
     kernels = list(dict.fromkeys(p.kernel for p in points))
     payloads = list(dict.fromkeys(p.payload_len for p in points))
-    fig = target_figure(fig, 9.0, 3.4)
-    ax = fig.subplots(gridspec_kw=dict(left=0.07, right=0.76, top=0.88, bottom=0.14))
+    fig = target_figure(fig, FIG_WIDTH, 3.6)
+    (ax,) = axes_column(fig, [(0.0, 2.75)], top=0.35, left=0.075, right=0.765)
     bw = 0.8 / len(kernels)
-    kcolors = ("#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#de2d26")
     for ki, k in enumerate(kernels):
-        c = kcolors[ki % len(kcolors)]
+        c = CATEGORY_COLORS[ki % len(CATEGORY_COLORS)]
         for xi, pl in enumerate(payloads):
             pt = next(p for p in points if p.kernel == k and p.payload_len == pl)
             x = xi + (ki - (len(kernels) - 1) / 2) * bw - bw / 2
-            region(ax, f"{k}/{pl}:first_skb", x, 0, bw * 0.95, pt.first_skb_packets, color=c)
-            region(ax, f"{k}/{pl}:frag_list", x, pt.first_skb_packets, bw * 0.95,
-                   pt.packets_per_skb - pt.first_skb_packets, color="white", hatch="////")
-            ax.patches[-1].set_edgecolor(c)
-            ax.text(x + bw * 0.475, pt.packets_per_skb + 0.4, f"{pt.packets_per_skb:.0f}", ha="center",
-                    va="bottom", fontsize=6.5)
-            ax.text(x + bw * 0.475, pt.first_skb_packets + 0.4, f"{pt.first_skb_packets:.0f}", ha="center",
-                    va="bottom", fontsize=6.5, weight="bold", bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
+            region(ax, f"{k}/{pl}:first_skb", x, 0, bw * 0.95, pt.first_skb_packets, color=c, fast=True)
+            chained = region(ax, f"{k}/{pl}:frag_list", x, pt.first_skb_packets, bw * 0.95,
+                             pt.packets_per_skb - pt.first_skb_packets, color="white", hatch="////", fast=True)
+            chained.set_edgecolor(c)
+            ax.text(x + bw * 0.475, pt.packets_per_skb + 0.5, f"{pt.packets_per_skb:.0f}", ha="center",
+                    va="bottom", fontsize=_SMALL)
+            if pt.packets_per_skb - pt.first_skb_packets >= 6:  # the split, where it is not the top
+                ax.text(x + bw * 0.475, pt.first_skb_packets + 0.5, f"{pt.first_skb_packets:.0f}", ha="center",
+                        va="bottom", fontsize=_SMALL, weight="bold",
+                        bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
     ax.set_xticks(range(len(payloads)), [f"{p} B" for p in payloads])
     ax.set_xlim(-0.6, len(payloads) - 0.4)
     top = max(p.packets_per_skb for p in points)
     ax.set_ylim(0, top * 1.12 + 1)
-    ax.set_xlabel(f"{l4.upper()} payload per packet (bytes)")
-    ax.set_ylabel("packets per GRO skb (gso_segs, median)")
-    ax.text(0.01, 0.98, "bold: packets in the first sk_buff; top: packets in the GRO skb", transform=ax.transAxes,
-            fontsize=6.5, va="top", ha="left")
-    from matplotlib.patches import Rectangle
-    handles = [Rectangle((0, 0), 1, 1, facecolor=kcolors[i % len(kcolors)], edgecolor="black", linewidth=0.6,
-                         label=f"kernel {k}") for i, k in enumerate(kernels)]
+    ax.set_xlabel(f"{l4.upper()} payload per packet (bytes)", labelpad=1)
+    ax.set_ylabel("packets per GRO skb", labelpad=1)
+    handles = [Rectangle((0, 0), 1, 1, facecolor=CATEGORY_COLORS[i % len(CATEGORY_COLORS)], edgecolor="black",
+                         linewidth=0.6, label=f"kernel {k}") for i, k in enumerate(kernels)]
     handles.append(Rectangle((0, 0), 1, 1, facecolor="#bbbbbb", edgecolor="black", linewidth=0.6,
-                             label="solid: in the first sk_buff\n(linear + frags[])"))
+                             label="solid: in the first sk_buff\n(linear + frags[]); bold\nnumber: its packets"))
     handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="////", linewidth=0.6,
-                             label="hatched: on frag_list\n(further sk_buffs)"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+                             label="hatched: on frag_list\n(further sk_buffs); top\nnumber: gso_segs (median)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=_SMALL, frameon=False)
     ax.set_title(title or f"Packets per GRO skb against payload size ({l4.upper()}"
                  + (" to a UDP_GRO socket" if l4 == "udp" else "") + ", virtio-net mergeable buffers, one NAPI poll)",
-                 fontsize=9, loc="left", y=1.0)
+                 fontsize=FONT["label"], loc="left", y=1.0)
     return fig

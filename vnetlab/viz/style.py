@@ -1,22 +1,47 @@
-"""The one plotting style of vnetlab: colours by kernel concept, fonts, deterministic output."""
+"""The one plotting style of vnetlab and the canvas every drawing uses.
+
+- Colours by kernel concept, from the Okabe-Ito palette where a colour carries meaning (page_to_skb's paths,
+  pass/fail, segmented/passed), so that they stay apart for red-green colour blindness; the paths also differ
+  by hatch (:data:`PATH_HATCHES`) and are labelled directly in every figure.
+- Sizes: figures are :data:`FIG_WIDTH` inches at :data:`DPI`, the width JupyterLab's output area shows a PNG
+  at without scaling it, and no text is smaller than :data:`MIN_FONT` points (11 px at 100 dpi).
+- Canvas: figures made without pyplot (:func:`new_figure`) that display as PNG (:class:`ShownFigure`), redrawn
+  in place by widgets (:func:`target_figure`, :func:`reuse_axes`), and labelled regions whose gid is the
+  kernel's name for them (:func:`region`, :func:`regions`).
+"""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import matplotlib
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-# One colour per kernel concept, used by every figure.
+# Okabe & Ito, "Color Universal Design" (2008): eight colours that stay distinct for the common colour
+# vision deficiencies.
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "bluish_green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish_purple": "#CC79A7",
+}
+
+# One colour per kernel concept, used by every figure of the package. Memory regions are light tints (black
+# labels sit on them); the colours that tell outcomes apart are Okabe-Ito.
 COLORS = {
     "page": "#eeeeee",
     "headroom": "#c6dbef",
     "vnet_hdr": "#fdd0a2",
-    "eth": "#a1d99b",
-    "ip": "#74c476",
-    "l4": "#41ab5d",
+    "eth": "#c7e9c0",
+    "ip": "#a1d99b",
+    "l4": "#74c476",
     "payload": "#fff7bc",
     "frame": "#d9f0a3",
     "tailroom": "#dadaeb",
@@ -26,33 +51,50 @@ COLORS = {
     "frag": "#fdae6b",
     "frag_list": "#bcbddc",
     "sk_buff": "#bdbdbd",
-    "copy": "#e6550d",
-    "copy+frag": "#fd8d3c",
-    "build_skb": "#31a354",
-    "segmented": "#de2d26",
-    "passed": "#31a354",
-    "model": "#3182bd",
-    "measured": "#636363",
+    "copy": OKABE_ITO["vermillion"],
+    "copy+frag": OKABE_ITO["yellow"],
+    "build_skb": OKABE_ITO["blue"],
+    "segmented": OKABE_ITO["vermillion"],
+    "passed": OKABE_ITO["blue"],
+    "model": OKABE_ITO["blue"],
+    "measured": "#555555",
 }
 
 PATH_COLORS = {"copy": COLORS["copy"], "copy+frag": COLORS["copy+frag"], "build_skb": COLORS["build_skb"]}
+# A second cue besides colour: the two copy paths are hatched differently, build_skb is plain.
+PATH_HATCHES = {"copy": "xx", "copy+frag": "//", "build_skb": ""}
+# Kernels, flows and other categories without a meaning of their own, in a colour-blind safe order.
+CATEGORY_COLORS = (OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["bluish_green"], OKABE_ITO["vermillion"],
+                   OKABE_ITO["reddish_purple"], OKABE_ITO["sky_blue"], "#555555", OKABE_ITO["yellow"])
+# Verdict text (page_to_skb's test passed / failed), darkened for contrast on white; ✓/✗ go with it.
+PASS_COLOR = "#005a8c"
+FAIL_COLOR = "#a33b00"
+
+DPI = 100
+FIG_WIDTH = 9.0  # inches: 900 px, shown unscaled in JupyterLab's output area (about 900-1000 CSS px wide)
+MIN_FONT = 8.0  # points: 11 px at DPI 100, the smallest text any figure draws
+FONT = {"title": 10.5, "label": 9.0, "small": MIN_FONT}
 
 RC = {
-    "figure.dpi": 100,
-    "savefig.dpi": 100,
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.labelsize": 9,
-    "legend.fontsize": 8,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "font.size": FONT["label"],
+    "axes.titlesize": FONT["label"],
+    "axes.labelsize": FONT["label"],
+    "xtick.labelsize": FONT["small"],
+    "ytick.labelsize": FONT["small"],
+    "legend.fontsize": FONT["small"],
+    "figure.titlesize": FONT["title"],
     "axes.spines.top": False,
     "axes.spines.right": False,
+    "hatch.linewidth": 0.6,
     "svg.hashsalt": "vnetlab",
     "path.simplify": True,
 }
 
 
 def use_style() -> None:
-    """Apply the vnetlab style to matplotlib's global rcParams (notebooks call it once)."""
+    """Apply the vnetlab style to matplotlib's global rcParams (for the reader's own pyplot figures)."""
     matplotlib.rcParams.update(RC)
 
 
@@ -65,26 +107,29 @@ class ShownFigure(Figure):
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
-        self.savefig(buf, format="png", dpi=self.dpi, metadata={"Software": None})
+        with matplotlib.rc_context(RC):
+            self.savefig(buf, format="png", dpi=self.dpi, metadata={"Software": None})
         return buf.getvalue()
 
 
-def new_figure(width: float = 9.0, height: float = 3.0) -> Figure:
-    """A figure not tied to pyplot's global state (safe for widgets and tests).
+def new_figure(width: float = FIG_WIDTH, height: float = 3.0) -> ShownFigure:
+    """A figure not tied to pyplot's global state (safe for widgets and tests), at :data:`DPI`.
 
     No layout engine: drawings place their axes with fixed margins. (Any layout engine, even the "none"
     placeholder, makes savefig draw the figure twice, which doubles a widget update.)
     """
     with matplotlib.rc_context(RC):
-        fig = ShownFigure(figsize=(width, height))
+        fig = ShownFigure(figsize=(width, height), dpi=DPI)
     return fig
 
 
-def target_figure(fig: Figure | None, width: float, height: float):
+def target_figure(fig: Figure | None, width: float, height: float) -> Figure:
     """The figure to draw on: a new one, or ``fig`` cleared and resized (widgets redraw in place).
 
-    Fixed margins, no layout engine: constrained layout doubles a widget's redraw time.
+    Fixed margins, no layout engine: constrained layout doubles a widget's redraw time. Sizes are rounded to
+    whole pixels at :data:`DPI` (a fractional height renders one pixel short on some canvases).
     """
+    width, height = round(width * DPI) / DPI, round(height * DPI) / DPI
     if fig is None:
         return new_figure(width, height)
     fig.clear()
@@ -93,13 +138,73 @@ def target_figure(fig: Figure | None, width: float, height: float):
     return fig
 
 
-def region(ax, gid: str, x: float, y: float, width: float, height: float, *, color: str | None = None,
-           label: str | None = None, fontsize: float = 8, hatch: str | None = None, text_color: str = "black",
-           min_label_width: float = 0.0, fast: bool = False) -> Rectangle:
-    """Draw one labelled region; its gid is the kernel's name for it.
+def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float,
+               make: Callable[[Figure], Iterable[Axes]]) -> tuple[Figure, list[Axes]]:
+    """The axes of a drawing whose layout is ``key``: made once by ``make(fig)`` and reused on later calls with
+    the same figure and key, their artists removed instead of clearing the figure (a widget update then skips
+    making axes and ticks again). ``make`` returns the axes in the order the drawing uses them."""
+    stored = getattr(fig, "_vnetlab_axes", None) if fig is not None else None
+    if (stored is not None and getattr(fig, "_vnetlab_layout", None) == key and len(fig.axes) == len(stored)
+            and all(any(ax is a for a in fig.axes) for ax in stored) and not fig.subfigs):
+        wipe(fig)
+        return fig, list(stored)
+    with matplotlib.rc_context(RC):
+        fig = target_figure(fig, width, height)
+        axes = list(make(fig))
+    for ax in fig.axes:
+        # A fixed title position: otherwise every draw measures the axes' tick labels to place the title.
+        ax.set_title("", y=1.0)
+    fig._vnetlab_layout, fig._vnetlab_axes = key, axes
+    return fig, axes
 
-    ``fast``: for drawings that set their own axis limits, the patch is added without updating the data
-    limits (ax.add_patch computes the patch's extent, about a millisecond each on a slow machine)."""
+
+def axes_column(fig: Figure, rows: Sequence[tuple[float, float]], *, left: float = 0.01, right: float = 0.99,
+                top: float = 0.0) -> list[Axes]:
+    """Axes stacked top to bottom at fixed heights in inches: ``rows`` are (space above, height) pairs, ``top``
+    the space above the first (titles), ``left``/``right`` figure fractions. A drawing's rows then keep their
+    height in pixels whatever the figure's height, so labels sized in points fit the same everywhere."""
+    h = fig.get_figheight()
+    y = h - top
+    axes = []
+    for gap, height in rows:
+        y -= gap + height
+        axes.append(fig.add_axes((left, y / h, right - left, height / h)))
+    return axes
+
+
+def wipe(fig: Figure) -> None:
+    """Remove what a drawing added to reused axes (patches, texts, lines, images, legends, titles)."""
+    for art in list(fig.artists) + list(fig.texts) + list(fig.legends):
+        art.remove()
+    fig._suptitle = None
+    for ax in fig.axes:
+        for art in (*ax.patches, *ax.texts, *ax.lines, *ax.images, *ax.collections, *ax.artists):
+            art.remove()
+        if ax.legend_ is not None:
+            ax.legend_.remove()
+        for loc in ("left", "center", "right"):
+            ax.set_title("", loc=loc)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+
+
+def bare_axes(ax: Axes, *, xaxis: bool = True) -> None:
+    """An axes for a to-scale drawing: no y axis, no frame but the bottom spine (none if not ``xaxis``)."""
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    if not xaxis:
+        ax.set_xticks([])
+        ax.spines["bottom"].set_visible(False)
+
+
+def region(ax: Axes, gid: str, x: float, y: float, width: float, height: float, *, color: str | None = None,
+           label: str | None = None, fontsize: float = FONT["small"], hatch: str | None = None,
+           text_color: str = "black", min_label_width: float = 0.0, fast: bool = False) -> Rectangle:
+    """Draw one labelled region; its gid is the kernel's name for it, its width the size it stands for.
+
+    ``fast``: the patch is added without updating the axes' data limits, for drawings that set their own limits
+    (ax.add_patch measures the patch, about a millisecond each on a slow machine)."""
     fill = color or COLORS.get(gid) or COLORS.get(gid.rstrip("0123456789"), "#dddddd")
     rect = Rectangle((x, y), width, height, facecolor=fill, edgecolor="black", linewidth=0.6, hatch=hatch)
     rect.set_gid(gid)
@@ -113,9 +218,20 @@ def region(ax, gid: str, x: float, y: float, width: float, height: float, *, col
     return rect
 
 
-def fast_region(ax, gid: str, x: float, y: float, width: float, height: float, **kw) -> Rectangle:
-    """:func:`region` without the data-limit update (widget drawings that set their own limits)."""
+def fast_region(ax: Axes, gid: str, x: float, y: float, width: float, height: float, **kw: object) -> Rectangle:
+    """:func:`region` without the data-limit update (drawings that set their own axis limits)."""
     return region(ax, gid, x, y, width, height, fast=True, **kw)
+
+
+def path_region(ax: Axes, gid: str, path: str, x: float, y: float, width: float, height: float, *,
+                label: str | None = None, fontsize: float = FONT["small"]) -> Rectangle:
+    """A region standing for one page_to_skb() path: its colour and hatch, and a label on a white box (legible
+    over the hatch)."""
+    rect = region(ax, gid, x, y, width, height, color=PATH_COLORS[path], hatch=PATH_HATCHES[path] or None, fast=True)
+    if label:
+        ax.text(x + width / 2, y + height / 2, label, ha="center", va="center", fontsize=fontsize, gid=f"{gid}:label",
+                clip_on=True, bbox=dict(facecolor="white", edgecolor="none", pad=1.0, alpha=0.9))
+    return rect
 
 
 def regions(fig: Figure) -> dict[str, Rectangle]:
@@ -129,10 +245,12 @@ def regions(fig: Figure) -> dict[str, Rectangle]:
     return found
 
 
-def save_png(fig: Figure, path, dpi: int = 100) -> None:
+def save_png(fig: Figure, path: object, dpi: int = DPI) -> None:
     """Deterministic PNG (no timestamp metadata)."""
     fig.savefig(path, dpi=dpi, metadata={"Software": None})
 
 
-def legend_handles(names: Iterable[str]):
-    return [Rectangle((0, 0), 1, 1, facecolor=COLORS[n], edgecolor="black", linewidth=0.6, label=n) for n in names]
+def legend_handles(names: Sequence[str]) -> list[Rectangle]:
+    """Legend swatches for COLORS keys; page_to_skb's paths carry their hatch."""
+    return [Rectangle((0, 0), 1, 1, facecolor=COLORS[n], edgecolor="black", linewidth=0.6, label=n,
+                      hatch=PATH_HATCHES.get(n) or None) for n in names]

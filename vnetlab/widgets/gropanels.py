@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import html
 
-import ipywidgets as W
 from matplotlib.figure import Figure
 
-from vnetlab import gro, rx
-from vnetlab.profiles import known_arches, known_kernels
+from vnetlab import gro
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
 from vnetlab.viz import grofig
-from vnetlab.widgets.base import Panel, PanelState, choice, int_box
+from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, size_slider
+from vnetlab.widgets.rxpanels import max_payload
 
 __all__ = ["gro_panel_state", "gro_panel", "gro_features"]
 
@@ -29,8 +29,9 @@ def gro_features(*, kernel: str, gro_fraglist: bool = False, gro_udp_fwd: bool =
     return frozenset(["GRO"] + (["GRO_FRAGLIST"] if gro_fraglist else []) + (["GRO_UDP_FWD"] if gro_udp_fwd else []))
 
 
-def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64",
-                    udp_gro: bool = True, gro_fraglist: bool = False, gro_udp_fwd: bool = False,
+def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
+                    arch: str = DEFAULT_ARCH, udp_gro: bool = True, gro_fraglist: bool = False,
+                    gro_udp_fwd: bool = False,
                     n_packets: int = gro.UDP_GRO_CNT_MAX, fig: Figure | None = None) -> PanelState:
     """``n_packets`` identical packets (rx.receive on ``kernel``) through GRO; the first GRO skb drawn."""
     if udp_gro and l4 != "udp":
@@ -38,7 +39,7 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "
     feats = gro_features(kernel=kernel, gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd)
     fill = grofig.receive_fill(payload_len, l4=l4, kernel=kernel, arch=arch, n_packets=n_packets, udp_gro=udp_gro,
                                features=feats)
-    figure = grofig.draw_gro_fill(fill, fig=fig, compact=True)
+    figure = grofig.draw_gro_fill(fill, fig=fig, key=False)
     per = fill.trace.packets_per_skb()
     s = fill.skb
     if len(per) == n_packets:
@@ -55,18 +56,31 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "
                       figure, text, fill, extra={"packets_per_skb": per})
 
 
-def gro_panel(*, payload_len: int = 1000, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64",
-              udp_gro: bool = True, gro_fraglist: bool = False, gro_udp_fwd: bool = False) -> Panel:
-    """The GRO fill of the first GRO skb for a flow chosen with the controls."""
-    def box(value: bool, desc: str) -> W.Checkbox:
-        return W.Checkbox(value=value, description=desc, indent=False, layout=W.Layout(width="210px"))
+_MTU = 1500  # grofig.receive_fill's MTU: the flow's packets are full-MTU at most
 
+
+def _follow_l4(panel: Panel) -> None:
+    c = panel.controls
+    c["payload_len"].set_range(0, max_payload(_MTU, c["l4"].value))  # type: ignore[attr-defined]
+    c["payload_len"].slider.description = f"{c['l4'].value.upper()} payload (B)"  # type: ignore[attr-defined]
+    # setsockopt(UDP_GRO) is a UDP socket option
+    if c["l4"].value != "udp":
+        c["udp_gro"].value = False
+    c["udp_gro"].disabled = c["l4"].value != "udp"
+
+
+def gro_panel(*, payload_len: int = 1000, l4: str = "udp", kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH,
+              udp_gro: bool = True, gro_fraglist: bool = False, gro_udp_fwd: bool = False,
+              n_packets: int = gro.UDP_GRO_CNT_MAX) -> Panel:
+    """The GRO fill of the first GRO skb for a flow chosen with the controls."""
     return Panel(gro_panel_state, {
-        "payload_len": int_box(payload_len, -1, rx.IP_MAX_MTU, "payload (B)"),
-        "l4": choice(l4, ("udp", "tcp"), "l4"),
+        "payload_len": size_slider(payload_len, 0, max_payload(_MTU, l4), f"{l4.upper()} payload (B)"),
+        "n_packets": size_slider(n_packets, 1, 2 * gro.UDP_GRO_CNT_MAX, "packets in the flow"),
+        "l4": choice(l4, ("udp", "tcp"), "L4"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),
-        "udp_gro": box(udp_gro, "UDP_GRO socket (udp_gro)"),
-        "gro_fraglist": box(gro_fraglist, "rx-gro-list (GRO_FRAGLIST)"),
-        "gro_udp_fwd": box(gro_udp_fwd, "rx-udp-gro-forwarding (GRO_UDP_FWD)"),
-    }, fast_text=True)
+        "udp_gro": checkbox(udp_gro, "UDP_GRO socket (udp_gro)"),
+        "gro_fraglist": checkbox(gro_fraglist, "rx-gro-list (GRO_FRAGLIST)"),
+        "gro_udp_fwd": checkbox(gro_udp_fwd, "rx-udp-gro-forwarding (GRO_UDP_FWD)"),
+    }, rows=[["payload_len", "n_packets"], ["l4", "kernel", "arch"], ["udp_gro", "gro_fraglist", "gro_udp_fwd"]],
+        constrain=_follow_l4)

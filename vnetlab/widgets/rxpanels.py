@@ -1,24 +1,29 @@
-"""Receive-path panels: buffer, sk_buff, paths, threshold map, build_skb window, mergeable carving.
+"""Receive-path panels: one packet (receive buffer, sk_buff, the same packet on an older kernel), the threshold
+map, the build_skb window and mergeable buffer carving.
 
-Each panel is ``<name>_panel(**initial)`` returning a :class:`vnetlab.widgets.base.Panel` over the plain state
-function ``<name>_panel_state(**params)`` (tested without a frontend).
+:func:`packet_panel` is the one control row for a packet: its three views (tabs above the figure) all follow the
+same controls. The single-view panels (:func:`buffer_panel`, :func:`skb_panel`, :func:`paths_panel`) are the
+same views alone. Each panel is ``<name>_panel(**initial)`` returning a :class:`vnetlab.widgets.base.Panel` over
+the plain state function ``<name>_panel_state(**params)`` (tested without a frontend).
 """
 
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
 
 from vnetlab import rx
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
 from vnetlab.profiles import arch as arch_profile
 from vnetlab.profiles import kernel as kernel_profile
-from vnetlab.profiles import known_arches, known_kernels
 from vnetlab.viz import memory, thresholds
-from vnetlab.widgets.base import Panel, PanelState, choice, int_box
+from vnetlab.widgets.base import Panel, PanelState, SizeSlider, checkbox, choice, size_slider
 
 __all__ = [
+    "PACKET_VIEWS", "packet_panel_state", "packet_panel",
     "buffer_panel_state", "buffer_panel",
     "skb_panel_state", "skb_panel",
     "paths_panel_state", "paths_panel",
@@ -26,6 +31,11 @@ __all__ = [
     "window_panel_state", "window_panel",
     "carving_panel_state", "carving_panel",
 ]
+
+OLD_KERNEL = "5.12"  # the last kernel whose page_to_skb() always copies (build_skb arrived in 5.13, fb32856b16ad)
+JUMBO_MTU = 9000  # the topic's largest MTU on the slider (virtio-net accepts up to 65535: type it)
+# The three views of one packet, in tab order: (key, tab label).
+PACKET_VIEWS = (("buffer", "receive buffer"), ("skb", "sk_buff"), ("paths", "same packet, older kernel"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -43,63 +53,69 @@ def _summary(r: rx.RxResult) -> str:
             + "".join(f"<br><i>{html.escape(n)}</i>" for n in r.notes))
 
 
-_OK_COLOR = {None: "inherit", True: memory.PASS_COLOR, False: memory.FAIL_COLOR}
-
-
-def _buffer_text(r: rx.RxResult, l4: str) -> str:
-    """What the compact buffer figure leaves out: the page, page_to_skb()'s test term by term, the notes."""
-    lay = memory.rx_buffer_layout(r, l4=l4)
-    cond = "".join(f'<br><span style="color:{_OK_COLOR[ok]}">{html.escape(t)}</span>'
-                   for t, ok in memory.rx_buffer_caption(r, lay))
-    page = (f"<br>{html.escape(lay.page_label)}: {lay.page_size} B; this buffer at offset "
-            f"{lay.buffer_offset}&ndash;{lay.buffer_offset + lay.buffer_end} B")
-    return _summary(r) + page + cond
-
-
 def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
-                       kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, buf_len: int = 0,
+                       kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
                        fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_rx_buffer() of its first receive buffer."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
-    figure = memory.draw_rx_buffer(r, l4=l4, fig=fig, compact=True)
+    figure = memory.draw_rx_buffer(r, l4=l4, mtu=mtu, fig=fig)
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
-                           buf_len=buf_len), figure, _buffer_text(r, l4), r)
+                           buf_len=buf_len), figure, _summary(r), r)
 
 
 def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
-                    kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, buf_len: int = 0,
+                    kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
                     fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_skb() of the sk_buff it produced."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
-    figure = memory.draw_skb(r, fig=fig, compact=True)
+    figure = memory.draw_skb(r, mtu=mtu, fig=fig)
     text = _summary(r) + "".join(f"<br>{html.escape(line)}" for line in memory.skb_caption(r))
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
                            buf_len=buf_len), figure, text, r)
 
 
 def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
-                      kernel: str = "6.1", old_kernel: str = "5.12", arch: str = "x86_64", xdp: bool = False,
-                      buf_len: int = 0, fig: Figure | None = None) -> PanelState:
-    """The same packet in two kernels: memory.draw_paths_side_by_side()."""
-    kw = dict(mtu=mtu, mode=mode, arch=arch, xdp=xdp, buf_len=buf_len or None)
+                      kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL, arch: str = DEFAULT_ARCH,
+                      xdp: bool = False, buf_len: int = 0, fig: Figure | None = None) -> PanelState:
+    """The same packet on two kernels: memory.draw_paths_side_by_side()."""
+    kw: dict[str, Any] = dict(mtu=mtu, mode=mode, arch=arch, xdp=xdp, buf_len=buf_len or None)
     results = [rx.receive(payload_len, l4=l4, kernel=k, **kw) for k in (old_kernel, kernel)]
-    figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, compact=True,
-                                            **kw)
+    figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, **kw)
     r0 = results[0]
     text = (f"{payload_len} B {l4.upper()} payload (frame {r0.frame_len} B), {r0.mode} mode, {r0.arch}; "
-            "the same byte scale on both sides.<br>") + "<br>".join(
+            "each row has one byte scale for both kernels.<br>") + "<br>".join(
         f"kernel {r.kernel}: <b>{r.path}</b>, skb->truesize {r.skb.truesize} B, nr_frags {r.skb.nr_frags} &mdash; "
-        f"{html.escape(r.reason)}" + "".join(f"<br>&nbsp;&nbsp;{html.escape(line)}" for line in memory.skb_caption(r))
-        for r in results)
+        f"{html.escape(r.reason)}" for r in results)
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, old_kernel=old_kernel,
                            arch=arch, xdp=xdp, buf_len=buf_len), figure, text, results)
 
 
-def threshold_panel_state(*, kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, hdr_len: int = 12,
-                          fig: Figure | None = None) -> PanelState:
+_VIEW_STATES = {"buffer": buffer_panel_state, "skb": skb_panel_state, "paths": paths_panel_state}
+
+
+def packet_panel_state(*, view: str = "buffer", payload_len: int = 1000, l4: str = "udp", mtu: int = 1500,
+                       mode: str = "mergeable", kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL,
+                       arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
+                       fig: Figure | None = None) -> PanelState:
+    """One packet, one of its :data:`PACKET_VIEWS`: the receive buffer, the sk_buff, or the same packet on
+    ``old_kernel`` beside ``kernel``."""
+    if view not in _VIEW_STATES:
+        raise ValueError(f"view must be one of {list(_VIEW_STATES)} ({', '.join(n for _, n in PACKET_VIEWS)}), "
+                         f"got {view!r}")
+    kw: dict[str, Any] = dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
+                              buf_len=buf_len, fig=fig)
+    if view == "paths":
+        kw["old_kernel"] = old_kernel
+    st = _VIEW_STATES[view](**kw)
+    st.params.update(view=view, old_kernel=old_kernel)
+    return st
+
+
+def threshold_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False,
+                          hdr_len: int = 12, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_threshold_map() for one kernel and arch (XDP: headroom VIRTIO_XDP_HEADROOM)."""
     headroom = rx.VIRTIO_XDP_HEADROOM if xdp else 0
-    figure = thresholds.draw_threshold_map(kernel, arch, hdr_len=hdr_len, headroom=headroom, fig=fig, compact=True)
+    figure = thresholds.draw_threshold_map(kernel, arch, hdr_len=hdr_len, headroom=headroom, fig=fig)
     a = arch_profile(arch, kernel)
     text = (thresholds.map_legend_html()
             + f"<br>NET_IP_ALIGN {a.net_ip_align}, SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) {a.shinfo_size} B, "
@@ -114,11 +130,11 @@ def threshold_panel_state(*, kernel: str = "6.1", arch: str = "x86_64", xdp: boo
     return PanelState(dict(kernel=kernel, arch=arch, xdp=xdp, hdr_len=hdr_len), figure, text)
 
 
-def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64",
-                       fig: Figure | None = None) -> PanelState:
+def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
+                       arch: str = DEFAULT_ARCH, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_path_vs_payload(): the path against the payload for one buffer truesize."""
     sweep = thresholds.payload_sweep(buf_len, l4=l4, kernel=kernel, arch=arch)
-    figure = thresholds.draw_path_vs_payload(buf_len, l4=l4, kernel=kernel, arch=arch, fig=fig, compact=True)
+    figure = thresholds.draw_path_vs_payload(buf_len, l4=l4, kernel=kernel, arch=arch, fig=fig)
     win = sweep.window()
     overhead = rx.frame_len_for(0, l4=l4)
     text = (f"build_skb for {l4.upper()} payload {win[0]}..{win[1]} B (frame {win[0] + overhead}..{win[1] + overhead})"
@@ -131,88 +147,157 @@ def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = "6
                       extra={"window": win})
 
 
-def carving_panel_state(*, kernel: str = "6.1", arch: str = "x86_64", mtu: int = 1500, xdp: bool = False,
-                        avg_pkt_len: int = 0, fig: Figure | None = None) -> PanelState:
+def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500,
+                        xdp: bool = False, avg_pkt_len: int = 0, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_mergeable_carving(): add_recvbuf_mergeable's buffers in a 32 KiB frag and a 4 KiB page."""
     # the order-3 frag, or the page itself where a page is larger (64 KiB pages: ppc64le, arm64-64k)
     frag_size = max(arch_profile(arch, kernel).page_size, 32768)
     lens = rx.mergeable_buf_lens(8, avg_pkt_len=avg_pkt_len, mtu=mtu, frag_size=frag_size, xdp=xdp, kernel=kernel,
                                  arch=arch)
     figure = thresholds.draw_mergeable_carving(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len,
-                                               fig=fig, compact=True)
+                                               fig=fig)
     caption = thresholds.carving_caption(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len)
     return PanelState(dict(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len), figure,
                       f"first buffers' truesize: {lens}" + "".join(f"<br>{html.escape(c)}" for c in caption), lens)
 
 
 # --------------------------------------------------------------------------------------------------
-# Widgets
+# Slider ranges that fit the topic (typed values beyond them still reach the model, which says why it refuses)
+
+def max_payload(mtu: int, l4: str) -> int:
+    """The largest IPv4 payload of a packet that fits the MTU unsegmented: mtu − iphdr − L4 header."""
+    return max(0, mtu - rx.IP_HLEN[4] - rx.L4_HDR_LEN.get(l4, rx.L4_HDR_LEN["udp"]))
+
+
+def _buffer_range(arch: str, kernel: str) -> tuple[int, int, int]:
+    """Buffer truesize: 0 (as the driver carves) up to a page, in steps of L1_CACHE_BYTES (get_mergeable_buf_len
+    aligns every buffer to it)."""
+    a = arch_profile(arch, kernel)
+    return 0, a.page_size, a.l1_cache_bytes
+
 
 def _packet_controls(payload_len: int, l4: str, mtu: int, mode: str, kernel: str, arch: str, xdp: bool,
-                     buf_len: int) -> dict[str, W.ValueWidget]:
-    # Wide ranges on purpose: the model, not the widget, says what is out of range and why.
+                     buf_len: int) -> dict[str, W.DOMWidget]:
+    lo, hi, step = _buffer_range(arch, kernel)
     return {
-        "payload_len": int_box(payload_len, -1, rx.IP_MAX_MTU, "payload (B)"),
-        "l4": choice(l4, ("udp", "tcp"), "l4"),
-        "mtu": int_box(mtu, 1, rx.IP_MAX_MTU, "MTU (B)"),
+        "payload_len": size_slider(payload_len, 0, max_payload(mtu, l4), f"{l4.upper()} payload (B)"),
+        "mtu": size_slider(mtu, 68, JUMBO_MTU, "MTU (B)"),
+        "buf_len": size_slider(buf_len, lo, hi, "buffer truesize (B, 0 = driver's)", step=step, width="520px"),
+        "l4": choice(l4, ("udp", "tcp"), "L4"),
         "mode": choice(mode, rx.MODES, "mode"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),
-        "xdp": W.Checkbox(value=xdp, description="XDP program", indent=False, layout=W.Layout(width="210px")),
-        "buf_len": int_box(buf_len, 0, 1 << 22, "buffer truesize (B, 0 = driver)", step=64),
+        "xdp": checkbox(xdp, "XDP program"),
     }
 
 
+def _follow_packet(panel: Panel) -> None:
+    """Payload range follows MTU and L4; buffer truesize steps follow the arch's L1_CACHE_BYTES and page."""
+    c = panel.controls
+    payload: SizeSlider = c["payload_len"]  # type: ignore[assignment]
+    payload.set_range(0, max_payload(c["mtu"].value, c["l4"].value))
+    payload.slider.description = f"{c['l4'].value.upper()} payload (B)"
+    try:
+        lo, hi, step = _buffer_range(c["arch"].value, c["kernel"].value)
+    except ValueError:
+        return  # the model names the bad kernel/arch pair when the panel updates
+    c["buf_len"].set_range(lo, hi, step)  # type: ignore[attr-defined]
+    if "view" in c and "old_kernel" in c:
+        c["old_kernel"].layout.display = None if c["view"].value == "paths" else "none"
+
+
+def packet_panel(*, view: str = "buffer", payload_len: int = 1000, l4: str = "udp", mtu: int = 1500,
+                 mode: str = "mergeable", kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL,
+                 arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
+    """One packet, one row of controls, three views that all follow it (tabs above the figure): the receive
+    buffer page_to_skb() tests, the sk_buff it builds, and the same packet on an older kernel (``old_kernel``,
+    shown in that view) beside ``kernel``."""
+    controls = _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
+    controls["old_kernel"] = choice(old_kernel, known_kernels(), "older kernel")
+    controls["view"] = W.ToggleButtons(value=view, options=[(label, key) for key, label in PACKET_VIEWS],
+                                       style={"button_width": "auto"}, layout=W.Layout(width="auto"))
+    rows = [["payload_len", "mtu"], ["buf_len", "l4", "mode"], ["kernel", "old_kernel", "arch", "xdp"], ["view"]]
+    return Panel(packet_panel_state, controls, rows=rows, figure_key=lambda p: p["view"], constrain=_follow_packet)
+
+
+_PACKET_ROWS = [["payload_len", "mtu"], ["buf_len", "l4", "mode"], ["kernel", "arch", "xdp"]]
+
+
 def buffer_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
-                 kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, buf_len: int = 0) -> Panel:
-    """The receive buffer (draw_rx_buffer) for a packet chosen with the controls."""
+                 kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
+    """The receive buffer (draw_rx_buffer) alone; :func:`packet_panel` shows it with the other views."""
     return Panel(buffer_panel_state, _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len),
-                   fast_text=True)
+                 rows=_PACKET_ROWS, constrain=_follow_packet)
 
 
 def skb_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
-              kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, buf_len: int = 0) -> Panel:
-    """The resulting sk_buff (draw_skb) for a packet chosen with the controls."""
+              kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
+    """The resulting sk_buff (draw_skb) alone; :func:`packet_panel` shows it with the other views."""
     return Panel(skb_panel_state, _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len),
-                   fast_text=True)
+                 rows=_PACKET_ROWS, constrain=_follow_packet)
 
 
 def paths_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
-                kernel: str = "6.1", old_kernel: str = "5.12", arch: str = "x86_64", xdp: bool = False,
-                buf_len: int = 0) -> Panel:
-    """The same packet in two kernels side by side (draw_paths_side_by_side)."""
+                kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL, arch: str = DEFAULT_ARCH,
+                xdp: bool = False, buf_len: int = 0) -> Panel:
+    """The same packet on two kernels side by side (draw_paths_side_by_side) alone."""
     controls = _packet_controls(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
-    controls["old_kernel"] = choice(old_kernel, known_kernels(), "compare with kernel")
-    return Panel(paths_panel_state, controls, fast_text=True)
+    controls["old_kernel"] = choice(old_kernel, known_kernels(), "older kernel")
+    rows = [["payload_len", "mtu"], ["buf_len", "l4", "mode"], ["kernel", "old_kernel", "arch", "xdp"]]
+    return Panel(paths_panel_state, controls, rows=rows, constrain=_follow_packet)
 
 
-def threshold_panel(*, kernel: str = "6.1", arch: str = "x86_64", xdp: bool = False, hdr_len: int = 12) -> Panel:
+def threshold_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False,
+                    hdr_len: int = 12) -> Panel:
     """The path map over frame length x buffer truesize for a chosen kernel and arch."""
     return Panel(threshold_panel_state, {
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),
-        "xdp": W.Checkbox(value=xdp, description="XDP headroom", indent=False, layout=W.Layout(width="210px")),
+        "xdp": checkbox(xdp, "XDP headroom"),
         "hdr_len": choice(hdr_len, sorted(rx.VNET_HDR_STRUCTS), "hdr_len (B)"),
-    }, fast_text=True)
+    })
 
 
-def window_panel(*, buf_len: int = 1536, l4: str = "udp", kernel: str = "6.1", arch: str = "x86_64") -> Panel:
+def _follow_arch(panel: Panel) -> None:
+    """Buffer truesize steps by the arch's L1_CACHE_BYTES up to 4 pages (a pinned mergeable buffer)."""
+    c = panel.controls
+    try:
+        lo, hi, step = _buffer_range(c["arch"].value, c["kernel"].value)
+    except ValueError:
+        return
+    c["buf_len"].set_range(step, 4 * hi, step)  # type: ignore[attr-defined]
+
+
+def window_panel(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
+                 arch: str = DEFAULT_ARCH) -> Panel:
     """The path against the payload for one buffer truesize (the 87..1162 window at 1536 B)."""
+    _, page, step = _buffer_range(arch, kernel)
     return Panel(window_panel_state, {
-        "buf_len": int_box(buf_len, 0, 65536, "buffer truesize (B)", step=64),
-        "l4": choice(l4, ("udp", "tcp"), "l4"),
+        "buf_len": size_slider(buf_len, step, 4 * page, "buffer truesize (B)", step=step),
+        "l4": choice(l4, ("udp", "tcp"), "L4"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),
-    }, fast_text=True)
+    }, rows=[["buf_len", "l4"], ["kernel", "arch"]], constrain=_follow_arch)
 
 
-def carving_panel(*, kernel: str = "6.1", arch: str = "x86_64", mtu: int = 1500, xdp: bool = False,
+def _follow_page(panel: Panel) -> None:
+    """The EWMA slider spans 0..PAGE_SIZE: get_mergeable_buf_len clamps the average to it."""
+    c = panel.controls
+    try:
+        page = arch_profile(c["arch"].value, c["kernel"].value).page_size
+    except ValueError:
+        return
+    c["avg_pkt_len"].set_range(0, page)  # type: ignore[attr-defined]
+
+
+def carving_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500, xdp: bool = False,
                   avg_pkt_len: int = 0) -> Panel:
     """add_recvbuf_mergeable's carving of a 32 KiB frag and a 4 KiB page."""
+    page = arch_profile(arch, kernel).page_size
     return Panel(carving_panel_state, {
+        "mtu": size_slider(mtu, 68, JUMBO_MTU, "MTU (B)"),
+        "avg_pkt_len": size_slider(avg_pkt_len, 0, page, "EWMA packet length (B)"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),
-        "mtu": int_box(mtu, 1, rx.IP_MAX_MTU, "MTU (B)"),
-        "xdp": W.Checkbox(value=xdp, description="XDP program", indent=False, layout=W.Layout(width="210px")),
-        "avg_pkt_len": int_box(avg_pkt_len, 0, rx.IP_MAX_MTU, "EWMA pkt len (B)"),
-    }, fast_text=True)
+        "xdp": checkbox(xdp, "XDP program"),
+    }, constrain=_follow_page)

@@ -1,0 +1,267 @@
+"""Receive-path and GRO panels as a reader uses them: sliders that sweep and take typed values, one packet's
+controls driving every view, errors shown instead of a stale figure, the PNG shown at its own width, and a
+static fallback (image + summary) where widgets cannot run."""
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as W
+import numpy as np
+import pytest
+from PIL import Image
+
+from vnetlab import rx
+from vnetlab.viz.style import new_figure, regions
+from vnetlab.widgets import base, gropanels, rxpanels
+from vnetlab.widgets.base import SizeSlider, png_width
+
+PANELS = {
+    "packet_panel": rxpanels.packet_panel, "buffer_panel": rxpanels.buffer_panel, "skb_panel": rxpanels.skb_panel,
+    "paths_panel": rxpanels.paths_panel, "threshold_panel": rxpanels.threshold_panel,
+    "window_panel": rxpanels.window_panel, "carving_panel": rxpanels.carving_panel, "gro_panel": gropanels.gro_panel,
+}
+# The swept sizes of issue 11 that these panels own: payload, MTU, buffer truesize, EWMA average, packets.
+SWEPT = {
+    "packet_panel": ("payload_len", "mtu", "buf_len"), "buffer_panel": ("payload_len", "mtu", "buf_len"),
+    "skb_panel": ("payload_len", "mtu", "buf_len"), "paths_panel": ("payload_len", "mtu", "buf_len"),
+    "window_panel": ("buf_len",), "carving_panel": ("mtu", "avg_pkt_len"), "gro_panel": ("payload_len", "n_packets"),
+    "threshold_panel": (),
+}
+
+
+def _png(p):
+    return np.asarray(Image.open(io.BytesIO(p.image.value)).convert("L"), dtype=float)
+
+
+def test_panels_exported():
+    assert {"packet_panel", "packet_panel_state", "buffer_panel", "skb_panel", "paths_panel", "threshold_panel",
+            "window_panel", "carving_panel"} <= set(rxpanels.__all__)
+    for name in rxpanels.__all__:
+        assert hasattr(rxpanels, name)
+
+
+@pytest.mark.parametrize("name", list(PANELS))
+def test_swept_sizes_are_sliders_with_editable_readout(name):
+    p = PANELS[name]()
+    for ctl in SWEPT[name]:
+        s = p.controls[ctl]
+        assert isinstance(s, SizeSlider), ctl
+        assert isinstance(s.slider, W.IntSlider) and s.slider.max > s.slider.min and not s.slider.continuous_update
+        assert isinstance(s.readout, W.IntText) and not s.readout.disabled  # typed values are taken as typed
+        assert s.slider.style.description_width == "initial"  # the label is never cut off
+    for c in p.controls.values():
+        # every label as wide as its text, every control as wide as it needs
+        if getattr(c, "description", "") and not isinstance(c, SizeSlider):
+            assert c.style.description_width == "initial" and c.layout.width in ("auto", None), c.description
+
+
+@pytest.mark.parametrize("name, ctl, value", [
+    ("packet_panel", "payload_len", 1472), ("packet_panel", "mtu", 1000), ("packet_panel", "buf_len", 2048),
+    ("buffer_panel", "payload_len", 1162), ("skb_panel", "payload_len", 1472), ("paths_panel", "payload_len", 50),
+    ("window_panel", "buf_len", 2048), ("carving_panel", "avg_pkt_len", 3000), ("carving_panel", "mtu", 9000),
+    ("gro_panel", "payload_len", 200), ("gro_panel", "n_packets", 10),
+])
+def test_moving_a_slider_changes_the_png(name, ctl, value):
+    p = PANELS[name]()
+    before = p.image.value
+    p.controls[ctl].slider.value = value  # as dragged
+    assert p.error is None, p.error
+    assert p.controls[ctl].value == value and p.image.value != before
+
+
+def test_payload_edge_reachable_by_slider_and_by_typing():
+    """The build_skb window of a 1536-byte buffer ends at UDP payload 1162 (kernel-facts.md): 1162 builds, 1163
+    copies; the slider steps by 1 byte and the readout takes the exact number."""
+    p = rxpanels.packet_panel()
+    s = p.controls["payload_len"]
+    assert s.step == 1 and s.min <= 1162 <= s.max
+    s.slider.value = 1162
+    assert p.state.result.path == "build_skb"
+    s.readout.value = 1163
+    assert p.state.result.path == "copy+frag" and s.slider.value == 1163
+
+
+def test_payload_range_follows_mtu_and_l4():
+    """The payload slider ends at the largest unsegmented packet: MTU - iphdr 20 - udphdr 8 (or TCP 32 with
+    timestamps); buffer truesize steps by L1_CACHE_BYTES (64 on x86_64, 128 on ppc64le: arches.toml sources)."""
+    p = rxpanels.packet_panel()
+    assert p.controls["payload_len"].max == 1472
+    p.controls["mtu"].value = 9000
+    assert p.controls["payload_len"].max == 8972
+    p.controls["l4"].value = "tcp"
+    assert p.controls["payload_len"].max == 8948
+    p.controls["mtu"].value = 1500
+    assert p.controls["payload_len"].max == 1448 and p.controls["payload_len"].value == 1000
+    assert p.controls["buf_len"].step == 64
+    p.controls["arch"].value = "ppc64le"
+    assert p.controls["buf_len"].step == 128 and p.controls["buf_len"].max == 65536
+
+
+def test_typed_value_outside_the_range_shows_the_models_error():
+    p = rxpanels.packet_panel()
+    p.controls["payload_len"].readout.value = 5000  # above the slider's end: kept for the model to judge
+    assert p.controls["payload_len"].value == 5000 and p.controls["payload_len"].slider.value == 1472
+    assert p.state is None and "payload_len=5000" in p.error and "mtu=1500" in p.message.value
+    assert p.image.layout.display == "none" and p.png is None
+    bundle = p._repr_mimebundle_()
+    assert "image/png" not in bundle and "payload_len=5000" in bundle["text/plain"]
+    assert "<img" not in bundle["text/html"]
+    p.controls["payload_len"].readout.value = 1000
+    assert p.error is None and p.state.result.path == "build_skb" and p.image.layout.display is None
+
+
+def test_bad_combination_shows_error_not_stale_figure():
+    p = rxpanels.buffer_panel()
+    good = p.image.value
+    p.controls["mode"].value = "small"
+    p.controls["mtu"].value = 9000  # receive_small has no room for jumbo frames: the driver would be in big mode
+    assert p.state is None and "mtu=9000" in p.error and "Traceback" not in p.message.value
+    assert p.image.layout.display == "none" and p.png is None
+    p.controls["mtu"].value = 1500
+    assert p.error is None and p.image.layout.display is None and p.image.value != good
+
+
+def test_one_control_row_drives_every_view():
+    p = rxpanels.packet_panel(payload_len=1472)
+    seen = {}
+    for view, _ in rxpanels.PACKET_VIEWS:
+        p.controls["view"].value = view
+        seen[view] = p.state
+        assert p.state.params["payload_len"] == 1472
+    assert regions(seen["buffer"].figure)["tailroom"].get_width() == 10
+    assert "frags[0]" in regions(seen["skb"].figure)
+    assert [r.kernel for r in seen["paths"].result] == ["5.12", "6.1"]
+    p.controls["payload_len"].value = 1000
+    assert [r.path for r in p.state.result] == ["copy+frag", "build_skb"]  # the paths view follows
+    p.controls["view"].value = "buffer"
+    assert p.state.result.path == "build_skb" and regions(p.figure)["tailroom"].get_width() == 482
+    p.controls["view"].value = "skb"
+    assert "frags[0]" not in regions(p.figure)
+    # each view keeps its own figure (its axes are made once), the panel shows the current one
+    assert len({id(f) for f in p._figures.values()}) == 3
+    # the older kernel's control is shown in its view only
+    assert p.controls["old_kernel"].layout.display == "none"
+    p.controls["view"].value = "paths"
+    assert p.controls["old_kernel"].layout.display is None
+
+
+@pytest.mark.parametrize("name", list(PANELS))
+def test_image_shown_at_png_width(name):
+    """The PNG is shown at its own pixel width (never stretched; narrower windows scale it down)."""
+    p = PANELS[name]()
+    assert p.image.layout.width == f"{png_width(p.image.value)}px" == "900px"
+    assert p.image.layout.max_width == "100%"
+
+
+def test_static_fallback_bundle():
+    """Where widgets cannot run (nbconvert HTML), a panel is its summary and its current figure."""
+    p = rxpanels.packet_panel()
+    b = p._repr_mimebundle_()
+    assert b["application/vnd.jupyter.widget-view+json"]["model_id"] == p.model_id
+    assert base64.b64decode(b["image/png"]) == p.image.value
+    assert b["text/html"].count("<img") == 1 and b["image/png"] in b["text/html"]
+    assert b["text/plain"].startswith("build_skb")
+    p.controls["payload_len"].value = 1472
+    assert base64.b64decode(p._repr_mimebundle_()["image/png"]) == p.image.value
+
+
+def test_panel_state_plain():
+    st = rxpanels.packet_panel_state(payload_len=1472)
+    assert st.result.path == "copy+frag" and regions(st.figure)["tailroom"].get_width() == 10
+    with pytest.raises(ValueError, match="view"):
+        rxpanels.packet_panel_state(view="nope")
+    with pytest.raises(ValueError, match="payload_len"):
+        rxpanels.buffer_panel_state(payload_len=-5)
+    with pytest.raises(ValueError, match="kernel"):
+        rxpanels.buffer_panel_state(kernel="4.4")
+
+
+def test_panel_texts():
+    st = rxpanels.skb_panel_state(payload_len=1472)
+    assert "skb_tail_pointer() = 78" in st.text and "frags[0]: 32 KiB page" in st.text
+    st = rxpanels.paths_panel_state(payload_len=1000)
+    assert "kernel 5.12: <b>copy+frag</b>" in st.text and "kernel 6.1: <b>build_skb</b>" in st.text
+    st = rxpanels.threshold_panel_state(arch="mips32")
+    assert "NET_IP_ALIGN 2" in st.text and "frame 1514 B" in st.text
+    st = rxpanels.window_panel_state()
+    assert "payload 87..1162 B (frame 129..1204)" in st.text
+    st = rxpanels.carving_panel_state()
+    assert "21 buffers" in st.text and "buffer 20 takes the hole: +512 B" in st.text
+    st = rxpanels.carving_panel_state(arch="ppc64le")  # 64 KiB pages: the page itself is the frag
+    assert st.result == rx.mergeable_buf_lens(8, frag_size=65536, arch="ppc64le") and "64 KiB" in st.text
+
+
+def test_gro_panel_tcp_unticks_udp_gro():
+    """setsockopt(UDP_GRO) is a UDP socket option: with TCP the box is cleared and disabled, GRO still runs."""
+    g = gropanels.gro_panel()
+    g.controls["l4"].value = "tcp"
+    assert g.error is None and g.controls["udp_gro"].value is False and g.controls["udp_gro"].disabled
+    assert g.controls["payload_len"].max == 1448
+
+
+@pytest.mark.parametrize("name, control, value", [
+    ("buffer_panel", "payload_len", 1472), ("skb_panel", "payload_len", 1400), ("paths_panel", "payload_len", 50),
+    ("paths_panel", "old_kernel", "6.18"), ("window_panel", "buf_len", 2048), ("carving_panel", "kernel", "6.18"),
+    ("carving_panel", "arch", "ppc64le"), ("packet_panel", "payload_len", 1472),
+])
+def test_panel_update_in_place_renders_what_a_fresh_panel_renders(name, control, value):
+    p = PANELS[name]()
+    p.controls[control].value = value
+    fresh = PANELS[name](**{control: value})
+    assert p.image.value == fresh.image.value
+
+
+@pytest.mark.parametrize("name", ["buffer_panel", "paths_panel", "gro_panel"])
+def test_whole_string_text_looks_like_matplotlibs(name):
+    """The panels' string-at-a-time text (widgets._textrender) puts the same text at the same places as
+    matplotlib's own glyph-by-glyph rendering of the same figure."""
+    if not base._textrender.AVAILABLE:
+        pytest.skip("matplotlib draws whole strings itself on this version")
+    p = PANELS[name]()
+    fast = _png(p)
+    fig = new_figure()
+    p.state_fn(**p.params(), fig=fig)
+    ref = np.asarray(Image.open(io.BytesIO(fig._repr_png_())).convert("L"), dtype=float)
+    assert fast.shape == ref.shape
+    assert abs(fast.mean() - ref.mean()) < 0.5
+    # same ink in the same places: ink (< 128) in one where the other is blank (> 240), as a share of all ink;
+    # antialiasing differs a little (about 1 %), every text one pixel off gives 20-38 % on these figures
+    ink_f, ink_r = fast < 128, ref < 128
+    stray = ((ink_f & (ref > 240)).sum() + (ink_r & (fast > 240)).sum()) / (ink_f.sum() + ink_r.sum())
+    assert stray < 0.03
+
+
+@pytest.mark.parametrize("name, kw", [(n, {}) for n in PANELS] + [
+    ("paths_panel", dict(payload_len=8000, l4="tcp", mtu=9000)), ("packet_panel", dict(view="skb", mtu=9000)),
+    ("gro_panel", dict(l4="tcp", udp_gro=False, payload_len=1448)),
+])
+def test_panel_figure_text_fits_the_image(name, kw):
+    """No label of a panel's figure runs off its PNG (titles name MTU, kernels, counts)."""
+    from test_viz_rx import MIN_TEXT_PX, _visible_texts
+
+    fig = PANELS[name](**kw).figure
+    w, h = fig.bbox.width, fig.bbox.height
+    shown = _visible_texts(fig)
+    assert min(t.get_fontsize() * fig.dpi / 72 for t in shown) >= MIN_TEXT_PX
+    cut = [t.get_text()[:40] for t in shown if (e := t.get_window_extent()).x0 < -1 or e.x1 > w + 1
+           or e.y0 < -1 or e.y1 > h + 1]
+    assert not cut, cut
+
+
+def test_float_slider_and_default_rows():
+    """Costs and rates sweep on a FloatSlider that keeps its track (the cost panel's were 0 px wide, issue 11);
+    by default sliders get two to a row, other controls four."""
+    s = base.float_slider(12.5, 0.0, 100.0, "cache-line miss (ns)")
+    assert not s.continuous_update and s.readout and s.style.description_width == "initial"
+    assert s.layout.width == "430px" and s.layout.min_width == "300px"
+    p = base.Panel(lambda x, y, z, fig: rxpanels.window_panel_state(buf_len=1536 + 64 * round(x), fig=fig),
+                   {"x": s, "y": base.choice("a", "ab", "y"), "z": base.checkbox(False, "z")})
+    rows = [[type(w).__name__ for w in row.children] for row in p.children[:-2]]
+    assert rows == [["FloatSlider"], ["Dropdown", "Checkbox"]]
+    before = p.image.value
+    s.value = 20.0
+    assert p.error is None and p.image.value != before
