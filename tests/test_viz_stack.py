@@ -8,7 +8,7 @@ import pytest
 
 from vnetlab import cost, gro, xmit
 from vnetlab.netdev import FixedFeatureError
-from vnetlab.viz import costfig, grofig, stacks
+from vnetlab.viz import costfig, featuregrid, grofig, stacks
 from vnetlab.viz.style import regions
 from vnetlab.widgets import gropanels, stackpanels
 
@@ -112,10 +112,15 @@ def test_stacks_side_by_side_match_send(upper):
         for h in tx.hops:
             assert f"{col}:{h.name}" in found
             dev = st.net.devices[h.name]
+            shown = dev.ethtool_k()  # expected: netdev's ethtool -k of the device
             for name, eth, on, fixed in stacks.feature_states(dev):
+                assert (on, fixed) == shown[eth]
                 lamp = found[f"{col}:{h.name}:{name}"]
-                assert texts[f"{col}:{h.name}:{name}:label"].startswith(f"{eth} {'on' if on else 'off'}")
-                assert (matplotlib.colors.to_hex(lamp.get_facecolor()) == stacks.ON_COLOR) == on
+                word = f"{'on' if on else 'off'}{' [fixed]' if fixed else ''}"
+                assert texts[f"{col}:{h.name}:{name}:label"] in (f"{eth}\n{word}", f"{eth}\noff [requested on]")
+                state = featuregrid.device_cells(dev, (name,))[0].state
+                assert matplotlib.colors.to_hex(lamp.get_facecolor()) == featuregrid.STATE_STYLE[state][0].lower()
+                assert (lamp.get_hatch() is not None) == (fixed or state == "requested on, off")
     # the patch: 5.10 segments in software at the upper device (not the bridge: full GSO_MASK), 5.11 does not
     before = stacks.send_gso(stacks.build_stack(kernel="5.10", upper=upper))[1]
     after = stacks.send_gso(stacks.build_stack(kernel="5.11", upper=upper))[1]
@@ -149,7 +154,8 @@ def test_stack_panel_widget_toggles():
     assert panel.error and "fixed" in panel.error
     box.value = False
     assert panel.error is None
-    panel.controls["upper"].value = "veth"  # one device: the lower toggles are disabled, the skb goes to the peer
+    panel.controls["upper"].value = "none"
+    panel.controls["nic"].value = "veth"  # one device: the lower toggles are disabled, the skb goes to the peer
     assert panel.error is None and panel.state.result.hops[0].kind == "veth"
     assert all(panel.toggles[("lower", f)].disabled for f in stackpanels.TOGGLE_FEATURES)
 

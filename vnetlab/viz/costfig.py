@@ -360,8 +360,8 @@ def draw_router_panel(stack, skb, result: xmit.RouterResult, throughput: xmit.Ro
         # ax.axhline without its data-limit update and autoscale request (the limits are set below)
         ax.add_artist(Line2D([0, 1], [y, y], transform=ax.get_yaxis_transform(), **kw))
 
-    stacks._draw_column(ax_s, "0", stack, skb, result.tx[0], lamps=False,  # features: see the stack panel
-                        compact=compact)
+    y = stacks._draw_column(ax_s, "0", stack, skb, result.tx[0], lamps=False)  # features: see the stack panel
+    ax_s.set_ylim(y - 0.1, 0.1)
     n_tx = len(result.tx)
     ax_s.set_title(f"kernel {result.kernel}: {result.packets_in} UDP packets, GRO {result.gro} → "
                    + (f"{n_tx} skbs sent one by one (first shown)" if n_tx > 1 else "1 GRO skb routed"),

@@ -50,7 +50,7 @@ def stack_panel_state(*, kernel: str = "5.10", upper: str = "vlan", nic: str = "
         if wanted and dev is not None:
             dev.ethtool_K(dict(wanted))
     skb, tx = stacks.send_gso(st, segs=segs, gso_size=gso_size, fraglist=fraglist)
-    figure = stacks.draw_stack(st, skb, tx, fig=fig, compact=True)
+    figure = stacks.draw_stack(st, skb, tx, fig=fig)
     text = (f"segmented at <b>{html.escape(tx.segmented_at or 'no device (hardware GSO or none)')}</b>; "
             f"<b>{len(tx.segments)}</b> packets on the wire<br>"
             + "<br>".join(html.escape(str(h)) for h in tx.hops))
@@ -131,8 +131,8 @@ def stack_panel(*, kernel: str = "5.10", upper: str = "vlan", nic: str = "router
     """The device stack with per-device feature toggles (ethtool -K) for a UDP GRO skb."""
     controls = {
         "kernel": choice(kernel, known_kernels(), "kernel"),
-        "upper": choice(upper, stacks.UPPERS, "upper device"),
-        "nic": choice(nic, tuple(DRIVERS), "NIC driver"),
+        "upper": choice(upper, tuple(stacks.UPPERS), "upper device"),
+        "nic": choice(nic, tuple(stacks.NICS), "NIC driver"),
         "fraglist": W.Checkbox(value=fraglist, description="fraglist GRO skb (rx-gro-list)", indent=False,
                                layout=W.Layout(width="230px")),
     }

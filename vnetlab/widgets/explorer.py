@@ -1,0 +1,183 @@
+"""The device-stack explorer (notebook 40): pick a kernel, a lower device and a stack, toggle features with
+``ethtool -K`` per device, and read the per-device feature grid and where two GSO skbs are segmented.
+
+``explorer_state(**params)`` is a plain function (tested without a frontend) returning a PanelState whose
+``result`` is a vnetlab.viz.featuregrid.FeatureGrid; ``explorer_panel(**initial)`` wraps it in a panel with one
+toggle button per (device, feature). A fixed feature refuses as ``ethtool -K`` does (netdev raises
+FixedFeatureError): the panel shows the refusal and the toggle springs back; the grid is unchanged.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ipywidgets as W
+from matplotlib.figure import Figure
+
+from vnetlab.errors import FixedFeatureError
+from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.viz import featuregrid, stacks
+from vnetlab.widgets.base import Panel, PanelState, choice
+
+__all__ = ["EXPLORER_KERNELS", "EthtoolCommand", "explorer_state", "ExplorerPanel", "explorer_panel",
+           "natural_width"]
+
+# Before and after 2e4ef10f5850 (v5.11), the workbook's reference kernel and the newest profile.
+EXPLORER_KERNELS = ("5.10", "5.11", "6.1", "6.18")
+
+# One ``ethtool -K <device> <name> on|off ...`` command: (device name, {ethtool name: on}).
+EthtoolCommand = tuple[str, Mapping[str, bool]]
+
+
+def _command_text(dev: str, settings: Mapping[str, bool]) -> str:
+    return f"ethtool -K {dev} " + " ".join(f"{n} {'on' if v else 'off'}" for n, v in settings.items())
+
+
+def explorer_state(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan",
+                   ethtool: Sequence[EthtoolCommand] = (), udp_segs: int = 17, fraglist_segs: int = 44,
+                   gso_size: int = 1472, fig: Figure | None = None) -> PanelState:
+    """Build ``upper`` on ``nic`` (keys of stacks.UPPERS / stacks.NICS) on ``kernel``, run the ``ethtool``
+    commands in order (Device.ethtool_K), then send a UDP GSO skb and a fraglist GSO skb to the top device.
+
+    A command that touches a fixed feature is refused whole and changes nothing, as ``ethtool -K`` fails; it is
+    listed in ``extra["refused"]`` as (command text, error text) and shown in the text. ``result``: the
+    FeatureGrid drawn."""
+    stack = stacks.build_stack(kernel=kernel, upper=upper, nic=nic)
+    refused: list[tuple[str, str]] = []
+    applied: list[str] = []
+    for dev_name, settings in ethtool:
+        if dev_name not in stack.net.devices:
+            raise ValueError(f"ethtool names device {dev_name!r}; this stack has "
+                             f"{', '.join(d.name for d in stack.devices())}")
+        cmd = _command_text(dev_name, settings)
+        try:
+            stack.net.devices[dev_name].ethtool_K(dict(settings))
+        except FixedFeatureError as exc:
+            refused.append((cmd, str(exc)))
+            continue
+        applied.append(cmd)
+    grid = featuregrid.feature_grid(stack, udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size)
+    figure = featuregrid.draw_feature_grid(grid, fig=fig)
+    lines = []
+    for key, (title, _fl) in featuregrid.SKB_KINDS.items():
+        tx = grid.sent[key][1]
+        lines.append(f"{title}: segmented at <b>{html.escape(tx.segmented_at or 'no device in software')}</b>, "
+                     f"{tx.wire_packets} packets")
+    if applied:
+        lines.append("applied: " + "; ".join(f"<code>{html.escape(c)}</code>" for c in applied))
+    for cmd, err in refused:
+        lines.append(f'<span style="color:#b42318">refused: <code>{html.escape(cmd)}</code>: '
+                     f"{html.escape(err)}</span>")
+    params = dict(kernel=kernel, nic=nic, upper=upper, ethtool=tuple((d, dict(s)) for d, s in ethtool),
+                  udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size)
+    return PanelState(params, figure, "<br>".join(lines), grid, extra={"refused": refused, "applied": applied})
+
+
+def natural_width(panel: Panel) -> None:
+    """Show the panel's PNG at the width it was drawn (never stretched); narrower output areas scale it down."""
+    fig = panel.figure
+    panel.image.layout.width = f"{round(fig.get_figwidth() * fig.dpi)}px"
+    panel.image.layout.max_width = "100%"
+
+
+class ExplorerPanel(Panel):
+    """Kernel, lower device and stack dropdowns; a grid of toggle buttons, one per (device, feature), each an
+    ``ethtool -K`` command; the feature grid figure. Changing kernel, NIC or stack starts from fresh devices."""
+
+    def __init__(self, controls: dict[str, W.ValueWidget]) -> None:
+        self.commands: list[EthtoolCommand] = []
+        self.toggles: dict[tuple[str, str], W.ToggleButton] = {}
+        self._syncing = False
+        self.toggle_box = W.GridBox()
+        super().__init__(explorer_state, controls, fast_text=True)
+        self.children = (*self.children[:-2], self.toggle_box, *self.children[-2:])
+        self._rebuild_toggles()
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "ethtool": tuple(self.commands)}
+
+    def update(self) -> PanelState | None:
+        state = super().update()
+        natural_width(self)
+        if state is not None and self.toggles:
+            self._sync_toggles(state.result)
+        return state
+
+    def _on_change(self, _change: Any) -> None:
+        self.commands = []
+        self.update()
+        self._rebuild_toggles()
+
+    def _rebuild_toggles(self) -> None:
+        """One row per device of the current stack, one button per grid column (kernel's ethtool names)."""
+        grid = self.state.result if self.state is not None else None
+        for t in self.toggles.values():
+            t.unobserve(self._on_toggle, names="value")
+        self.toggles = {}
+        if grid is None:
+            self.toggle_box.children = ()
+            return
+        cells = [W.HTML("<b>ethtool -K</b>", layout=W.Layout(width="auto"))]
+        for c in grid.rows[0].cells:
+            cells.append(W.HTML(f'<div style="line-height:1.15;font-size:11px"><b>{c.feature}</b><br>'
+                                f'{c.ethtool.replace("-", "-<wbr>")}</div>', layout=W.Layout(width="auto")))
+        for row in grid.rows:
+            cells.append(W.HTML(f"<b>{html.escape(row.name)}</b>", layout=W.Layout(width="auto")))
+            for c in row.cells:
+                t = W.ToggleButton(value=False, layout=W.Layout(width="auto", height="28px"))
+                t.observe(self._on_toggle, names="value")
+                self.toggles[(row.name, c.feature)] = t
+                cells.append(t)
+        self.toggle_box.children = tuple(cells)
+        self.toggle_box.layout = W.Layout(grid_template_columns=f"110px repeat({len(grid.columns)}, 84px)",
+                                          grid_gap="2px 4px", align_items="center")
+        self._sync_toggles(grid)
+
+    def _sync_toggles(self, grid: featuregrid.FeatureGrid) -> None:
+        """Buttons := what ethtool -K last asked (wanted_features) for changeable features, the state for fixed
+        ones; the label says on / off, a lock icon marks [fixed]."""
+        self._syncing = True
+        try:
+            for row in grid.rows:
+                for c in row.cells:
+                    t = self.toggles.get((row.name, c.feature))
+                    if t is None:
+                        continue
+                    value = c.on if c.fixed else (c.on or c.wanted)
+                    t.value = value
+                    t.description = "on" if value else "off"
+                    t.icon = "lock" if c.fixed else ""
+                    t.tooltip = (f"{c.ethtool} is [fixed] on {row.name}: ethtool -K refuses to change it" if c.fixed
+                                 else f"ethtool -K {row.name} {c.ethtool} {'off' if value else 'on'}")
+        finally:
+            self._syncing = False
+
+    def _on_toggle(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        key = next(k for k, t in self.toggles.items() if t is change["owner"])
+        dev, feature = key
+        eth = next(c.ethtool for c in self.state.result.row(dev).cells if c.feature == feature)
+        cmd: EthtoolCommand = (dev, {eth: bool(change["new"])})
+        self.commands.append(cmd)
+        state = self.update()
+        if state is not None and any(r[0] == _command_text(*cmd) for r in state.extra["refused"]):
+            self.commands.pop()  # ethtool -K failed: nothing changed, and the button springs back
+            self._sync_toggles(state.result)
+
+
+def explorer_panel(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan") -> ExplorerPanel:
+    """The device-stack explorer of notebook 40."""
+    kernels = EXPLORER_KERNELS if kernel in EXPLORER_KERNELS else (*EXPLORER_KERNELS, kernel)
+    controls = {
+        "kernel": choice(kernel, kernels, "kernel"),
+        "nic": W.Dropdown(value=nic, options=[(label, key) for key, (label, *_r) in stacks.NICS.items()],
+                          description="lower device", style={"description_width": "initial"},
+                          layout=W.Layout(width="400px")),
+        "upper": W.Dropdown(value=upper, options=[(key.replace("_", " "), key) for key in stacks.UPPERS],
+                            description="stacked on it", style={"description_width": "initial"},
+                            layout=W.Layout(width="260px")),
+    }
+    return ExplorerPanel(controls)
