@@ -27,7 +27,7 @@ from vnetlab import features as F
 from vnetlab import xmit
 from vnetlab.skb import Skb
 from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.stacks import FIG_WIDTH_IN, Stack
+from vnetlab.viz.stacks import FIG_WIDTH_IN, HATCH_COLOR, Stack
 from vnetlab.viz.style import fast_region
 
 __all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "Cell", "Verdict", "GridRow", "FeatureGrid",
@@ -126,7 +126,7 @@ class FeatureGrid:
     columns: tuple[str, ...]
     rows: tuple[GridRow, ...]
     gso_software: frozenset[str]
-    sent: Mapping[str, tuple[Skb, xmit.TxResult]]
+    sent: Mapping[str, tuple[Skb, xmit.TxResult]]  # skb kind -> (skb, xmit.send's result); empty if not sent
 
     @property
     def kernel(self) -> str:
@@ -170,14 +170,15 @@ def _row_label(dev: Any) -> str:
 
 
 def feature_grid(stack: Stack, *, udp_segs: int = 17, fraglist_segs: int = 44, gso_size: int = 1472,
-                 columns: Sequence[str] = GRID_FEATURES) -> FeatureGrid:
+                 columns: Sequence[str] = GRID_FEATURES, send: bool = True) -> FeatureGrid:
     """Cells of every device (ethtool -k, wanted_features) and where each skb kind sent to ``stack.egress``
     is segmented. The UDP GSO skb holds its payload in frags (``udp_segs`` <= MAX_SKB_FRAGS 17 keeps it free of a
-    frag_list, as a UDP_SEGMENT socket builds it); the fraglist skb is what rx-gro-list builds (xmit.gso_skb)."""
+    frag_list, as a UDP_SEGMENT socket builds it); the fraglist skb is what rx-gro-list builds (xmit.gso_skb).
+    ``send=False``: the cells only (no skb sent, no verdicts)."""
     from vnetlab.viz.stacks import send_gso
 
     sent = {"udp_gso": send_gso(stack, segs=udp_segs, gso_size=gso_size, fraglist=False),
-            "fraglist": send_gso(stack, segs=fraglist_segs, gso_size=gso_size, fraglist=True)}
+            "fraglist": send_gso(stack, segs=fraglist_segs, gso_size=gso_size, fraglist=True)} if send else {}
     devs = stack.devices()
     rows = []
     for i, dev in enumerate(devs):
@@ -202,7 +203,6 @@ _SKB_W = 112.0  # each verdict column
 _ROW_H = 36.0
 _HEAD_H = 118.0  # title, column headers, GSO_SOFTWARE row
 _FOOT_H = 86.0  # footer lines and legend
-_HATCH_COLOR = "#888888"  # hatches a shade lighter than the edges, so the words on a hatched cell stay legible
 _LEGEND = (("on", "on"), ("off", "off"), ("on, fixed", "on, fixed"), ("off, fixed", "off, fixed"),
            ("requested on, off", "off, requested on (ethtool -K)"), ("segments", "✂ segmented in software"))
 _LEGEND_X = (40.0, 100.0, 160.0, 250.0, 340.0, 530.0)
@@ -294,7 +294,7 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
                                _ROW_H - 4, color=face, hatch=hatch, label=words,
                                fontsize=7.5 if "\n" not in words else 6.5)
             rect.set_edgecolor("#444444")
-            rect.set_hatchcolor(_HATCH_COLOR)
+            rect.set_hatchcolor(HATCH_COLOR)
             if cell.state == "requested on, off":
                 rect.set_linewidth(1.4)
                 rect.set_linestyle((0, (3, 2)))
@@ -319,6 +319,6 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
             face, hatch = VERDICT_FILL[key], None
         sw = fast_region(ax, f"legend:{key}", x, y, 18, 14, color=face, hatch=hatch)
         sw.set_edgecolor("#444444")
-        sw.set_hatchcolor(_HATCH_COLOR)
-        ax.text(x + 22, y + 7, text, fontsize=7, va="center", ha="left", gid=f"legend:{key}:label")
+        sw.set_hatchcolor(HATCH_COLOR)
+        ax.text(x + 22, y + 7, text, fontsize=7, va="center", ha="left", gid=f"legend:{key}:text")
     return fig

@@ -66,6 +66,7 @@ UPPERS: dict[str, tuple[str, ...]] = {
 
 # The transmit features that decide a UDP GSO skb's fate, NETIF_F names (drawn with their ethtool names).
 STACK_FEATURES = ("GSO_UDP_L4", "GSO_FRAGLIST", "FRAGLIST", "SG", "HW_CSUM", "HW_VLAN_CTAG_TX")
+HATCH_COLOR = "#888888"  # hatches a shade lighter than the edges: the words on a hatched cell stay legible
 
 
 @dataclass
@@ -201,9 +202,10 @@ def _draw_column(ax: Any, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *
         top = y
         y -= (0.62 + 0.5 * lamp_rows) if lamps else 0.75
         box = fast_region(ax, f"{col}:{dev.name}", 0.5, y, _W - 1, top - y, color="white")
+        cut = h.action in ("segmented", "linearized")
         box.set_edgecolor(_hop_color(h.action))
-        box.set_linewidth(1.8 if h.action != "passed" else 0.8)
-        if h.action != "passed":
+        box.set_linewidth(1.8 if cut else 0.8)
+        if cut:
             box.set_linestyle((0, (4, 2)))  # segmented / linearized: dashed as well as red
         what = h.what + (f" ({h.method})" if h.method else "")
         mark = "✂ " if h.action == "segmented" else ""
@@ -221,6 +223,7 @@ def _draw_column(ax: Any, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *
                                lw - 0.1, 0.42, color=face, hatch=hatch,
                                label=f"{c.ethtool}\n{word}", fontsize=6.5)
             lamp.set_edgecolor("#555555")
+            lamp.set_hatchcolor(HATCH_COLOR)
     arrow((_W / 2, y), (_W / 2, y - 0.45))
     y -= 1.15
     n = len(tx.segments)
@@ -236,7 +239,7 @@ def _draw_column(ax: Any, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *
     else:
         text = f"wire: {n} packet{'s' if n != 1 else ''} ({where})"
     fast_region(ax, f"{col}:wire", 0.5, y, _W - 1, 0.7, color="#fee0d2" if tx.segmented_at else "#e5f5e0",
-                label=text, fontsize=7.5, hatch="//" if tx.segmented_at else None)
+                label=text, fontsize=7.5)
     ax.set_xlim(0, _W)
     ax.set_axis_off()
     return y
@@ -263,8 +266,8 @@ def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None 
         (0.01, 0.005, 0.98, 1 - 0.42 / height))])
     _draw_column(ax, "0", stack, skb, tx)
     ax.set_ylim(-units, 0.05)
-    ax.set_title(title or f"kernel {stack.kernel}: UDP GSO skb sent to {stack.egress.name} "
-                 f"({stack.describe()})", fontsize=8.5, loc="left", y=1.0)
+    ax.set_title(title or f"kernel {stack.kernel}: a UDP GRO skb sent to {stack.describe()}", fontsize=8.5,
+                 loc="left", y=1.0)
     return fig
 
 
@@ -291,6 +294,6 @@ def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = PA
         gs = ("GSO_SOFTWARE without GSO_UDP_L4 | GSO_FRAGLIST" if _kernel(k) < "5.11" else
               "GSO_SOFTWARE with GSO_UDP_L4 | GSO_FRAGLIST")
         ax.set_title(f"kernel {k}: {gs}", fontsize=8, loc="left", y=1.0)
-    fig.suptitle(f"A forwarded UDP GRO skb sent to {built[0][0].egress.name} ({built[0][0].describe()}):\n"
+    fig.suptitle(f"A forwarded UDP GRO skb sent to {built[0][0].describe()}:\n"
                  "where validate_xmit_skb segments it", fontsize=9, x=0.01, y=0.995, ha="left", va="top")
     return fig

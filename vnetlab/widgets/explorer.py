@@ -21,8 +21,8 @@ from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.viz import featuregrid, stacks
 from vnetlab.widgets.base import Panel, PanelState, choice
 
-__all__ = ["EXPLORER_KERNELS", "EthtoolCommand", "explorer_state", "ExplorerPanel", "explorer_panel",
-           "natural_width"]
+__all__ = ["EXPLORER_KERNELS", "EthtoolCommand", "apply_ethtool", "refusal_html", "explorer_state", "EthtoolPanel",
+           "explorer_panel", "natural_width", "arrange"]
 
 # Before and after 2e4ef10f5850 (v5.11), the workbook's reference kernel and the newest profile.
 EXPLORER_KERNELS = ("5.10", "5.11", "6.1", "6.18")
@@ -35,19 +35,12 @@ def _command_text(dev: str, settings: Mapping[str, bool]) -> str:
     return f"ethtool -K {dev} " + " ".join(f"{n} {'on' if v else 'off'}" for n, v in settings.items())
 
 
-def explorer_state(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan",
-                   ethtool: Sequence[EthtoolCommand] = (), udp_segs: int = 17, fraglist_segs: int = 44,
-                   gso_size: int = 1472, fig: Figure | None = None) -> PanelState:
-    """Build ``upper`` on ``nic`` (keys of stacks.UPPERS / stacks.NICS) on ``kernel``, run the ``ethtool``
-    commands in order (Device.ethtool_K), then send a UDP GSO skb and a fraglist GSO skb to the top device.
-
-    A command that touches a fixed feature is refused whole and changes nothing, as ``ethtool -K`` fails; it is
-    listed in ``extra["refused"]`` as (command text, error text) and shown in the text. ``result``: the
-    FeatureGrid drawn."""
-    stack = stacks.build_stack(kernel=kernel, upper=upper, nic=nic)
+def apply_ethtool(stack: stacks.Stack, commands: Sequence[EthtoolCommand]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Run ``ethtool -K`` commands in order (Device.ethtool_K). Returns (applied command texts, refused
+    (command text, error text)): a command touching a fixed feature is refused whole and changes nothing."""
     refused: list[tuple[str, str]] = []
     applied: list[str] = []
-    for dev_name, settings in ethtool:
+    for dev_name, settings in commands:
         if dev_name not in stack.net.devices:
             raise ValueError(f"ethtool names device {dev_name!r}; this stack has "
                              f"{', '.join(d.name for d in stack.devices())}")
@@ -58,6 +51,31 @@ def explorer_state(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: 
             refused.append((cmd, str(exc)))
             continue
         applied.append(cmd)
+    return applied, refused
+
+
+def refusal_html(applied: Sequence[str], refused: Sequence[tuple[str, str]]) -> list[str]:
+    """HTML lines: the commands applied, and each refusal in red with the error's text."""
+    lines = []
+    if applied:
+        lines.append("applied: " + "; ".join(f"<code>{html.escape(c)}</code>" for c in applied))
+    for cmd, err in refused:
+        lines.append(f'<span style="color:#b42318">refused: <code>{html.escape(cmd)}</code>: '
+                     f"{html.escape(err)}</span>")
+    return lines
+
+
+def explorer_state(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan",
+                   ethtool: Sequence[EthtoolCommand] = (), udp_segs: int = 17, fraglist_segs: int = 44,
+                   gso_size: int = 1472, fig: Figure | None = None) -> PanelState:
+    """Build ``upper`` on ``nic`` (keys of stacks.UPPERS / stacks.NICS) on ``kernel``, run the ``ethtool``
+    commands in order (Device.ethtool_K), then send a UDP GSO skb and a fraglist GSO skb to the top device.
+
+    A command that touches a fixed feature is refused whole and changes nothing, as ``ethtool -K`` fails; it is
+    listed in ``extra["refused"]`` as (command text, error text) and shown in the text. ``result``: the
+    FeatureGrid drawn."""
+    stack = stacks.build_stack(kernel=kernel, upper=upper, nic=nic)
+    applied, refused = apply_ethtool(stack, ethtool)
     grid = featuregrid.feature_grid(stack, udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size)
     figure = featuregrid.draw_feature_grid(grid, fig=fig)
     lines = []
@@ -65,14 +83,11 @@ def explorer_state(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: 
         tx = grid.sent[key][1]
         lines.append(f"{title}: segmented at <b>{html.escape(tx.segmented_at or 'no device in software')}</b>, "
                      f"{tx.wire_packets} packets")
-    if applied:
-        lines.append("applied: " + "; ".join(f"<code>{html.escape(c)}</code>" for c in applied))
-    for cmd, err in refused:
-        lines.append(f'<span style="color:#b42318">refused: <code>{html.escape(cmd)}</code>: '
-                     f"{html.escape(err)}</span>")
+    lines += refusal_html(applied, refused)
     params = dict(kernel=kernel, nic=nic, upper=upper, ethtool=tuple((d, dict(s)) for d, s in ethtool),
                   udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size)
-    return PanelState(params, figure, "<br>".join(lines), grid, extra={"refused": refused, "applied": applied})
+    return PanelState(params, figure, "<br>".join(lines), grid,
+                      extra={"grid": grid, "refused": refused, "applied": applied})
 
 
 def natural_width(panel: Panel) -> None:
@@ -82,17 +97,29 @@ def natural_width(panel: Panel) -> None:
     panel.image.layout.max_width = "100%"
 
 
-class ExplorerPanel(Panel):
-    """Kernel, lower device and stack dropdowns; a grid of toggle buttons, one per (device, feature), each an
-    ``ethtool -K`` command; the feature grid figure. Changing kernel, NIC or stack starts from fresh devices."""
+def arrange(panel: Panel, rows: Sequence[Sequence[str]], extra: Sequence[W.Widget] = ()) -> None:
+    """Lay the panel's controls out in ``rows`` (control names; rows wrap in a narrow output area), then
+    ``extra`` widgets, the summary and the figure. No rows: the base layout (four controls per row)."""
+    boxes = [W.HBox([panel.controls[n] for n in row], layout=W.Layout(flex_flow="row wrap")) for row in rows] or \
+        list(panel.children[:-2])
+    panel.children = (*boxes, *extra, panel.message, panel.image)
 
-    def __init__(self, controls: dict[str, W.ValueWidget]) -> None:
+
+class EthtoolPanel(Panel):
+    """A panel whose state function takes ``ethtool`` commands and returns the stack's FeatureGrid in
+    ``extra["grid"]``: a grid of toggle buttons, one per (device, feature), each click one ``ethtool -K`` command.
+    Changing a ``structural`` control (kernel, NIC, stack) starts from fresh devices; a refused command (fixed
+    feature) is dropped, its text shown, and the button springs back. The PNG is shown at its natural width."""
+
+    def __init__(self, state_fn: Any, controls: dict[str, W.ValueWidget], *,
+                 structural: Sequence[str] = ("kernel", "nic", "upper"), rows: Sequence[Sequence[str]] = ()) -> None:
         self.commands: list[EthtoolCommand] = []
         self.toggles: dict[tuple[str, str], W.ToggleButton] = {}
+        self.structural = tuple(structural)
         self._syncing = False
         self.toggle_box = W.GridBox()
-        super().__init__(explorer_state, controls, fast_text=True)
-        self.children = (*self.children[:-2], self.toggle_box, *self.children[-2:])
+        super().__init__(state_fn, controls, fast_text=True)
+        arrange(self, rows, (self.toggle_box,))
         self._rebuild_toggles()
 
     def params(self) -> dict[str, Any]:
@@ -102,17 +129,20 @@ class ExplorerPanel(Panel):
         state = super().update()
         natural_width(self)
         if state is not None and self.toggles:
-            self._sync_toggles(state.result)
+            self._sync_toggles(state.extra["grid"])
         return state
 
-    def _on_change(self, _change: Any) -> None:
-        self.commands = []
-        self.update()
-        self._rebuild_toggles()
+    def _on_change(self, change: dict[str, Any]) -> None:
+        if any(change["owner"] is self.controls.get(n) for n in self.structural):
+            self.commands = []
+            self.update()
+            self._rebuild_toggles()
+        else:
+            self.update()
 
     def _rebuild_toggles(self) -> None:
         """One row per device of the current stack, one button per grid column (kernel's ethtool names)."""
-        grid = self.state.result if self.state is not None else None
+        grid = self.state.extra["grid"] if self.state is not None else None
         for t in self.toggles.values():
             t.unobserve(self._on_toggle, names="value")
         self.toggles = {}
@@ -155,20 +185,20 @@ class ExplorerPanel(Panel):
             self._syncing = False
 
     def _on_toggle(self, change: dict[str, Any]) -> None:
-        if self._syncing:
+        if self._syncing or self.state is None:
             return
-        key = next(k for k, t in self.toggles.items() if t is change["owner"])
-        dev, feature = key
-        eth = next(c.ethtool for c in self.state.result.row(dev).cells if c.feature == feature)
+        dev, feature = next(k for k, t in self.toggles.items() if t is change["owner"])
+        eth = next(c.ethtool for c in self.state.extra["grid"].row(dev).cells if c.feature == feature)
         cmd: EthtoolCommand = (dev, {eth: bool(change["new"])})
         self.commands.append(cmd)
         state = self.update()
-        if state is not None and any(r[0] == _command_text(*cmd) for r in state.extra["refused"]):
+        if state is None or any(r[0] == _command_text(*cmd) for r in state.extra["refused"]):
             self.commands.pop()  # ethtool -K failed: nothing changed, and the button springs back
-            self._sync_toggles(state.result)
+            if state is not None:
+                self._sync_toggles(state.extra["grid"])
 
 
-def explorer_panel(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan") -> ExplorerPanel:
+def explorer_panel(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan") -> EthtoolPanel:
     """The device-stack explorer of notebook 40."""
     kernels = EXPLORER_KERNELS if kernel in EXPLORER_KERNELS else (*EXPLORER_KERNELS, kernel)
     controls = {
@@ -180,4 +210,4 @@ def explorer_panel(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: 
                             description="stacked on it", style={"description_width": "initial"},
                             layout=W.Layout(width="260px")),
     }
-    return ExplorerPanel(controls)
+    return EthtoolPanel(explorer_state, controls)
