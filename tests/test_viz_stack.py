@@ -454,3 +454,22 @@ def test_cost_sliders_have_room_for_their_track():
             label = int(c.style.description_width.removesuffix("px"))
             assert total - label - 60 >= 200, c.description  # 60 px: the readout
             assert c.readout and not c.continuous_update
+
+
+@pytest.mark.parametrize("make, control, value", [
+    (lambda: stackpanels.stack_panel(kernel="5.11"), "segs", 20),
+    (lambda: stackpanels.stack_panel(kernel="5.11"), "gso_size", 800),
+    (lambda: stackpanels.stack_panel(kernel="5.11"), "fraglist", False),
+    (lambda: stackpanels.stack_panel(kernel="5.11"), "nic", "virtio_net"),
+    (lambda: stackpanels.router_panel(), "drop_untranslated", True),
+    (lambda: stackpanels.router_panel(), "segs", 10),
+    (lambda: stackpanels.router_panel(), "gso_size", 1000),
+    (lambda: stackpanels.cost_panel(), "payload_len", 1400),
+    (lambda: stackpanels.cost_panel(), "memcpy_byte_ns", 0.5),
+    (lambda: stackpanels.cost_panel(), "destination", "udp_gro_socket"),
+])
+def test_moving_a_control_changes_the_png(make, control, value):
+    p = make()
+    png = p.image.value
+    p.controls[control].value = value
+    assert p.error is None and p.image.value != png

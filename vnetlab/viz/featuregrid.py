@@ -43,13 +43,14 @@ GRID_FEATURES = ("SG", "IP_CSUM", "HW_CSUM", "FRAGLIST", "TSO", "GSO_UDP_L4", "G
 SKB_KINDS = {"udp_gso": ("UDP GSO skb", False), "fraglist": ("fraglist GSO skb", True)}
 
 STATES = ("on", "off", "on, fixed", "off, fixed", "requested on, off")
-# state -> (fill, hatch, word in a stack lamp, words in a grid cell). Fills from Paul Tol's "light" scheme.
+# state -> (fill, hatch, word in a stack lamp, words in a grid cell). Fills from Paul Tol's "light" scheme; fixed
+# cells are hatched, a requested-but-off cell has a dashed edge (drawn by the callers), and the words differ.
 STATE_STYLE: dict[str, tuple[str, str | None, str, str]] = {
     "on": ("#77AADD", None, "on", "on"),
     "off": ("#FFFFFF", None, "off", "off"),
-    "on, fixed": ("#77AADD", "////", "on [fixed]", "on\nfixed"),
-    "off, fixed": ("#DDDDDD", "////", "off [fixed]", "off\nfixed"),
-    "requested on, off": ("#EEDD88", "..", "off [requested on]", "off\nwanted on"),
+    "on, fixed": ("#77AADD", "//", "on [fixed]", "on\nfixed"),
+    "off, fixed": ("#DDDDDD", "//", "off [fixed]", "off\nfixed"),
+    "requested on, off": ("#EEDD88", None, "off [requested on]", "off\nwanted on"),
 }
 # verdict action -> fill (segmented in software stands out; the rest are pale)
 VERDICT_FILL = {"segments": "#EE8866", "linearizes": "#EE8866", "passes": "#FFFFFF", "hw_gso": "#BBCC33",
@@ -320,5 +321,8 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
         sw = fast_region(ax, f"legend:{key}", x, y, 18, 14, color=face, hatch=hatch)
         sw.set_edgecolor("#444444")
         sw.set_hatchcolor(HATCH_COLOR)
+        if key == "requested on, off":
+            sw.set_linestyle((0, (3, 2)))
+            sw.set_linewidth(1.4)
         ax.text(x + 22, y + 7, text, fontsize=7, va="center", ha="left", gid=f"legend:{key}:text")
     return fig

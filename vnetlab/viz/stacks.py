@@ -224,6 +224,8 @@ def _draw_column(ax: Any, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *
                                label=f"{c.ethtool}\n{word}", fontsize=6.5)
             lamp.set_edgecolor("#555555")
             lamp.set_hatchcolor(HATCH_COLOR)
+            if c.state == "requested on, off":
+                lamp.set_linestyle((0, (3, 2)))
     arrow((_W / 2, y), (_W / 2, y - 0.45))
     y -= 1.15
     n = len(tx.segments)

@@ -115,6 +115,8 @@ class EthtoolPanel(Panel):
                  structural: Sequence[str] = ("kernel", "nic", "upper"), rows: Sequence[Sequence[str]] = ()) -> None:
         self.commands: list[EthtoolCommand] = []
         self.toggles: dict[tuple[str, str], W.ToggleButton] = {}
+        self._buttons: list[W.ToggleButton] = []
+        self._labels: list[W.HTML] = []
         self.structural = tuple(structural)
         self._syncing = False
         self.toggle_box = W.GridBox()
@@ -125,44 +127,64 @@ class EthtoolPanel(Panel):
     def params(self) -> dict[str, Any]:
         return {**super().params(), "ethtool": tuple(self.commands)}
 
-    def update(self) -> PanelState | None:
+    def update(self, *, sync: bool = True) -> PanelState | None:
         state = super().update()
         natural_width(self)
-        if state is not None and self.toggles:
+        if sync and state is not None and self.toggles:
             self._sync_toggles(state.extra["grid"])
         return state
 
     def _on_change(self, change: dict[str, Any]) -> None:
         if any(change["owner"] is self.controls.get(n) for n in self.structural):
             self.commands = []
-            self.update()
+            self.update(sync=False)
             self._rebuild_toggles()
         else:
             self.update()
 
     def _rebuild_toggles(self) -> None:
-        """One row per device of the current stack, one button per grid column (kernel's ethtool names)."""
+        """One row per device of the current stack, one button per grid column (kernel's ethtool names). Widgets
+        are pooled and relabelled (making ipywidgets is most of a stack change's time)."""
         grid = self.state.extra["grid"] if self.state is not None else None
-        for t in self.toggles.values():
-            t.unobserve(self._on_toggle, names="value")
-        self.toggles = {}
         if grid is None:
+            self.toggles = {}
             self.toggle_box.children = ()
             return
-        cells = [W.HTML("<b>ethtool -K</b>", layout=W.Layout(width="auto"))]
+        if set(self.toggles) == {(r.name, c.feature) for r in grid.rows for c in r.cells}:
+            self._sync_toggles(grid)
+            return
+        n_cols = len(grid.columns)
+        n_buttons = n_cols * len(grid.rows)
+        while len(self._buttons) < n_buttons:
+            t = W.ToggleButton(value=False, layout=W.Layout(width="auto", height="28px"))
+            t.observe(self._on_toggle, names="value")
+            self._buttons.append(t)
+        while len(self._labels) < 1 + n_cols + len(grid.rows):
+            self._labels.append(W.HTML(layout=W.Layout(width="auto")))
+        labels = iter(self._labels)
+        buttons = iter(self._buttons)
+        head = next(labels)
+        head.value = "<b>ethtool -K</b>"
+        cells: list[W.Widget] = [head]
         for c in grid.rows[0].cells:
-            cells.append(W.HTML(f'<div style="line-height:1.15;font-size:11px"><b>{c.feature}</b><br>'
-                                f'{c.ethtool.replace("-", "-<wbr>")}</div>', layout=W.Layout(width="auto")))
+            w = next(labels)
+            w.value = (f'<div style="line-height:1.15;font-size:11px"><b>{c.feature}</b><br>'
+                       f'{c.ethtool.replace("-", "-<wbr>")}</div>')
+            cells.append(w)
+        self.toggles = {}
         for row in grid.rows:
-            cells.append(W.HTML(f"<b>{html.escape(row.name)}</b>", layout=W.Layout(width="auto")))
+            w = next(labels)
+            w.value = f"<b>{html.escape(row.name)}</b>"
+            cells.append(w)
             for c in row.cells:
-                t = W.ToggleButton(value=False, layout=W.Layout(width="auto", height="28px"))
-                t.observe(self._on_toggle, names="value")
+                t = next(buttons)
                 self.toggles[(row.name, c.feature)] = t
                 cells.append(t)
         self.toggle_box.children = tuple(cells)
-        self.toggle_box.layout = W.Layout(grid_template_columns=f"110px repeat({len(grid.columns)}, 84px)",
-                                          grid_gap="2px 4px", align_items="center")
+        template = f"110px repeat({n_cols}, 84px)"
+        if self.toggle_box.layout.grid_template_columns != template:
+            self.toggle_box.layout = W.Layout(grid_template_columns=template, grid_gap="2px 4px",
+                                              align_items="center")
         self._sync_toggles(grid)
 
     def _sync_toggles(self, grid: featuregrid.FeatureGrid) -> None:
@@ -176,18 +198,20 @@ class EthtoolPanel(Panel):
                     if t is None:
                         continue
                     value = c.on if c.fixed else (c.on or c.wanted)
-                    t.value = value
-                    t.description = "on" if value else "off"
-                    t.icon = "lock" if c.fixed else ""
-                    t.tooltip = (f"{c.ethtool} is [fixed] on {row.name}: ethtool -K refuses to change it" if c.fixed
-                                 else f"ethtool -K {row.name} {c.ethtool} {'off' if value else 'on'}")
+                    tip = (f"{c.ethtool} is [fixed] on {row.name}: ethtool -K refuses to change it" if c.fixed
+                           else f"ethtool -K {row.name} {c.ethtool} {'off' if value else 'on'}")
+                    for name, v in (("value", value), ("description", "on" if value else "off"),
+                                    ("icon", "lock" if c.fixed else ""), ("tooltip", tip)):
+                        if getattr(t, name) != v:
+                            setattr(t, name, v)
         finally:
             self._syncing = False
 
     def _on_toggle(self, change: dict[str, Any]) -> None:
-        if self._syncing or self.state is None:
+        key = next((k for k, t in self.toggles.items() if t is change["owner"]), None)
+        if self._syncing or self.state is None or key is None:
             return
-        dev, feature = next(k for k, t in self.toggles.items() if t is change["owner"])
+        dev, feature = key
         eth = next(c.ethtool for c in self.state.extra["grid"].row(dev).cells if c.feature == feature)
         cmd: EthtoolCommand = (dev, {eth: bool(change["new"])})
         self.commands.append(cmd)
