@@ -192,3 +192,15 @@ def test_bad_input_names_the_parameter():
     p = explorer.explorer_panel(kernel="5.10")
     p.controls["nic"].value = "virtio_net_uso"  # virtio_net has no USO before 6.2: the model's text, no figure
     assert p.error and "host_uso" in p.error and p.image.layout.display == "none"
+
+
+def test_static_figure_is_the_explorer_figure():
+    # a notebook cell's figure and the panel's figure are one drawing
+    settings = {"eth0": {"tx-scatter-gather": False}}
+    fig = featuregrid.draw_stack_features(kernel="5.11", nic="ixgbe", upper="vlan", settings=settings)
+    s = explorer.explorer_state(kernel="5.11", nic="ixgbe", upper="vlan",
+                                ethtool=[("eth0", {"tx-scatter-gather": False})])
+    assert sorted(t.get_text() for ax in fig.axes for t in ax.texts) == \
+        sorted(t.get_text() for ax in s.figure.axes for t in ax.texts)
+    with pytest.raises(netdev.FixedFeatureError, match="tx-udp-segmentation"):
+        featuregrid.draw_stack_features(kernel="5.10", settings={"eth0.10": {"tx-udp-segmentation": True}})

@@ -25,13 +25,14 @@ from matplotlib.figure import Figure
 
 from vnetlab import features as F
 from vnetlab import xmit
+from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.skb import Skb
 from vnetlab.viz.memory import reuse_axes
 from vnetlab.viz.stacks import FIG_WIDTH_IN, HATCH_COLOR, Stack
 from vnetlab.viz.style import fast_region
 
 __all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "Cell", "Verdict", "GridRow", "FeatureGrid",
-           "device_cells", "cell_style", "feature_grid", "draw_feature_grid"]
+           "device_cells", "cell_style", "feature_grid", "draw_feature_grid", "draw_stack_features"]
 
 # The transmit features that decide whether a UDP GSO skb passes a device (NETIF_F names, drawn with their
 # ethtool names): net_gso_ok needs GSO_UDP_L4 (and GSO_FRAGLIST for a fraglist skb), skb_gso_ok needs FRAGLIST
@@ -326,3 +327,16 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
             sw.set_linewidth(1.4)
         ax.text(x + 22, y + 7, text, fontsize=7, va="center", ha="left", gid=f"legend:{key}:text")
     return fig
+
+
+def draw_stack_features(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan",
+                        settings: Mapping[str, Mapping[str, bool]] | None = None, udp_segs: int = 17,
+                        fraglist_segs: int = 44, gso_size: int = 1472, fig: Figure | None = None) -> Figure:
+    """The explorer's figure for one configuration, for a notebook cell: stacks.build_stack (``settings``:
+    {device: {ethtool name: on}}, applied with ethtool -K, lowest device first; a fixed feature raises
+    FixedFeatureError), feature_grid, draw_feature_grid."""
+    from vnetlab.viz.stacks import build_stack
+
+    stack = build_stack(kernel=kernel, upper=upper, nic=nic, settings=settings)
+    return draw_feature_grid(feature_grid(stack, udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size),
+                             fig=fig)
