@@ -28,7 +28,7 @@ from vnetlab import xmit
 from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.skb import Skb
 from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.stacks import FIG_WIDTH_IN, HATCH_COLOR, Stack
+from vnetlab.viz.stacks import FIG_WIDTH_IN, HATCH_COLOR, UPPERS, Stack
 from vnetlab.viz.style import fast_region
 
 __all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "Cell", "Verdict", "GridRow", "FeatureGrid",
@@ -225,6 +225,9 @@ def _wrap(text: str, width: int, sep: str) -> str:
     return "\n".join(lines)
 
 
+MAX_ROWS = 1 + max(len(chain) for chain in UPPERS.values())  # the lower device and what is stacked on it
+
+
 def _grid_height(n_rows: int) -> float:
     return _HEAD_H + n_rows * _ROW_H + _FOOT_H
 
@@ -239,7 +242,9 @@ def _skb_line(grid: FeatureGrid, key: str) -> str:
         hop = tx.hop(tx.segmented_at)
         where = f"segmented in software at {tx.segmented_at} ({hop.method}; {hop.reason})"
     elif tx.hops and tx.hops[-1].kind == "veth":
-        where = "handed whole to the veth peer"
+        k = len(tx.skbs_to_driver)
+        return (f"{title} ({shape}): handed to the veth peer as {k} skb{'s' if k != 1 else ''} "
+                f"(veth_xmit does not segment), carrying {skb.gso_segs or 1} packets")
     elif any(p.segmented_by == "hardware" for p in tx.segments):
         where = f"passed whole to {tx.hops[-1].name}'s driver: hardware GSO"
     else:
@@ -251,8 +256,10 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
     """The grid figure, drawn at the width it is shown (FIG_WIDTH_IN at 100 dpi); pass the figure of a previous
     call to redraw into its axes (the explorer panel does)."""
     n = len(grid.rows)
-    h = _grid_height(n)
-    fig, (ax,) = reuse_axes(fig, ("feature_grid", n, len(grid.columns)), FIG_WIDTH_IN, h / _DPI,
+    # One height for every stack up to MAX_ROWS devices: a panel switching stacks keeps its axes, its renderer and
+    # matplotlib's text-metrics cache (a new figure size costs a full text layout, most of an update).
+    h = _grid_height(max(n, MAX_ROWS))
+    fig, (ax,) = reuse_axes(fig, ("feature_grid", max(n, MAX_ROWS), len(grid.columns)), FIG_WIDTH_IN, h / _DPI,
                             lambda f: [f.add_axes((0, 0, 1, 1))])
     ax.set_xlim(0, _W)
     ax.set_ylim(h, 0)
