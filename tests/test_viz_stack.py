@@ -473,3 +473,14 @@ def test_moving_a_control_changes_the_png(make, control, value):
     png = p.image.value
     p.controls[control].value = value
     assert p.error is None and p.image.value != png
+
+
+@pytest.mark.parametrize("make", [lambda: explorer.explorer_panel(), lambda: stackpanels.stack_panel(),
+                                  lambda: stackpanels.router_panel(), lambda: stackpanels.cost_panel()])
+def test_dropdowns_are_wide_enough_for_their_labels(make):
+    # JupyterLab's 13 px font is about 7.5 px per character; a dropdown holds its description, its longest option
+    # and its arrow (issue 11: "eth0.10 (upp..." was cut off)
+    for c in make().controls.values():
+        if isinstance(c, ipywidgets.Dropdown):
+            longest = max(len(label) for label in c._options_labels)
+            assert int(c.layout.width.removesuffix("px")) >= 7.5 * (len(c.description) + longest) + 40, c.description

@@ -36,15 +36,16 @@ __all__ = ["NICS", "UPPERS", "PATCH_KERNELS", "STACK_FEATURES", "Stack", "build_
 # Before and after 2e4ef10f5850 (NETIF_F_GSO_SOFTWARE gains GSO_UDP_L4 | GSO_FRAGLIST, v5.11-rc1).
 PATCH_KERNELS = ("5.10", "5.11")
 
-# The lower device: a vnetlab.netdev driver profile with its probe parameters, or a veth pair.
+# The lower device: a vnetlab.netdev driver profile with its probe parameters, or a veth pair. The router NIC
+# stands for the patch author's WIP driver (2e4ef10f5850: it advertised GSO_FRAGLIST); ixgbe 82599 has USO.
 # label, driver ("veth" = Namespace.veth), probe parameters
 NICS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "router": ("router NIC: USO + GSO_FRAGLIST + FRAGLIST (Lobakin's)", "router", {}),
-    "router_no_fraglist": ("router NIC: USO, no GSO_FRAGLIST / FRAGLIST", "router",
+    "router": ("router NIC: USO, GSO_FRAGLIST, FRAGLIST", "router", {}),
+    "router_no_fraglist": ("router NIC: USO only", "router",
                            {"gso_fraglist": False, "fraglist": False}),
-    "router_gso_list_only": ("router NIC: GSO_FRAGLIST without FRAGLIST", "router", {"fraglist": False}),
-    "ixgbe": ("ixgbe 82599: USO (tx-udp-segmentation)", "ixgbe", {}),
-    "ixgbe_82598": ("ixgbe 82598: no USO", "ixgbe", {"mac_82599": False}),
+    "router_gso_list_only": ("router NIC: GSO_FRAGLIST, no FRAGLIST", "router", {"fraglist": False}),
+    "ixgbe": ("ixgbe (82599): USO", "ixgbe", {}),
+    "ixgbe_82598": ("ixgbe (82598): no USO", "ixgbe", {"mac_82599": False}),
     "virtio_net": ("virtio_net (QEMU defaults, no USO)", "virtio_net", {}),
     "virtio_net_uso": ("virtio_net + HOST_USO (6.2+)", "virtio_net", {"host_uso": True}),
     "veth": ("veth pair (veth0, peer veth1)", "veth", {}),

@@ -19,10 +19,10 @@ from matplotlib.figure import Figure
 from vnetlab.errors import FixedFeatureError
 from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.viz import featuregrid, stacks
-from vnetlab.widgets.base import Panel, PanelState, choice
+from vnetlab.widgets.base import Panel, PanelState
 
 __all__ = ["EXPLORER_KERNELS", "EthtoolCommand", "apply_ethtool", "refusal_html", "explorer_state", "EthtoolPanel",
-           "explorer_panel", "natural_width", "arrange"]
+           "explorer_panel", "natural_width", "arrange", "dropdown"]
 
 # Before and after 2e4ef10f5850 (v5.11), the workbook's reference kernel and the newest profile.
 EXPLORER_KERNELS = ("5.10", "5.11", "6.1", "6.18")
@@ -88,6 +88,15 @@ def explorer_state(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: 
                   udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size)
     return PanelState(params, figure, "<br>".join(lines), grid,
                       extra={"grid": grid, "refused": refused, "applied": applied})
+
+
+def dropdown(value: Any, options: Sequence[Any], desc: str) -> W.Dropdown:
+    """A dropdown wide enough for its description and its longest option (no cut-off label). ``options``: values,
+    or (label, value) pairs."""
+    labels = [o[0] if isinstance(o, tuple) else str(o) for o in options]
+    width = 8 * (len(desc) + max(len(label) for label in labels)) + 56  # ~8 px per character at 13 px, + arrow
+    return W.Dropdown(value=value, options=list(options), description=desc, style={"description_width": "initial"},
+                      layout=W.Layout(width=f"{width}px"))
 
 
 def natural_width(panel: Panel) -> None:
@@ -226,12 +235,8 @@ def explorer_panel(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: 
     """The device-stack explorer of notebook 40."""
     kernels = EXPLORER_KERNELS if kernel in EXPLORER_KERNELS else (*EXPLORER_KERNELS, kernel)
     controls = {
-        "kernel": choice(kernel, kernels, "kernel"),
-        "nic": W.Dropdown(value=nic, options=[(label, key) for key, (label, *_r) in stacks.NICS.items()],
-                          description="lower device", style={"description_width": "initial"},
-                          layout=W.Layout(width="400px")),
-        "upper": W.Dropdown(value=upper, options=[(key.replace("_", " "), key) for key in stacks.UPPERS],
-                            description="stacked on it", style={"description_width": "initial"},
-                            layout=W.Layout(width="260px")),
+        "kernel": dropdown(kernel, kernels, "kernel"),
+        "nic": dropdown(nic, [(label, key) for key, (label, *_r) in stacks.NICS.items()], "lower device"),
+        "upper": dropdown(upper, [(key.replace("_", " "), key) for key in stacks.UPPERS], "stacked on it"),
     }
     return EthtoolPanel(explorer_state, controls)

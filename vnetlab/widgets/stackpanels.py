@@ -19,8 +19,16 @@ from matplotlib.figure import Figure
 from vnetlab import cost, xmit
 from vnetlab.profiles import DEFAULT_KERNEL, known_kernels
 from vnetlab.viz import costfig, featuregrid, routerfig, stacks
-from vnetlab.widgets.base import Panel, PanelState, choice
-from vnetlab.widgets.explorer import EthtoolCommand, EthtoolPanel, apply_ethtool, arrange, natural_width, refusal_html
+from vnetlab.widgets.base import Panel, PanelState
+from vnetlab.widgets.explorer import (
+    EthtoolCommand,
+    EthtoolPanel,
+    apply_ethtool,
+    arrange,
+    dropdown,
+    natural_width,
+    refusal_html,
+)
 
 __all__ = [
     "int_slider", "float_slider",
@@ -123,13 +131,9 @@ def stack_panel(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str =
                 fraglist: bool = True, segs: int = 44, gso_size: int = 1472) -> EthtoolPanel:
     """A UDP GRO skb down a device stack, with ethtool -K toggles per device and the skb's size as sliders."""
     controls = {
-        "kernel": choice(kernel, known_kernels(), "kernel"),
-        "upper": W.Dropdown(value=upper, options=[(k.replace("_", " "), k) for k in stacks.UPPERS],
-                            description="stacked on the NIC", style={"description_width": "initial"},
-                            layout=W.Layout(width="280px")),
-        "nic": W.Dropdown(value=nic, options=[(label, k) for k, (label, *_r) in stacks.NICS.items()],
-                          description="lower device", style={"description_width": "initial"},
-                          layout=W.Layout(width="400px")),
+        "kernel": dropdown(kernel, known_kernels(), "kernel"),
+        "upper": dropdown(upper, [(k.replace("_", " "), k) for k in stacks.UPPERS], "stacked on the NIC"),
+        "nic": dropdown(nic, [(label, k) for k, (label, *_r) in stacks.NICS.items()], "lower device"),
         "fraglist": W.Checkbox(value=fraglist, description="fraglist GRO skb (rx-gro-list)", indent=False,
                                layout=W.Layout(width="260px")),
         "gso_size": int_slider(gso_size, 64, 1472, "gso_size (B per segment)"),
@@ -172,11 +176,10 @@ def router_panel(*, kernel: str = stacks.PATCH_KERNELS[0], nic: str = "router", 
     """The VLAN NAT router of the GSO_SOFTWARE patch, one kernel at a time."""
     nics = [(label, k) for k, (label, driver, params) in stacks.NICS.items() if driver != "veth" and not params]
     controls = {
-        "kernel": choice(kernel, known_kernels(), "kernel"),
-        "nic": W.Dropdown(value=nic, options=nics, description="NIC", style={"description_width": "initial"},
-                          layout=W.Layout(width="400px")),
-        "gro": choice(gro, routerfig.GRO_MODES, "GRO mode"),
-        "upper": choice(upper, routerfig.ROUTER_UPPERS, "upper device"),
+        "kernel": dropdown(kernel, known_kernels(), "kernel"),
+        "nic": dropdown(nic, nics, "NIC"),
+        "gro": dropdown(gro, routerfig.GRO_MODES, "GRO mode"),
+        "upper": dropdown(upper, routerfig.ROUTER_UPPERS, "upper device"),
         "drop_untranslated": W.Checkbox(value=False, description="count only NATed segments (before c3df39ac9b0e)",
                                         indent=False, layout=W.Layout(width="380px")),
         "gso_size": int_slider(gso_size, 64, 1472, "gso_size (B per packet)"),
@@ -239,9 +242,9 @@ def cost_panel(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp"
     """The receive cost model per kernel, with sliders for the payload and the main per-operation costs."""
     base = _calibrated()
     controls: dict[str, W.ValueWidget] = {
-        "kernel": choice(kernel, cost.KERNELS, "kernel"),
-        "l4": choice(l4, ("udp", "tcp"), "l4"),
-        "destination": choice(destination, cost.DESTINATIONS, "destination"),
+        "kernel": dropdown(kernel, cost.KERNELS, "kernel"),
+        "l4": dropdown(l4, ("udp", "tcp"), "l4"),
+        "destination": dropdown(destination, cost.DESTINATIONS, "destination"),
         "payload_len": int_slider(payload_len, 0, cost.max_payload(l4), "L4 payload (B)"),
     }
     for key, op in COST_SLIDERS.items():
