@@ -204,3 +204,16 @@ def test_static_figure_is_the_explorer_figure():
         sorted(t.get_text() for ax in s.figure.axes for t in ax.texts)
     with pytest.raises(netdev.FixedFeatureError, match="tx-udp-segmentation"):
         featuregrid.draw_stack_features(kernel="5.10", settings={"eth0.10": {"tx-udp-segmentation": True}})
+
+
+def test_cached_string_bitmaps_draw_the_same_png():
+    # the panels' bitmap cache is a speed-up only: the PNG is byte for byte what base.render_png draws
+    from vnetlab.widgets.base import render_png
+
+    p = explorer.explorer_panel(kernel="6.1", nic="virtio_net")
+    for value in ("5.11", "6.1"):
+        p.controls["kernel"].value = value
+    cached = p.image.value
+    fresh = explorer.explorer_state(kernel="6.1", nic="virtio_net").figure
+    with matplotlib.rc_context({"text.hinting": "no_hinting"}):  # the panels' WIDGET_RC
+        assert render_png(fresh, fast_text=True) == cached

@@ -25,6 +25,7 @@ from vnetlab.widgets.explorer import (
     EthtoolPanel,
     apply_ethtool,
     arrange,
+    cache_text_bitmaps,
     dropdown,
     natural_width,
     refusal_html,
@@ -70,6 +71,7 @@ class _SliderPanel(Panel):
         self.caps = caps or {}
         self._capping = False
         super().__init__(state_fn, controls, fast_text=True)
+        cache_text_bitmaps(self)
         arrange(self, rows)
         natural_width(self)
 
