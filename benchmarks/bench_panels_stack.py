@@ -1,5 +1,5 @@
-"""Benchmark: one GRO / stack / router / cost panel update = model + redraw + PNG (Agg), as a widget change
-triggers it.
+"""Benchmark: one GRO / explorer / stack / router / cost panel update = model + redraw + PNG (Agg), as a widget
+change triggers it.
 
 Goal: median <= 100 ms and p95 <= 200 ms per update on a 2-core machine.
 Run: .venv/bin/python benchmarks/bench_panels_stack.py
@@ -13,7 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from vnetlab.widgets import gropanels, stackpanels  # noqa: E402
+from vnetlab.widgets import explorer, gropanels, stackpanels  # noqa: E402
 
 
 def _bench(name, panel, control, values, rounds=3, expect_error=False):
@@ -39,16 +39,22 @@ def _bench(name, panel, control, values, rounds=3, expect_error=False):
 def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (wall times include other processes)")
     gp = gropanels.gro_panel()
+    ep = explorer.explorer_panel(kernel="5.10")
     sp = stackpanels.stack_panel(kernel="5.11")
     rp = stackpanels.router_panel()
     cp = stackpanels.cost_panel()
     results = {
         "gro_panel payload": _bench("gro_panel payload", gp, "payload_len", (1000, 1472, 200, 600, 1100, 80)),
         "gro_panel kernel": _bench("gro_panel kernel", gp, "kernel", ("5.10", "5.11", "5.12", "6.1", "6.18")),
-        "stack_panel toggle": _bench("stack_panel toggle", sp, ("upper", "GSO_UDP_L4"), (False, True)),
-        "stack_panel upper": _bench("stack_panel upper", sp, "upper", ("macvlan", "bond", "bridge", "veth", "vlan")),
+        "explorer toggle": _bench("explorer toggle", ep, ("eth0", "SG"), (False, True)),
+        "explorer kernel": _bench("explorer kernel", ep, "kernel", ("5.11", "6.1", "6.18", "5.10")),
+        "explorer stack": _bench("explorer stack", ep, "upper", ("vlan_on_bond", "macvlan_on_bridge", "vlan")),
+        "stack_panel toggle": _bench("stack_panel toggle", sp, ("eth0.10", "GSO_UDP_L4"), (False, True)),
+        "stack_panel upper": _bench("stack_panel upper", sp, "upper", ("macvlan", "bond", "bridge", "none", "vlan")),
+        "stack_panel segs": _bench("stack_panel segs", sp, "segs", (10, 30, 44, 2)),
         "router_panel kernel": _bench("router_panel kernel", rp, "kernel", ("5.11", "5.10", "6.1")),
         "router_panel gro": _bench("router_panel gro", rp, "gro", ("off", "udp_fwd", "fraglist")),
+        "router_panel segs": _bench("router_panel segs", rp, "segs", (10, 30, 44)),
         "cost_panel slider": _bench("cost_panel slider", cp, "stack_ns", (300.0, 500.0, 700.0, 900.0)),
         "cost_panel kernel": _bench("cost_panel kernel", cp, "kernel", ("5.10", "5.11", "6.1", "5.13")),
     }

@@ -4,13 +4,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import ipywidgets
 import pytest
 
-from vnetlab import cost, gro, router
-from vnetlab.netdev import FixedFeatureError
-from vnetlab.viz import costfig, grofig, stacks
+from vnetlab import cost, gro
+from vnetlab.viz import costfig, featuregrid, grofig, routerfig, stacks
 from vnetlab.viz.style import regions
-from vnetlab.widgets import gropanels, stackpanels
+from vnetlab.widgets import explorer, gropanels, stackpanels
+from vnetlab.widgets.base import SizeSlider
 
 
 def _slots(fig, key, skb_prefix=":frags["):
@@ -112,10 +113,15 @@ def test_stacks_side_by_side_match_send(upper):
         for h in tx.hops:
             assert f"{col}:{h.name}" in found
             dev = st.net.devices[h.name]
+            shown = dev.ethtool_k()  # expected: netdev's ethtool -k of the device
             for name, eth, on, fixed in stacks.feature_states(dev):
+                assert (on, fixed) == shown[eth]
                 lamp = found[f"{col}:{h.name}:{name}"]
-                assert texts[f"{col}:{h.name}:{name}:label"].startswith(f"{eth} {'on' if on else 'off'}")
-                assert (matplotlib.colors.to_hex(lamp.get_facecolor()) == stacks.ON_COLOR) == on
+                word = f"{'on' if on else 'off'}{' [fixed]' if fixed else ''}"
+                assert texts[f"{col}:{h.name}:{name}:label"] in (f"{eth}\n{word}", f"{eth}\noff [requested on]")
+                state = featuregrid.device_cells(dev, (name,))[0].state
+                assert matplotlib.colors.to_hex(lamp.get_facecolor()) == featuregrid.STATE_STYLE[state][0].lower()
+                assert (lamp.get_hatch() is not None) == (fixed or state == "requested on, off")
     # the patch: 5.10 segments in software at the upper device (not the bridge: full GSO_MASK), 5.11 does not
     before = stacks.send_gso(stacks.build_stack(kernel="5.10", upper=upper))[1]
     after = stacks.send_gso(stacks.build_stack(kernel="5.11", upper=upper))[1]
@@ -126,32 +132,49 @@ def test_stacks_side_by_side_match_send(upper):
 def test_stack_panel_state_ethtool_K():
     s = stackpanels.stack_panel_state(kernel="5.11")
     assert s.result.segmented_at is None
-    s2 = stackpanels.stack_panel_state(kernel="5.11", upper_features={"tx-udp-segmentation": False})
+    s2 = stackpanels.stack_panel_state(kernel="5.11", ethtool=[("eth0.10", {"tx-udp-segmentation": False})])
     assert s2.result.segmented_at == "eth0.10"
     texts = [t.get_text() for ax in s2.figure.axes for t in ax.texts if t.get_gid() == "0:wire:label"]
     assert texts == [f"wire: {len(s2.result.segments)} packets (segmented in software at eth0.10)"]
-    with pytest.raises(FixedFeatureError, match="tx-udp-segmentation"):
-        stackpanels.stack_panel_state(kernel="5.10", upper_features={"tx-udp-segmentation": True})
+    # a fixed feature: the command is refused (as ethtool -K fails) and the drawing is that of no command
+    s3 = stackpanels.stack_panel_state(kernel="5.10", ethtool=[("eth0.10", {"tx-udp-segmentation": True})])
+    assert s3.extra["refused"] and "tx-udp-segmentation" in s3.extra["refused"][0][1]
+    assert "refused" in s3.text
+    assert s3.result.segmented_at == stackpanels.stack_panel_state(kernel="5.10").result.segmented_at
 
 
 def test_stack_panel_widget_toggles():
     panel = stackpanels.stack_panel(kernel="5.11")
     assert panel.error is None and panel.state.result.segmented_at is None
-    box = panel.toggles[("upper", "GSO_UDP_L4")]
-    assert box.value is True and box.description == "tx-udp-segmentation"
+    box = panel.toggles[("eth0.10", "GSO_UDP_L4")]
+    assert box.value is True and box.description == "on" and box.icon == ""
     box.value = False
     assert panel.state.result.segmented_at == "eth0.10"
-    panel.controls["kernel"].value = "5.10"  # re-reads the devices: the vlan's GSO_UDP_L4 is fixed off
-    box = panel.toggles[("upper", "GSO_UDP_L4")]
-    assert box.value is False and "[fixed]" in box.description
+    panel.controls["kernel"].value = "5.10"  # fresh devices: the vlan's GSO_UDP_L4 is fixed off
+    box = panel.toggles[("eth0.10", "GSO_UDP_L4")]
+    assert box.value is False and box.icon == "lock"
     assert panel.state.result.segmented_at == "eth0.10"
+    png = panel.image.value
     box.value = True
-    assert panel.error and "fixed" in panel.error
-    box.value = False
-    assert panel.error is None
-    panel.controls["upper"].value = "veth"  # one device: the lower toggles are disabled, the skb goes to the peer
+    assert box.value is False and "refused" in panel.message.value and panel.image.value == png
+    panel.controls["upper"].value = "none"
+    panel.controls["nic"].value = "veth"  # one device: the skb goes to the peer
     assert panel.error is None and panel.state.result.hops[0].kind == "veth"
-    assert all(panel.toggles[("lower", f)].disabled for f in stackpanels.TOGGLE_FEATURES)
+    assert {d for d, _f in panel.toggles} == {"veth0"}
+
+
+def test_stack_panel_segments_slider_follows_the_gro_cap():
+    # segment.max_gro_segs: p->len + len < 64 KiB (net/core/gro.c skb_gro_receive) and UDP_GRO_CNT_MAX 64
+    panel = stackpanels.stack_panel(kernel="6.1", segs=44, gso_size=1472)
+    segs = panel.controls["segs"]
+    assert segs.max == (65536 - 1 - 28) // 1472 == 44
+    png = panel.image.value
+    panel.controls["gso_size"].value = 1000
+    assert segs.max == min(64, (65536 - 1 - 28) // 1000) == 64 and segs.value == 44 and panel.image.value != png
+    segs.value = 64
+    panel.controls["gso_size"].value = 1472  # the value is clamped to the new maximum, one redraw, no error
+    assert segs.value == 44 and panel.error is None
+    assert panel.state.extra["skb"].gso_segs == 44
 
 
 # ---------------------------------------------------------------------------------------------- costs
@@ -186,33 +209,53 @@ def test_cost_breakdown_stacks_sum_to_ns_per_packet():
         assert "stack/udp_no_socket" in drawn  # the dominant op is always named
 
 
-def test_router_figure_matches_throughput_and_sensitivity():
-    fig = costfig.draw_router()
+def test_router_story_numbers_and_bars():
+    story = routerfig.router_story()
+    found = regions(routerfig.draw_router_story(story))
+    # MEASURED: the seed's commit message (2e4ef10f5850): 20 Mbps before, 1 Gbps after
+    assert found["story:measured_before"].get_height() == 20e6
+    assert found["story:measured_after"].get_height() == 1e9
+    # the mechanism: before c3df39ac9b0e only the head segment is NATed, so 1 in N arrives; N is the GRO skb's
+    # packet count, 44 for 1472-byte datagrams under the 64 KiB cap ((65536 - 1 - 28) // 1472, gro.c)
+    assert story.packets_per_gro_skb == 44
+    assert story.delivery_model == tuple(1 / n for n in story.delivery_n)
+    assert found["story:mechanism_before"].get_height() == pytest.approx(story.model_before / 44)
+    # the measured ratio 1/50 lies within 15 % of the mechanism's 1/44 and far from the cost-only bound
+    assert story.measured_ratio == pytest.approx(story.model_ratio, rel=0.15)
+    assert story.bound_gap < 10 < 50
+    assert found["story:bound_before"].get_height() == story.bound_before > story.measured_before * 5
+    assert story.segmented_at == "eth0.10"
+    # after the patch the GRO skb passes whole: no segment is lost and the link is the limit
+    assert found["story:model_after"].get_height() == pytest.approx(story.model_after)
+    assert story.model_after > 0.9e9
+
+
+def test_router_story_kinds_differ_without_colour():
+    fig = routerfig.draw_router_story()
     found = regions(fig)
-    res = costfig.router_results()
-    for k, r in res.items():
-        assert found[f"router:{k}"].get_height() == pytest.approx(router.router_throughput(r).goodput_bps)
-        assert found[f"router:{k}:measured"].get_height() == costfig.ROUTER_MEASURED_BPS[k]
-    assert found["router:5.10:drop_untranslated"].get_height() == pytest.approx(
-        router.router_throughput(res["5.10"], drop_untranslated=True).goodput_bps)
-    sens = router.sensitivity(res["5.10"], res["5.11"])
-    for name, v in sens.items():
-        g = f"tornado:{name}"
-        if max(v) - min(v) > 1e-9:
-            assert found[g].get_x() == pytest.approx(min(v)) and found[g].get_width() == pytest.approx(max(v) - min(v))
-        else:
-            assert g not in found
+    look = {g: (p.get_hatch(), p.get_linestyle(), matplotlib.colors.to_hex(p.get_facecolor()))
+            for g, p in found.items() if g.startswith("story:")}
+    assert look["story:measured_before"] == look["story:measured_after"]
+    assert len({look["story:measured_before"], look["story:model_before"], look["story:bound_before"],
+                look["story:mechanism_before"]}) == 4
+    # and each bar says what it is under it
+    ticks = [t.get_text().split("\n")[0] for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["MEASURED", "MODEL", "BOUND", "MODEL", "MEASURED", "MODEL"]
 
 
 def test_router_panel_state_and_widget():
     s = stackpanels.router_panel_state(kernel="5.10")
     assert s.result.segmented_at == "eth0.10"
     assert regions(s.figure)["router:5.10"].get_height() == pytest.approx(s.extra["throughput"].goodput_bps)
+    lost = stackpanels.router_panel_state(kernel="5.10", drop_untranslated=True)
+    assert lost.extra["throughput"].translated_fraction == pytest.approx(1 / 44)
     panel = stackpanels.router_panel()
     panel.controls["kernel"].value = "5.11"
     assert panel.error is None and panel.state.result.segmented_at is None
     panel.controls["gro"].value = "off"
     assert panel.state.result.gro_skbs == panel.state.result.packets_in
+    panel.controls["segs"].value = 10
+    assert panel.state.result.packets_in == 10
 
 
 def test_cost_panel_sliders_change_result():
@@ -236,20 +279,28 @@ def test_figures_are_deterministic(tmp_path):
         assert render_png(make()) == render_png(make())
 
 
-def test_cost_panel_compact_figure_draws_the_static_segments():
-    # the panel's compact figure: the same segments as the static breakdown; the title moved to the HTML
+def test_cost_panel_draws_what_the_notebook_figure_draws():
+    # one drawing: the panel's figure is draw_cost_breakdown with the panel's traffic and costs
     s = stackpanels.cost_panel_state(kernel="5.11", payload_len=300, stack_ns=500.0)
     c = stackpanels._calibrated().with_values({"stack/udp_no_socket": 500.0}, "cost panel")
     static = costfig.draw_cost_breakdown(s.result.ops.traffic, costs=c, highlight="5.11")
-    bars = {g: (p.get_x(), p.get_y(), p.get_height()) for g, p in regions(s.figure).items()
-            if not g.startswith("legend:")}
-    assert bars == {g: (p.get_x(), p.get_y(), p.get_height()) for g, p in regions(static).items()}
-    assert "UDP 300 B, no socket: receive cost per operation" in s.text
+    assert _drawn(s.figure) == _drawn(static)
     labels = {t.get_gid(): t.get_text() for ax in s.figure.axes for t in ax.texts if t.get_gid()}
+    assert labels["traffic_label"].startswith("UDP 300 B, no socket: receive cost per operation")
     for k in cost.KERNELS:
         assert labels[f"{k}:path_label"] == costfig._head_label(s.extra["all"][k])
+    bars = {g for g in regions(s.figure) if not g.startswith("legend:")}
     legend = {g.split(":", 1)[1] for g in regions(s.figure) if g.startswith("legend:")}
     assert legend == {g.split(":", 1)[1] for g in bars}
+
+
+def test_cost_panel_payload_slider_range_follows_l4():
+    # cost.max_payload: one IPv4 packet at MTU 1500: UDP 1500 - 20 - 8, TCP 1500 - 20 - 32 (timestamps)
+    p = stackpanels.cost_panel()
+    assert p.controls["payload_len"].max == 1472 and isinstance(p.controls["payload_len"], SizeSlider)
+    p.controls["payload_len"].value = 1472
+    p.controls["l4"].value = "tcp"
+    assert p.controls["payload_len"].max == 1448 and p.controls["payload_len"].value == 1448 and p.error is None
 
 
 def _drawn(fig):
@@ -265,21 +316,24 @@ def _drawn(fig):
     (lambda **kw: gropanels.gro_panel(**kw), "payload_len", 200),
     (lambda **kw: gropanels.gro_panel(**kw), "kernel", "5.11"),
     (lambda **kw: stackpanels.stack_panel(**kw), "upper", "bond"),
+    (lambda **kw: stackpanels.stack_panel(**kw), "gso_size", 1000),
+    (lambda **kw: explorer.explorer_panel(**kw), "upper", "vlan_on_bond"),
     (lambda **kw: stackpanels.router_panel(**kw), "kernel", "5.11"),
     (lambda **kw: stackpanels.router_panel(**kw), "gro", "off"),
+    (lambda **kw: stackpanels.router_panel(**kw), "segs", 20),
     (lambda **kw: stackpanels.cost_panel(**kw), "payload_len", 300),
     (lambda **kw: stackpanels.cost_panel(**kw), "kernel", "5.10"),
 ])
 def test_panel_update_in_place_draws_what_a_fresh_panel_draws(make, control, value):
     """Reused axes (artists removed, not the figure cleared) give the same drawing as a new panel."""
     p = make()
-    fig, axes_before = p.figure, list(p.figure.axes)
+    fig, axes_before, layout = p.figure, list(p.figure.axes), getattr(p.figure, "_vnetlab_layout", None)
     p.controls[control].value = value
     assert p.error is None and p.figure is fig
     fresh = make(**{control: value})
     assert _drawn(p.figure) == _drawn(fresh.figure)
     assert p.image.value == fresh.image.value
-    if getattr(fig, "_vnetlab_layout", None) is not None:  # compact drawings keep their axes
+    if layout is not None and getattr(fig, "_vnetlab_layout", None) == layout:  # same layout: axes are reused
         assert p.figure.axes == axes_before
 
 
@@ -293,3 +347,144 @@ def test_gro_panel_text_carries_what_left_the_figure():
     assert static._suptitle.get_text() == grofig.GRO_FILL_KEY
     assert {g: p.get_facecolor() for g, p in regions(static).items()} == \
         {g: p.get_facecolor() for g, p in regions(s.figure).items()}
+
+
+# ---------------------------------------------------------------------------------------------- legibility
+
+def _shown_texts(fig):
+    """Every non-empty text a reader sees: texts, titles, axis labels, tick labels in view, legend entries."""
+    out = list(fig.texts)  # the suptitle is one of them
+    for lg in fig.legends:
+        out += lg.get_texts()
+    for ax in fig.axes:
+        out += [*ax.texts, ax.title, ax._left_title, ax._right_title]
+        if not ax.axison:
+            continue
+        out += [ax.xaxis.label, ax.yaxis.label]
+        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            lo, hi = min(lim), max(lim)
+            out += [t for t, loc in zip(axis.get_ticklabels(), axis.get_majorticklocs()) if lo <= loc <= hi]
+        if ax.legend_ is not None:
+            out += ax.legend_.get_texts()
+    return [t for t in out if t.get_visible() and t.get_text().strip()]
+
+
+def _legibility_problems(fig):
+    """Texts cut off by the figure's edge, region labels sticking out of their region, texts overlapping."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    fig.draw(canvas.get_renderer())
+    r = canvas.get_renderer()
+    fb, regs, problems = fig.bbox, regions(fig), []
+    boxes = []
+    for t in _shown_texts(fig):
+        bb = t.get_window_extent(r)
+        if bb.x0 < fb.x0 - 0.5 or bb.x1 > fb.x1 + 0.5 or bb.y0 < fb.y0 - 0.5 or bb.y1 > fb.y1 + 0.5:
+            problems.append(f"cut off by the figure edge: {t.get_text()!r}")
+        gid = t.get_gid() or ""
+        if gid.endswith(":label") and gid[:-6] in regs:
+            rb = regs[gid[:-6]].get_window_extent(r)
+            if bb.x0 < rb.x0 - 0.5 or bb.x1 > rb.x1 + 0.5 or bb.y0 < rb.y0 - 0.5 or bb.y1 > rb.y1 + 0.5:
+                problems.append(f"sticks out of its region {gid[:-6]}: {t.get_text()!r}")
+        boxes.append((bb.shrunk(0.97, 0.9), t.get_text()))
+    for i, (a, ta) in enumerate(boxes):
+        for b, tb in boxes[i + 1:]:
+            if a.overlaps(b):
+                problems.append(f"overlap: {ta!r} / {tb!r}")
+    return problems
+
+
+def test_legibility_check_finds_cut_off_and_overlapping_labels():
+    # the check itself can fail: a label running off the right edge, two labels on top of each other
+    from vnetlab.viz.style import new_figure
+
+    fig = new_figure(3.0, 1.0)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.text(0.9, 0.5, "eth0.10 (upper device)")
+    ax.text(0.1, 0.2, "on")
+    ax.text(0.1, 0.2, "off")
+    problems = _legibility_problems(fig)
+    assert any("cut off" in p and "eth0.10" in p for p in problems)
+    assert any(p.startswith("overlap: 'on'") for p in problems)
+
+
+def _explorer_fig(kernel, nic, upper):
+    return explorer.explorer_state(kernel=kernel, nic=nic, upper=upper).figure
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: _explorer_fig("5.10", "router", "vlan"), id="grid-5.10-vlan"),
+    pytest.param(lambda: _explorer_fig("6.18", "ixgbe", "vlan_on_bond"), id="grid-6.18-vlan_on_bond"),
+    pytest.param(lambda: _explorer_fig("6.1", "virtio_net", "macvlan_on_bridge"), id="grid-6.1-macvlan_on_bridge"),
+    pytest.param(lambda: _explorer_fig("5.11", "veth", "vlan_on_macvlan"), id="grid-5.11-veth"),
+    pytest.param(lambda: explorer.explorer_state(kernel="5.10", ethtool=[("eth0", {"tx-scatter-gather": False})]
+                                                 ).figure, id="grid-requested"),
+    pytest.param(lambda: stackpanels.stack_panel_state(kernel="5.10").figure, id="stack-panel"),
+    pytest.param(lambda: stackpanels.stack_panel_state(kernel="6.1", nic="veth", upper="none").figure,
+                 id="stack-panel-veth"),
+    pytest.param(lambda: stacks.draw_stacks_side_by_side(upper="vlan"), id="side-by-side"),
+    pytest.param(lambda: stackpanels.router_panel_state(kernel="5.10").figure, id="router-panel"),
+    pytest.param(lambda: stackpanels.router_panel_state(kernel="5.11", gro="off").figure, id="router-panel-off"),
+    pytest.param(lambda: routerfig.draw_router_story(), id="router-story"),
+    pytest.param(lambda: stackpanels.cost_panel_state().figure, id="cost-panel"),
+    pytest.param(lambda: stackpanels.cost_panel_state(payload_len=100, l4="tcp").figure, id="cost-panel-tcp"),
+])
+def test_no_cut_off_or_overlapping_label(make):
+    assert _legibility_problems(make()) == []
+
+
+@pytest.mark.parametrize("make", [lambda: explorer.explorer_panel(), lambda: stackpanels.stack_panel(),
+                                  lambda: stackpanels.router_panel(), lambda: stackpanels.cost_panel()])
+def test_panel_png_is_shown_at_its_natural_width(make):
+    # the PNG's own width (IHDR) is the width the image widget shows it at, and at most JupyterLab's ~900 px
+    import struct
+
+    p = make()
+    width = struct.unpack(">I", p.image.value[16:20])[0]
+    assert width == round(p.figure.get_figwidth() * p.figure.dpi) <= 900
+    assert p.image.layout.width == f"{width}px" and p.image.layout.max_width == "100%"
+
+
+def test_cost_sliders_have_room_for_their_track():
+    # issue 11: four cost-panel slider tracks were 0 px wide. Every slider keeps a minimum track width whatever
+    # its label (the browser tests measure the rendered track); sizes sweep with an editable number beside them.
+    p = stackpanels.cost_panel()
+    sliders = [c for c in p.controls.values() if isinstance(c, (SizeSlider, ipywidgets.FloatSlider))]
+    assert len(sliders) == 1 + len(stackpanels.COST_SLIDERS)
+    for c in sliders:
+        track = c.slider if isinstance(c, SizeSlider) else c
+        assert int(track.layout.min_width.removesuffix("px")) >= 200, c.description
+        assert not track.continuous_update
+        assert isinstance(c, SizeSlider) or c.readout
+
+
+@pytest.mark.parametrize("make, control, value", [
+    (lambda: stackpanels.stack_panel(kernel="5.11"), "segs", 20),
+    (lambda: stackpanels.stack_panel(kernel="5.11"), "gso_size", 800),
+    (lambda: stackpanels.stack_panel(kernel="5.11"), "fraglist", False),
+    (lambda: stackpanels.stack_panel(kernel="5.11"), "nic", "virtio_net"),
+    (lambda: stackpanels.router_panel(), "drop_untranslated", True),
+    (lambda: stackpanels.router_panel(), "segs", 10),
+    (lambda: stackpanels.router_panel(), "gso_size", 1000),
+    (lambda: stackpanels.cost_panel(), "payload_len", 1400),
+    (lambda: stackpanels.cost_panel(), "memcpy_byte_ns", 0.5),
+    (lambda: stackpanels.cost_panel(), "destination", "udp_gro_socket"),
+])
+def test_moving_a_control_changes_the_png(make, control, value):
+    p = make()
+    png = p.image.value
+    p.controls[control].value = value
+    assert p.error is None and p.image.value != png
+
+
+@pytest.mark.parametrize("make", [lambda: explorer.explorer_panel(), lambda: stackpanels.stack_panel(),
+                                  lambda: stackpanels.router_panel(), lambda: stackpanels.cost_panel()])
+def test_dropdowns_size_to_their_labels(make):
+    # issue 11: "eth0.10 (upp..." was cut off by a fixed 210-px dropdown. Every dropdown is as wide as its
+    # description and longest option (CSS width auto, description_width initial); the browser tests measure that
+    # no rendered label is cut off.
+    dropdowns = [c for c in make().controls.values() if isinstance(c, ipywidgets.Dropdown)]
+    assert dropdowns
+    for c in dropdowns:
+        assert c.layout.width == "auto" and c.style.description_width == "initial", c.description

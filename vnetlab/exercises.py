@@ -76,7 +76,7 @@ def _full_mtu_build_skb_share() -> float:
 def _first_skb_packets(shape: str, kernel: str) -> int:
     from vnetlab import gro
 
-    skbs = [gro.make_rx_skb(shape, 1448, kernel=kernel) for _ in range(40)]
+    skbs = gro.head_case_flow(shape, 1448, 40, kernel=kernel)
     return gro.aggregate_trace(skbs, l4="tcp", kernel=kernel).packets_in_first_skb(0)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = frozenset({"style", "memory", "thresholds", "grofig", "stacks", "costfig"})
+_SUBMODULES = frozenset({"style", "memory", "thresholds", "grofig", "stacks", "costfig", "featuregrid", "routerfig"})
 
 
 def __getattr__(name: str) -> Any:

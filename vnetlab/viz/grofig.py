@@ -40,8 +40,9 @@ from vnetlab.viz.style import (
 
 _SMALL = FONT["small"]
 
-# The four per-packet head kinds of the issue, each on the kernel that produces it for a 1448-byte TCP flow.
-HEAD_CASES: tuple[tuple[str, str, str], ...] = (
+# The figure's rows: each head case of rx.HEAD_CASES (kernel-facts C.3) on a kernel that produces it for a 1448-byte
+# TCP flow, with the GRO merge case it meets.
+FILL_ROWS: tuple[tuple[str, str, str], ...] = (
     ("build_skb", "6.1", "build_skb() heads (5.13+): head stolen as one frag (case 2)"),
     ("eth_hlen", "6.1", "ETH_HLEN-copy heads (5.12+ copy path): frags moved (case 1)"),
     ("pagefrag128", "5.10", "128-byte page-frag heads (5.10): head + frag, 2 slots per packet (case 2)"),
@@ -136,12 +137,13 @@ def fill_from_trace(trace: gro.GroTrace, nr_frags_in: Sequence[int], *, offset: 
 
 def gro_fill(shape: str, *, kernel: str = DEFAULT_KERNEL, payload_len: int = 1448, n_packets: int | None = None,
              l4: str = "tcp", arch: str = DEFAULT_ARCH, label: str = "", **gro_kw: Any) -> GroFill:
-    """One flow of ``make_rx_skb(shape, ...)`` packets through GRO; the first GRO skb's slot ownership.
+    """One flow of ``gro.head_case_flow(shape, ...)`` packets (built by the receive model) through GRO; the first
+    GRO skb's slot ownership.
 
     ``n_packets`` defaults to enough packets for one full GRO skb (64 for UDP, the size cap for TCP)."""
     if n_packets is None:
         n_packets = gro.UDP_GRO_CNT_MAX
-    skbs = [gro.make_rx_skb(shape, payload_len, l4=l4, kernel=kernel, arch=arch) for _ in range(n_packets)]
+    skbs = gro.head_case_flow(shape, payload_len, n_packets, l4=l4, kernel=kernel, arch=arch)
     nr = [s.nr_frags for s in skbs]
     trace = gro.aggregate_trace(skbs, l4=l4, kernel=kernel, arch=arch, **gro_kw)
     off = gro.flow_params(l4=l4, kernel=kernel, arch=arch).offset
@@ -165,9 +167,9 @@ def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str = DEFAULT_KER
 
 
 def head_case_fills(*, payload_len: int = 1448, arch: str = DEFAULT_ARCH) -> list[GroFill]:
-    """The four head kinds of :data:`HEAD_CASES` for a TCP flow (18 / 17 / 9 / 1 packets in the first sk_buff)."""
+    """The four head kinds of :data:`FILL_ROWS` for a TCP flow (18 / 17 / 9 / 1 packets in the first sk_buff)."""
     return [gro_fill(shape, kernel=k, payload_len=payload_len, arch=arch, label=label)
-            for shape, k, label in HEAD_CASES]
+            for shape, k, label in FILL_ROWS]
 
 
 # --------------------------------------------------------------------------------------------------

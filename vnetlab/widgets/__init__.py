@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = ("base", "rxpanels", "gropanels", "stackpanels")
+_SUBMODULES = ("base", "rxpanels", "gropanels", "stackpanels", "explorer")
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401

@@ -157,12 +157,13 @@ def size_slider(value: int, lo: int, hi: int, desc: str, step: int = 1, *, width
     return SizeSlider(value, lo, hi, desc, step=step, width=width)
 
 
-def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.1, *,
+def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.1, *, fmt: str = ".2f",
                  width: str = "430px") -> W.FloatSlider:
     """A swept cost or rate (not a size): ipywidgets' FloatSlider with its editable readout (typed values are
     clamped to the range), continuous_update off, a label as wide as its text and a track that keeps its width."""
     return W.FloatSlider(value=value, min=lo, max=hi, step=step, description=desc, continuous_update=False,
-                         readout=True, style=_LABEL, layout=W.Layout(width=width, min_width="300px"))
+                         readout=True, readout_format=fmt, style=_LABEL,
+                         layout=W.Layout(width=width, min_width="300px"))
 
 
 def int_box(value: int, lo: int, hi: int, desc: str, step: int = 1) -> W.BoundedIntText:
@@ -194,15 +195,13 @@ class Panel(W.VBox):
     ``rows``: the control names row by row (default: sliders two to a row, then the other controls four to a
     row). ``figure_key``: panels with several views keep one figure per key of the parameters (so each view's
     axes are made once). ``constrain(panel)`` runs before each update, with updates held, to adjust controls
-    to each other (a payload range that follows the MTU). ``fast_text`` is ignored (every panel renders with
-    :func:`render_png`); it is accepted until every caller has dropped it.
+    to each other (a payload range that follows the MTU).
     """
 
     def __init__(self, state_fn: Callable[..., PanelState], controls: dict[str, W.DOMWidget], *,
                  rows: Sequence[Sequence[str]] | None = None,
                  figure_key: Callable[[dict[str, Any]], Hashable] | None = None,
-                 constrain: Callable[[Panel], None] | None = None, fast_text: bool = False) -> None:
-        del fast_text
+                 constrain: Callable[[Panel], None] | None = None) -> None:
         self.state_fn = state_fn
         self.controls = controls
         self.figure_key = figure_key

@@ -1,0 +1,349 @@
+"""The per-device feature grid: ``ethtool -k`` for every device of a stack, and where two GSO skbs are segmented.
+
+- :func:`device_cells` reads one device's transmit features the way ``ethtool -k`` prints them (on / off,
+  ``[fixed]`` = not in hw_features or in NETIF_F_NEVER_CHANGE) plus wanted_features, so a feature that was
+  requested (``ethtool -K``) but is off shows as such: "requested on, off" is what ethtool reports as
+  ``off [requested on]`` (net/ethtool/features.c ethnl_set_features / ethtool's dump_features).
+- :func:`feature_grid` sends a UDP GSO skb (gso_type UDP_L4, payload in frags, no frag_list) and a fraglist
+  GSO skb (UDP_L4 | FRAGLIST, one skb per packet on frag_list) to the top device with xmit.send and records,
+  per device, what validate_xmit_skb did to each.
+- :func:`draw_feature_grid` draws it: rows are the devices top-down (the order the skb meets them), columns
+  the NETIF_F features that decide segmentation, with a header row marking the NETIF_F_GSO_SOFTWARE members of
+  this kernel, two columns for the skbs, and a footer saying where each was segmented and why.
+
+Cell states differ by fill, hatch and words, so they survive colour blindness and greyscale printing.
+Gids: "grid:<device>:<FEATURE>" (cell), "skb:<device>:<udp_gso|fraglist>" (verdict), "gso_software:<FEATURE>".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from vnetlab import features as F
+from vnetlab import xmit
+from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.skb import Skb
+from vnetlab.viz.memory import reuse_axes
+from vnetlab.viz.stacks import FIG_WIDTH_IN, HATCH_COLOR, UPPERS, Stack
+from vnetlab.viz.style import fast_region
+
+__all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "Cell", "Verdict", "GridRow", "FeatureGrid",
+           "device_cells", "cell_style", "feature_grid", "draw_feature_grid", "draw_stack_features"]
+
+# The transmit features that decide whether a UDP GSO skb passes a device (NETIF_F names, drawn with their
+# ethtool names): net_gso_ok needs GSO_UDP_L4 (and GSO_FRAGLIST for a fraglist skb), skb_gso_ok needs FRAGLIST
+# for any frag_list, harmonize_features needs a checksum feature, TSO shows the GSO_SOFTWARE members that always
+# were, SG gates every ALL_TSO bit (netdev_fix_features), HW_VLAN_CTAG_TX decides software tag insertion.
+GRID_FEATURES = ("SG", "IP_CSUM", "HW_CSUM", "FRAGLIST", "TSO", "GSO_UDP_L4", "GSO_FRAGLIST", "HW_VLAN_CTAG_TX")
+
+# skb key -> (column title, fraglist?)
+SKB_KINDS = {"udp_gso": ("UDP GSO skb", False), "fraglist": ("fraglist GSO skb", True)}
+
+STATES = ("on", "off", "on, fixed", "off, fixed", "requested on, off")
+# state -> (fill, hatch, word in a stack lamp, words in a grid cell). Fills from Paul Tol's "light" scheme; fixed
+# cells are hatched, a requested-but-off cell has a dashed edge (drawn by the callers), and the words differ.
+STATE_STYLE: dict[str, tuple[str, str | None, str, str]] = {
+    "on": ("#77AADD", None, "on", "on"),
+    "off": ("#FFFFFF", None, "off", "off"),
+    "on, fixed": ("#77AADD", "//", "on [fixed]", "on\nfixed"),
+    "off, fixed": ("#DDDDDD", "//", "off [fixed]", "off\nfixed"),
+    "requested on, off": ("#EEDD88", None, "off [requested on]", "off\nwanted on"),
+}
+# verdict action -> fill (segmented in software stands out; the rest are pale)
+VERDICT_FILL = {"segments": "#EE8866", "linearizes": "#EE8866", "passes": "#FFFFFF", "hw_gso": "#BBCC33",
+                "to_peer": "#DDDDDD", "not_reached": "#FFFFFF"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One feature of one device as ethtool -k shows it, plus whether it is in wanted_features."""
+
+    feature: str  # NETIF_F name
+    ethtool: str
+    on: bool
+    fixed: bool
+    wanted: bool
+
+    @property
+    def state(self) -> str:
+        """One of STATES."""
+        if self.fixed:
+            return "on, fixed" if self.on else "off, fixed"
+        if self.on:
+            return "on"
+        return "requested on, off" if self.wanted else "off"
+
+
+def device_cells(dev: Any, names: Sequence[str] = GRID_FEATURES) -> list[Cell]:
+    """The cells of ``names`` that this device's kernel has (NETIF_F_GSO_FRAGLIST is absent before 5.6, ...)."""
+    k = dev.ns.kernel
+    shown = dev.ethtool_k()
+    wanted = dev.wanted_features
+    out = []
+    for n in names:
+        try:
+            eth = F.ethtool_name(n, kernel=k)
+        except ValueError:
+            continue
+        on, fixed = shown[eth]
+        out.append(Cell(n, eth, on, fixed, n in wanted))
+    return out
+
+
+def cell_style(cell: Cell) -> tuple[str, str | None, str]:
+    """(fill, hatch, one-line words) of a cell: the stack lamps' style."""
+    face, hatch, word, _words = STATE_STYLE[cell.state]
+    return face, hatch, word
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What validate_xmit_skb and the driver did to one skb kind at one device (from xmit.send's hops)."""
+
+    action: str  # "segments", "linearizes", "passes", "hw_gso", "to_peer", "not_reached"
+    text: str
+    skbs_in: int = 0
+    skbs_out: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class GridRow:
+    name: str
+    kind: str
+    label: str
+    cells: tuple[Cell, ...]
+    verdicts: Mapping[str, Verdict]
+
+
+@dataclass(frozen=True)
+class FeatureGrid:
+    """A stack's devices top-down with their feature cells and what happened to each skb kind."""
+
+    stack: Stack
+    columns: tuple[str, ...]
+    rows: tuple[GridRow, ...]
+    gso_software: frozenset[str]
+    sent: Mapping[str, tuple[Skb, xmit.TxResult]]  # skb kind -> (skb, xmit.send's result); empty if not sent
+
+    @property
+    def kernel(self) -> str:
+        return self.stack.kernel
+
+    def row(self, name: str) -> GridRow:
+        for r in self.rows:
+            if r.name == name:
+                return r
+        raise KeyError(f"no device {name!r} in this grid; rows: {[r.name for r in self.rows]}")
+
+    def segmented_at(self, skb_kind: str) -> str | None:
+        return self.sent[skb_kind][1].segmented_at
+
+
+def _verdict(hop: xmit.Hop | None, last: bool) -> Verdict:
+    if hop is None:
+        return Verdict("not_reached", "–")
+    n_in, n_out = hop.skbs_in, hop.skbs_out
+    if hop.action == "segmented":
+        return Verdict("segments", f"✂ segments: {n_out}\n{hop.method}", n_in, n_out, hop.reason)
+    if hop.action == "linearized":
+        return Verdict("linearizes", f"linearizes {n_in}\n({hop.reason})", n_in, n_out, hop.reason)
+    if "handed to peer" in hop.actions:
+        return Verdict("to_peer", f"→ peer: {n_out} skb{'s' if n_out != 1 else ''}\nunsegmented", n_in, n_out)
+    if "segmented by hardware" in hop.actions:
+        return Verdict("hw_gso", "NIC segments\n(hardware GSO)", n_in, n_out)
+    where = "to the driver" if last else "down"
+    return Verdict("passes", f"↓ {n_in} skb{'s' if n_in != 1 else ''} pass\n{where}", n_in, n_out)
+
+
+def _row_label(dev: Any) -> str:
+    below = dev.lowers[0].name if dev.lowers else ""
+    if dev.kind == "nic":
+        return f"nic, driver {dev.driver}"
+    if dev.kind in ("bridge", "bond"):
+        return f"{dev.kind}, {'port' if dev.kind == 'bridge' else 'slave'} {below}"
+    if dev.kind == "veth":
+        return f"veth, peer {dev.peer.name}" if getattr(dev, "peer", None) is not None else "veth"
+    return f"{dev.kind} on {below}"
+
+
+def feature_grid(stack: Stack, *, udp_segs: int = 17, fraglist_segs: int = 44, gso_size: int = 1472,
+                 columns: Sequence[str] = GRID_FEATURES, send: bool = True) -> FeatureGrid:
+    """Cells of every device (ethtool -k, wanted_features) and where each skb kind sent to ``stack.egress``
+    is segmented. The UDP GSO skb holds its payload in frags (``udp_segs`` <= MAX_SKB_FRAGS 17 keeps it free of a
+    frag_list, as a UDP_SEGMENT socket builds it); the fraglist skb is what rx-gro-list builds (xmit.gso_skb).
+    ``send=False``: the cells only (no skb sent, no verdicts)."""
+    from vnetlab.viz.stacks import send_gso
+
+    sent = {"udp_gso": send_gso(stack, segs=udp_segs, gso_size=gso_size, fraglist=False),
+            "fraglist": send_gso(stack, segs=fraglist_segs, gso_size=gso_size, fraglist=True)} if send else {}
+    devs = stack.devices()
+    rows = []
+    for i, dev in enumerate(devs):
+        cells = tuple(device_cells(dev, columns))
+        verdicts = {}
+        for key, (_skb, tx) in sent.items():
+            hop = next((h for h in tx.hops if h.name == dev.name), None)
+            verdicts[key] = _verdict(hop, i == len(devs) - 1)
+        rows.append(GridRow(dev.name, dev.kind, _row_label(dev), cells, verdicts))
+    cols = tuple(c.feature for c in rows[0].cells)
+    soft = frozenset(F.mask("GSO_SOFTWARE", kernel=stack.kernel)) & frozenset(cols)
+    return FeatureGrid(stack, cols, tuple(rows), soft, sent)
+
+
+# --------------------------------------------------------------------------------------------------
+# Drawing (pixel coordinates, y down: the axes span the whole figure)
+
+_DPI = 100
+_W = FIG_WIDTH_IN * _DPI
+_LABEL_W = 124.0  # device names
+_SKB_W = 112.0  # each verdict column
+_ROW_H = 36.0
+_HEAD_H = 118.0  # title, column headers, GSO_SOFTWARE row
+_FOOT_H = 86.0  # footer lines and legend
+_LEGEND = (("on", "on"), ("off", "off"), ("on, fixed", "on, fixed"), ("off, fixed", "off, fixed"),
+           ("requested on, off", "off, requested on (ethtool -K)"), ("segments", "✂ segmented in software"))
+_LEGEND_X = (40.0, 100.0, 160.0, 250.0, 340.0, 530.0)
+
+
+def _wrap(text: str, width: int, sep: str) -> str:
+    """Break ``text`` after ``sep`` so that no line is longer than ``width`` characters (if a part allows)."""
+    parts = [p + sep for p in text.split(sep)]
+    parts[-1] = parts[-1][: -len(sep)]
+    lines, cur = [], ""
+    for p in parts:
+        if cur and len(cur) + len(p) > width:
+            lines.append(cur)
+            cur = p
+        else:
+            cur += p
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+MAX_ROWS = 1 + max(len(chain) for chain in UPPERS.values())  # the lower device and what is stacked on it
+
+
+def _grid_height(n_rows: int) -> float:
+    return _HEAD_H + n_rows * _ROW_H + _FOOT_H
+
+
+def _skb_line(grid: FeatureGrid, key: str) -> str:
+    skb, tx = grid.sent[key]
+    title = SKB_KINDS[key][0]
+    shape = (f"{skb.gso_segs} × {skb.gso_size} B, " + ("one skb per packet on frag_list" if skb.frag_list and
+                                                      "FRAGLIST" in skb.gso_type else "payload in frags"))
+    n = tx.wire_packets
+    if tx.segmented_at:
+        hop = tx.hop(tx.segmented_at)
+        where = f"segmented in software at {tx.segmented_at} ({hop.method}; {hop.reason})"
+    elif tx.hops and tx.hops[-1].kind == "veth":
+        k = len(tx.skbs_to_driver)
+        return (f"{title} ({shape}): handed to the veth peer as {k} skb{'s' if k != 1 else ''} "
+                f"(veth_xmit does not segment), carrying {skb.gso_segs or 1} packets")
+    elif any(p.segmented_by == "hardware" for p in tx.segments):
+        where = f"passed whole to {tx.hops[-1].name}'s driver: hardware GSO"
+    else:
+        where = "not segmented"
+    return f"{title} ({shape}): {where} → {n} packet{'s' if n != 1 else ''}"
+
+
+def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: str = "") -> Figure:
+    """The grid figure, drawn at the width it is shown (FIG_WIDTH_IN at 100 dpi); pass the figure of a previous
+    call to redraw into its axes (the explorer panel does)."""
+    n = len(grid.rows)
+    # One height for every stack up to MAX_ROWS devices: a panel switching stacks keeps its axes, its renderer and
+    # matplotlib's text-metrics cache (a new figure size costs a full text layout, most of an update).
+    h = _grid_height(max(n, MAX_ROWS))
+    fig, (ax,) = reuse_axes(fig, ("feature_grid", max(n, MAX_ROWS), len(grid.columns)), FIG_WIDTH_IN, h / _DPI,
+                            lambda f: [f.add_axes((0, 0, 1, 1))])
+    ax.set_xlim(0, _W)
+    ax.set_ylim(h, 0)
+    ax.set_axis_off()
+    k = grid.kernel
+    cw = (_W - _LABEL_W - 2 * _SKB_W - 12) / len(grid.columns)
+    x_skb = _LABEL_W + cw * len(grid.columns) + 6
+    ax.text(6, 6, title or f"kernel {k}: {grid.stack.describe()}", fontsize=9, va="top", ha="left",
+            weight="bold", gid="grid:title")
+    y_cells = _HEAD_H
+    # column headers: NETIF_F name, ethtool name, membership of NETIF_F_GSO_SOFTWARE on this kernel
+    ax.text(6, y_cells - 60, "NETIF_F_ feature", fontsize=7, va="center", ha="left", weight="bold")
+    ax.text(6, y_cells - 40, "ethtool -k name", fontsize=7, va="center", ha="left", color="#333333")
+    ax.text(6, y_cells - 8, f"in GSO_SOFTWARE ({k})", fontsize=7, va="center", ha="left", weight="bold")
+    for j, (feat, cell) in enumerate(zip(grid.columns, grid.rows[0].cells)):
+        cx = _LABEL_W + (j + 0.5) * cw
+        ax.text(cx, y_cells - 52, _wrap(feat, 10, "_"), fontsize=7, va="bottom", ha="center", weight="bold",
+                gid=f"header:{feat}")
+        ax.text(cx, y_cells - 52 + 3, _wrap(cell.ethtool, 11, "-"), fontsize=6.5, va="top", ha="center",
+                color="#333333", gid=f"header:{feat}:ethtool")
+        member = feat in grid.gso_software
+        ax.text(cx, y_cells - 8, "✓ yes" if member else "no", fontsize=7, va="center", ha="center",
+                weight="bold" if member else "normal", color="black" if member else "#777777",
+                gid=f"gso_software:{feat}")
+    for i, key in enumerate(SKB_KINDS):
+        skb = grid.sent[key][0]
+        cx = x_skb + (i + 0.5) * _SKB_W
+        ax.text(cx, y_cells - 52, SKB_KINDS[key][0], fontsize=7.5, va="bottom", ha="center", weight="bold")
+        ax.text(cx, y_cells - 49, f"{skb.gso_segs} × {skb.gso_size} B\n{'|'.join(sorted(skb.gso_type))}",
+                fontsize=6.5, va="top", ha="center", color="#333333")
+        ax.text(cx, y_cells - 8, "sent to the top device", fontsize=6.5, va="center", ha="center", color="#333333")
+    # one row per device, top-down
+    for r, row in enumerate(grid.rows):
+        y = y_cells + r * _ROW_H
+        ax.text(6, y + _ROW_H / 2 - 7, row.name, fontsize=8.5, va="center", ha="left", weight="bold",
+                gid=f"row:{row.name}")
+        ax.text(6, y + _ROW_H / 2 + 7, row.label, fontsize=6.5, va="center", ha="left", color="#333333")
+        for j, cell in enumerate(row.cells):
+            face, hatch, _word, words = STATE_STYLE[cell.state]
+            rect = fast_region(ax, f"grid:{row.name}:{cell.feature}", _LABEL_W + j * cw + 2, y + 2, cw - 4,
+                               _ROW_H - 4, color=face, hatch=hatch, label=words,
+                               fontsize=7.5 if "\n" not in words else 6.5)
+            rect.set_edgecolor("#444444")
+            rect.set_hatchcolor(HATCH_COLOR)
+            if cell.state == "requested on, off":
+                rect.set_linewidth(1.4)
+                rect.set_linestyle((0, (3, 2)))
+        for i, key in enumerate(SKB_KINDS):
+            v = row.verdicts[key]
+            rect = fast_region(ax, f"skb:{row.name}:{key}", x_skb + i * _SKB_W + 2, y + 2, _SKB_W - 4, _ROW_H - 4,
+                               color=VERDICT_FILL[v.action], label=v.text, fontsize=6.5)
+            rect.set_edgecolor("#444444")
+            if v.action in ("segments", "linearizes"):
+                rect.set_linewidth(1.8)
+    # footer: where each skb was segmented and why; then the legend
+    y = y_cells + n * _ROW_H + 8
+    for key in SKB_KINDS:
+        ax.text(6, y, _skb_line(grid, key), fontsize=7, va="top", ha="left", gid=f"footer:{key}")
+        y += 14
+    y += 6
+    ax.text(6, y + 7, "cells:", fontsize=7, va="center", ha="left")
+    for x, (key, text) in zip(_LEGEND_X, _LEGEND):
+        if key in STATE_STYLE:
+            face, hatch, _word, _words = STATE_STYLE[key]
+        else:
+            face, hatch = VERDICT_FILL[key], None
+        sw = fast_region(ax, f"legend:{key}", x, y, 18, 14, color=face, hatch=hatch)
+        sw.set_edgecolor("#444444")
+        sw.set_hatchcolor(HATCH_COLOR)
+        if key == "requested on, off":
+            sw.set_linestyle((0, (3, 2)))
+            sw.set_linewidth(1.4)
+        ax.text(x + 22, y + 7, text, fontsize=7, va="center", ha="left", gid=f"legend:{key}:text")
+    return fig
+
+
+def draw_stack_features(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan",
+                        settings: Mapping[str, Mapping[str, bool]] | None = None, udp_segs: int = 17,
+                        fraglist_segs: int = 44, gso_size: int = 1472, fig: Figure | None = None) -> Figure:
+    """The explorer's figure for one configuration, for a notebook cell: stacks.build_stack (``settings``:
+    {device: {ethtool name: on}}, applied with ethtool -K, lowest device first; a fixed feature raises
+    FixedFeatureError), feature_grid, draw_feature_grid."""
+    from vnetlab.viz.stacks import build_stack
+
+    stack = build_stack(kernel=kernel, upper=upper, nic=nic, settings=settings)
+    return draw_feature_grid(feature_grid(stack, udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size),
+                             fig=fig)
