@@ -82,62 +82,85 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+class OpenFailed(RuntimeError):
+    """The open command exited, or no server answered in time; the message carries the end of its log."""
+
+
+class Opened:
+    """A running open command: its process (a session of its own), the server it started, and when."""
+
+    def __init__(self, proc: subprocess.Popen, url: str, token: str, root_dir: str, installed_s: float,
+                 answered_s: float) -> None:
+        self.proc, self.url, self.token, self.root_dir = proc, url, token, root_dir
+        self.installed_s, self.answered_s = installed_s, answered_s
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+
+def open_workbook(root: Path, log_path: Path, *, timeout: float, env: dict[str, str] | None = None) -> Opened:
+    """Run the README's open command in ``root`` until its server answers /api/status and lists notebook 00."""
+    command = readme_commands(root / "README.md")[0]
+    env = dict(os.environ if env is None else env, BROWSER="true")  # no browser to open here; `true` is a no-op
+    t0, last_list = time.monotonic(), 0.0
+    log = open(log_path, "w")
+    proc = subprocess.Popen(["bash", "-c", command], cwd=root, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    log.close()
+    installed_at = None
+    try:
+        while time.monotonic() - t0 < timeout:
+            if proc.poll() is not None:
+                raise OpenFailed(f"the open command exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+            session = _session_pids(proc.pid)
+            # the install is done when jupyter runs (bash execs the last command of the chain, so the command's own
+            # process turns into jupyter-lab)
+            if installed_at is None and any(re.search(r"/jupyter(-lab)? ", _cmdline(p))
+                                            and not _cmdline(p).startswith("bash ") for p in session):
+                installed_at = time.monotonic() - t0
+            if installed_at is None or time.monotonic() - last_list < 1:
+                time.sleep(0.2)
+                continue
+            last_list = time.monotonic()
+            ours = [s for s in _servers(root / ".venv" / "bin" / "jupyter", env) if s.get("pid") in session]
+            if not ours:
+                continue
+            server = ours[0]
+            base = server["url"].rstrip("/")
+            try:
+                status, _ = _get(f"{base}/api/status", server["token"])
+                _, listing = _get(f"{base}/api/contents", server["token"])
+            except OSError:
+                continue
+            names = {item["name"] for item in json.loads(listing)["content"]}
+            if status != 200 or FIRST_NOTEBOOK not in names:
+                raise OpenFailed(f"{base} answered {status} and lists {sorted(names)}")
+            return Opened(proc, base, server["token"], server.get("root_dir", ""), installed_at,
+                          time.monotonic() - t0)
+        raise OpenFailed(f"no server answered within {timeout:.0f} s:\n{log_path.read_text()[-3000:]}")
+    except BaseException:
+        _stop(proc)
+        raise
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=900, help="seconds for install and start-up together")
     args = parser.parse_args(argv)
 
-    command = readme_commands()[0]
     user = os.environ.get("USER") or str(os.getuid())
-    print(f"[open-check] as {user} (uid {os.getuid()}) in {ROOT}: {command}", flush=True)
+    print(f"[open-check] as {user} (uid {os.getuid()}) in {ROOT}: {readme_commands()[0]}", flush=True)
     log_path = ROOT / "artifacts" / f"open-check-uid{os.getuid()}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, BROWSER="true")  # no browser to open on a CI machine; `true` is a harmless no-op
-    t0, last_list = time.monotonic(), 0.0
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(["bash", "-c", command], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
-        installed_at = answered_at = None
-        try:
-            while time.monotonic() - t0 < args.timeout:
-                if proc.poll() is not None:
-                    print(f"[open-check] FAIL: the open command exited with {proc.returncode}; log: {log_path}")
-                    print(log_path.read_text()[-3000:])
-                    return 1
-                session = _session_pids(proc.pid)
-                # the install is done when jupyter runs (bash execs the last command of the chain, so the command's
-                # own process turns into jupyter-lab)
-                if installed_at is None and any(re.search(r"/jupyter(-lab)? ", _cmdline(p))
-                                                and not _cmdline(p).startswith("bash ") for p in session):
-                    installed_at = time.monotonic() - t0
-                if installed_at is None or time.monotonic() - last_list < 1:
-                    time.sleep(0.2)
-                    continue
-                last_list = time.monotonic()
-                ours = [s for s in _servers(ROOT / ".venv" / "bin" / "jupyter", env) if s.get("pid") in session]
-                if ours:
-                    server = ours[0]
-                    base = server["url"].rstrip("/")
-                    try:
-                        status, _ = _get(f"{base}/api/status", server["token"])
-                        _, listing = _get(f"{base}/api/contents", server["token"])
-                    except OSError:
-                        time.sleep(0.5)
-                        continue
-                    names = {item["name"] for item in json.loads(listing)["content"]}
-                    answered_at = time.monotonic() - t0
-                    if status != 200 or FIRST_NOTEBOOK not in names:
-                        print(f"[open-check] FAIL: {base} answered {status} and lists {sorted(names)}")
-                        return 1
-                    print(f"[open-check] OK: {base} root {server.get('root_dir')} answered /api/status; "
-                          f"install {installed_at:.1f} s, server answering at {answered_at:.1f} s")
-                    return 0
-                time.sleep(0.5)
-            print(f"[open-check] FAIL: no server answered within {args.timeout:.0f} s; log: {log_path}")
-            print(log_path.read_text()[-3000:])
-            return 1
-        finally:
-            _stop(proc)
+    try:
+        opened = open_workbook(ROOT, log_path, timeout=args.timeout)
+    except OpenFailed as exc:
+        print(f"[open-check] FAIL: {exc}")
+        return 1
+    opened.stop()
+    print(f"[open-check] OK: {opened.url} root {opened.root_dir} answered /api/status; "
+          f"install {opened.installed_s:.1f} s, server answering at {opened.answered_s:.1f} s")
+    return 0
 
 
 if __name__ == "__main__":
