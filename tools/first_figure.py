@@ -58,6 +58,7 @@ def first_figure(url: str, token: str, shots: Path) -> dict[str, float | int]:
                                ".some(i => i.complete && i.naturalWidth > 0)", timeout=300_000, polling=100)
         times["run_all_to_first_figure_s"] = round(time.monotonic() - t1, 1)
         times["open_to_first_figure_s"] = round(time.monotonic() - t0, 1)
+        page.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
         page.wait_for_timeout(500)
         times["stderr_outputs_seen"] = page.locator(
             '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count()
