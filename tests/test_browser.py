@@ -347,6 +347,7 @@ def _shutdown(page, lab) -> None:
 
 
 REPORT: dict[str, dict] = {}
+SITE_STATS: dict[str, float] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -354,10 +355,12 @@ def report():
     """What the browser test saw, written to artifacts/browser/report.json at the end of the module."""
     yield REPORT
     if REPORT:
-        summary = {"copies": len(REPORT), "cells": sum(r["cells"] for r in REPORT.values()),
+        summary = {"copies": len(REPORT), "with_faults": sum(bool(r["faults"]) for r in REPORT.values()),
+                   "cells": sum(r["cells"] for r in REPORT.values()),
                    "figures": sum(r["figures"] for r in REPORT.values()),
                    "panels": sum(r["panels"] for r in REPORT.values()),
-                   "seconds": round(sum(r["seconds"] for r in REPORT.values()), 1), "per_copy": REPORT}
+                   "seconds": round(sum(r["seconds"] for r in REPORT.values()), 1), "site": SITE_STATS,
+                   "per_copy": REPORT}
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         (ARTIFACTS / "report.json").write_text(json.dumps(summary, indent=1))
 
@@ -373,7 +376,7 @@ def test_what_a_reader_sees_in_jupyterlab(lab, browser_context, path):
     page_errors: list[str] = []
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))
     t0 = time.monotonic()
-    moved = []
+    moved, cells, faults = [], [], []
     try:
         page.goto(f"{lab.url}/lab/tree/{rel}?token={lab.token}&reset")
         page.wait_for_function(_NOTEBOOK_READY, timeout=RUN_TIMEOUT_MS)
@@ -394,7 +397,6 @@ def test_what_a_reader_sees_in_jupyterlab(lab, browser_context, path):
         page.screenshot(path=_shot(name), full_page=True)
 
         # Every fault is collected first, so one run names them all.
-        faults = []
         faults += [f"did not run: {c['source']!r}" for c in cells if c["count"] is None]
         faults += [f"error output in {c['source']!r}: {c['errors']}" for c in cells if c["errors"]]
         faults += [f"stderr (pink) output in {c['source']!r}: {c['stderr']}" for c in cells if c["stderr"]]
@@ -429,10 +431,10 @@ def test_what_a_reader_sees_in_jupyterlab(lab, browser_context, path):
         assert not faults, f"{name}: " + "\n".join(faults)
     finally:
         _shutdown(page, lab)
+        REPORT[name] = {"cells": len(cells), "figures": len(static), "panels": len(panels),
+                        "seconds": round(time.monotonic() - t0, 1), "moved": moved, "faults": len(faults)}
+        print(f"{name}: {REPORT[name]}")
     assert path.read_bytes() == before, f"{name} was written back by JupyterLab"
-    REPORT[name] = {"cells": len(cells), "figures": len(static), "panels": len(panels),
-                    "seconds": round(time.monotonic() - t0, 1), "moved": moved}
-    print(f"{name}: {REPORT[name]}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -446,7 +448,8 @@ def site(tmp_path_factory):
     run = subprocess.run([sys.executable, str(ROOT / "tools" / "nbtools.py"), "html", "--out", str(out)],
                          cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
-    print(f"site built in {time.monotonic() - t0:.0f} s")
+    SITE_STATS["build_seconds"] = round(time.monotonic() - t0, 1)
+    SITE_STATS["pages"] = len(list(out.glob("*.html")))
     return out
 
 
