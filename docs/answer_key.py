@@ -1,7 +1,8 @@
 """Writes the answer key of docs/instructor_guide.md from the workbook itself, so it cannot drift.
 
-The predict answers are the golden outputs (cells tagged nbval-check-output, which nbval checks on every
-run) of the code cell after each "Predict" question; the exercise answers are vnetlab.exercises.solution().
+The predict answers are the golden outputs (cells tagged nbval-check-output, stored in the golden copies in
+tests/golden/, which nbval checks on every run) of the code cell after each "Predict" question; the exercise
+answers are vnetlab.exercises.solution().
 tests/test_instructor_guide.py fails when the key in the guide is stale.
 
     python docs/answer_key.py           # rewrite the key in docs/instructor_guide.md
@@ -24,6 +25,11 @@ GOLDEN = "nbval-check-output"
 
 def notebooks() -> list[Path]:
     return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def golden(path: Path) -> Path:
+    """The golden copy of notebook ``path`` (same cells, golden text outputs; see tools/nbtools.py)."""
+    return ROOT / "tests" / "golden" / path.name
 
 
 def _title(nb) -> str:
@@ -52,14 +58,14 @@ def _question(markdown: str) -> str:
 
 def predict_answers(path: Path) -> list[tuple[str, str | None]]:
     """(question, golden output of the next code cell or None) for each Predict in the notebook."""
-    nb = nbformat.read(path, as_version=4)
+    nb = nbformat.read(golden(path), as_version=4)
     found = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown" or "Predict:*" not in cell.source:
             continue
         nxt = next((c for c in nb.cells[i + 1:] if c.cell_type == "code"), None)
-        golden = nxt is not None and GOLDEN in nxt.metadata.get("tags", []) and _text(nxt.outputs)
-        found.append((_question(cell.source), golden or None))
+        text = nxt is not None and GOLDEN in nxt.metadata.get("tags", []) and _text(nxt.outputs)
+        found.append((_question(cell.source), text or None))
     return found
 
 

@@ -1,17 +1,27 @@
-"""The workbook as a reader sees it: JupyterLab in headless Chromium, every notebook run with "Run All Cells".
+"""What a reader sees: every notebook and every student copy in JupyterLab in headless Chromium, then the static
+HTML copy.
 
-Per notebook: every code cell ran, no cell shows an error (an error output, or a Traceback on stderr), every
-figure renders, every ipywidgets panel renders its controls and its PNG <img>, and changing a control of each
-panel (and moving the cost panel's sliders) changes the PNG bytes -- a round trip through the kernel.
+Per notebook (and per student copy):
+- as opened, nothing is answered: no output in any code cell, and no golden text (tests/golden/) in the page;
+- after "Run All Cells": every code cell ran, no error output, no stderr output (JupyterLab's pink box), no figure
+  shown as text ("<Figure size ..."), every cell that draws a figure shows an <img> that decoded (naturalWidth > 0),
+  every panel shows its PNG;
+- widgets: no slider track 0 px wide, no cut-off label or readout (scrollWidth > clientWidth), no dropdown whose
+  chosen option is wider than the box; moving one control per panel changes its figure (the PNG bytes);
+- the notebook file is not written back.
+The static HTML copy is built with the documented command (tools/nbtools.py html) into a temporary directory and
+opened from file://: every image decodes, every figure cell has one, and the page asks the network for nothing.
 Screenshots go to artifacts/browser/ (git-ignored). Needs Debian's chromium and the playwright package; skips
 otherwise. Playwright drives /usr/bin/chromium: it never downloads a browser.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -31,8 +41,10 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 STARTUP_TIMEOUT_S = 60
-RUN_TIMEOUT_MS = 120_000
+RUN_TIMEOUT_MS = 180_000
 ROUND_TRIP_TIMEOUT_MS = 20_000
+# A figure IPython could not show as an image: matplotlib's repr, "<Figure size 900x300 with 2 Axes>" (or a subclass's)
+FIGURE_AS_TEXT = re.compile(r"<\w*Figure size \d+x\d+[^>]*>")
 
 pytestmark = pytest.mark.browser
 
@@ -42,7 +54,12 @@ if importlib.util.find_spec("playwright") is None:
     pytest.skip("browser test: the playwright package is missing (pip install -e '.[test]')",
                 allow_module_level=True)
 
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+_spec = importlib.util.spec_from_file_location("nbtools", ROOT / "tools" / "nbtools.py")  # a script, not the package
+nbtools = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(nbtools)
+
+NOTEBOOKS = nbtools.notebooks()
+COPIES = [*NOTEBOOKS, *(nbtools.student_path(p) for p in NOTEBOOKS)]
 
 # Lab settings for the run: never write the notebooks back (autosave off), and render every cell (no
 # windowing), so that every output is in the DOM.
@@ -53,6 +70,72 @@ LAB_SETTINGS = {
                                                                           "checkForUpdates": False},
 }
 
+
+def _copy_id(path: Path) -> str:
+    return ("student-" if path.parent.name == "student" else "") + path.stem[:2]
+
+
+def _shot(name: str) -> str:
+    return str(ARTIFACTS / f"{name}.png")
+
+
+# --------------------------------------------------------------------------------------------------
+# What each notebook should show, from its source
+
+def _imported(nb, package: str) -> set[str]:
+    """Names bound by `from <package> import a, b` in the notebook's code cells."""
+    names = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == package:
+                names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+def _last_line(source: str) -> str:
+    lines = [ln for ln in source.strip().splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return lines[-1].strip() if lines else ""
+
+
+def figure_cells(path: Path) -> tuple[list[int], list[int]]:
+    """(static figure cells, panel cells), as indices among the code cells: a cell whose last line calls a
+    vnetlab.viz drawing (`memory.draw_skb(...)`) or a vnetlab.widgets panel (`rxpanels.buffer_panel(...)`)."""
+    nb = nbformat.read(path, as_version=4)
+    viz = _imported(nb, "vnetlab.viz") - {"style"}
+    widgets = _imported(nb, "vnetlab.widgets")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    static, panels = [], []
+    for i, cell in enumerate(code):
+        last = _last_line(cell.source)
+        head = last.split(".", 1)[0]
+        if head in viz and re.match(r"\w+\.draw_\w*\(", last):
+            static.append(i)
+        elif head in widgets and re.match(r"\w+\.\w+\(", last):
+            panels.append(i)
+    return static, panels
+
+
+def golden_lines(path: Path) -> list[str]:
+    """The distinctive lines of the golden text outputs of the notebook behind ``path`` (a notebook or its
+    student copy), which must not be on the page before the cells run."""
+    golden = nbformat.read(nbtools.golden_path(NOTEBOOK_DIR / path.name), as_version=4)
+    sources = "\n".join(c.source for c in golden.cells)
+    lines = set()
+    for cell in golden.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") or out.get("data", {}).get("text/plain", "")
+            lines |= {ln.strip() for ln in text.splitlines() if len(ln.strip()) >= 12 and ln.strip() not in sources}
+    return sorted(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# JupyterLab and Chromium
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -75,7 +158,8 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """JupyterLab from this environment on 127.0.0.1 in notebooks/, stopped in the finalizer whatever happens."""
+    """JupyterLab from this environment on 127.0.0.1 in notebooks/, as a reader starts it (no extra matplotlib
+    backend), stopped in the finalizer whatever happens."""
     home = tmp_path_factory.mktemp("lab")
     settings = home / "settings"
     for rel, value in LAB_SETTINGS.items():
@@ -85,7 +169,8 @@ def lab(tmp_path_factory):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = open(ARTIFACTS / "jupyterlab.log", "w")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), MPLBACKEND="Agg")
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    env.pop("MPLBACKEND", None)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            "--port-retries=0", f"--IdentityProvider.token={token}", "--allow-root",
            f"--ServerApp.root_dir={NOTEBOOK_DIR}", "--LabApp.expose_app_in_browser=True",
@@ -138,7 +223,8 @@ def browser_context(tmp_path_factory):
 _NOTEBOOK_READY = """() => {
   const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
   const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-  return !!(k && k.status === 'idle' && w.content && w.content.widgets.length > 0);
+  return !!(k && k.status === 'idle' && w.content && w.content.widgets.length > 0
+            && w.content.widgets.every(c => c.isAttached || c.node.isConnected));
 }"""
 _RUN_FINISHED = """() => {
   const w = window.jupyterapp.shell.currentWidget;
@@ -149,21 +235,48 @@ _RUN_FINISHED = """() => {
 _CELLS = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .filter(c => c.model.type === 'code')
   .map(c => ({count: c.model.executionCount,
+              outputs: c.model.outputs.length,
               errors: c.model.outputs.toJSON().filter(o => o.output_type === 'error')
                 .map(o => o.ename + ': ' + o.evalue),
+              stderr: c.model.outputs.toJSON().filter(o => o.output_type === 'stream' && o.name === 'stderr')
+                .map(o => String(o.text).slice(0, 300)),
               source: c.model.sharedModel.getSource().slice(0, 80)}))"""
 _IMG_DIGEST = """async (img) => {
   const buf = await (await fetch(img.src)).arrayBuffer();
   const hash = await crypto.subtle.digest('SHA-256', buf);
   return [img.src, [...new Uint8Array(hash)].map(b => b.toString(16).padStart(2, '0')).join('')];
 }"""
-
-
-def _panel_cells(path: Path) -> list[int]:
-    """Indices (among code cells) of the cells whose last line shows a panel (`...panels.x_panel(...)`)."""
-    code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    return [i for i, c in enumerate(code)
-            if "panels." in c.source.strip().splitlines()[-1] and "_panel(" in c.source.strip().splitlines()[-1]]
+# Widget layout faults a reader sees: collapsed slider tracks, labels and readouts cut off, dropdowns whose chosen
+# option does not fit.
+_WIDGET_FAULTS = """(root) => {
+  const faults = [];
+  const visible = el => el.offsetParent !== null;
+  const text = el => (el.innerText || el.textContent || '').trim();
+  for (const s of root.querySelectorAll('.widget-slider, .jupyter-widget-slider')) {
+    if (!visible(s)) continue;
+    const track = s.querySelector('.noUi-target, .slider-container, .slider');
+    const w = track ? track.getBoundingClientRect().width : 0;
+    if (w < 1) faults.push(`slider '${text(s.querySelector('.widget-label')) || '?'}': track ${w} px wide`);
+  }
+  const labels = '.widget-label, .widget-label-basic, .widget-readout, .widget-inline-hbox label, '
+               + '.widget-checkbox label, .widget-toggle-button, .widget-button, .widget-html-content';
+  for (const el of root.querySelectorAll(labels)) {
+    if (!visible(el) || !text(el)) continue;
+    if (el.scrollWidth > el.clientWidth + 1)
+      faults.push(`'${text(el).slice(0, 40)}' cut off (${el.scrollWidth} > ${el.clientWidth} px)`);
+  }
+  const ctx = document.createElement('canvas').getContext('2d');
+  for (const sel of root.querySelectorAll('.widget-dropdown select')) {
+    if (!visible(sel) || sel.selectedIndex < 0) continue;
+    const st = getComputedStyle(sel);
+    ctx.font = `${st.fontStyle} ${st.fontWeight} ${st.fontSize} ${st.fontFamily}`;
+    const want = ctx.measureText(sel.options[sel.selectedIndex].text).width;
+    const room = sel.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight);
+    if (want > room + 1)
+      faults.push(`dropdown '${sel.options[sel.selectedIndex].text}' cut off (${Math.round(want)} > ${room} px)`);
+  }
+  return faults;
+}"""
 
 
 def _wait_image_change(page, img, before_src: str, what: str) -> None:
@@ -176,13 +289,24 @@ def _wait_image_change(page, img, before_src: str, what: str) -> None:
         pytest.fail(f"{what}: the figure did not change within {ROUND_TRIP_TIMEOUT_MS / 1000:.0f} s")
 
 
-def _change_one_control(page, panel, name: str, k: int) -> str:
-    """Change the panel's first number field (else its first dropdown); assert the figure's bytes change."""
+def _move_one_control(page, panel, name: str) -> str:
+    """Move the panel's first slider (else change its first number field, dropdown or checkbox); the figure's
+    PNG bytes must change."""
     img = panel.locator("img.widget-image").first
     src0, digest0 = img.evaluate(_IMG_DIGEST)
-    panel.screenshot(path=str(ARTIFACTS / f"{name}-panel{k}-before.png"))
+    sliders = panel.locator(".widget-slider .noUi-handle")
     numbers = panel.locator(".widget-text input[type=number]")
-    if numbers.count():
+    selects = panel.locator(".widget-dropdown select")
+    checks = panel.locator(".widget-checkbox input[type=checkbox]")
+    if sliders.count():
+        handle = sliders.first
+        before = handle.get_attribute("aria-valuenow")
+        handle.focus()
+        handle.press("End")
+        if handle.get_attribute("aria-valuenow") == before:
+            handle.press("Home")
+        did = f"slider {before} -> {handle.get_attribute('aria-valuenow')}"
+    elif numbers.count():
         field = numbers.first
         value, step = float(field.input_value()), float(field.get_attribute("step") or 1)
         hi = field.get_attribute("max")
@@ -193,106 +317,183 @@ def _change_one_control(page, panel, name: str, k: int) -> str:
         field.fill(new_text)
         field.press("Enter")
         did = f"number field {value:g} -> {new_text}"
-    else:
-        select = panel.locator(".widget-dropdown select").first
+    elif selects.count():
+        select = selects.first
         options = select.locator("option").all_inner_texts()
         current = select.evaluate("s => s.selectedIndex")
         target = (current + 1) % len(options)
         select.select_option(index=target)
         did = f"dropdown {options[current]!r} -> {options[target]!r}"
-    _wait_image_change(page, img, src0, did)
-    src1, digest1 = img.evaluate(_IMG_DIGEST)
-    assert digest1 != digest0, f"{name} panel {k}: {did} gave the same PNG bytes"
-    panel.screenshot(path=str(ARTIFACTS / f"{name}-panel{k}-after.png"))
+    elif checks.count():
+        checks.first.click()
+        did = "checkbox toggled"
+    else:
+        pytest.fail(f"{name}: a panel without a slider, number field, dropdown or checkbox")
+    _wait_image_change(page, img, src0, f"{name}: {did}")
+    _, digest1 = img.evaluate(_IMG_DIGEST)
+    assert digest1 != digest0, f"{name}: {did} gave the same PNG bytes"
     return did
 
 
-def _move_sliders(page, panel, name: str, k: int) -> list[str]:
-    """Move each slider of the panel with the keyboard (End: its maximum); each move must redraw the figure."""
-    img = panel.locator("img.widget-image").first
-    moved = []
-    sliders = panel.locator(".widget-slider")
-    for j in range(sliders.count()):
-        slider = sliders.nth(j)
-        handle = slider.locator(".noUi-handle").first
-        readout0 = slider.locator(".widget-readout").inner_text()
-        src0, digest0 = img.evaluate(_IMG_DIGEST)
-        handle.focus()
-        handle.press("End")
-        _wait_image_change(page, img, src0, f"slider {j}")
-        _, digest1 = img.evaluate(_IMG_DIGEST)
-        readout1 = slider.locator(".widget-readout").inner_text()
-        assert readout1 != readout0 and digest1 != digest0, f"{name} panel {k}: slider {j} did not redraw"
-        moved.append(f"slider {j} {readout0} -> {readout1}")
-    if moved:
-        panel.screenshot(path=str(ARTIFACTS / f"{name}-panel{k}-sliders.png"))
-    return moved
-
-
-def _error_texts(page) -> list[str]:
-    """Error outputs and tracebacks on stderr as the page shows them; widgets that failed to render."""
-    found = []
-    for el in page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all():
-        text = el.inner_text()
-        if "Traceback" in text:
-            found.append(text[-600:])
-    for el in page.locator(".jp-OutputArea-output").all():
-        text = el.inner_text()
-        if "Error displaying widget" in text or "Error rendering" in text:
-            found.append(text[:300])
-    return found
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
-def test_notebook_runs_in_jupyterlab(lab, browser_context, path):
-    name = path.stem
-    before = path.read_bytes()
-    page = browser_context.new_page()
-    console_errors: list[str] = []
-    page.on("pageerror", lambda exc: console_errors.append(str(exc)))
-    t0 = time.monotonic()
+def _shutdown(page, lab) -> None:
     try:
-        page.goto(f"{lab.url}/lab/tree/{path.name}?token={lab.token}&reset")
+        page.evaluate("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                      " && window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    except Exception:  # the page may already be gone; the kernels are deleted below either way
+        pass
+    page.close()
+    for kernel in lab.api("/api/kernels"):
+        lab.api(f"/api/kernels/{kernel['id']}", method="DELETE")
+
+
+REPORT: dict[str, dict] = {}
+SITE_STATS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report():
+    """What the browser test saw, written to artifacts/browser/report.json at the end of the module."""
+    yield REPORT
+    if REPORT:
+        summary = {"copies": len(REPORT), "with_faults": sum(bool(r["faults"]) for r in REPORT.values()),
+                   "cells": sum(r["cells"] for r in REPORT.values()),
+                   "figures": sum(r["figures"] for r in REPORT.values()),
+                   "panels": sum(r["panels"] for r in REPORT.values()),
+                   "seconds": round(sum(r["seconds"] for r in REPORT.values()), 1), "site": SITE_STATS,
+                   "per_copy": REPORT}
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "report.json").write_text(json.dumps(summary, indent=1))
+
+
+@pytest.mark.parametrize("path", COPIES, ids=_copy_id)
+def test_what_a_reader_sees_in_jupyterlab(lab, browser_context, path):
+    name = _copy_id(path)
+    rel = path.relative_to(NOTEBOOK_DIR).as_posix()
+    before = path.read_bytes()
+    static, panels = figure_cells(path)
+    secret = golden_lines(path)
+    page = browser_context.new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    t0 = time.monotonic()
+    moved, cells, faults = [], [], []
+    try:
+        page.goto(f"{lab.url}/lab/tree/{rel}?token={lab.token}&reset")
         page.wait_for_function(_NOTEBOOK_READY, timeout=RUN_TIMEOUT_MS)
+
+        # As opened: nothing answered.
+        opened = page.evaluate(_CELLS)
+        assert not [c["source"] for c in opened if c["outputs"] or c["count"] is not None], \
+            f"{name}: code cells with an output as opened"
+        assert page.locator(".jp-Notebook .jp-CodeCell .jp-OutputArea-output").count() == 0
+        shown = page.locator(".jp-Notebook").inner_text()
+        leaked = [line for line in secret if line in shown]
+        assert not leaked, f"{name}: golden text visible before running: {leaked[:3]}"
+        page.screenshot(path=_shot(f"{name}-opened"))
+
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         page.wait_for_function(_RUN_FINISHED, timeout=RUN_TIMEOUT_MS, polling=250)
         cells = page.evaluate(_CELLS)
-        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        page.screenshot(path=_shot(name), full_page=True)
 
-        not_run = [c["source"] for c in cells if c["count"] is None]
-        errors = [(c["source"], c["errors"]) for c in cells if c["errors"]]
-        assert not errors, f"{name}: cells with error outputs: {errors}"
-        assert not not_run, f"{name}: cells that did not run: {not_run}"
-        shown = _error_texts(page)
-        assert not shown, f"{name}: the page shows errors: {shown}"
+        # Every fault is collected first, so one run names them all.
+        faults += [f"did not run: {c['source']!r}" for c in cells if c["count"] is None]
+        faults += [f"error output in {c['source']!r}: {c['errors']}" for c in cells if c["errors"]]
+        faults += [f"stderr (pink) output in {c['source']!r}: {c['stderr']}" for c in cells if c["stderr"]]
+        text = page.locator(".jp-Notebook").inner_text()
+        if FIGURE_AS_TEXT.search(text):
+            faults.append(f"a figure is shown as text: {FIGURE_AS_TEXT.search(text).group(0)}")
+        if "Error displaying widget" in text or "Error rendering" in text:
+            faults.append("a widget failed to render")
 
-        # Static figures (matplotlib PNG outputs) decode.
-        for fig in page.locator(".jp-RenderedImage img").all():
-            assert fig.evaluate("img => img.complete && img.naturalWidth > 0"), f"{name}: a figure did not render"
+        code_cells = page.locator(".jp-Notebook .jp-CodeCell")
+        assert code_cells.count() == len(cells)
+        for index in static:
+            img = code_cells.nth(index).locator(".jp-OutputArea-output img").first
+            if not img.count():
+                faults.append(f"figure cell {index} ({cells[index]['source'][:40]!r}) shows no image")
+            elif not img.evaluate("i => i.complete && i.naturalWidth > 0"):
+                faults.append(f"figure cell {index}: the image did not decode")
 
-        panels = _panel_cells(path)
-        outputs = page.locator(".jp-Notebook .jp-CodeCell")
         for k, index in enumerate(panels):
-            cell = outputs.nth(index)
-            panel = cell.locator(".jp-OutputArea-output .jupyter-widgets.widget-vbox").first
-            panel.wait_for(state="visible")
+            panel = code_cells.nth(index).locator(".jp-OutputArea-output").first
             img = panel.locator("img.widget-image").first
             img.wait_for(state="visible")
-            page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle())
-            assert panel.locator(".widget-dropdown, .widget-text, .widget-slider, .widget-checkbox").count() > 0
-            _change_one_control(page, panel, name, k)
-            _move_sliders(page, panel, name, k)
+            page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=img.element_handle())
+            panel.screenshot(path=_shot(f"{name}-panel{k}"))
+            faults += [f"panel {k} (cell {index}): {f}" for f in panel.evaluate(_WIDGET_FAULTS)]
+            moved.append(_move_one_control(page, panel, f"{name} panel {k}"))
+            panel.screenshot(path=_shot(f"{name}-panel{k}-moved"))
 
-        assert not _error_texts(page), f"{name}: errors after the interactions: {_error_texts(page)}"
-        assert not any("Traceback" in e for e in console_errors), console_errors
+        if page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count():
+            faults.append("the page shows stderr output after the controls moved")
+        faults += [f"page error: {e}" for e in page_errors if "Traceback" in e]
+        assert not faults, f"{name}: " + "\n".join(faults)
     finally:
-        try:
-            page.evaluate("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                          " && window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-        except Exception:
-            pass
-        page.close()
-        for kernel in lab.api("/api/kernels"):
-            lab.api(f"/api/kernels/{kernel['id']}", method="DELETE")
+        _shutdown(page, lab)
+        REPORT[name] = {"cells": len(cells), "figures": len(static), "panels": len(panels),
+                        "seconds": round(time.monotonic() - t0, 1), "moved": moved, "faults": len(faults)}
+        print(f"{name}: {REPORT[name]}")
     assert path.read_bytes() == before, f"{name} was written back by JupyterLab"
-    print(f"{name}: {time.monotonic() - t0:.1f} s, {len(panels)} panels")
+
+
+# --------------------------------------------------------------------------------------------------
+# The static HTML copy
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The static copy, built by the documented command."""
+    out = tmp_path_factory.mktemp("site")
+    t0 = time.monotonic()
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "nbtools.py"), "html", "--out", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    SITE_STATS["build_seconds"] = round(time.monotonic() - t0, 1)
+    SITE_STATS["pages"] = len(list(out.glob("*.html")))
+    return out
+
+
+def _panel_has_png_fallback() -> bool:
+    """Whether vnetlab's panels put their current PNG into their output (widgets.base.Panel._repr_mimebundle_)."""
+    from vnetlab.widgets import base
+
+    return "_repr_mimebundle_" in vars(base.Panel)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
+def test_static_html_copy(site, browser_context, path):
+    page_path = site / f"{path.stem}.html"
+    assert page_path.exists() and (site / "index.html").exists() and (site / "glossary.html").exists()
+    static, panels = figure_cells(path)
+    page = browser_context.new_page()
+    remote: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(("file:", "data:", "blob:")):
+            r.continue_()
+        else:
+            remote.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    try:
+        page.goto(page_path.as_uri())
+        page.wait_for_load_state("load")
+        page.screenshot(path=_shot(f"html-{path.stem[:2]}"), full_page=True)
+        assert not remote, f"{page_path.name} asks the network for {remote}"
+        images = page.locator("img")
+        assert all(images.nth(i).evaluate("i => i.complete && i.naturalWidth > 0") for i in range(images.count()))
+        text = page.locator("body").inner_text()
+        assert not FIGURE_AS_TEXT.search(text) and "Traceback" not in text
+        code_cells = page.locator(".jp-CodeCell")
+        for index in static:
+            assert code_cells.nth(index).locator(".jp-OutputArea-output img").count(), f"cell {index}: no image"
+        for index in panels:
+            shows_image = code_cells.nth(index).locator(".jp-OutputArea-output img").count() > 0
+            if not shows_image and not _panel_has_png_fallback():
+                pytest.xfail("panels have no PNG fallback in their output yet (widgets.base.Panel._repr_mimebundle_)")
+            assert shows_image, f"{page_path.name}: panel cell {index} shows no image"
+        for link in page.locator("a[href$='.html']").all():
+            assert (site / link.get_attribute("href").split("#")[0]).exists(), link.get_attribute("href")
+    finally:
+        page.close()

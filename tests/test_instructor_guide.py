@@ -6,6 +6,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import nbformat
+
 from vnetlab import exercises
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +22,8 @@ def test_answer_key_is_current():
 
 
 def test_every_exercise_has_the_models_answer():
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| (\d\d\.\d+) \|.*\| `(.*)`[^|]*\|$", GUIDE.read_text(), re.M)}
+    rows = {m.group(1): m.group(2)
+            for m in re.finditer(r"^\| (\d\d\.\d+) \|.*\| `(.*)`[^|]*\|$", GUIDE.read_text(), re.M)}
     assert set(rows) == set(exercises.EXERCISES)
     for key, shown in rows.items():
         assert shown == repr(exercises.solution(key)), key
@@ -52,3 +55,40 @@ def test_schedule_covers_every_notebook_in_about_three_hours():
 def test_guide_names_the_regenerate_commands():
     text = GUIDE.read_text()
     assert "tools/nbtools.py student" in text and "docs/answer_key.py" in text
+
+
+def _guide_minutes() -> dict[str, int]:
+    text = GUIDE.read_text().split("## Schedule", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d\d|—) \|(.*?)\| (\d+) min \|", text, re.M)
+    minutes = {num: int(m) for num, _, m in rows if num != "—"}
+    minutes["set-up"] = next(int(m) for num, what, m in rows if num == "—" and "set-up" in what)
+    return minutes
+
+
+def _readme_minutes() -> dict[str, int]:
+    text = (ROOT / "README.md").read_text().split("## The notebooks", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `?(\d\d)_\w+`? \|.*\| (\d+) min \|$|^\| (set-up) \|.*\| (\d+) min \|$", text, re.M)
+    return {(a or c): int(b or d) for a, b, c, d in rows}
+
+
+def _notebook00_minutes() -> dict[str, int]:
+    nb = nbformat.read(answer_key.notebooks()[0], as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    rows = re.findall(r"^\| \[?(\d\d|set-up)\b.*\| (\d+) min \|$", text, re.M)
+    return {num: int(m) for num, m in rows}
+
+
+def _time_to_learn() -> dict[str, int]:
+    found = {}
+    for path in answer_key.notebooks():
+        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+        found[path.name[:2]] = int(re.search(r"\*\*Time to learn\*\*: (\d+) minutes", text).group(1))
+    return found
+
+
+def test_one_set_of_timings_set_up_included():
+    guide = _guide_minutes()
+    assert "set-up" in guide and set(guide) - {"set-up"} == {p.name[:2] for p in answer_key.notebooks()}
+    assert _readme_minutes() == guide
+    assert _notebook00_minutes() == guide
+    assert _time_to_learn() == {k: v for k, v in guide.items() if k != "set-up"}

@@ -1,11 +1,18 @@
-"""The notebook policy (stripped outputs except golden text cells, kernelspec, navigation), the student
-copies, and the template every notebook follows. nbval itself runs the notebooks (pyproject addopts)."""
+"""The notebook policy (tools/nbtools.py): notebooks carry no outputs, their golden copies in tests/golden/ hold the
+same cells plus the golden text nbval compares, student copies are current and runnable; the template every
+notebook follows; the glossary. nbval itself runs the golden and student copies (pyproject testpaths)."""
 
 import importlib.util
+import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from vnetlab import exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("nbtools", ROOT / "tools" / "nbtools.py")  # a script, not the package
@@ -15,10 +22,23 @@ _spec.loader.exec_module(nbtools)
 NOTEBOOKS = nbtools.notebooks()
 SECTIONS = ("## Overview", "## Prerequisites", "## Imports", "## Exercises", "## Summary", "## What's next",
             "## References")
+# The words the workbook uses before it explains them (issue 11); each has a glossary entry.
+GLOSSARY_TERMS = ("sk_buff", "linear part", "headroom", "tailroom", "frags", "frag_list", "truesize", "head_frag",
+                  "skb_shared_info", "page frag", "NAPI", "GRO", "GSO", "TSO", "USO", "fraglist GSO", "EWMA",
+                  "GOOD_COPY_LEN", "vnet header", "XDP", "NETIF_F", "hw_features", "wanted_features", "ethtool -k",
+                  "ethtool -K", "[fixed]")
+
+
+def _read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def _tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
 
 
 def test_there_is_a_series():
-    assert [p.name[:2] for p in NOTEBOOKS][:3] == ["00", "10", "20"]
+    assert [p.name[:2] for p in NOTEBOOKS][:4] == ["00", "05", "10", "20"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -27,28 +47,123 @@ def test_notebook_follows_the_output_policy(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_as_opened_shows_no_output(path):
+    # readers open notebooks/: no Predict answer and no checker verdict is stored there
+    for cell in _read(path).cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_golden_copy_is_the_notebook_with_golden_text(path):
+    nb, golden = _read(path), _read(nbtools.golden_path(path))
+    # running the golden copy is running the notebook: the same cells, in order
+    assert [(c.cell_type, c.source) for c in golden.cells] == [(c.cell_type, c.source) for c in nb.cells]
+    golden_cells = [c for c in golden.cells if c.cell_type == "code" and nbtools.GOLDEN in _tags(c)]
+    assert golden_cells, "no cell tagged nbval-check-output: nbval would compare nothing"
+    for cell in golden_cells:
+        text = "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+        assert text.strip(), f"empty golden output: {cell.source[:60]}"
+        assert "<Figure size" not in text and "Traceback" not in text, cell.source[:60]
+
+
+def test_pytest_runs_the_golden_and_student_copies_only():
+    opts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert set(opts["testpaths"]) == {"tests", "notebooks/student"}
+    assert not {"golden", "student"} & set(opts["norecursedirs"])
+    assert "--nbval-lax" in opts["addopts"]  # lax: only golden-tagged cells are compared, every cell must run
+    assert nbtools.GOLDEN_DIR.parent.name == "tests"
+
+
+def test_nbval_compares_the_golden_text(tmp_path):
+    """With the project's own pytest settings, a golden copy whose stored text differs from what the cell prints
+    fails, and one that matches passes."""
+    def notebook(printed: str):
+        cell = nbformat.v4.new_code_cell('print("1536 - 12 - 1042 =", 1536 - 12 - 1042)',
+                                         metadata={"tags": [nbtools.GOLDEN]})
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+        cell.execution_count = 1
+        nb = nbformat.v4.new_notebook(cells=[cell])
+        nb.metadata["kernelspec"] = dict(nbtools.KERNELSPEC)
+        return nb
+
+    nbformat.write(notebook("1536 - 12 - 1042 = 482\n"), tmp_path / "right.ipynb")
+    nbformat.write(notebook("1536 - 12 - 1042 = 481\n"), tmp_path / "wrong.ipynb")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
+                          str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), str(tmp_path)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert "1 failed, 1 passed" in run.stdout, run.stdout[-2000:]
+    assert "wrong.ipynb::Cell 0" in run.stdout and "481" in run.stdout
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_follows_the_template(path):
-    text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    text = "\n".join(c.source for c in _read(path).cells if c.cell_type == "markdown")
     positions = [text.find(s) for s in SECTIONS]
     assert all(p >= 0 for p in positions), [s for s, p in zip(SECTIONS, positions) if p < 0]
     assert positions == sorted(positions)
     assert "Predict" in text  # predict, then check
     assert "fb32856b16ad" in text or "2e4ef10f5850" in text  # references to the patches
+    assert "](glossary.md)" in text  # the navigation links the glossary
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_exercises_have_checkers(path):
-    nb = nbformat.read(path, as_version=4)
-    exercise_cells = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
-    checks = [c for c in nb.cells if "exercises.check(" in c.source]
-    assert exercise_cells and len(checks) >= len(exercise_cells)
+    nb = _read(path)
+    exercise_cells = [c for c in nb.cells if nbtools.EXERCISE in _tags(c)]
+    assert exercise_cells and nbtools.exercise_problems(nb) == []
+    keys = [m["key"] for c in nb.cells for m in nbtools.CHECK_CALL.finditer(c.source)]
+    assert len(keys) == len(exercise_cells) and set(keys) <= set(exercises.EXERCISES)
+    assert all(k.startswith(path.name[:2] + ".") for k in keys), keys
+
+
+def _shown_text(cell) -> str:
+    if cell.cell_type == "markdown":
+        return cell.source
+    return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", []))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_student_copy_is_current(path):
+def test_some_exercise_asks_a_new_case(path):
+    """At least one exercise per notebook whose answer is printed nowhere above it (golden outputs and text)."""
+    if path.name.startswith("60"):
+        pytest.skip("notebook 60's exercises are True/False questions about the reader's kernel")
+    golden = _read(nbtools.golden_path(path))
+    new = []
+    for i, cell in enumerate(golden.cells):
+        if nbtools.EXERCISE not in _tags(cell):
+            continue
+        key = nbtools.CHECK_CALL.search(golden.cells[i + 1].source)["key"]
+        answer = exercises.solution(key)
+        above = "\n".join(_shown_text(c) for c in golden.cells[:i])
+        if isinstance(answer, bool):
+            continue  # True/False is printed everywhere; such a question cannot be judged this way
+        shown = str(answer) if not isinstance(answer, float) else f"{answer:g}"
+        if not re.search(rf"(?<![\w.]){re.escape(shown)}(?![\w]|\.\d)", above):
+            new.append(key)
+    assert new, f"{path.name}: every exercise's answer is printed above it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_student_copy_is_current_and_answers_nothing(path):
     student = nbtools.student_path(path)
     assert student.exists(), "run: python tools/nbtools.py student"
-    want = nbtools.student_copy(nbformat.read(path, as_version=4))
-    assert nbformat.read(student, as_version=4) == want, "student copy is stale: python tools/nbtools.py student"
-    assert not any(nbtools.STUDENT_PLACEHOLDER != c.source for c in want.cells
-                   if "exercise" in c.metadata.get("tags", []))
+    want = nbtools.student_copy(_read(path))
+    got = _read(student)
+    assert got == want, "student copy is stale: python tools/nbtools.py student"
+    code = [c for c in got.cells if c.cell_type == "code"]
+    for i, cell in enumerate(code):
+        assert cell.outputs == [] and nbtools.GOLDEN not in _tags(cell)
+        if nbtools.EXERCISE in _tags(cell):
+            name = nbtools.CHECK_CALL.search(code[i + 1].source)["name"]
+            assert cell.source == nbtools.placeholder(name)  # defines the checker's name: Run All works
+    assert "](../glossary.md)" in "\n".join(c.source for c in got.cells if c.cell_type == "markdown")
+
+
+def test_glossary_defines_every_term():
+    text = nbtools.GLOSSARY.read_text()
+    entries = re.findall(r"^\*\*(.+?)\*\*$", text, re.M)
+    missing = [t for t in GLOSSARY_TERMS if not any(t in e for e in entries)]
+    assert not missing, missing
+    for target in re.findall(r"\]\(([^)#]+\.ipynb)\)", text):
+        assert (nbtools.NOTEBOOKS / target).exists(), target

@@ -1,10 +1,15 @@
-"""The project's promises: two README commands, CI calls the test one, environment.yml mirrors pyproject."""
+"""The project's promises: two README commands, CI checks the open one as root and as an ordinary user and calls
+the test one verbatim, environment.yml mirrors pyproject."""
 
+import importlib.util
 import re
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("open_check", ROOT / "tools" / "open_check.py")  # a script
+open_check = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(open_check)
 
 
 def _readme_commands() -> list[str]:
@@ -17,8 +22,25 @@ def test_readme_has_exactly_two_setup_commands():
     commands = _readme_commands()
     assert len(commands) == 2
     assert all("\n" not in c for c in commands)
-    assert "jupyter lab notebooks/" in commands[0]
+    assert re.search(r"jupyter lab .*notebooks/$", commands[0])
     assert "pytest" in commands[1]
+
+
+def test_open_command_starts_as_root():
+    # jupyter_server's ServerApp.initialize refuses uid 0 unless allow_root is set ("Running as root is not
+    # recommended. Use --allow-root to bypass."); containers, workshop VMs and CI run as root.
+    assert "--allow-root" in _readme_commands()[0].split()
+
+
+def test_ci_opens_the_workbook_as_root_and_as_an_ordinary_user():
+    assert open_check.readme_commands() == _readme_commands()  # the script runs the README's command verbatim
+    ci = (ROOT / ".ci" / "run").read_text()
+    runs = [line for line in ci.splitlines() if "tools/open_check.py" in line and not line.lstrip().startswith("#")]
+    assert len(runs) == 2
+    user_run = next(r for r in runs if "cd '$user_home/vnetlab'" in r)
+    assert "runuser -u \"$CI_USER\"" in ci and "useradd" in ci
+    assert all("timeout" in r or "--timeout" in r for r in runs), runs
+    assert ci.index(user_run) < ci.index(_readme_commands()[1])  # the user's copy is made before root's .venv
 
 
 def test_ci_runs_the_readme_test_command():
@@ -37,6 +59,7 @@ def test_environment_yml_mirrors_pyproject():
     for extra in project["optional-dependencies"].values():
         wanted.update({_name(s): s.replace(" ", "") for s in extra})
     deps = (ROOT / "environment.yml").read_text().split("dependencies:", 1)[1]
-    env_lines = [l.strip()[2:] for l in deps.splitlines() if l.strip().startswith("- ")]
-    env = {_name(s): s.replace(" ", "") for s in env_lines if s not in ("pip", "pip:", "-e .") and not s.startswith("python=")}
+    env_lines = [line.strip()[2:] for line in deps.splitlines() if line.strip().startswith("- ")]
+    env = {_name(s): s.replace(" ", "") for s in env_lines
+           if s not in ("pip", "pip:", "-e .") and not s.startswith("python=")}
     assert env == wanted

@@ -1,17 +1,25 @@
-"""Notebook housekeeping for the workbook: one policy, enforced by tests and CI.
+"""Notebook housekeeping for the workbook: one output policy, enforced by tests and CI.
 
-Policy (style.md rule 7): notebooks are committed without outputs, except golden text cells tagged
-``nbval-check-output`` whose text output nbval (``--nbval-lax``) compares on every run. Each notebook has
-the Python 3 kernelspec and generated navigation cells (tag ``nav``).
+Policy (style.md rule 7: readers never see an answer before they run its cell):
+- ``notebooks/NN_*.ipynb``, what readers open, carry no outputs at all; the exercise cells' code (the instructor's
+  solution) starts collapsed. Each notebook has the Python 3 kernelspec and generated navigation cells (tag ``nav``).
+- ``tests/golden/NN_*.ipynb`` are their golden copies, where readers do not look: the same cells, plus the text
+  output of each cell tagged ``nbval-check-output``, which pytest's nbval (``--nbval-lax``) compares on every run.
+  Running a golden copy is running its notebook (a test asserts that the cells are the same).
+- ``notebooks/student/NN_*.ipynb`` are the attendees' copies: no outputs, no golden tags, every exercise cell
+  replaced by a placeholder that defines the name its checker reads (``answer = None``), so Run All works.
+- ``site/`` (git-ignored) is a static HTML copy of every executed notebook, readable without installing anything.
 
-    python tools/nbtools.py refresh [NOTEBOOK...]   # execute, keep golden outputs only, normalise
+    python tools/nbtools.py refresh [NOTEBOOK...]   # execute, write the golden copies, strip, write student copies
     python tools/nbtools.py check                   # report policy violations (exit 1 if any)
-    python tools/nbtools.py student                 # write the student copies (exercise cells cleared)
+    python tools/nbtools.py student                 # write the student copies
+    python tools/nbtools.py html [--out DIR]        # execute every notebook and write static HTML (default site/)
 """
 
 from __future__ import annotations
 
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -19,20 +27,38 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-STUDENT = ROOT / "notebooks" / "student"
+STUDENT = NOTEBOOKS / "student"
+GOLDEN_DIR = ROOT / "tests" / "golden"
+SITE = ROOT / "site"
+GLOSSARY = NOTEBOOKS / "glossary.md"
 GOLDEN = "nbval-check-output"
+EXERCISE = "exercise"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-STUDENT_PLACEHOLDER = "# Your answer here: write code, run it, then check it with the cell below.\n"
+EXECUTE_TIMEOUT_S = 300
+# The checker cell under an exercise: exercises.check("10.1", answer)
+CHECK_CALL = re.compile(r"exercises\.check\(\s*[\"'](?P<key>[^\"']+)[\"']\s*,\s*(?P<name>[A-Za-z_]\w*)\s*\)")
 
 
 def notebooks() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
+def golden_path(path: Path) -> Path:
+    return GOLDEN_DIR / path.name
+
+
+def student_path(path: Path) -> Path:
+    return STUDENT / path.name
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
 def _title(path: Path) -> str:
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
-        if cell.cell_type == "markdown" and "nav" not in cell.metadata.get("tags", []):
+        if cell.cell_type == "markdown" and "nav" not in _tags(cell):
             for line in cell.source.splitlines():
                 if line.startswith("# "):
                     return line[2:].strip()
@@ -40,30 +66,41 @@ def _title(path: Path) -> str:
 
 
 def nav_source(path: Path, all_paths: list[Path]) -> str:
-    """The generated navigation line: previous, contents (00), next."""
+    """The generated navigation line: previous, contents (00), glossary, next."""
     i = all_paths.index(path)
     parts = []
     if i > 0:
         parts.append(f"← [{_title(all_paths[i - 1])}]({all_paths[i - 1].name})")
     if path != all_paths[0]:
         parts.append(f"[Contents]({all_paths[0].name})")
+    parts.append(f"[Glossary]({GLOSSARY.name})")
     if i + 1 < len(all_paths):
         parts.append(f"[{_title(all_paths[i + 1])}]({all_paths[i + 1].name}) →")
     return " | ".join(parts)
 
 
+def _clean_metadata(cell) -> None:
+    for key in ("execution", "collapsed", "scrolled"):
+        cell.metadata.pop(key, None)
+
+
 def normalise(nb, path: Path, all_paths: list[Path]):
-    """Kernelspec, no run metadata, outputs only in golden cells, navigation cells first and last."""
+    """Kernelspec, no run metadata, no outputs, exercise code collapsed, navigation cells first and last."""
     nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
-    cells = [c for c in nb.cells if "nav" not in c.metadata.get("tags", [])]
+    cells = [c for c in nb.cells if "nav" not in _tags(c)]
     for cell in cells:
-        cell.metadata.pop("execution", None)
-        cell.metadata.pop("collapsed", None)
-        cell.metadata.pop("scrolled", None)
+        _clean_metadata(cell)
         cell.pop("id", None)
-        if cell.cell_type == "code" and GOLDEN not in cell.metadata.get("tags", []):
+        if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
+            jupyter = cell.metadata.pop("jupyter", {})
+            jupyter.pop("source_hidden", None)
+            jupyter.pop("outputs_hidden", None)
+            if EXERCISE in _tags(cell):
+                jupyter["source_hidden"] = True  # the instructor's solution: shown on a click, not at a glance
+            if jupyter:
+                cell.metadata["jupyter"] = jupyter
     nav = nav_source(path, all_paths)
     make = lambda: nbformat.v4.new_markdown_cell(nav, metadata={"tags": ["nav"]})  # noqa: E731
     nb.cells = [make(), *cells, make()]
@@ -73,68 +110,135 @@ def normalise(nb, path: Path, all_paths: list[Path]):
     return nb
 
 
-def refresh(paths: list[Path]) -> None:
-    """Execute each notebook in a fresh kernel and keep the golden outputs."""
+def _golden_outputs(outputs: list) -> list:
+    """The text a golden cell shows: streams and text/plain results, nothing else."""
+    kept = []
+    for o in outputs:
+        if o.get("output_type") == "stream":
+            kept.append(o)
+        elif o.get("output_type") in ("execute_result", "display_data") and "text/plain" in o.get("data", {}):
+            o = copy.deepcopy(o)
+            o["data"] = {"text/plain": o["data"]["text/plain"]}
+            o["metadata"] = {}
+            kept.append(o)
+    return kept
+
+
+def golden_copy(executed, notebook):
+    """The notebook with the golden cells' text outputs of an executed run (same cells, same ids)."""
+    golden = copy.deepcopy(notebook)
+    for cell, ran in zip(golden.cells, executed.cells, strict=True):
+        if cell.cell_type == "code" and GOLDEN in _tags(cell):
+            cell.outputs = _golden_outputs(ran.outputs)
+            cell.execution_count = ran.execution_count  # nbval refuses stored outputs of an unrun cell
+    return golden
+
+
+def execute(nb, cwd: Path = NOTEBOOKS):
+    """Run a copy of ``nb`` top to bottom in a fresh python3 kernel (nbclient); an error stops it."""
     from nbclient import NotebookClient
 
+    nb = copy.deepcopy(nb)
+    NotebookClient(nb, timeout=EXECUTE_TIMEOUT_S, kernel_name="python3",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return nb
+
+
+def refresh(paths: list[Path]) -> None:
+    """Normalise each notebook, execute it, and write its golden copy."""
     all_paths = notebooks()
+    GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
     for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-        for cell in nb.cells:
-            if cell.cell_type == "code" and GOLDEN in cell.metadata.get("tags", []):
-                cell.outputs = [o for o in cell.outputs if o.get("output_type") == "stream" or "text/plain" in o.get("data", {})]
-                for o in cell.outputs:
-                    if "data" in o:
-                        o["data"] = {"text/plain": o["data"]["text/plain"]}
-                        o["metadata"] = {}
-        nbformat.write(normalise(nb, path, all_paths), path)
-        print(f"refreshed {path.relative_to(ROOT)}")
+        nb = normalise(nbformat.read(path, as_version=4), path, all_paths)
+        executed = execute(nb)
+        nbformat.write(nb, path)
+        nbformat.write(golden_copy(executed, nb), golden_path(path))
+        print(f"refreshed {path.relative_to(ROOT)} and {golden_path(path).relative_to(ROOT)}")
+
+
+def _same_cells(a, b) -> bool:
+    def key(nb):
+        return [(c.cell_type, c.source, sorted(_tags(c))) for c in nb.cells]
+
+    return key(a) == key(b)
 
 
 def problems(path: Path, all_paths: list[Path] | None = None) -> list[str]:
-    """Every way ``path`` breaks the policy (empty when it follows it)."""
+    """Every way ``path`` (a notebook) and its golden copy break the policy (empty when they follow it)."""
     all_paths = all_paths or notebooks()
     nb = nbformat.read(path, as_version=4)
     found = []
     if nb.metadata.get("kernelspec") != KERNELSPEC:
         found.append("kernelspec is not python3")
     for i, cell in enumerate(nb.cells):
-        tags = cell.metadata.get("tags", [])
         if cell.cell_type != "code":
             continue
-        if GOLDEN in tags:
-            if not cell.outputs:
-                found.append(f"cell {i}: golden cell without a stored output (run tools/nbtools.py refresh)")
-            for o in cell.outputs:
-                if o.get("output_type") not in ("stream", "execute_result") or set(o.get("data", {})) - {"text/plain"}:
-                    found.append(f"cell {i}: golden cell output must be text only")
-        elif cell.outputs or cell.execution_count is not None:
-            found.append(f"cell {i}: stored output in a cell not tagged {GOLDEN}")
+        if cell.outputs or cell.execution_count is not None:
+            found.append(f"cell {i}: stored output (notebooks carry none; golden text lives in tests/golden/)")
         if "sys.path" in cell.source:
             found.append(f"cell {i}: edits sys.path (import the installed vnetlab instead)")
-    navs = [c for c in nb.cells if "nav" in c.metadata.get("tags", [])]
+        if EXERCISE in _tags(cell) and not cell.metadata.get("jupyter", {}).get("source_hidden"):
+            found.append(f"cell {i}: exercise solution not collapsed (run tools/nbtools.py refresh)")
+    navs = [c for c in nb.cells if "nav" in _tags(c)]
     want = nav_source(path, all_paths)
-    if len(navs) != 2 or any(c.source != want for c in navs) or nb.cells[0] is not navs[0] or nb.cells[-1] is not navs[-1]:
+    if (len(navs) != 2 or any(c.source != want for c in navs) or nb.cells[0] is not navs[0]
+            or nb.cells[-1] is not navs[-1]):
         found.append("navigation cells are missing or stale (run tools/nbtools.py refresh)")
+    found += [f"exercise {p}" for p in exercise_problems(nb)]
+    gpath = golden_path(path)
+    if not gpath.exists():
+        return found + [f"no golden copy {gpath.relative_to(ROOT)} (run tools/nbtools.py refresh)"]
+    golden = nbformat.read(gpath, as_version=4)
+    if not _same_cells(golden, nb):
+        found.append("golden copy's cells differ from the notebook's (run tools/nbtools.py refresh)")
+    for i, cell in enumerate(golden.cells):
+        if cell.cell_type != "code":
+            continue
+        if GOLDEN in _tags(cell):
+            if not cell.outputs or cell.execution_count is None:
+                found.append(f"golden cell {i}: no stored output (run tools/nbtools.py refresh)")
+            if _golden_outputs(cell.outputs) != cell.outputs:
+                found.append(f"golden cell {i}: output must be text only")
+        elif cell.outputs:
+            found.append(f"golden copy cell {i}: output in a cell not tagged {GOLDEN}")
     return found
 
 
+def exercise_problems(nb) -> list[str]:
+    """Each exercise cell is followed by a checker cell ``exercises.check(key, name)`` that the placeholder feeds."""
+    found = []
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for i, cell in enumerate(code):
+        if EXERCISE not in _tags(cell):
+            continue
+        nxt = code[i + 1] if i + 1 < len(code) else None
+        if nxt is None or not CHECK_CALL.search(nxt.source):
+            found.append(f"cell {cell.get('id')}: no exercises.check(key, name) cell after it")
+    return found
+
+
+def placeholder(name: str) -> str:
+    return f"{name} = None  # your answer here: replace None, run this cell, then run the check below\n"
+
+
 def student_copy(nb):
-    """Exercise cells (tag ``exercise``) cleared; everything else kept (fastbook's exercise copies)."""
+    """No outputs, no golden tags; each exercise cell becomes a placeholder defining its checker's name."""
     nb = copy.deepcopy(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    for i, cell in enumerate(code):
+        cell.outputs = []
+        cell.execution_count = None
+        cell.metadata.pop("jupyter", None)
+        cell.metadata["tags"] = [t for t in _tags(cell) if t != GOLDEN]
+        if not cell.metadata["tags"]:
+            del cell.metadata["tags"]
+        if EXERCISE in _tags(cell):
+            match = CHECK_CALL.search(code[i + 1].source)
+            cell.source = placeholder(match["name"])
     for cell in nb.cells:
-        if cell.cell_type == "code" and "exercise" in cell.metadata.get("tags", []):
-            cell.source = STUDENT_PLACEHOLDER
-            cell.outputs = []
-            cell.execution_count = None
-            tags = [t for t in cell.metadata.get("tags", []) if t != GOLDEN]
-            cell.metadata["tags"] = tags + (["raises-exception"] if "raises-exception" in tags else [])
+        if cell.cell_type == "markdown":  # the glossary sits beside the notebooks, one level up from student/
+            cell.source = cell.source.replace(f"]({GLOSSARY.name})", f"](../{GLOSSARY.name})")
     return nb
-
-
-def student_path(path: Path) -> Path:
-    return STUDENT / path.name
 
 
 def write_students() -> None:
@@ -144,8 +248,74 @@ def write_students() -> None:
         print(f"wrote {student_path(path).relative_to(ROOT)}")
 
 
+# --------------------------------------------------------------------------------------------------
+# The static copy (site/)
+
+HTML_TEMPLATE_DIR = Path(__file__).resolve().parent / "html_template"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+PANEL_NOTE = ('<p class="vnetlab-panel-note">An interactive panel: run this notebook in JupyterLab to move its '
+              "controls.</p>")
+
+
+def static_outputs(nb):
+    """Outputs as a page without a kernel can show them: a widget shows the image its output carries (its PNG
+    fallback), else a note; widget state is dropped (nothing could render it offline)."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+                if "image/png" not in data:
+                    o["data"] = {"text/html": PANEL_NOTE}
+    return nb
+
+
+def _site_links(html: str) -> str:
+    """Links between notebooks (and to the glossary) point at their HTML pages."""
+    html = re.sub(r'href="(\.\./)?([0-9][0-9]_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"', r'href="\2.html\3"', html)
+    return re.sub(r'href="(\.\./)?glossary\.md(#[^"]*)?"', r'href="glossary.html\2"', html)
+
+
+def _page(title: str, body_html: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + title + "</title>"
+            "<style>body{font:15px/1.5 sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
+            "code{background:#f4f4f4}dt{font-weight:bold;margin-top:.8em}</style></head><body>"
+            '<nav><a href="index.html">vnetlab: all notebooks</a> · <a href="glossary.html">Glossary</a></nav>'
+            + body_html + "</body></html>\n")
+
+
+def build_site(paths: list[Path], out: Path) -> list[Path]:
+    """Execute each notebook (nbclient) and write it as static HTML with its figures (nbconvert, no network)."""
+    import html as html_lib
+
+    from nbconvert import HTMLExporter
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    out.mkdir(parents=True, exist_ok=True)
+    exporter = HTMLExporter(template_name="vnetlab_static", extra_template_basedirs=[str(HTML_TEMPLATE_DIR)],
+                            embed_images=True)
+    written, items = [], []
+    for path in paths:
+        nb = static_outputs(execute(nbformat.read(path, as_version=4)))
+        title = _title(path)
+        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+        target = out / f"{path.stem}.html"
+        target.write_text(_site_links(body))
+        written.append(target)
+        items.append(f'<li><a href="{target.name}">{html_lib.escape(title)}</a></li>')
+        print(f"wrote {target}")
+    glossary = markdown2html_mistune(GLOSSARY.read_text())
+    (out / "glossary.html").write_text(_site_links(_page("vnetlab: glossary", glossary)))
+    index = ("<h1>vnetlab: the workbook, executed</h1><p>A static copy of every notebook with its figures, readable "
+             "without installing anything. To run the notebooks and move the controls, see the README.</p><ol>"
+             + "".join(items) + '</ol><p><a href="glossary.html">Glossary</a></p>')
+    (out / "index.html").write_text(_page("vnetlab", index))
+    return [*written, out / "glossary.html", out / "index.html"]
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("refresh", "check", "student"):
+    if not argv or argv[0] not in ("refresh", "check", "student", "html"):
         print(__doc__)
         return 2
     if argv[0] == "refresh":
@@ -155,6 +325,10 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[0] == "student":
         write_students()
+        return 0
+    if argv[0] == "html":
+        out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else SITE
+        build_site(notebooks(), out.resolve())
         return 0
     bad = 0
     for path in notebooks():

@@ -1,7 +1,9 @@
 """The workbook's exercises, with answers computed from the models (never typed in).
 
-``check("10.1", answer)`` returns a verdict that shows itself in a notebook; ``solution("10.1")`` gives the model's answer;
-``ask("10.1")`` prints the question. Tests run every solution through its checker.
+``check("10.1", answer)`` returns a :class:`Verdict` that shows itself in a notebook: right, not answered yet
+(``answer`` is still ``None``), or wrong with a hint that names the kernel rule or quantity to look at, never the
+number. ``solution("10.1")`` gives the model's answer; ``ask("10.1")`` prints the question. The tests compare the
+solutions with values taken from the kernel source, BTF, the QEMU lab's measurements and the patch mails.
 """
 
 from __future__ import annotations
@@ -10,17 +12,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL
+
 
 @dataclass(frozen=True)
 class Exercise:
+    """One exercise: the question, how the models answer it, and the hint a wrong answer gets."""
+
     key: str
     question: str
     solve: Callable[[], Any]
     unit: str = ""
     tolerance: float = 0.0
     hint: str = ""
-    explain: str = ""
 
+
+# --------------------------------------------------------------------------------------------------
+# Answers, from the models
 
 def _pct_gain() -> float:
     from vnetlab import cost
@@ -29,16 +37,22 @@ def _pct_gain() -> float:
     return round(100 * (m.patched_pps / m.baseline_pps - 1), 1)
 
 
-def _tailroom_1000() -> int:
+def _path(payload_len: int, kernel: str = DEFAULT_KERNEL, **kw: Any) -> str:
     from vnetlab import rx
 
-    return rx.receive(1000).tailroom
+    return rx.receive(payload_len, kernel=kernel, **kw).path
 
 
-def _truesize_build_skb_1536() -> int:
+def _skb_attr(payload_len: int, attr: str, kernel: str = DEFAULT_KERNEL, l4: str = "udp") -> int:
     from vnetlab import rx
 
-    return rx.receive(1000).skb.truesize
+    return getattr(rx.receive(payload_len, kernel=kernel, l4=l4).skb, attr)
+
+
+def _tailroom(payload_len: int) -> int:
+    from vnetlab import rx
+
+    return rx.receive(payload_len).tailroom
 
 
 def _small_xdp_buffer() -> int:
@@ -47,7 +61,16 @@ def _small_xdp_buffer() -> int:
     return rx.receive(100, mode="small", xdp=True).buffers[0].truesize
 
 
-def _largest_payload(buf_len: int, arch: str = "x86_64") -> int:
+def _buffers_per_page_frag(arch: str, frag_size: int) -> int:
+    """Buffers add_recvbuf_mergeable() carves from one page frag: the one that takes the hole is the last."""
+    from vnetlab import rx
+
+    lens = rx.mergeable_buf_lens(128, arch=arch, frag_size=frag_size)
+    first = lens[0]
+    return next(i for i, n in enumerate(lens) if n != first) + 1
+
+
+def _largest_payload(buf_len: int, arch: str = DEFAULT_ARCH) -> int:
     from vnetlab import rx
 
     best = None
@@ -73,11 +96,22 @@ def _full_mtu_build_skb_share() -> float:
     return round(sum(rx.page_to_skb(1514, t).path == "build_skb" for t in lens) / len(lens), 3)
 
 
-def _first_skb_packets(shape: str, kernel: str) -> int:
+def _steady_stream_path(payload_len: int, mtu: int, packets: int = 500) -> str:
+    """The path of a steady stream's packets once the EWMA has sized the buffers for them (RxQueue)."""
+    from vnetlab import rx
+
+    q = rx.RxQueue(mtu=mtu)
+    result = None
+    for _ in range(packets):
+        result = q.receive(payload_len)
+    return result.path
+
+
+def _first_skb_packets(shape: str, kernel: str, arch: str = DEFAULT_ARCH) -> int:
     from vnetlab import gro
 
-    skbs = gro.head_case_flow(shape, 1448, 40, kernel=kernel)
-    return gro.aggregate_trace(skbs, l4="tcp", kernel=kernel).packets_in_first_skb(0)
+    skbs = gro.head_case_flow(shape, 1448, 40, kernel=kernel, arch=arch)
+    return gro.aggregate_trace(skbs, l4="tcp", kernel=kernel, arch=arch).packets_in_first_skb(0)
 
 
 def _gro_share_of_seed_gain() -> float:
@@ -97,11 +131,36 @@ def _bridge_udp_after_port_off() -> bool:
     from vnetlab import netdev
 
     net = netdev.Namespace(kernel="6.18")
-    a, b = net.veth("v0", "v1")
+    _, b = net.veth("v0", "v1")
     br = net.bridge("br0")
     net.set_master(b, br)
     b.ethtool_K({"tx-udp-segmentation": False})
     return br.ethtool_k()["tx-udp-segmentation"][0]
+
+
+def _virtio_vlan(kernel: str) -> tuple[Any, Any]:
+    from vnetlab import netdev
+
+    net = netdev.Namespace(kernel=kernel)
+    eth = net.nic("eth0", driver="virtio_net")
+    return eth, net.vlan("eth0.10", lower=eth, vid=10)
+
+
+def _vlan_fraglist_blocker(kernel: str) -> str:
+    """The one feature skb_gso_ok() needs for a UDP fraglist GSO skb that the VLAN on virtio_net lacks."""
+    from vnetlab import features
+
+    _, vlan = _virtio_vlan(kernel)
+    needed = ["GSO_UDP_L4", "GSO_FRAGLIST", "FRAGLIST"]  # net_gso_ok for both SKB_GSO types, + FRAGLIST for frag_list
+    state = vlan.ethtool_k()
+    missing = [features.ethtool_name(n, kernel) for n in needed if not state[features.ethtool_name(n, kernel)][0]]
+    return missing[0] if len(missing) == 1 else ", ".join(missing)
+
+
+def _vlan_uso_after_tx_off(kernel: str) -> bool:
+    eth, vlan = _virtio_vlan(kernel)
+    eth.ethtool_K({"tx-checksum-ip-generic": False})
+    return vlan.ethtool_k()["tx-udp-segmentation"][0]
 
 
 def _udp_seg_without_csum(kernel: str) -> bool:
@@ -125,46 +184,126 @@ def _router_segments() -> int:
     return router.router_scenario(kernel="5.10", nic="router", gro="fraglist").wire_packets
 
 
+def _nat_delivered_share(kernel: str, segs: int) -> float:
+    """Share of a fraglist GRO skb's datagrams that leave with the NATed header (the rest keep the old one)."""
+    from vnetlab import router
+
+    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", segs=segs)
+    return round(r.nat_translated / r.wire_packets, 3)
+
+
+# --------------------------------------------------------------------------------------------------
+# The exercises
+
+_PAGE_TO_SKB = ("page_to_skb() (drivers/net/virtio_net.c) builds the skb around the buffer only when the frame is "
+                "longer than GOOD_COPY_LEN and tailroom = truesize - headroom - hdr_padded_len - len still holds "
+                "SKB_DATA_ALIGN(sizeof(struct skb_shared_info))")
+
 EXERCISES: dict[str, Exercise] = {e.key: e for e in [
     Exercise("00.1", "By how many percent did the build_skb patch raise the receive rate in its own benchmark "
-             "(956,864 -> 1,158,465 pps)? One decimal.", _pct_gain, "%", 0.05),
+             "(956,864 -> 1,158,465 pps)? One decimal.", _pct_gain, "%", 0.05,
+             hint="the gain is patched / baseline - 1, as a percentage, rounded to one decimal"),
+    Exercise("00.2", "Kernel 6.1, x86_64, a 1536-byte mergeable buffer: a full-size frame arrives (1472-byte UDP "
+             "payload, a 1500-byte IP packet). What truesize does its sk_buff carry?",
+             lambda: _skb_attr(1472, "truesize"), "bytes",
+             hint=_PAGE_TO_SKB + "; when it does not, the skb is a small napi_alloc_skb() head plus the whole "
+             "receive buffer as a frag, and truesize charges both"),
+    Exercise("05.1", "A 1000-byte TCP payload (with the timestamp option Linux sends by default) over IPv4 arrives "
+             "on Ethernet: what is skb->len when the driver hands the sk_buff to GRO?",
+             lambda: _skb_attr(1000, "len", l4="tcp"), "bytes",
+             hint="skb->len counts every byte from the Ethernet header on: ETH_HLEN, the IPv4 header without "
+             "options, the TCP header with its options, then the payload"),
+    Exercise("05.2", "Kernel 5.12's copy path (0f6925b3e8da) for that frame: how many bytes are in the linear part "
+             "(skb_headlen)?", lambda: _skb_attr(1000, "headlen", kernel="5.12"), "bytes",
+             hint="when the frame does not fit in the small head, 5.12's page_to_skb() copies only the link-layer "
+             "header and leaves the rest in the page frag"),
     Exercise("10.1", "x86_64, kernel 6.1, mergeable 1536-byte buffer: what tailroom does page_to_skb compute for a "
-             "1000-byte UDP payload?", _tailroom_1000, "bytes", hint="tailroom = truesize - headroom - hdr_padded_len - len"),
+             "1000-byte UDP payload?", lambda: _tailroom(1000), "bytes",
+             hint="tailroom = truesize - headroom - hdr_padded_len - len, where len is the whole Ethernet frame"),
     Exercise("10.2", "What truesize does the sk_buff built around that 1536-byte buffer carry?",
-             _truesize_build_skb_1536, "bytes", hint="SKB_TRUESIZE(truesize - SKB_DATA_ALIGN(sizeof(shinfo)))"),
-    Exercise("10.3", "Small mode with an XDP program on x86_64: how many bytes does add_recvbuf_small take per buffer?",
-             _small_xdp_buffer, "bytes", hint="SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + XDP headroom) "
-             "+ SKB_DATA_ALIGN(sizeof(shinfo))"),
+             lambda: _skb_attr(1000, "truesize"), "bytes",
+             hint="build_skb() charges SKB_TRUESIZE() of the buffer minus its skb_shared_info: the data area plus "
+             "SKB_DATA_ALIGN(sizeof(struct sk_buff)) and SKB_DATA_ALIGN(sizeof(struct skb_shared_info))"),
+    Exercise("10.3", "Small mode with an XDP program on x86_64: how many bytes does add_recvbuf_small take per "
+             "buffer?", _small_xdp_buffer, "bytes",
+             hint="add_recvbuf_small() reserves the XDP headroom (VIRTIO_XDP_HEADROOM) in front of "
+             "VIRTNET_RX_PAD + GOOD_PACKET_LEN, aligns, and adds room for skb_shared_info"),
+    Exercise("10.4", "arm64 with 64 KiB pages, kernel 6.1, MTU 1500: how many mergeable receive buffers does "
+             "add_recvbuf_mergeable() carve from one page frag?", lambda: _buffers_per_page_frag("arm64-64k", 65536),
+             "buffers",
+             hint="SKB_FRAG_PAGE_ORDER is get_order(32768): with 64 KiB pages, what page frag does "
+             "skb_page_frag_refill() get, and which buffer takes the hole at its end?"),
     Exercise("20.1", "The largest IPv4 UDP payload that still gets build_skb in a 2048-byte buffer (x86_64, 6.1)?",
-             lambda: _largest_payload(2048), "bytes", hint="frame <= truesize - hdr_len - 320, frame = payload + 42"),
+             lambda: _largest_payload(2048), "bytes",
+             hint=_PAGE_TO_SKB + "; the frame is the payload plus the Ethernet, IPv4 and UDP headers"),
     Exercise("20.2", "ppc64le, 1536-byte buffer: the largest frame that gets build_skb?", _largest_frame_ppc, "bytes",
-             hint="SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) is 384 with 128-byte cache lines"),
+             hint="SKB_DATA_ALIGN() rounds sizeof(struct skb_shared_info) up to SMP_CACHE_BYTES, and ppc64 has "
+             "128-byte cache lines"),
     Exercise("20.3", "Full-MTU frames (1514 bytes), buffers carved from 32 KiB frags: what fraction of them get "
              "build_skb? Three decimals.", _full_mtu_build_skb_share, "", 0.0005,
-             hint="only the hole-extended last buffer of each frag has room for skb_shared_info"),
+             hint="only a buffer that add_recvbuf_mergeable() extended with the page frag's hole has room for "
+             "skb_shared_info behind a full-size frame; count those per frag"),
+    Exercise("20.4", "MTU 9000, mergeable buffers, kernel 6.1: a long steady stream of 3000-byte UDP payloads has "
+             "grown the buffers to fit. Which path do these packets take?", lambda: _steady_stream_path(3000, 9000),
+             hint="get_mergeable_buf_len() sizes each buffer from the EWMA of packet length (rounded up to "
+             "L1_CACHE_BYTES): how much tailroom is left behind a packet of exactly the average size?"),
     Exercise("30.1", "MAX_SKB_FRAGS 17, TCP MSS 1448, build_skb heads (6.1): how many packets sit in the first "
-             "sk_buff of a GRO skb?", lambda: _first_skb_packets("build_skb", "6.1"), "packets"),
+             "sk_buff of a GRO skb?", lambda: _first_skb_packets("build_skb", "6.1"), "packets",
+             hint="skb_gro_receive() steals a head_frag head into one frag slot; the first packet's head is the GRO "
+             "skb's own linear part"),
     Exercise("30.2", "The same with 128-byte page-frag heads plus one frag (5.10)?",
-             lambda: _first_skb_packets("pagefrag128", "5.10"), "packets"),
-    Exercise("30.3", "Which share (in %) of the seed benchmark's gain comes from GRO?", _gro_share_of_seed_gain, "%", 0.05,
-             hint="does udp4_gro_receive aggregate packets for a port with no socket and no UDP_GRO?"),
+             lambda: _first_skb_packets("pagefrag128", "5.10"), "packets",
+             hint="each merged packet now needs a slot for its stolen head and one for its page frag"),
+    Exercise("30.3", "Which share (in %) of the seed benchmark's gain comes from GRO?", _gro_share_of_seed_gain, "%",
+             0.05, hint="does udp4_gro_receive() aggregate packets for a port with no socket and no UDP_GRO?"),
+    Exercise("30.4", "arm64 with 64 KiB pages, kernel 6.1, bulk TCP at MTU 1500 (MSS 1448: the copy path leaves only "
+             "the Ethernet header in each head): how many packets sit in the first sk_buff of a GRO skb?",
+             lambda: _first_skb_packets("eth_hlen", "6.1", "arm64-64k"), "packets",
+             hint="skb_gro_receive() moves a header-only packet's frags over, one slot each, and the first packet's "
+             "own frag already takes a slot; before 6.3, MAX_SKB_FRAGS depends on PAGE_SIZE "
+             "(include/linux/skbuff.h): work it out for 64 KiB pages"),
     Exercise("40.1", "Which NETIF_F bit numbers make up NETIF_F_GSO_SOFTWARE in 6.1? (a sorted list)",
-             lambda: _gso_software_bits("6.1"), hint="ALL_TSO | GSO_SCTP | GSO_UDP_L4 | GSO_FRAGLIST"),
-    Exercise("40.2", "And in 5.10, before 2e4ef10f5850?", lambda: _gso_software_bits("5.10")),
+             lambda: _gso_software_bits("6.1"),
+             hint="NETIF_F_GSO_SOFTWARE is NETIF_F_ALL_TSO | GSO_SCTP | GSO_UDP_L4 | GSO_FRAGLIST; look up each "
+             "bit in the netdev_features enum of that kernel"),
+    Exercise("40.2", "And in 5.10, before 2e4ef10f5850?", lambda: _gso_software_bits("5.10"),
+             hint="5.10's NETIF_F_GSO_SOFTWARE lacks the two types the patch added"),
     Exercise("40.3", "6.18: a bridge br0 with one veth port; `ethtool -K v1 tx-udp-segmentation off`. Is "
              "tx-udp-segmentation still on for br0? (True/False)", _bridge_udp_after_port_off,
-             hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL, which br_features_recompute re-derives "
+             hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL, which br_features_recompute() re-derives "
              "from the ports"),
+    Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC: which feature, as `ethtool -k` names it, is "
+             "off on the VLAN so that a UDP fraglist GRO skb is still segmented there?",
+             lambda: _vlan_fraglist_blocker("6.1"),
+             hint="skb_gso_ok() asks for the NETIF_F_GSO_* bit of every SKB_GSO type and, for an skb with a "
+             "frag_list, one more feature; vlan_dev_fix_features() takes that one from the real device's "
+             "vlan_features"),
     Exercise("50.1", "5.10 router, UDP fraglist GRO, VLAN on the router NIC: at which device is the GRO skb "
-             "segmented?", lambda: _router("5.10", "router", "fraglist")),
+             "segmented?", lambda: _router("5.10", "router", "fraglist"),
+             hint="which device's features lack GSO_FRAGLIST before 2e4ef10f5850?"),
     Exercise("50.2", "6.1, the same but the VLAN sits on a virtio_net NIC: where now?",
              lambda: _router("6.1", "virtio_net", "fraglist"),
              hint="a fraglist skb needs NETIF_F_FRAGLIST as well as NETIF_F_GSO_FRAGLIST (skb_gso_ok)"),
+    Exercise("50.3", "How many packets leave the 5.10 router for one GRO skb?", _router_segments, "packets",
+             hint="segmentation neither adds nor drops datagrams: count what GRO merged"),
+    Exercise("50.4", "Mainline 5.10 (before c3df39ac9b0e, 3d6df63a5cbe in 5.10.15): the router's GRO skbs hold 20 "
+             "datagrams each, NAT rewrites the GRO skb, the VLAN segments it with skb_segment_list(). Which "
+             "fraction of the datagrams leave with the translated addresses? Three decimals.",
+             lambda: _nat_delivered_share("5.10", 20), "", 0.0005,
+             hint="NAT rewrites the headers of the skb it is handed; skb_segment_list() copies only the MAC header "
+             "onto the frag_list members, which keep the IP and UDP headers they arrived with"),
     Exercise("60.1", "6.18: `ethtool -K v0 tx-checksum-ip-generic off` on a veth. Does the model keep "
              "tx-udp-segmentation on? (True/False; then ask the running kernel)", lambda: _udp_seg_without_csum("6.18"),
-             hint="netdev_fix_features in 6.18 drops GSO_UDP_L4 when no checksum offload is left"),
-    Exercise("50.3", "How many packets leave the 5.10 router for one GRO skb?", _router_segments, "packets"),
+             hint="read netdev_fix_features() in net/core/dev.c of that kernel: what does it do with GSO_UDP_L4 "
+             "when no checksum offload is left?"),
+    Exercise("60.2", "Kernel 6.1: `ethtool -K eth0 tx-checksum-ip-generic off` on a virtio_net NIC with a VLAN "
+             "eth0.10 on it. Is tx-udp-segmentation still on for eth0.10? (True/False)",
+             lambda: _vlan_uso_after_tx_off("6.1"),
+             hint="compare netdev_fix_features() in 6.1 with the 6.18 one behind exercise 60.1, then follow the "
+             "VLAN's features: where does its GSO_UDP_L4 come from?"),
 ]}
+
+NOT_ANSWERED = "not answered yet"
 
 
 def ask(key: str) -> None:
@@ -183,23 +322,46 @@ def solution(key: str) -> Any:
     return _get(key).solve()
 
 
+def _kind(expected: Any) -> str:
+    if isinstance(expected, bool):
+        return "True or False"
+    if isinstance(expected, (int, float)):
+        return "a number"
+    if isinstance(expected, (list, tuple)):
+        return "a list"
+    if isinstance(expected, str):
+        return "a name in quotes"
+    return type(expected).__name__
+
+
+def _same_kind(answer: Any, expected: Any) -> bool:
+    if isinstance(expected, bool):
+        return isinstance(answer, bool)
+    if isinstance(expected, (int, float)):
+        return isinstance(answer, (int, float)) and not isinstance(answer, bool)
+    if isinstance(expected, (list, tuple)):
+        return isinstance(answer, (list, tuple, set, frozenset))
+    return isinstance(answer, type(expected))
+
+
 def _matches(answer: Any, expected: Any, tolerance: float) -> bool:
-    if isinstance(expected, bool) or expected is None or isinstance(expected, str):
+    if not _same_kind(answer, expected):
+        return False
+    if isinstance(expected, bool) or isinstance(expected, str):
         return answer == expected
     if isinstance(expected, (int, float)):
-        if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-            return False
         return abs(answer - expected) <= tolerance
     if isinstance(expected, (list, tuple)):
-        return isinstance(answer, (list, tuple)) and sorted(answer) == sorted(expected)
+        return sorted(answer) == sorted(expected)
     return answer == expected
 
 
 class Verdict:
     """The outcome of :func:`check`: true when right; shows its message in a notebook."""
 
-    def __init__(self, ok: bool, message: str) -> None:
+    def __init__(self, ok: bool, message: str, *, answered: bool = True) -> None:
         self.ok = ok
+        self.answered = answered
         self.message = message
 
     def __bool__(self) -> bool:
@@ -212,12 +374,16 @@ class Verdict:
 
 
 def check(key: str, answer: Any) -> Verdict:
-    """Whether ``answer`` is right for exercise ``key``, with a hint when it is not."""
+    """Whether ``answer`` is right for exercise ``key``; ``None`` means not answered yet; a wrong answer gets a hint."""
     ex = _get(key)
+    if answer is None:
+        return Verdict(False, f"… {key}: {NOT_ANSWERED}. Replace None in the cell above with your answer, run that "
+                       "cell, then run this one again.", answered=False)
     expected = ex.solve()
-    ok = _matches(answer, expected, ex.tolerance)
-    unit = f" {ex.unit}" if ex.unit else ""
-    if ok:
+    unit = f" {ex.unit}" if ex.unit and not isinstance(expected, str) else ""
+    if _matches(answer, expected, ex.tolerance):
         return Verdict(True, f"✓ {key}: {answer!r}{unit} is right.")
-    return Verdict(False, f"✗ {key}: {answer!r}{unit} is not it."
-                   + (f" Hint: {ex.hint}." if ex.hint else " Try the model again."))
+    if not _same_kind(answer, expected):
+        return Verdict(False, f"✗ {key}: the answer is {_kind(expected)}{unit and ' (' + unit.strip() + ')'}, "
+                       f"not {type(answer).__name__} {answer!r}.")
+    return Verdict(False, f"✗ {key}: {answer!r}{unit} is not it. Hint: {ex.hint or 'run the model again'}.")

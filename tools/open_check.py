@@ -1,0 +1,167 @@
+"""Run the README's open command, as whoever runs this script, until the Jupyter server it starts answers.
+
+CI (``.ci/run``) runs it as root and as a throwaway ordinary user in that user's own copy of the clone, so the
+README's promise is checked both ways. The command is read from README.md (the first ``sh`` block under
+"## Set-up") and run verbatim with ``bash -c`` in a new session; the script waits until the server lists
+itself (``jupyter server list --json``), asks ``/api/status`` and ``/api/contents`` with its token, then stops the
+whole session. It prints when the server process appeared (install done) and when it answered.
+
+    python3 tools/open_check.py [--timeout SECONDS]     # exit 0 when the server answered, 1 otherwise
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIRST_NOTEBOOK = "00_welcome_and_map.ipynb"
+
+
+def readme_commands(readme: Path = ROOT / "README.md") -> list[str]:
+    """The README's set-up commands, in order: [open, test]."""
+    setup = readme.read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", setup, re.S)]
+
+
+def _session_pids(sid: int) -> list[int]:
+    """Processes in session ``sid`` (Linux /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[3]) == sid:  # field 6 of stat: session id (fields[0] is the state)
+            pids.append(int(entry.name))
+    return pids
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _servers(jupyter: Path, env: dict[str, str]) -> list[dict]:
+    if not jupyter.exists():
+        return []
+    out = subprocess.run([str(jupyter), "server", "list", "--json"], capture_output=True, text=True, env=env,
+                         timeout=30, stdin=subprocess.DEVNULL)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip().startswith("{")]
+
+
+def _get(url: str, token: str) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.status, resp.read()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class OpenFailed(RuntimeError):
+    """The open command exited, or no server answered in time; the message carries the end of its log."""
+
+
+class Opened:
+    """A running open command: its process (a session of its own), the server it started, and when."""
+
+    def __init__(self, proc: subprocess.Popen, url: str, token: str, root_dir: str, installed_s: float,
+                 answered_s: float) -> None:
+        self.proc, self.url, self.token, self.root_dir = proc, url, token, root_dir
+        self.installed_s, self.answered_s = installed_s, answered_s
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+
+def open_workbook(root: Path, log_path: Path, *, timeout: float, env: dict[str, str] | None = None) -> Opened:
+    """Run the README's open command in ``root`` until its server answers /api/status and lists notebook 00."""
+    command = readme_commands(root / "README.md")[0]
+    env = dict(os.environ if env is None else env, BROWSER="true")  # no browser to open here; `true` is a no-op
+    t0, last_list = time.monotonic(), 0.0
+    log = open(log_path, "w")
+    proc = subprocess.Popen(["bash", "-c", command], cwd=root, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    log.close()
+    installed_at = None
+    try:
+        while time.monotonic() - t0 < timeout:
+            if proc.poll() is not None:
+                raise OpenFailed(f"the open command exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+            session = _session_pids(proc.pid)
+            # the install is done when jupyter runs (bash execs the last command of the chain, so the command's own
+            # process turns into jupyter-lab)
+            if installed_at is None and any(re.search(r"/jupyter(-lab)? ", _cmdline(p))
+                                            and not _cmdline(p).startswith("bash ") for p in session):
+                installed_at = time.monotonic() - t0
+            if installed_at is None or time.monotonic() - last_list < 1:
+                time.sleep(0.2)
+                continue
+            last_list = time.monotonic()
+            ours = [s for s in _servers(root / ".venv" / "bin" / "jupyter", env) if s.get("pid") in session]
+            if not ours:
+                continue
+            server = ours[0]
+            base = server["url"].rstrip("/")
+            try:
+                status, _ = _get(f"{base}/api/status", server["token"])
+                _, listing = _get(f"{base}/api/contents", server["token"])
+            except OSError:
+                continue
+            names = {item["name"] for item in json.loads(listing)["content"]}
+            if status != 200 or FIRST_NOTEBOOK not in names:
+                raise OpenFailed(f"{base} answered {status} and lists {sorted(names)}")
+            return Opened(proc, base, server["token"], server.get("root_dir", ""), installed_at,
+                          time.monotonic() - t0)
+        raise OpenFailed(f"no server answered within {timeout:.0f} s:\n{log_path.read_text()[-3000:]}")
+    except BaseException:
+        _stop(proc)
+        raise
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=900, help="seconds for install and start-up together")
+    args = parser.parse_args(argv)
+
+    user = os.environ.get("USER") or str(os.getuid())
+    print(f"[open-check] as {user} (uid {os.getuid()}) in {ROOT}: {readme_commands()[0]}", flush=True)
+    log_path = ROOT / "artifacts" / f"open-check-uid{os.getuid()}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        opened = open_workbook(ROOT, log_path, timeout=args.timeout)
+    except OpenFailed as exc:
+        print(f"[open-check] FAIL: {exc}")
+        return 1
+    opened.stop()
+    print(f"[open-check] OK: {opened.url} root {opened.root_dir} answered /api/status; "
+          f"install {opened.installed_s:.1f} s, server answering at {opened.answered_s:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
