@@ -17,7 +17,7 @@ from hypothesis import given, strategies as st
 from vnetlab import features as F
 from vnetlab.features import FeatureSet
 
-KERNELS = ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18")
+KERNELS = ("5.10", "5.10.223", "5.11", "5.12", "5.13", "6.1", "6.12", "6.18")
 
 
 def test_known_kernels():
