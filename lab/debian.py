@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,9 +89,3 @@ def unpack(deb: Path, tree: Path, marker: Path) -> None:
     log(f"dpkg-deb -x {deb.name} (unpacked under {tree}, not installed)")
     tree.mkdir(parents=True, exist_ok=True)
     sh(["dpkg-deb", "-x", str(deb), str(tree)], timeout=900)
-
-
-def xz_tarball_members(tarball: Path, members: list[str], dest: Path) -> None:
-    """Extract selected members of a linux-source .tar.xz (tar decides the compression)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["tar", "-xf", str(tarball), "-C", str(dest), *members], check=True, timeout=1800)

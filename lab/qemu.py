@@ -84,10 +84,11 @@ class HubWire:
 
 
 def argv(kern: dict, initrd: Path, netdevs: list[str], accel: str, *, device_props: str = "", smp: int = 1,
-         plugin: tuple[Path, Path] | None = None) -> list[str]:
+         plugin: tuple[Path, Path] | None = None, tcg_single_thread: bool = False) -> list[str]:
     """The QEMU command line: q35, serial console, the kernel and initramfs, one virtio-net-pci per netdev."""
     props = f",{device_props}" if device_props else ""
-    out = ["qemu-system-x86_64", "-machine", "q35", "-accel", accel, "-cpu", "host" if accel == "kvm" else "max",
+    acc = "tcg,thread=single" if accel == "tcg" and tcg_single_thread else accel
+    out = ["qemu-system-x86_64", "-machine", "q35", "-accel", acc, "-cpu", "host" if accel == "kvm" else "max",
            "-m", "512", "-smp", str(smp), "-nodefaults", "-no-reboot", "-display", "none", "-serial", "stdio",
            "-monitor", "none", "-kernel", str(kern["vmlinuz"]), "-initrd", str(initrd),
            "-append", "console=ttyS0 quiet loglevel=1 panic=-1 nokaslr"]

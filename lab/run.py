@@ -138,7 +138,7 @@ def boot(kid: str, kern: dict, cfg: experiments.Config, offsets: dict, initrd: P
     wire = (qemu.TapWire(str(os.getpid()), cfg.nics) if backend == "tap" else qemu.HubWire(cfg.nics))
     with wire:
         argv = qemu.argv(kern, run_initrd, wire.netdev_args(), accel, device_props=cfg.device_props, smp=cfg.smp,
-                         plugin=plugin)
+                         plugin=plugin, tcg_single_thread=cfg.tcg_single_thread)
         log(f"boot {kid} {cfg.name}: {cfg.description[:90]}")
         console, secs, timed_out = qemu.run(argv, wire.prefix(), runs / f"console-{cfg.name}.log", timeout)
     plugin_log = plugin[1].read_text(errors="replace") if plugin and plugin[1].exists() else ""

@@ -15,7 +15,7 @@ changes (:func:`model_kernel`).
     >>> labdata.lab_kernels()                              # doctest: +SKIP
     ['5.10', '6.1', '6.12', '6.1-plain', '6.1-no-build-skb', '5.10-plain', ...]
     >>> print(labdata.rx_table("mergeable", kernel="6.12"))  # doctest: +SKIP
-    >>> print(labdata.rx_pair_table((86, 1000, 1472)))     # doctest: +SKIP   seed 1, before/after, one base
+    >>> print(labdata.rx_pair_table((86, 1014, 1472)))     # doctest: +SKIP   seed 1, before/after, one base
     >>> print(labdata.router_table())                      # doctest: +SKIP   seed 2: datagrams intact after NAT
     >>> print(labdata.rate_table())                        # doctest: +SKIP   seed 1's rate under TCG
 """
@@ -350,7 +350,7 @@ def rx_pair_rows(payloads: Iterable[int] | None = None, *, name: str = "mergeabl
     return [RxPairRow(p, a[p].frame_len, b[p], a[p]) for p in keys]
 
 
-def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 100, 1000, 1162, 1163, 1472), *,
+def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 1163, 1472), *,
                   name: str = "mergeable", before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> str:
     """Text table of :func:`rx_pair_rows`: path / truesize / frags measured (and modelled where different)."""
     def cell(r: RxRow) -> str:
