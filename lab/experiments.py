@@ -108,10 +108,9 @@ CONFIGS = {c.name: c for c in [
            "NIC eth2 or on a veth) -> receiver; 1472-byte datagrams with sequence numbers counted intact at the "
            "receiving socket", "", router=True),
     Config("rate", "1000-byte UDP blasted from eth0 by two senders (vCPUs 0 and 2) to eth1 (its interrupt on "
-           "vCPU 1), no listener (as in fb32856b16ad's benchmark): eth1 rx packets per second under TCG; "
-           "thread=single, so the three vCPUs share one host thread in turns (with one thread per vCPU, 3 vCPUs on "
-           "2 host cores, the rate followed the host scheduler: 3,225..16,417 pps between runs)",
-           "", rate=True, smp=3, tcg_single_thread=True),
+           "vCPU 1), no listener (as in fb32856b16ad's benchmark): eth1 rx packets per second under TCG, one host "
+           "thread per vCPU (with thread=single the senders never outran the receiver)",
+           "", rate=True, smp=3),
     Config("insn", "as rate, with the lab's TCG plugin counting guest instructions per vCPU between markers: "
            "instructions on the receiving vCPU per received packet", "", rate=True, smp=3, plugin=True),
 ]}

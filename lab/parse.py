@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-from lab.experiments import GSO_PAYLOADS, GSO_SIZE, RESET_K, STEPS, Config
+from lab.experiments import Config
+
 
 def blocks(console: str) -> list[tuple[str, list[str], list[str]]]:
     """(kind, labels, lines) for every @@BEGIN kind labels... / @@END block of the console log."""

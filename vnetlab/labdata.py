@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -319,8 +320,7 @@ def rx_table(name: str, payloads: Iterable[int] | None = None, kernel: str = DEF
                      f"{model}{'' if r.agrees else '   <- differs'}")
     doc = load(name, kernel)
     lines.append(f"{sum(r.agrees for r in all_rows)} of {len(all_rows)} measured packets agree with the model "
-                 f"({doc['kernel']['release']}, {doc['qemu']['accel']}; model {model_profile(kernel)}"
-                 f"{' + patch' if _lab_kernel(kernel).overrides else ''})")
+                 f"({doc['kernel']['release']}, {doc['qemu']['accel']})")
     return "\n".join(lines)
 
 
@@ -459,9 +459,9 @@ def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> list[GsoR
 
 def gso_table(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> str:
     """Where the real kernel segmented the lab's UDP GSO datagrams, beside the model, one line per route."""
-    lines = [f"{'sent through':13} {'real kernel':18} model ({model_profile(kernel)})"]
+    lines = [f"{'sent through':13} {'real kernel':14} model"]
     for r in gso_rows(name, kernel):
-        lines.append(f"{r.route_dev:13} {r.real:18} {r.model}")
+        lines.append(f"{r.route_dev:13} {r.real:14} {r.model}")
     return "\n".join(lines)
 
 
@@ -676,12 +676,16 @@ def router_table(kernels: Iterable[str] | None = None) -> str:
 
 @dataclass(frozen=True)
 class RateRow:
+    """One kernel's rate runs; medians, since TCG runs on an oversubscribed host have outliers."""
+
     kernel: str
     config: str  # "rate" (no plugin) or "insn" (TCG instruction counter)
     runs: int
-    rx_pps: float  # mean over the runs
+    rx_pps: float  # median over the runs
     rx_pps_runs: tuple[float, ...]
-    insn_per_packet: float | None  # guest instructions on the receiving vCPU per received packet
+    insn_per_packet: float | None  # median guest instructions on the receiving vCPU per received packet
+    insn_per_packet_runs: tuple[float, ...] = ()
+    rx_loss: tuple[float, ...] = ()  # share of the sent frames the receiver never got (> 0: receiver saturated)
 
 
 def rate_rows(kernels: Iterable[str] = ("6.1-no-build-skb", "6.1-plain")) -> list[RateRow]:
@@ -692,9 +696,11 @@ def rate_rows(kernels: Iterable[str] = ("6.1-no-build-skb", "6.1-plain")) -> lis
                 continue
             runs = load(cfg, k)["rate"]["runs"]
             pps = tuple(r["rx_pps"] for r in runs if r["rx_pps"])
-            ipp = [r["instructions_per_rx_packet_vcpu1"] for r in runs if r.get("instructions_per_rx_packet_vcpu1")]
-            rows.append(RateRow(k, cfg, len(runs), sum(pps) / len(pps) if pps else float("nan"), pps,
-                                sum(ipp) / len(ipp) if ipp else None))
+            ipp = tuple(r["instructions_per_rx_packet_vcpu1"] for r in runs
+                        if r.get("instructions_per_rx_packet_vcpu1"))
+            loss = tuple(round(1 - r["rx_packets"] / r["sent"], 3) for r in runs if r.get("sent"))
+            rows.append(RateRow(k, cfg, len(runs), statistics.median(pps) if pps else float("nan"), pps,
+                                statistics.median(ipp) if ipp else None, ipp, loss))
     return rows
 
 
@@ -717,7 +723,7 @@ def model_rate_ratio() -> dict[str, float]:
 
 def rate_table(before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> str:
     rows = {(r.kernel, r.config): r for r in rate_rows((before, after))}
-    lines = [f"{'kernel':18} {'rx pps (TCG)':>13} {'insn/packet':>12}"]
+    lines = [f"{'kernel':18} {'rx pps (TCG)':>13} {'insn/packet':>12}   (medians of the runs)"]
     for k in (before, after):
         r, i = rows.get((k, "rate")), rows.get((k, "insn"))
         lines.append(f"{k:18} {r.rx_pps if r else float('nan'):13.0f} "
