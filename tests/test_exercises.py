@@ -12,7 +12,7 @@ import pytest
 from vnetlab import exercises
 
 ROOT = Path(__file__).resolve().parents[1]
-LAB = ROOT / "data" / "lab"
+LAB = ROOT / "data" / "lab" / "6.1"  # Debian 6.1.192 in QEMU
 
 # Kernel constants, each as the source defines it.
 ETH_HLEN, IPV4_HLEN, UDP_HLEN = 14, 20, 8  # include/uapi/linux/if_ether.h; struct iphdr without options; udphdr

@@ -540,7 +540,7 @@ def packets_per_gro_skb(kernel: str, payload: int) -> int:
     from vnetlab import gro
 
     k = model_kernel(kernel)
-    skbs = [gro.make_rx_skb("eth_hlen", payload, l4="udp", kernel=k) for _ in range(80)]
+    skbs = gro.receive_flow(payload, 80, l4="udp", kernel=k)  # the frames as the receive path hands them to GRO
     out = gro.aggregate(skbs, l4="udp", features={"GRO", "GRO_FRAGLIST"}, local_socket=False, kernel=k)
     return gro.gro_segs(out[0])
 
