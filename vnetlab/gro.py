@@ -799,8 +799,6 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         cols = np.arange(pmin, pmax + 1, dtype=np.int64)
     if P is not None and pmin == pmax:
         const_p, P, cols, col = pmin, None, None, None
-    if P is not None and col is None:
-        col = P - pmin
     if napi_budget is not None:
         _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
     budget = n if napi_budget is None else min(int(napi_budget), n)
@@ -817,6 +815,18 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     flat: np.ndarray | None  # per-packet index into the table (None: the table is per packet)
     cols_ = np.asarray([const_p], dtype=np.int64) if cols is None else cols
     width = cols_.size
+
+    def table_index(rows: np.ndarray) -> np.ndarray:
+        """rows * width + each packet's payload column, in place in ``rows`` (a fresh intp array)."""
+        if width > 1:
+            rows *= width
+            if col is not None:
+                rows += col
+            else:
+                rows += P
+                rows -= pmin
+        return rows
+
     if buf_lens is None or np.ndim(buf_lens) == 0:
         if buf_lens is None:
             period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
@@ -824,12 +834,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             period = np.asarray([int(buf_lens)], dtype=np.int64)
         bvals, per_idx = np.unique(period, return_inverse=True)
         sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
-        if bvals.size == 1:
-            flat = np.zeros(n, dtype=np.intp) if col is None else col
-        else:
-            flat = np.resize(per_idx.astype(np.intp) * width, n)
-            if col is not None:
-                flat += col
+        flat = table_index(np.resize(per_idx.astype(np.intp), n))
     else:
         bl = np.asarray(buf_lens, dtype=np.int64)
         if bl.shape != (n,):
@@ -838,9 +843,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         if row is not None and bvals.size * width <= max(4096, n // 4):
             # a few buffer sizes (the carving gives 2 or 3): one table entry per (buffer, payload)
             sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
-            flat = row * width if width > 1 else row
-            if col is not None:
-                flat += col
+            flat = table_index(row)
         else:
             sh = _shapes((np.full(n, const_p, np.int64) if P is None else P) + hdrs, bl, fp, hdr_len)
             flat = None
@@ -875,25 +878,12 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         zeros = np.flatnonzero(P == 0)
     groups = _stream_groups(fp, n, budget, const_p, P, F, orig)
     if orig is None:
-        g_s, g_e = groups.starts, groups.ends
-        sk = _stream_sk_buffs(fp, g_s, g_e, sh, used, flat)
-        C = None if P is None else _cumsum0(P)
-        return _stream_stats_from_groups(n, path_counts, g_s, g_e, sk, sh, used, flat, per_packet, at, C, const_p,
-                                         off, payload_bytes, rx_truesize, fp)
+        return _stream_stats_from_groups(n, path_counts, groups, sh, used, flat, off, payload_bytes, rx_truesize, fp)
     # compressed UDP flow: indices below are into orig (the non-zero datagrams)
     flat_c = None if flat is None else flat[orig]
     sh_c = sh if flat is not None else _Shapes(*(x[orig] for x in (sh.code, sh.T, sh.d, sh.delta, sh.l0)))
-    C = _cumsum0(P[orig])
-    sk = _stream_sk_buffs(fp, groups.starts, groups.ends, sh_c, used, flat_c)
-
-    def pp_c(x: np.ndarray) -> np.ndarray:
-        return x if flat_c is None else x[flat_c]
-
-    def at_c(x: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        return x[pos] if flat_c is None else x[flat_c[pos]]
-
-    st = _stream_stats_from_groups(orig.size, path_counts, groups.starts, groups.ends, sk, sh_c, used, flat_c,
-                                   pp_c, at_c, C, None, off, payload_bytes, rx_truesize, fp)
+    st = _stream_stats_from_groups(orig.size, path_counts, groups, sh_c, used, flat_c, off, payload_bytes,
+                                   rx_truesize, fp)
     zl0, zT = at(sh.l0, zeros), at(sh.T, zeros)
     ones = np.ones(zeros.size, np.int64)
     key = np.concatenate((groups.times, zeros.astype(float)))
@@ -910,179 +900,140 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
 class _Groups:
     starts: np.ndarray  # first packet of each GRO skb, in the order they go up
     ends: np.ndarray  # one past its last packet
+    segs: np.ndarray  # its packets
+    payload: np.ndarray  # its payload bytes
     times: np.ndarray  # when it goes up, in packet indices of the uncompressed flow (only with 0-byte UDP)
 
 
 def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: np.ndarray | None,
                    F: np.ndarray | None, orig: np.ndarray | None) -> _Groups:
     """The GRO skbs of the flow: the rules of aggregate_trace (tcp_gro_receive / udp_gro_receive_segment, the
-    size cap, UDP_GRO_CNT_MAX, napi_complete_done at every poll end), all polls stepped together."""
+    size cap, UDP_GRO_CNT_MAX, napi_complete_done at every poll end). Where a GRO skb that begins at a packet
+    ends follows from the payloads and flags alone, for every packet at once; the GRO skbs are then chained
+    from each poll's first packet, all polls together."""
     l4, off = fp.l4, fp.offset
-    if orig is not None:
-        P = P[orig]
-    m = n if orig is None else orig.size
-    idt = np.int32 if m < (1 << 31) - 1 else np.int64
-    # ---- for a group starting at each packet: where it ends on its own (e_nat) and whether that end is a
-    # merge-then-flush (is_close) rather than a refused packet, from the payload sizes and the TCP flags
-    e_nat = is_close = None
-    if P is not None:
-        # tcp_gro_receive: payload > mss (or 0) is refused; a shorter one merges, then flushes (6.1).
-        # udp_gro_receive_segment: a longer datagram is refused; a shorter one merges, then completes p.
-        change = np.flatnonzero(P[1:] != P[:-1]) + 1
-        run_id = np.zeros(m, dtype=idt)
-        run_id[change] = 1
-        np.cumsum(run_id, out=run_id)
-        nxt = np.append(change, m).astype(idt)[run_id]
-        pn = P[np.minimum(nxt, m - 1)]
-        smaller = pn < P
-        if l4 == "tcp":
-            smaller &= pn != 0
-        smaller &= nxt < m
-        is_close = smaller
-        e_nat = nxt + smaller
-    alone = None
-    if l4 == "tcp":
-        alone = (P == 0) if P is not None else None
-        if alone is not None and not alone.any():
-            alone = None
-        if const_p == 0:
-            alone = np.ones(m, bool)
-        if F is not None:
-            # tcp_gro_receive: CWR and a flag mismatch refuse; PSH|FIN merge then flush; URG|PSH|RST|SYN|FIN
-            # at the head of a group (nothing to merge into) go up alone (out_check_final).
-            fin = (F & _FINAL_FLUSH) != 0
-            alone = fin if alone is None else (alone | fin)
-            refs = [_next_change(F & _cmp_mask(fp)), _next_true((F & _FLAG_BIT["CWR"]) != 0)]
-            if fp.is_flist:
-                refs.append(_next_change(F))  # tcp_gro_receive (6.18): fraglist flows need equal flags
-            ref_f = np.minimum.reduce(refs)
-            close_f = _next_true((F & (_FLAG_BIT["PSH"] | _FLAG_BIT["FIN"])) != 0) + 1
-            if e_nat is None:
-                e_nat, is_close = np.minimum(ref_f, close_f), close_f <= ref_f
-            else:
-                ref_all = np.where(is_close, m, e_nat)
-                np.minimum(ref_all, ref_f, out=ref_all)
-                close_all = np.where(is_close, e_nat, m + 1)
-                np.minimum(close_all, close_f, out=close_all)
-                is_close = close_all <= ref_all
-                e_nat = np.minimum(ref_all, close_all)
-    C = None if P is None else _cumsum0(P)
     # skb_gro_receive: refused once p->len + len >= cap; skb_gro_receive_list: p->len + skb->len >= 65536.
     cap_room = (GRO_LEGACY_MAX_SIZE - 2 * off) if fp.is_flist else (fp.cap_limit - off)
-    cnt_max = UDP_GRO_CNT_MAX if l4 == "udp" else (TCP_FRAGLIST_CNT_MAX if fp.is_flist else None)
-    per = None if const_p is None else (1 if const_p == 0 else max(1, -(-cap_room // const_p) - 1))
-    if const_p is not None and cnt_max is None and alone is None and F is None:
-        # constant payload, no count cap: every group is the cap's length (or what is left of the poll)
+    # udp_gro_receive_segment: UDP_GRO_CNT_MAX; tcp_gro_receive (6.10+): a fraglist flow completes at 64.
+    cnt_max = UDP_GRO_CNT_MAX if l4 == "udp" else (TCP_FRAGLIST_CNT_MAX if fp.is_flist else n)
+    if P is None and F is None:
+        # constant payload: every GRO skb holds what the cap and the count allow, or what is left of the poll
+        # (tcp_gro_receive and udp_gro_receive_segment merge no 0-byte payload)
+        per = 1 if const_p == 0 else min(max(1, -(-cap_room // const_p) - 1), cnt_max)
         polls = np.arange(0, n, budget)
         lens = np.minimum(budget, n - polls)
         reps = -(-lens // per)
         g_s = np.repeat(polls, reps) + (np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)) * per
         g_e = np.minimum(g_s + per, np.repeat(polls + lens, reps))
-        return _Groups(g_s, g_e, np.zeros(0))
-    longest = min(budget, cnt_max or budget, m)  # no GRO skb holds more packets than this
-    step_cap = False  # look the size cap up at each step (only when groups can be as long as the flow)
-    if C is not None and longest < m:
-        # the size cap, resolved for the packets whose next `longest` payloads could reach it
-        reach = np.flatnonzero(C[np.minimum(np.arange(longest, m + longest, dtype=idt), m)] - C[:-1] >= cap_room)
-        if reach.size:
-            jc = np.searchsorted(C, C[reach] + cap_room, side="left") - 1
-            jc = np.maximum(jc, reach + 1)
-            if e_nat is None:
-                e_nat, is_close = np.full(m, m, dtype=idt), np.zeros(m, bool)
-            cut = jc < e_nat[reach]
-            e_nat[reach[cut]] = jc[cut]
-            is_close[reach[cut]] = False
-    elif C is not None:
-        step_cap = bool(int(C[-1]) >= cap_room)
-    if alone is not None:
-        if e_nat is None:
-            e_nat, is_close = np.full(m, m, dtype=idt), np.zeros(m, bool)
+        segs = g_e - g_s
+        return _Groups(g_s, g_e, segs, segs * const_p, np.zeros(0))
+    if P is None:
+        P = np.full(n, const_p, dtype=np.int64)
+    if orig is not None:
+        P = P[orig]
+    m = P.size
+    first = np.arange(0, n, budget)
+    if orig is not None:
+        first = np.searchsorted(orig, first)
+    start = np.zeros(m + 1, dtype=bool)  # the packets that begin a GRO skb, and m
+    start[first] = True
+    start[m] = True
+    # ---- end[i]: one past the last packet of a GRO skb that begins at packet i. It takes the rest of its run
+    # of equal payloads (runs are cut at poll starts), and the next packet too if that one is shorter:
+    # tcp_gro_receive (6.1): payload > mss (or 0) is refused; a shorter one merges, then flushes.
+    # udp_gro_receive_segment (6.1): a longer datagram is refused; a shorter one merges, then completes p.
+    new_run = start[:m].copy()
+    np.logical_or(new_run[1:], P[1:] != P[:-1], out=new_run[1:])
+    rs = np.flatnonzero(new_run)
+    Pr = P[rs]
+    shorter = np.append(Pr[1:] < Pr[:-1], False)
+    shorter[:-1] &= ~start[rs[1:]]
+    if l4 == "tcp":
+        shorter[:-1] &= Pr[1:] != 0
+    run_end = np.append(rs[1:], m) + shorter
+    # the size cap can only cut into a run whose payloads from its first packet to run_end reach cap_room
+    capped = (run_end - rs) * Pr >= cap_room
+    del rs, Pr
+    run = np.cumsum(new_run)
+    run -= 1
+    end = run_end[run]
+    if l4 == "tcp":
+        alone = P == 0
+        if F is not None:
+            # tcp_gro_receive: CWR and a flag mismatch refuse; PSH|FIN merge then flush; URG|PSH|RST|SYN|FIN
+            # at the head of a group (nothing to merge into) go up alone (out_check_final).
+            alone |= (F & _FINAL_FLUSH) != 0
+            refs = [_next_change(F & _cmp_mask(fp)), _next_true((F & _FLAG_BIT["CWR"]) != 0)]
+            if fp.is_flist:
+                refs.append(_next_change(F))  # tcp_gro_receive (6.18): fraglist flows need equal flags
+            is_close = shorter[run]
+            ref_all = np.where(is_close, m, end)
+            np.minimum(ref_all, np.minimum.reduce(refs), out=ref_all)
+            close_all = np.where(is_close, end, m + 1)
+            np.minimum(close_all, _next_true((F & (_FLAG_BIT["PSH"] | _FLAG_BIT["FIN"])) != 0) + 1, out=close_all)
+            end = np.minimum(ref_all, close_all)
         single = np.flatnonzero(alone)
-        e_nat[single] = single + 1
-    # ---- step every poll's GRO skbs together: napi_complete_done flushes all of them at the poll end
-    poll_starts = np.arange(0, n, budget)
-    pos = poll_starts if orig is None else np.searchsorted(orig, poll_starts)
-    pend = np.minimum(poll_starts + budget, n) if orig is None else np.searchsorted(orig, poll_starts + budget)
-    pid = np.arange(pos.size)
-    keep = pos < pend
-    pos, pend, pid = pos[keep], pend[keep], pid[keep]
-    out_s, out_e, out_pid, out_k, out_t = [], [], [], [], []
-    step = 0
+        end[single] = single + 1
+    if cnt_max < budget:  # (a poll of at most cnt_max packets never reaches the count)
+        np.minimum(end, np.arange(cnt_max, m + cnt_max), out=end)
+    if capped.any():
+        # refused: the first packet that takes the payload from i to cap_room or more
+        big = np.flatnonzero(capped[run])
+        C = _cumsum0(P)
+        cut = np.searchsorted(C, C[big] + cap_room, side="left") - 1
+        end[big] = np.minimum(end[big], np.maximum(cut, big + 1))
+    del run, new_run
+    # ---- chain the GRO skbs from each poll's first packet; a chain stops at the next poll's first packet
+    pos = np.flatnonzero(start[:m])
     while pos.size:
-        if e_nat is not None:
-            en = e_nat[pos]
-            e = np.minimum(en, pend)
-        else:
-            e = pend.copy()
-        if cnt_max is not None:
-            np.minimum(e, pos + cnt_max, out=e)
-        if per is not None:
-            np.minimum(e, pos + per, out=e)
-        elif step_cap:
-            thr = C[pos] + cap_room
-            hit = C[e] >= thr
-            if hit.any():
-                jc = np.searchsorted(C, thr[hit], side="left") - 1
-                e[hit] = np.minimum(e[hit], np.maximum(jc, pos[hit] + 1))
-        out_s.append(pos)
-        out_e.append(e)
-        out_pid.append(pid)
-        out_k.append(np.full(pos.size, step, dtype=idt))
-        if orig is not None:
-            # when the GRO skb goes up: right after merging its last datagram (a shorter one, or the 64th),
-            # else just before the refused one, else at the poll end
-            after = (e == en) & is_close[pos] if e_nat is not None else np.zeros(pos.size, bool)
-            after |= e == pos + cnt_max
-            t_after = orig[e - 1] + 0.5
-            poll_t = np.minimum((orig[pos] // budget + 1) * budget, n) - 0.5
-            t_before = np.where(e < pend, orig[np.minimum(e, m - 1)] - 0.5, poll_t)
-            out_t.append(np.where(after, t_after, t_before))
-        more = e < pend
-        pos, pend, pid = e[more], pend[more], pid[more]
-        step += 1
-    # GRO skbs go up poll by poll, and in order within a poll
-    g_pid = np.concatenate(out_pid)
-    slot = np.cumsum(np.bincount(g_pid, minlength=poll_starts.size)) - np.bincount(g_pid, minlength=poll_starts.size)
-    slot = slot[g_pid] + np.concatenate(out_k)
-    g_s = np.empty(slot.size, dtype=np.int64)
-    g_e = np.empty(slot.size, dtype=np.int64)
-    g_s[slot] = np.concatenate(out_s)
-    g_e[slot] = np.concatenate(out_e)
+        pos = end[pos]
+        pos = pos[~start[pos]]
+        start[pos] = True
+    del end
+    g_s = np.flatnonzero(start[:m])
+    g_e = np.append(g_s[1:], m)
+    segs = g_e - g_s
+    # every packet of a GRO skb has its first packet's payload, but the last, which may be shorter
+    last = P[g_e - 1]
+    payload = segs - 1
+    payload *= P[g_s]
+    payload += last
     times = np.zeros(0)
     if orig is not None:
-        times = np.empty(slot.size)
-        times[slot] = np.concatenate(out_t)
-    return _Groups(g_s, g_e, times)
+        # when the GRO skb goes up: right after merging its last datagram (a shorter one, or the 64th),
+        # else just before the refused one, else at the poll end
+        after = (last < P[g_s]) | (segs == cnt_max)
+        poll_end = np.minimum((orig[g_s] // budget + 1) * budget, n)
+        refused = np.minimum(np.append(orig, n)[g_e], poll_end)
+        times = np.where(after, orig[g_e - 1] + 0.5, refused - 0.5)
+    return _Groups(g_s, g_e, segs, payload, times)
 
 
 @dataclass(frozen=True)
 class _SkBuffs:
     per_group: np.ndarray  # sk_buffs (p and its frag_list members) of each group
     first: np.ndarray  # packets in each group's first sk_buff
-    starts: np.ndarray  # every sk_buff's first packet
-    group: np.ndarray  # the group of each sk_buff
+    chained: np.ndarray  # first packet of every sk_buff chained on a frag_list (not a group's first)
+    group: np.ndarray  # the group of each chained sk_buff
 
 
-def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, sh: _Shapes, used: np.ndarray | None,
-                     flat: np.ndarray | None) -> _SkBuffs:
+def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.ndarray, ent: np.ndarray,
+                     sh: _Shapes, used: np.ndarray | None, flat: np.ndarray | None) -> _SkBuffs:
     """Where each GRO skb's sk_buffs begin: skb_gro_receive fills lp's frags (next fit) and chains a new
-    sk_buff on frag_list (case 3) when a packet does not fit; fraglist GRO chains every packet."""
+    sk_buff on frag_list (case 3) when a packet does not fit; fraglist GRO chains every packet.
+    ``ent``: the table entry of each group's first packet."""
     G = g_s.size
     most = fp.max_skb_frags
-    segs = g_e - g_s
     du = _uniform(sh.d, used)
     if fp.is_flist:
         # skb_gro_receive_list chains every packet whole (the stats of a fraglist flow need no more)
-        return _SkBuffs(segs, np.ones(G, np.int64), g_s, np.arange(G))
+        return _SkBuffs(segs, np.ones(G, np.int64), np.zeros(0, np.intp), np.zeros(0, np.intp))
     if du is not None and du > most:
         # case 3 for every packet: each packet is an sk_buff of its own
-        # (laid out as below: every group's first sk_buff, then the chained ones)
-        group = np.repeat(np.arange(G), segs)
-        chained = np.ones(group.size, dtype=bool)
+        chained = np.ones(int(g_e[-1]), dtype=bool)
         chained[g_s] = False
         rest = np.flatnonzero(chained)
-        return _SkBuffs(segs, np.ones(G, np.int64), np.concatenate((g_s, rest)),
-                        np.concatenate((np.arange(G), group[rest])))
+        return _SkBuffs(segs, np.ones(G, np.int64), rest, np.repeat(np.arange(G), segs)[rest])
     l0u = _uniform(sh.l0, used)
     if du is not None and l0u is not None:
         # the same shape for every packet: every sk_buff holds 1 + (MAX_SKB_FRAGS - l0) // d packets
@@ -1090,72 +1041,75 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, sh: _Shap
         reps = -(-segs // per)
         first_of = np.cumsum(reps) - reps
         starts = np.repeat(g_s, reps) + (np.arange(int(reps.sum())) - np.repeat(first_of, reps)) * per
-        group = np.repeat(np.arange(G), reps)
-        # laid out as the stepping below: every group's first sk_buff, then the chained ones
         chained = np.ones(starts.size, dtype=bool)
         chained[first_of] = False
         rest = np.flatnonzero(chained)
-        return _SkBuffs(reps, np.minimum(per, segs), np.concatenate((g_s, starts[rest])),
-                        np.concatenate((np.arange(G), group[rest])))
+        return _SkBuffs(reps, np.minimum(per, segs), starts[rest], np.repeat(np.arange(G), reps)[rest])
+    room = most - sh.l0  # frag slots left in an sk_buff after its first packet, per table entry
+    Dc = _cumsum0(sh.d if flat is None else sh.d[flat]) if du is None else None
+    take = None if du is None else 1 + np.maximum(room, 0) // du  # packets per sk_buff when every d is du
 
-    def at(x: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        return x[pos] if flat is None else x[flat[pos]]
+    def sk_buff_end(pos: np.ndarray, entry: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """One past the last packet of the sk_buff that begins at each of pos (table entry ``entry``)."""
+        if take is not None:
+            nxt = pos + take[entry]
+        else:
+            nxt = np.searchsorted(Dc, Dc[pos + 1] + room[entry], side="right") - 1
+            np.maximum(nxt, pos + 1, out=nxt)
+        return np.minimum(nxt, end, out=nxt)
 
-    Dc = None
-    if du is None:
-        Dc = _cumsum0(sh.d if flat is None else sh.d[flat])
-    pos, gid, end = g_s, np.arange(G), g_e
+    first = sk_buff_end(g_s, ent, g_e)
+    gid = np.flatnonzero(first < g_e)
+    first -= g_s
+    pos, end = g_s[gid] + first[gid], g_e[gid]
     s_pos, s_gid = [], []
-    first = None
     while pos.size:
         s_pos.append(pos)
         s_gid.append(gid)
-        room = most - at(sh.l0, pos)
-        if du is not None:
-            nxt = pos + 1 + (np.maximum(room, 0) // du if du <= most else 0)
-        else:
-            nxt = np.searchsorted(Dc, Dc[pos + 1] + room, side="right") - 1
-            np.maximum(nxt, pos + 1, out=nxt)
-        np.minimum(nxt, end, out=nxt)
-        if first is None:
-            first = nxt - pos
+        nxt = sk_buff_end(pos, pos if flat is None else flat[pos], end)
         keep = nxt < end
         pos, gid, end = nxt[keep], gid[keep], end[keep]
-    starts = np.concatenate(s_pos) if s_pos else np.zeros(0, np.int64)
-    group = np.concatenate(s_gid) if s_gid else np.zeros(0, np.int64)
-    return _SkBuffs(np.bincount(group, minlength=G), first if first is not None else np.zeros(0, np.int64),
-                    starts, group)
+    chained = np.concatenate(s_pos) if s_pos else np.zeros(0, np.intp)
+    group = np.concatenate(s_gid) if s_gid else np.zeros(0, np.intp)
+    per_group = np.bincount(group, minlength=G)
+    per_group += 1
+    return _SkBuffs(per_group, first, chained, group)
 
 
-def _stream_stats_from_groups(n: int, path_counts: dict[str, int], g_s: np.ndarray, g_e: np.ndarray, sk: _SkBuffs,
-                              sh: _Shapes, used: np.ndarray | None, flat: np.ndarray | None, per_packet: Any, at: Any,
-                              C: np.ndarray | None, const_p: int | None, off: int, payload_bytes: int,
+def _stream_stats_from_groups(n: int, path_counts: dict[str, int], groups: _Groups, sh: _Shapes,
+                              used: np.ndarray | None, flat: np.ndarray | None, off: int, payload_bytes: int,
                               rx_truesize: int, fp: FlowParams) -> StreamStats:
+    g_s, g_e, segs = groups.starts, groups.ends, groups.segs
     G = g_s.size
-    segs = g_e - g_s
+    ent = g_s if flat is None else flat[g_s]  # the table entry of each group's first packet
+    sk = _stream_sk_buffs(fp, g_s, g_e, segs, ent, sh, used, flat)
 
     def group_sum(x: np.ndarray) -> np.ndarray:
         """Per group sum of a per-table-entry quantity over the group's packets (groups tile the flow)."""
         u = _uniform(x, used)
         if u is not None:
             return segs * u
-        return np.add.reduceat(per_packet(x), g_s) if G else np.zeros(0, np.int64)
+        c = x[flat] if flat is not None else x.copy()
+        np.cumsum(c, out=c)
+        return np.diff(c[g_e - 1], prepend=0)
 
     if fp.is_flist:
         frags = group_sum(sh.l0)
         truesize = group_sum(sh.T)
     else:
         # an sk_buff's first packet brings its own frags and whole truesize; the others d slots and delta
-        # (sk.starts begins with every group's own start, in group order; the chained sk_buffs follow)
-        ent = sk.starts if flat is None else flat[sk.starts]
-        corr_f = (sh.l0 - sh.d)[ent]
-        corr_t = (sh.T - sh.delta)[ent]
-        frags = group_sum(sh.d) + corr_f[:G]
-        truesize = group_sum(sh.delta) + corr_t[:G]
-        if sk.starts.size > G:
-            frags += np.bincount(sk.group[G:], weights=corr_f[G:], minlength=G).astype(np.int64)
-            truesize += np.bincount(sk.group[G:], weights=corr_t[G:], minlength=G).astype(np.int64)
-    lens = (segs * const_p if C is None else C[g_e] - C[g_s]) + off
+        corr_f = sh.l0 - sh.d
+        corr_t = sh.T - sh.delta
+        frags = group_sum(sh.d)
+        frags += corr_f[ent]
+        truesize = group_sum(sh.delta)
+        truesize += corr_t[ent]
+        if sk.chained.size:
+            ent = sk.chained if flat is None else flat[sk.chained]
+            frags += np.bincount(sk.group, weights=corr_f[ent], minlength=G).astype(np.int64)
+            truesize += np.bincount(sk.group, weights=corr_t[ent], minlength=G).astype(np.int64)
+    lens = groups.payload
+    lens += off
     return StreamStats(packets=n, path_counts=path_counts, gro_skbs=int(G), segs_per_skb=segs,
                        first_skb_packets=sk.first, sk_buffs_per_skb=sk.per_group, frags_per_skb=frags,
                        len_per_skb=lens, truesize_per_skb=truesize, payload_bytes=payload_bytes,
