@@ -672,6 +672,8 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
 # add_recvbuf_mergeable's carving repeats every 21 buffers per 32 KiB frag (kernel-facts A.5); 32 frags of it
 # also cover the 64 KiB-page arches (42 buffers per frag).
 _BUF_PERIOD = 32 * 21
+# packets per block of NAPI polls in simulate_stream: its temporaries stay in the CPU caches
+_BLOCK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -705,21 +707,21 @@ def _shapes(frames: np.ndarray, bufs: np.ndarray, fp: FlowParams, hdr_len: int) 
     return _Shapes(cls.codes, T.astype(np.int64), d.astype(np.int64), delta.astype(np.int64), nf)
 
 
-def _few_values(x: np.ndarray, most: int = 16) -> tuple[np.ndarray | None, np.ndarray]:
-    """(index of each element into the sorted distinct values, those values) when x holds at most ``most``
-    distinct ints in a short range; (None, empty) otherwise. Avoids sorting the whole array."""
+def _few_values(x: np.ndarray, block: int, most: int = 16) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """(lo, lut, values) when x holds at most ``most`` distinct ints in a short range, with lut[v - lo] the index
+    of v in the sorted distinct values; None otherwise. Avoids sorting x (and temporaries as large as x)."""
     lo, hi = int(x.min()), int(x.max())
     if hi - lo > 1 << 16:
-        return None, np.zeros(0, np.int64)
-    xl = x - lo
+        return None
     present = np.zeros(hi - lo + 1, dtype=bool)
-    present[xl] = True
+    for s in range(0, x.size, block):
+        present[x[s:s + block] - lo] = True
     vals = np.flatnonzero(present)
     if vals.size > most:
-        return None, np.zeros(0, np.int64)
+        return None
     lut = np.zeros(hi - lo + 1, dtype=np.intp)
     lut[vals] = np.arange(vals.size)
-    return lut[xl], vals + lo
+    return lo, lut, vals + lo
 
 
 @functools.lru_cache(maxsize=64)
@@ -756,9 +758,8 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     ``seed``. ``buf_lens``: buffer truesize per packet (default: rx.mergeable_buf_lens carving, repeated).
     ``tcp_flags``: optional int array of TCP flag bits (gro._FLAG_BIT). Single-buffer packets only.
 
-    The same rules as :func:`aggregate_trace` (the tests cross-check every statistic), computed per NAPI poll:
-    all polls advance one GRO skb at a time together, so the Python-level work is bounded by the GRO skbs
-    in the busiest poll, not by the packets.
+    The same rules as :func:`aggregate_trace` (the tests cross-check every statistic), with whole-array
+    numpy passes over blocks of NAPI polls: no Python loop over packets or GRO skbs.
     """
     fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, udp_gro=udp_gro, local_socket=local_socket,
                      udp_encap_needed=udp_encap_needed, features=features, kernel=kernel, arch=arch,
@@ -811,22 +812,13 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             raise ValueError(f"tcp_flags must be an int array with one entry per packet ({n})")
     off = fp.offset
     hdrs = ETH_HLEN + off
+    # napi_complete_done flushes every held skb at a poll end, so polls are independent: the flow goes through
+    # in blocks of whole polls, small enough for the CPU caches (one block without a budget)
+    block = n if napi_budget is None else budget * max(1, _BLOCK // budget)
     # ---- what page_to_skb built: a table per (buffer, payload), or per packet when buffers are given per packet
-    flat: np.ndarray | None  # per-packet index into the table (None: the table is per packet)
     cols_ = np.asarray([const_p], dtype=np.int64) if cols is None else cols
     width = cols_.size
-
-    def table_index(rows: np.ndarray) -> np.ndarray:
-        """rows * width + each packet's payload column, in place in ``rows`` (a fresh intp array)."""
-        if width > 1:
-            rows *= width
-            if col is not None:
-                rows += col
-            else:
-                rows += P
-                rows -= pmin
-        return rows
-
+    rows: Any = None  # rows(s, e): the table row (buffer size) of packets s..e-1; None: the table is per packet
     if buf_lens is None or np.ndim(buf_lens) == 0:
         if buf_lens is None:
             period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
@@ -834,66 +826,83 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             period = np.asarray([int(buf_lens)], dtype=np.int64)
         bvals, per_idx = np.unique(period, return_inverse=True)
         sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
-        flat = table_index(np.resize(per_idx.astype(np.intp), n))
+        tiled = np.resize(per_idx.astype(np.intp), min(n, block + period.size))
+        rows = lambda s, e: tiled[s % period.size:][:e - s].copy()  # noqa: E731
     else:
         bl = np.asarray(buf_lens, dtype=np.int64)
         if bl.shape != (n,):
             raise ValueError(f"buf_lens must be one int or one per packet ({n})")
-        row, bvals = _few_values(bl)
-        if row is not None and bvals.size * width <= max(4096, n // 4):
+        few = _few_values(bl, block)
+        if few is not None and few[2].size * width <= max(4096, n // 4):
             # a few buffer sizes (the carving gives 2 or 3): one table entry per (buffer, payload)
+            lo, lut, bvals = few
             sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
-            flat = table_index(row)
+            rows = lambda s, e: lut[bl[s:e] - lo]  # noqa: E731
         else:
             sh = _shapes((np.full(n, const_p, np.int64) if P is None else P) + hdrs, bl, fp, hdr_len)
-            flat = None
-    if flat is not None:
-        counts = np.bincount(flat, minlength=sh.code.size)
-        used = counts > 0
-        path_counts = {name: int(counts[sh.code == c].sum()) for name, c in rx.PATH_CODES.items()}
-        rx_truesize = int((counts * sh.T).sum())
-    else:
-        used = None
-        path_counts = {name: int(np.count_nonzero(sh.code == c)) for name, c in rx.PATH_CODES.items()}
-        rx_truesize = int(sh.T.sum())
 
-    def per_packet(x: np.ndarray) -> np.ndarray:
-        return x if flat is None else x[flat]
+    def table_index(s: int, e: int) -> np.ndarray:
+        """The table entry of packets s..e-1."""
+        idx = rows(s, e)
+        if width > 1:
+            idx *= width
+            if col is not None:
+                idx += col[s:e]
+            else:
+                idx += P[s:e]
+                idx -= pmin
+        return idx
 
-    def at(x: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        return x[pos] if flat is None else x[flat[pos]]
+    counts = np.zeros(sh.code.size, dtype=np.int64) if rows is not None else np.ones(n, dtype=np.int64)
+    pieces = []
+    for s in range(0, n, block):
+        e = min(n, s + block)
+        if rows is not None:
+            flat = table_index(s, e)
+            per_entry = np.bincount(flat, minlength=sh.code.size)
+            counts += per_entry
+            sh_b, used = sh, per_entry > 0
+        else:
+            flat = np.arange(e - s)
+            sh_b, used = _Shapes(*(x[s:e] for x in (sh.code, sh.T, sh.d, sh.delta, sh.l0))), None
+        pieces.append(_stream_block(fp, e - s, budget, const_p, None if P is None else P[s:e],
+                                    None if F is None else F[s:e], sh_b, used, flat))
+    # the six per-skb arrays in one buffer: one allocation, which the allocator can hand back call after call
+    out = np.empty((6, sum(p[0].size for p in pieces)), dtype=np.int64)
+    for row, parts in zip(out, zip(*pieces)):
+        np.concatenate(parts, out=row)
+    path_counts = {name: int(counts[sh.code == c].sum()) for name, c in rx.PATH_CODES.items()}
+    return StreamStats(packets=n, path_counts=path_counts, gro_skbs=int(out[0].size), segs_per_skb=out[0],
+                       first_skb_packets=out[1], sk_buffs_per_skb=out[2], frags_per_skb=out[3], len_per_skb=out[4],
+                       truesize_per_skb=out[5],
+                       payload_bytes=n * const_p if P is None else int(P.sum(dtype=np.int64)),
+                       rx_truesize=int((counts * sh.T).sum()))
 
-    payload_bytes = n * const_p if P is None else int(P.sum(dtype=np.int64))
-    # ---- group (GRO skb) boundaries, one poll at a time in parallel
+
+def _stream_block(fp: FlowParams, n: int, budget: int, const_p: int | None, P: np.ndarray | None,
+                  F: np.ndarray | None, sh: _Shapes, used: np.ndarray | None,
+                  flat: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A block of whole NAPI polls through GRO: (packets, packets in the first sk_buff, sk_buffs, frags, len,
+    truesize) of each skb handed up, in order. ``flat``: each packet's entry in ``sh``; ``used``: the entries
+    the block uses (None: all)."""
+    off = fp.offset
     if not fp.aggregates:
-        starts = np.arange(n)
-        return _stream_stats(n, path_counts, starts, starts + 1, np.ones(n, np.int64), np.ones(n, np.int64),
-                             per_packet(sh.l0), (np.full(n, const_p, np.int64) if P is None else P) + off,
-                             per_packet(sh.T), payload_bytes, rx_truesize)
-    orig = None
-    if l4 == "udp" and P is not None and pmin == 0:
-        # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed without completing p, so 0-byte
-        # datagrams go up alone while the held skb stays: group the others, then put them back in order.
-        orig = np.flatnonzero(P)
-        zeros = np.flatnonzero(P == 0)
+        ones = np.ones(n, dtype=np.int64)
+        return (ones, ones, ones, sh.l0[flat].astype(np.int64),
+                (np.full(n, const_p, np.int64) if P is None else P) + off, sh.T[flat])
+    if fp.l4 != "udp" or P is None or P.min() > 0:
+        return _gro_skb_stats(fp, _stream_groups(fp, n, budget, const_p, P, F, None), sh, used, flat)
+    # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed without completing p, so 0-byte
+    # datagrams go up alone while the held skb stays: group the others, then put them back in order.
+    orig = np.flatnonzero(P)
+    zeros = np.flatnonzero(P == 0)
     groups = _stream_groups(fp, n, budget, const_p, P, F, orig)
-    if orig is None:
-        return _stream_stats_from_groups(n, path_counts, groups, sh, used, flat, off, payload_bytes, rx_truesize, fp)
-    # compressed UDP flow: indices below are into orig (the non-zero datagrams)
-    flat_c = None if flat is None else flat[orig]
-    sh_c = sh if flat is not None else _Shapes(*(x[orig] for x in (sh.code, sh.T, sh.d, sh.delta, sh.l0)))
-    st = _stream_stats_from_groups(orig.size, path_counts, groups, sh_c, used, flat_c, off, payload_bytes,
-                                   rx_truesize, fp)
-    zl0, zT = at(sh.l0, zeros), at(sh.T, zeros)
+    st = _gro_skb_stats(fp, groups, sh, used, flat[orig])
+    zl0, zT = sh.l0[flat[zeros]], sh.T[flat[zeros]]
     ones = np.ones(zeros.size, np.int64)
-    key = np.concatenate((groups.times, zeros.astype(float)))
-    order = np.argsort(key, kind="stable")
-    cat = lambda g, z: np.concatenate((g, z))[order]  # noqa: E731
-    return StreamStats(
-        packets=n, path_counts=path_counts, gro_skbs=int(order.size), segs_per_skb=cat(st.segs_per_skb, ones),
-        first_skb_packets=cat(st.first_skb_packets, ones), sk_buffs_per_skb=cat(st.sk_buffs_per_skb, ones),
-        frags_per_skb=cat(st.frags_per_skb, zl0.astype(np.int64)), len_per_skb=cat(st.len_per_skb, ones * off),
-        truesize_per_skb=cat(st.truesize_per_skb, zT), payload_bytes=payload_bytes, rx_truesize=rx_truesize)
+    order = np.argsort(np.concatenate((groups.times, zeros.astype(float))), kind="stable")
+    return tuple(np.concatenate((g, z))[order]
+                 for g, z in zip(st, (ones, ones, ones, zl0.astype(np.int64), ones * off, zT)))
 
 
 @dataclass(frozen=True)
@@ -953,7 +962,6 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
     run_end = np.append(rs[1:], m) + shorter
     # the size cap can only cut into a run whose payloads from its first packet to run_end reach cap_room
     capped = (run_end - rs) * Pr >= cap_room
-    del rs, Pr
     run = np.cumsum(new_run)
     run -= 1
     end = run_end[run]
@@ -982,14 +990,12 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
         C = _cumsum0(P)
         cut = np.searchsorted(C, C[big] + cap_room, side="left") - 1
         end[big] = np.minimum(end[big], np.maximum(cut, big + 1))
-    del run, new_run
     # ---- chain the GRO skbs from each poll's first packet; a chain stops at the next poll's first packet
     pos = np.flatnonzero(start[:m])
     while pos.size:
         pos = end[pos]
         pos = pos[~start[pos]]
         start[pos] = True
-    del end
     g_s = np.flatnonzero(start[:m])
     g_e = np.append(g_s[1:], m)
     segs = g_e - g_s
@@ -1018,7 +1024,7 @@ class _SkBuffs:
 
 
 def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.ndarray, ent: np.ndarray,
-                     sh: _Shapes, used: np.ndarray | None, flat: np.ndarray | None) -> _SkBuffs:
+                     sh: _Shapes, used: np.ndarray | None, flat: np.ndarray) -> _SkBuffs:
     """Where each GRO skb's sk_buffs begin: skb_gro_receive fills lp's frags (next fit) and chains a new
     sk_buff on frag_list (case 3) when a packet does not fit; fraglist GRO chains every packet.
     ``ent``: the table entry of each group's first packet."""
@@ -1046,7 +1052,7 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
         rest = np.flatnonzero(chained)
         return _SkBuffs(reps, np.minimum(per, segs), starts[rest], np.repeat(np.arange(G), reps)[rest])
     room = most - sh.l0  # frag slots left in an sk_buff after its first packet, per table entry
-    Dc = _cumsum0(sh.d if flat is None else sh.d[flat]) if du is None else None
+    Dc = _cumsum0(sh.d[flat]) if du is None else None
     take = None if du is None else 1 + np.maximum(room, 0) // du  # packets per sk_buff when every d is du
 
     def sk_buff_end(pos: np.ndarray, entry: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -1066,7 +1072,7 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
     while pos.size:
         s_pos.append(pos)
         s_gid.append(gid)
-        nxt = sk_buff_end(pos, pos if flat is None else flat[pos], end)
+        nxt = sk_buff_end(pos, flat[pos], end)
         keep = nxt < end
         pos, gid, end = nxt[keep], gid[keep], end[keep]
     chained = np.concatenate(s_pos) if s_pos else np.zeros(0, np.intp)
@@ -1076,12 +1082,12 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
     return _SkBuffs(per_group, first, chained, group)
 
 
-def _stream_stats_from_groups(n: int, path_counts: dict[str, int], groups: _Groups, sh: _Shapes,
-                              used: np.ndarray | None, flat: np.ndarray | None, off: int, payload_bytes: int,
-                              rx_truesize: int, fp: FlowParams) -> StreamStats:
+def _gro_skb_stats(fp: FlowParams, groups: _Groups, sh: _Shapes, used: np.ndarray | None,
+                   flat: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(packets, packets in the first sk_buff, sk_buffs, frags, len, truesize) of each GRO skb."""
     g_s, g_e, segs = groups.starts, groups.ends, groups.segs
     G = g_s.size
-    ent = g_s if flat is None else flat[g_s]  # the table entry of each group's first packet
+    ent = flat[g_s]  # the table entry of each group's first packet
     sk = _stream_sk_buffs(fp, g_s, g_e, segs, ent, sh, used, flat)
 
     def group_sum(x: np.ndarray) -> np.ndarray:
@@ -1089,7 +1095,7 @@ def _stream_stats_from_groups(n: int, path_counts: dict[str, int], groups: _Grou
         u = _uniform(x, used)
         if u is not None:
             return segs * u
-        c = x[flat] if flat is not None else x.copy()
+        c = x[flat]
         np.cumsum(c, out=c)
         return np.diff(c[g_e - 1], prepend=0)
 
@@ -1105,21 +1111,9 @@ def _stream_stats_from_groups(n: int, path_counts: dict[str, int], groups: _Grou
         truesize = group_sum(sh.delta)
         truesize += corr_t[ent]
         if sk.chained.size:
-            ent = sk.chained if flat is None else flat[sk.chained]
+            ent = flat[sk.chained]
             frags += np.bincount(sk.group, weights=corr_f[ent], minlength=G).astype(np.int64)
             truesize += np.bincount(sk.group, weights=corr_t[ent], minlength=G).astype(np.int64)
     lens = groups.payload
-    lens += off
-    return StreamStats(packets=n, path_counts=path_counts, gro_skbs=int(G), segs_per_skb=segs,
-                       first_skb_packets=sk.first, sk_buffs_per_skb=sk.per_group, frags_per_skb=frags,
-                       len_per_skb=lens, truesize_per_skb=truesize, payload_bytes=payload_bytes,
-                       rx_truesize=rx_truesize)
-
-
-def _stream_stats(n: int, path_counts: dict[str, int], g_s: np.ndarray, g_e: np.ndarray, first: np.ndarray,
-                  per_group: np.ndarray, frags: np.ndarray, lens: np.ndarray, truesize: np.ndarray,
-                  payload_bytes: int, rx_truesize: int) -> StreamStats:
-    return StreamStats(packets=n, path_counts=path_counts, gro_skbs=int(g_s.size), segs_per_skb=g_e - g_s,
-                       first_skb_packets=first, sk_buffs_per_skb=per_group, frags_per_skb=frags.astype(np.int64),
-                       len_per_skb=lens, truesize_per_skb=truesize, payload_bytes=payload_bytes,
-                       rx_truesize=rx_truesize)
+    lens += fp.offset
+    return segs, sk.first, sk.per_group, frags, lens, truesize
