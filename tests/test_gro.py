@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from unittest import mock
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -252,12 +254,88 @@ def test_stream_matches_object_model(sizes, kernel, l4, budget, flist):
         flow["local_socket"] = False
     trace = _object_stream(sizes, bufs, kernel, l4=l4, budget=budget, **flow)
     stats = gro.simulate_stream(payload_len=sizes, buf_lens=bufs, l4=l4, kernel=kernel, napi_budget=budget, **flow)
+    _assert_same_skbs(stats, trace)
+
+
+def _assert_same_skbs(stats, trace):
+    """Every statistic of simulate_stream is what aggregate_trace (the per-packet object model) built, skb by skb."""
     assert stats.segs_per_skb.tolist() == [gro.gro_segs(s) for s in trace.skbs]
     assert stats.first_skb_packets.tolist() == [trace.packets_in_first_skb(i) for i in range(len(trace.skbs))]
     assert stats.len_per_skb.tolist() == [s.len for s in trace.skbs]
     assert stats.frags_per_skb.tolist() == [s.total_frags() for s in trace.skbs]
     assert stats.sk_buffs_per_skb.tolist() == [1 + len(s.frag_list) for s in trace.skbs]
     assert stats.truesize_per_skb.tolist() == [s.truesize for s in trace.skbs]
+    assert stats.gro_skbs == len(trace.skbs)
+
+
+def _carved(n):
+    """add_recvbuf_mergeable at MTU 1500: twenty 1536-byte buffers, then the hole-extended 2048 (kernel-facts A.5)."""
+    return [2048 if i % 21 == 20 else 1536 for i in range(n)]
+
+
+_TCP_FLAG_MIX = [gro._FLAG_BIT["ACK"]] * 16 + [gro._flag_bits(f, 0) for f in ("ACK,PSH", "ACK,FIN", "ACK,CWR",
+                                                                              "ACK,URG", "ACK,ECE", "SYN")]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    runs=st.lists(st.tuples(st.sampled_from([0, 18, 86, 87, 500, 1000, 1162, 1163, 1448, 1472]), st.integers(1, 70)),
+                  min_size=1, max_size=25),
+    kernel=st.sampled_from(["5.10", "5.11", "5.13", "6.1", "6.18"]),
+    l4=st.sampled_from(["tcp", "udp"]),
+    budget=st.sampled_from([None, 64, 7, 200]),
+    flist=st.booleans(),
+    flag_seed=st.one_of(st.none(), st.integers(0, 2**32 - 1)),
+)
+def test_stream_in_blocks_matches_object_model(runs, kernel, l4, budget, flist, flag_seed):
+    # Runs of equal payloads long enough for the size cap (45 x 1448 B, skb_gro_receive) and the count caps
+    # (UDP_GRO_CNT_MAX, TCP fraglist 64), shorter and 0-byte packets, TCP flags, in flows longer than the blocks
+    # of NAPI polls simulate_stream works in (shrunk to 128 packets): expected from aggregate_trace.
+    sizes = [min(p, 1448) if l4 == "tcp" else p for p, k in runs for _ in range(k)]
+    bufs = _carved(len(sizes))
+    flow = {"udp_gro": l4 == "udp" and not flist, "features": {"GRO", "GRO_FRAGLIST"} if flist else None}
+    if flist and l4 == "tcp":
+        flow["local_socket"] = False
+    if l4 == "tcp" and flag_seed is not None:
+        bits = np.random.default_rng(flag_seed).choice(_TCP_FLAG_MIX, len(sizes))
+        trace = _object_stream(sizes, bufs, kernel, l4=l4, budget=budget, tcp_flags=[
+            [name for name, bit in gro._FLAG_BIT.items() if b & bit] for b in bits], **flow)
+        flow["tcp_flags"] = bits
+    else:
+        trace = _object_stream(sizes, bufs, kernel, l4=l4, budget=budget, **flow)
+    with mock.patch.object(gro, "_BLOCK", 128):
+        stats = gro.simulate_stream(payload_len=sizes, buf_lens=bufs, l4=l4, kernel=kernel, napi_budget=budget,
+                                    **flow)
+    _assert_same_skbs(stats, trace)
+
+
+def test_stream_zero_byte_datagrams_around_a_full_udp_gro_skb():
+    # net/ipv4/udp_offload.c udp_gro_receive_segment (6.1): the 64th datagram (UDP_GRO_CNT_MAX) completes p at
+    # once, so the 0-byte datagram after it goes up after that skb; a 0-byte datagram is flushed before the UDP
+    # pull while p stays held, so the last one goes up before the 3-datagram skb (flushed at the poll end).
+    sizes = [1000] * 64 + [0] + [1000] * 3 + [0]
+    stats = gro.simulate_stream(payload_len=sizes, buf_lens=_carved(len(sizes)), l4="udp", udp_gro=True,
+                                kernel="6.1", napi_budget=None)
+    assert stats.segs_per_skb.tolist() == [64, 1, 1, 3]
+    assert stats.len_per_skb.tolist() == [20 + 8 + 64 * 1000, 28, 28, 28 + 3000]
+    _assert_same_skbs(stats, _object_stream(sizes, _carved(len(sizes)), "6.1", l4="udp", budget=None, udp_gro=True))
+
+
+@pytest.mark.parametrize("l4, kernel", [("udp", "6.1"), ("tcp", "6.1"), ("udp", "5.11"), ("tcp", "5.10")])
+def test_stream_of_the_benchmark_frames_matches_object_model(l4, kernel):
+    # The mixed frames of benchmarks/bench_rx_classify.py (small copied whole, mid build_skb, full MTU), 3000 of
+    # them in blocks of 256 packets: every skb as aggregate_trace builds it.
+    rng = np.random.default_rng(0)
+    n = 3000
+    frames = np.concatenate([rng.integers(60, 129, n // 4), rng.integers(129, 1205, n // 4), np.full(n - n // 2, 1514)])
+    rng.shuffle(frames)
+    hdrs = 14 + 20 + (32 if l4 == "tcp" else 8)
+    sizes = np.maximum(frames - hdrs, 0).tolist()
+    flow = {"udp_gro": l4 == "udp"}
+    trace = _object_stream(sizes, _carved(n), kernel, l4=l4, **flow)
+    with mock.patch.object(gro, "_BLOCK", 256):
+        stats = gro.simulate_stream(payload_len=sizes, buf_lens=_carved(n), l4=l4, kernel=kernel, **flow)
+    _assert_same_skbs(stats, trace)
 
 
 def test_stream_reproduces_c3_and_cap():

@@ -818,7 +818,9 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     # ---- what page_to_skb built: a table per (buffer, payload), or per packet when buffers are given per packet
     cols_ = np.asarray([const_p], dtype=np.int64) if cols is None else cols
     width = cols_.size
-    rows: Any = None  # rows(s, e): the table row (buffer size) of packets s..e-1; None: the table is per packet
+    # a packet's table entry is row * width + its payload's column (col, or P - pmin for payloads given per packet)
+    base = pmin if (P is not None and col is None) else 0
+    rows: Any = None  # rows(s, e): row * width - base for packets s..e-1; None: the table is per packet
     if buf_lens is None or np.ndim(buf_lens) == 0:
         if buf_lens is None:
             period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
@@ -826,7 +828,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             period = np.asarray([int(buf_lens)], dtype=np.int64)
         bvals, per_idx = np.unique(period, return_inverse=True)
         sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
-        tiled = np.resize(per_idx.astype(np.intp), min(n, block + period.size))
+        tiled = np.resize(per_idx.astype(np.intp) * width - base, min(n, block + period.size))
         rows = lambda s, e: tiled[s % period.size:][:e - s].copy()  # noqa: E731
     else:
         bl = np.asarray(buf_lens, dtype=np.int64)
@@ -837,6 +839,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             # a few buffer sizes (the carving gives 2 or 3): one table entry per (buffer, payload)
             lo, lut, bvals = few
             sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
+            lut = lut * width - base
             rows = lambda s, e: lut[bl[s:e] - lo]  # noqa: E731
         else:
             sh = _shapes((np.full(n, const_p, np.int64) if P is None else P) + hdrs, bl, fp, hdr_len)
@@ -845,12 +848,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         """The table entry of packets s..e-1."""
         idx = rows(s, e)
         if width > 1:
-            idx *= width
-            if col is not None:
-                idx += col[s:e]
-            else:
-                idx += P[s:e]
-                idx -= pmin
+            idx += P[s:e] if col is None else col[s:e]
         return idx
 
     counts = np.zeros(sh.code.size, dtype=np.int64) if rows is not None else np.ones(n, dtype=np.int64)
@@ -894,15 +892,16 @@ def _stream_block(fp: FlowParams, n: int, budget: int, const_p: int | None, P: n
         return _gro_skb_stats(fp, _stream_groups(fp, n, budget, const_p, P, F, None), sh, used, flat)
     # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed without completing p, so 0-byte
     # datagrams go up alone while the held skb stays: group the others, then put them back in order.
-    orig = np.flatnonzero(P)
     zeros = np.flatnonzero(P == 0)
+    ones = np.ones(zeros.size, np.int64)
+    alone = (ones, ones, ones, sh.l0[flat[zeros]].astype(np.int64), ones * off, sh.T[flat[zeros]])
+    if zeros.size == n:
+        return alone
+    orig = np.flatnonzero(P)
     groups = _stream_groups(fp, n, budget, const_p, P, F, orig)
     st = _gro_skb_stats(fp, groups, sh, used, flat[orig])
-    zl0, zT = sh.l0[flat[zeros]], sh.T[flat[zeros]]
-    ones = np.ones(zeros.size, np.int64)
     order = np.argsort(np.concatenate((groups.times, zeros.astype(float))), kind="stable")
-    return tuple(np.concatenate((g, z))[order]
-                 for g, z in zip(st, (ones, ones, ones, zl0.astype(np.int64), ones * off, zT)))
+    return tuple(np.concatenate((g, z))[order] for g, z in zip(st, alone))
 
 
 @dataclass(frozen=True)
@@ -992,11 +991,12 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
         end[big] = np.minimum(end[big], np.maximum(cut, big + 1))
     # ---- chain the GRO skbs from each poll's first packet; a chain stops at the next poll's first packet
     pos = np.flatnonzero(start[:m])
+    free = ~start  # packets no GRO skb begins at yet
     while pos.size:
         pos = end[pos]
-        pos = pos[~start[pos]]
-        start[pos] = True
-    g_s = np.flatnonzero(start[:m])
+        pos = pos[free[pos]]
+        free[pos] = False
+    g_s = np.flatnonzero(~free[:m])
     g_e = np.append(g_s[1:], m)
     segs = g_e - g_s
     # every packet of a GRO skb has its first packet's payload, but the last, which may be shorter
@@ -1095,9 +1095,8 @@ def _gro_skb_stats(fp: FlowParams, groups: _Groups, sh: _Shapes, used: np.ndarra
         u = _uniform(x, used)
         if u is not None:
             return segs * u
-        c = x[flat]
-        np.cumsum(c, out=c)
-        return np.diff(c[g_e - 1], prepend=0)
+        c = _cumsum0(x[flat])
+        return c[g_e] - c[g_s]
 
     if fp.is_flist:
         frags = group_sum(sh.l0)
