@@ -758,8 +758,9 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     ``seed``. ``buf_lens``: buffer truesize per packet (default: rx.mergeable_buf_lens carving, repeated).
     ``tcp_flags``: optional int array of TCP flag bits (gro._FLAG_BIT). Single-buffer packets only.
 
-    The same rules as :func:`aggregate_trace` (the tests cross-check every statistic), with whole-array
-    numpy passes over blocks of NAPI polls: no Python loop over packets or GRO skbs.
+    The same rules as :func:`aggregate_trace` (the tests cross-check every statistic), as numpy passes over
+    blocks of NAPI polls: Python loops only over the blocks, and over the k-th GRO skb of all polls of a block
+    at once, never over packets.
     """
     fp = flow_params(l4=l4, ip=ip, vlan=vlan, tcp_hdr_len=tcp_hdr_len, udp_gro=udp_gro, local_socket=local_socket,
                      udp_encap_needed=udp_encap_needed, features=features, kernel=kernel, arch=arch,
@@ -812,8 +813,9 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             raise ValueError(f"tcp_flags must be an int array with one entry per packet ({n})")
     off = fp.offset
     hdrs = ETH_HLEN + off
-    # napi_complete_done flushes every held skb at a poll end, so polls are independent: the flow goes through
-    # in blocks of whole polls, small enough for the CPU caches (one block without a budget)
+    # net/core/dev.c napi_complete_done (6.1): napi_gro_flush() at every poll end (gro_flush_timeout 0), so polls
+    # are independent: the flow goes through in blocks of whole polls that stay in the CPU caches (one block
+    # without a budget)
     block = n if napi_budget is None else budget * max(1, _BLOCK // budget)
     # ---- what page_to_skb built: a table per (buffer, payload), or per packet when buffers are given per packet
     cols_ = np.asarray([const_p], dtype=np.int64) if cols is None else cols
@@ -943,19 +945,19 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
     first = np.arange(0, n, budget)
     if orig is not None:
         first = np.searchsorted(orig, first)
-    start = np.zeros(m + 1, dtype=bool)  # the packets that begin a GRO skb, and m
-    start[first] = True
-    start[m] = True
+    poll_start = np.zeros(m + 1, dtype=bool)  # each poll's first packet, and m
+    poll_start[first] = True
+    poll_start[m] = True
     # ---- end[i]: one past the last packet of a GRO skb that begins at packet i. It takes the rest of its run
     # of equal payloads (runs are cut at poll starts), and the next packet too if that one is shorter:
     # tcp_gro_receive (6.1): payload > mss (or 0) is refused; a shorter one merges, then flushes.
     # udp_gro_receive_segment (6.1): a longer datagram is refused; a shorter one merges, then completes p.
-    new_run = start[:m].copy()
+    new_run = poll_start[:m].copy()
     np.logical_or(new_run[1:], P[1:] != P[:-1], out=new_run[1:])
     rs = np.flatnonzero(new_run)
     Pr = P[rs]
     shorter = np.append(Pr[1:] < Pr[:-1], False)
-    shorter[:-1] &= ~start[rs[1:]]
+    shorter[:-1] &= ~poll_start[rs[1:]]
     if l4 == "tcp":
         shorter[:-1] &= Pr[1:] != 0
     run_end = np.append(rs[1:], m) + shorter
@@ -967,7 +969,7 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
     if l4 == "tcp":
         alone = P == 0
         if F is not None:
-            # tcp_gro_receive: CWR and a flag mismatch refuse; PSH|FIN merge then flush; URG|PSH|RST|SYN|FIN
+            # tcp_gro_receive (6.1): CWR and a flag mismatch refuse; PSH|FIN merge then flush; URG|PSH|RST|SYN|FIN
             # at the head of a group (nothing to merge into) go up alone (out_check_final).
             alone |= (F & _FINAL_FLUSH) != 0
             refs = [_next_change(F & _cmp_mask(fp)), _next_true((F & _FLAG_BIT["CWR"]) != 0)]
@@ -984,14 +986,14 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
     if cnt_max < budget:  # (a poll of at most cnt_max packets never reaches the count)
         np.minimum(end, np.arange(cnt_max, m + cnt_max), out=end)
     if capped.any():
-        # refused: the first packet that takes the payload from i to cap_room or more
+        # skb_gro_receive (6.1): refused, the first packet that takes the payload from i to cap_room or more
         big = np.flatnonzero(capped[run])
         C = _cumsum0(P)
         cut = np.searchsorted(C, C[big] + cap_room, side="left") - 1
         end[big] = np.minimum(end[big], np.maximum(cut, big + 1))
     # ---- chain the GRO skbs from each poll's first packet; a chain stops at the next poll's first packet
-    pos = np.flatnonzero(start[:m])
-    free = ~start  # packets no GRO skb begins at yet
+    pos = np.flatnonzero(poll_start[:m])
+    free = ~poll_start  # packets no GRO skb begins at yet
     while pos.size:
         pos = end[pos]
         pos = pos[free[pos]]
