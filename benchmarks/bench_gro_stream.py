@@ -1,21 +1,25 @@
 """Packets per second of vnetlab.gro.simulate_stream per scenario (a plain script, not a timed test).
 
 Each rate is also given as a ratio to the simplest numpy expression of the build_skb rule over as many frames
-(bench_rx_classify.baseline). Goal (issue 14): 20 M packets/s or more.
+(bench_rx_classify.baseline). Goal (issue 14): 20 M packets/s or more. Median (min) of RUNS runs after a warm-up.
 
 Run: nice .venv/bin/python benchmarks/bench_gro_stream.py
 """
 
 import os
-import statistics
-import time
 
-from bench_rx_classify import baseline, frames_and_buffers
+from bench_rx_classify import baseline, frames_and_buffers, timed
 
 from vnetlab import gro, profiles, rx
 
 N = 1_000_000
+RUNS = 5
+FRAMES, TRUESIZES = frames_and_buffers(N)
 CASES = [
+    ("UDP mixed frames (bench_rx_classify), 6.1", dict(payload_len=FRAMES - 42, buf_lens=TRUESIZES, l4="udp",
+                                                       udp_gro=True, kernel="6.1")),
+    ("TCP mixed frames (bench_rx_classify), 6.1", dict(payload_len=(FRAMES - 66).clip(0), buf_lens=TRUESIZES,
+                                                       kernel="6.1")),
     ("TCP 1448 B, 6.1", dict(payload_len=1448, kernel="6.1")),
     ("TCP 1000 B, 6.1", dict(payload_len=1000, kernel="6.1")),
     ("UDP 1000 B, UDP_GRO, 6.1", dict(payload_len=1000, l4="udp", udp_gro=True, kernel="6.1")),
@@ -27,25 +31,16 @@ CASES = [
 ]
 
 
-def median_time(fn, runs: int = 5) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 if __name__ == "__main__":
-    frames, truesizes = frames_and_buffers(N)
     shinfo = profiles.arch(profiles.DEFAULT_ARCH, profiles.DEFAULT_KERNEL).shinfo_size
-    t_base = median_time(lambda: baseline(frames, truesizes, rx.MRG_RXBUF_HDR_LEN, shinfo), runs=7)
-    gro.simulate_stream(1000, 1448)
-    load = os.getloadavg()
-    print(f"{N:,} packets per case, median of 5 runs; baseline build_skb rule {t_base * 1e3:.2f} ms; "
-          f"load average {load[0]:.2f} on {os.cpu_count()} CPUs")
+    t_base, t_base_min = timed(lambda: baseline(FRAMES, TRUESIZES, rx.MRG_RXBUF_HDR_LEN, shinfo))
+    load = os.getloadavg()[0]
+    print(f"{N:,} packets per case, median (min) of {RUNS} runs; baseline build_skb rule {t_base * 1e3:.2f} ms "
+          f"({t_base_min * 1e3:.2f}); load average {load:.2f} on {os.cpu_count()} CPUs")
     for name, kw in CASES:
-        t = median_time(lambda kw=kw: gro.simulate_stream(N, **kw))
-        stats = gro.simulate_stream(N, **kw)
-        print(f"{name:38s} {N / t / 1e6:7.1f} M packets/s  ({t * 1e3:6.1f} ms, {t / t_base:5.2f}x the baseline; "
-              f"{stats.gro_skbs:,} GRO skbs)")
+        n = None if "buf_lens" in kw else N
+        t, t_min = timed(lambda kw=kw, n=n: gro.simulate_stream(n, **kw), runs=RUNS)
+        stats = gro.simulate_stream(n, **kw)
+        print(f"{name:42s} {N / t / 1e6:6.1f} M packets/s ({N / t_min / 1e6:6.1f})  {t * 1e3:6.1f} ms, "
+              f"{t / t_base:5.2f}x the baseline; {stats.gro_skbs:,} GRO skbs")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")

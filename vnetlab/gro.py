@@ -738,9 +738,9 @@ def _cumsum0(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _uniform(x: np.ndarray, used: np.ndarray | None) -> int | None:
+def _uniform(x: np.ndarray, used: np.ndarray) -> int | None:
     """The one value x takes over the used entries, or None."""
-    vals = x if used is None else x[used]
+    vals = x[used]
     lo = int(vals.min())
     return lo if lo == int(vals.max()) else None
 
@@ -861,12 +861,12 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             flat = table_index(s, e)
             per_entry = np.bincount(flat, minlength=sh.code.size)
             counts += per_entry
-            sh_b, used = sh, per_entry > 0
+            sh_b = sh
         else:
-            flat = np.arange(e - s)
-            sh_b, used = _Shapes(*(x[s:e] for x in (sh.code, sh.T, sh.d, sh.delta, sh.l0))), None
+            flat, per_entry = np.arange(e - s), np.ones(e - s, dtype=np.int64)
+            sh_b = _Shapes(*(x[s:e] for x in (sh.code, sh.T, sh.d, sh.delta, sh.l0)))
         pieces.append(_stream_block(fp, e - s, budget, const_p, None if P is None else P[s:e],
-                                    None if F is None else F[s:e], sh_b, used, flat))
+                                    None if F is None else F[s:e], sh_b, per_entry, flat))
     # the six per-skb arrays in one buffer: one allocation, which the allocator can hand back call after call
     out = np.empty((6, sum(p[0].size for p in pieces)), dtype=np.int64)
     for row, parts in zip(out, zip(*pieces)):
@@ -880,18 +880,18 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
 
 
 def _stream_block(fp: FlowParams, n: int, budget: int, const_p: int | None, P: np.ndarray | None,
-                  F: np.ndarray | None, sh: _Shapes, used: np.ndarray | None,
+                  F: np.ndarray | None, sh: _Shapes, counts: np.ndarray,
                   flat: np.ndarray) -> tuple[np.ndarray, ...]:
     """A block of whole NAPI polls through GRO: (packets, packets in the first sk_buff, sk_buffs, frags, len,
-    truesize) of each skb handed up, in order. ``flat``: each packet's entry in ``sh``; ``used``: the entries
-    the block uses (None: all)."""
+    truesize) of each skb handed up, in order. ``flat``: each packet's entry in ``sh``; ``counts``: the block's
+    packets per entry."""
     off = fp.offset
     if not fp.aggregates:
         ones = np.ones(n, dtype=np.int64)
         return (ones, ones, ones, sh.l0[flat].astype(np.int64),
                 (np.full(n, const_p, np.int64) if P is None else P) + off, sh.T[flat])
     if fp.l4 != "udp" or P is None or P.min() > 0:
-        return _gro_skb_stats(fp, _stream_groups(fp, n, budget, const_p, P, F, None), sh, used, flat)
+        return _gro_skb_stats(fp, _stream_groups(fp, n, budget, const_p, P, F, None), sh, counts, flat)
     # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed without completing p, so 0-byte
     # datagrams go up alone while the held skb stays: group the others, then put them back in order.
     zeros = np.flatnonzero(P == 0)
@@ -901,7 +901,7 @@ def _stream_block(fp: FlowParams, n: int, budget: int, const_p: int | None, P: n
         return alone
     orig = np.flatnonzero(P)
     groups = _stream_groups(fp, n, budget, const_p, P, F, orig)
-    st = _gro_skb_stats(fp, groups, sh, used, flat[orig])
+    st = _gro_skb_stats(fp, groups, sh, counts, flat[orig])
     order = np.argsort(np.concatenate((groups.times, zeros.astype(float))), kind="stable")
     return tuple(np.concatenate((g, z))[order] for g, z in zip(st, alone))
 
@@ -1026,19 +1026,25 @@ class _SkBuffs:
 
 
 def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.ndarray, ent: np.ndarray,
-                     sh: _Shapes, used: np.ndarray | None, flat: np.ndarray) -> _SkBuffs:
+                     sh: _Shapes, counts: np.ndarray, flat: np.ndarray) -> _SkBuffs:
     """Where each GRO skb's sk_buffs begin: skb_gro_receive fills lp's frags (next fit) and chains a new
     sk_buff on frag_list (case 3) when a packet does not fit; fraglist GRO chains every packet.
     ``ent``: the table entry of each group's first packet."""
     G = g_s.size
     most = fp.max_skb_frags
-    du = _uniform(sh.d, used)
-    if fp.is_flist:
+    none = np.zeros(0, np.intp)
+    if fp.is_flist or G == flat.size:
         # skb_gro_receive_list chains every packet whole (the stats of a fraglist flow need no more)
-        return _SkBuffs(segs, np.ones(G, np.int64), np.zeros(0, np.intp), np.zeros(0, np.intp))
+        return _SkBuffs(segs, np.ones(G, np.int64), none, none)
+    used = counts > 0
+    # the frag slots a merged packet takes (those a GRO skb took after its first; not those of a packet that
+    # only ever goes up alone, a 0-byte TCP segment)
+    du = _uniform(sh.d, used)
+    if du is None:
+        du = _uniform(sh.d, counts > np.bincount(ent, minlength=counts.size))
     if du is not None and du > most:
         # case 3 for every packet: each packet is an sk_buff of its own
-        chained = np.ones(int(g_e[-1]), dtype=bool)
+        chained = np.ones(flat.size, dtype=bool)
         chained[g_s] = False
         rest = np.flatnonzero(chained)
         return _SkBuffs(segs, np.ones(G, np.int64), rest, np.repeat(np.arange(G), segs)[rest])
@@ -1077,20 +1083,21 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
         nxt = sk_buff_end(pos, flat[pos], end)
         keep = nxt < end
         pos, gid, end = nxt[keep], gid[keep], end[keep]
-    chained = np.concatenate(s_pos) if s_pos else np.zeros(0, np.intp)
-    group = np.concatenate(s_gid) if s_gid else np.zeros(0, np.intp)
+    chained = np.concatenate(s_pos) if s_pos else none
+    group = np.concatenate(s_gid) if s_gid else none
     per_group = np.bincount(group, minlength=G)
     per_group += 1
     return _SkBuffs(per_group, first, chained, group)
 
 
-def _gro_skb_stats(fp: FlowParams, groups: _Groups, sh: _Shapes, used: np.ndarray | None,
+def _gro_skb_stats(fp: FlowParams, groups: _Groups, sh: _Shapes, counts: np.ndarray,
                    flat: np.ndarray) -> tuple[np.ndarray, ...]:
     """(packets, packets in the first sk_buff, sk_buffs, frags, len, truesize) of each GRO skb."""
     g_s, g_e, segs = groups.starts, groups.ends, groups.segs
     G = g_s.size
     ent = flat[g_s]  # the table entry of each group's first packet
-    sk = _stream_sk_buffs(fp, g_s, g_e, segs, ent, sh, used, flat)
+    sk = _stream_sk_buffs(fp, g_s, g_e, segs, ent, sh, counts, flat)
+    used = counts > 0
 
     def group_sum(x: np.ndarray) -> np.ndarray:
         """Per group sum of a per-table-entry quantity over the group's packets (groups tile the flow)."""
