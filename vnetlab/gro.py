@@ -780,7 +780,14 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             raise ValueError("payload_len must be in 0..65535")
         cdf = np.cumsum(w / w.sum())
         cdf /= cdf[-1]  # numpy Generator.choice(p=...): the same draws as before
-        col = np.minimum(np.searchsorted(cdf, np.random.default_rng(seed).random(n), side="right"), cols.size - 1)
+        u = np.random.default_rng(seed).random(n)
+        if cols.size <= 16:
+            # how many cdf values are <= u, as searchsorted(side="right") counts them, in a few passes
+            col = np.zeros(n, dtype=np.intp)
+            for c in cdf[:-1]:
+                col += u >= c
+        else:
+            col = np.minimum(np.searchsorted(cdf, u, side="right"), cols.size - 1)
         P = cols[col]
         pmin, pmax = int(cols.min()), int(cols.max())
     elif np.ndim(payload_len) == 0:
