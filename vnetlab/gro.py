@@ -1028,8 +1028,8 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
 class _SkBuffs:
     per_group: np.ndarray  # sk_buffs (p and its frag_list members) of each group
     first: np.ndarray  # packets in each group's first sk_buff
-    chained: np.ndarray  # first packet of every sk_buff chained on a frag_list (not a group's first)
-    group: np.ndarray  # the group of each chained sk_buff
+    chained: np.ndarray | None  # first packet of every sk_buff chained on a frag_list; None: every packet's own
+    group: np.ndarray | None  # the group of each chained sk_buff
 
 
 def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.ndarray, ent: np.ndarray,
@@ -1039,10 +1039,9 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
     ``ent``: the table entry of each group's first packet."""
     G = g_s.size
     most = fp.max_skb_frags
-    none = np.zeros(0, np.intp)
     if fp.is_flist or G == flat.size:
-        # skb_gro_receive_list chains every packet whole (the stats of a fraglist flow need no more)
-        return _SkBuffs(segs, np.ones(G, np.int64), none, none)
+        # skb_gro_receive_list chains every packet whole
+        return _SkBuffs(segs, np.ones(G, np.int64), None, None)
     used = counts > 0
     # the frag slots a merged packet takes (those a GRO skb took after its first; not those of a packet that
     # only ever goes up alone, a 0-byte TCP segment)
@@ -1051,21 +1050,17 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
         du = _uniform(sh.d, counts > np.bincount(ent, minlength=counts.size))
     if du is not None and du > most:
         # case 3 for every packet: each packet is an sk_buff of its own
-        chained = np.ones(flat.size, dtype=bool)
-        chained[g_s] = False
-        rest = np.flatnonzero(chained)
-        return _SkBuffs(segs, np.ones(G, np.int64), rest, np.repeat(np.arange(G), segs)[rest])
+        return _SkBuffs(segs, np.ones(G, np.int64), None, None)
     l0u = _uniform(sh.l0, used)
     if du is not None and l0u is not None:
         # the same shape for every packet: every sk_buff holds 1 + (MAX_SKB_FRAGS - l0) // d packets
         per = 1 + max(most - l0u, 0) // du
         reps = -(-segs // per)
-        first_of = np.cumsum(reps) - reps
-        starts = np.repeat(g_s, reps) + (np.arange(int(reps.sum())) - np.repeat(first_of, reps)) * per
-        chained = np.ones(starts.size, dtype=bool)
-        chained[first_of] = False
-        rest = np.flatnonzero(chained)
-        return _SkBuffs(reps, np.minimum(per, segs), starts[rest], np.repeat(np.arange(G), reps)[rest])
+        multi = np.flatnonzero(reps > 1)
+        more = reps[multi] - 1  # the sk_buffs chained on those groups' frag_list
+        group = np.repeat(multi, more)
+        k = np.arange(1, group.size + 1) - np.repeat(np.cumsum(more) - more, more)  # 1, 2, .. in each group
+        return _SkBuffs(reps, np.minimum(per, segs), g_s[group] + k * per, group)
     room = most - sh.l0  # frag slots left in an sk_buff after its first packet, per table entry
     Dc = _cumsum0(sh.d[flat]) if du is None else None
     take = None if du is None else 1 + np.maximum(room, 0) // du  # packets per sk_buff when every d is du
@@ -1090,8 +1085,8 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
         nxt = sk_buff_end(pos, flat[pos], end)
         keep = nxt < end
         pos, gid, end = nxt[keep], gid[keep], end[keep]
-    chained = np.concatenate(s_pos) if s_pos else none
-    group = np.concatenate(s_gid) if s_gid else none
+    chained = np.concatenate(s_pos) if s_pos else np.zeros(0, np.intp)
+    group = np.concatenate(s_gid) if s_gid else np.zeros(0, np.intp)
     per_group = np.bincount(group, minlength=G)
     per_group += 1
     return _SkBuffs(per_group, first, chained, group)
@@ -1114,7 +1109,8 @@ def _gro_skb_stats(fp: FlowParams, groups: _Groups, sh: _Shapes, counts: np.ndar
         c = _cumsum0(x[flat])
         return c[g_e] - c[g_s]
 
-    if fp.is_flist:
+    if sk.chained is None:
+        # every packet an sk_buff of its own: its frags and its whole truesize
         frags = group_sum(sh.l0)
         truesize = group_sum(sh.T)
     else:
