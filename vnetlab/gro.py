@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -829,7 +829,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     width = cols_.size
     # a packet's table entry is row * width + its payload's column (col, or P - pmin for payloads given per packet)
     base = pmin if (P is not None and col is None) else 0
-    rows: Any = None  # rows(s, e): row * width - base for packets s..e-1; None: the table is per packet
+    rows: Callable[[int, int], np.ndarray] | None = None  # row * width - base of packets s..e-1; None: per packet
     if buf_lens is None or np.ndim(buf_lens) == 0:
         if buf_lens is None:
             period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
@@ -838,7 +838,12 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         bvals, per_idx = np.unique(period, return_inverse=True)
         sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
         tiled = np.resize(per_idx.astype(np.intp) * width - base, min(n, block + period.size))
-        rows = lambda s, e: tiled[s % period.size:][:e - s].copy()  # noqa: E731
+
+        def carved_rows(s: int, e: int) -> np.ndarray:
+            return tiled[s % period.size:][:e - s].copy()
+
+        rows = carved_rows
+
     else:
         bl = np.asarray(buf_lens, dtype=np.int64)
         if bl.shape != (n,):
@@ -849,23 +854,23 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             lo, lut, bvals = few
             sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
             lut = lut * width - base
-            rows = lambda s, e: lut[bl[s:e] - lo]  # noqa: E731
+
+            def given_rows(s: int, e: int) -> np.ndarray:
+                return lut[bl[s:e] - lo]
+
+            rows = given_rows
+
         else:
             sh = _shapes((np.full(n, const_p, np.int64) if P is None else P) + hdrs, bl, fp, hdr_len)
-
-    def table_index(s: int, e: int) -> np.ndarray:
-        """The table entry of packets s..e-1."""
-        idx = rows(s, e)
-        if width > 1:
-            idx += P[s:e] if col is None else col[s:e]
-        return idx
 
     counts = np.zeros(sh.code.size, dtype=np.int64) if rows is not None else np.ones(n, dtype=np.int64)
     pieces = []
     for s in range(0, n, block):
         e = min(n, s + block)
         if rows is not None:
-            flat = table_index(s, e)
+            flat = rows(s, e)
+            if width > 1:
+                flat += P[s:e] if col is None else col[s:e]
             per_entry = np.bincount(flat, minlength=sh.code.size)
             counts += per_entry
             sh_b = sh
