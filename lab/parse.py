@@ -6,6 +6,7 @@ import json
 import re
 
 from lab.experiments import Config
+from vnetlab import ethtool
 
 
 def blocks(console: str) -> list[tuple[str, list[str], list[str]]]:
@@ -89,13 +90,10 @@ def rx_packets(events: list[dict]) -> list[dict]:
     return pkts
 
 
-def parse_ethtool_k(lines: list[str]) -> dict:
-    feats = {}
-    for line in lines:
-        m = re.match(r"^\s*([a-z0-9_-]+): (on|off)( \[fixed\]| \[requested on\]| \[requested off\])?$", line)
-        if m:
-            feats[m.group(1)] = m.group(2) + (" fixed" if m.group(3) == " [fixed]" else "")
-    return feats
+def parse_ethtool_k(lines: list[str]) -> dict[str, str]:
+    """One ``ethtool -k`` block as the data files store it: {name as printed: "on" | "off" [+ " fixed"]}, summary
+    lines and legacy names kept (vnetlab.ethtool parses; labdata.ethtool_k maps them to kernel strings)."""
+    return {line.name: line.value for line in ethtool.printed_lines("\n".join(lines))[1]}
 
 
 def parse_netdev(lines: list[str]) -> dict:

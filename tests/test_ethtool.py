@@ -88,6 +88,24 @@ def test_parse_k_rejects_other_text():
         ethtool.parse_k("rx-gro: on [weird]\n")
 
 
+def test_printed_lines_keep_what_ethtool_printed():
+    # The first lines of `ethtool -k eth0` on Debian 6.1.192 (the lab's console, lab/work/runs/6.1/
+    # console-mergeable.log): a one-feature flag under its long name, a summary line and its tab-indented members.
+    text = ("Features for eth0:\r\nrx-checksumming: on [fixed]\r\ntx-checksumming: on\r\n"
+            "\ttx-checksum-ipv4: off [fixed]\r\n\ttx-checksum-ip-generic: on\r\n"
+            "tx-tcp-segmentation: off [requested on]\r\n")
+    device, lines = ethtool.printed_lines(text)
+    assert device == "eth0"
+    assert [(x.name, x.indented, x.value, x.note) for x in lines] == [
+        ("rx-checksumming", False, "on fixed", "fixed"), ("tx-checksumming", False, "on", None),
+        ("tx-checksum-ipv4", True, "off fixed", "fixed"), ("tx-checksum-ip-generic", True, "on", None),
+        ("tx-tcp-segmentation", False, "off", "requested on")]
+    states = ethtool.parse_k(text)
+    assert "tx-checksumming" not in states and states["rx-checksum"].fixed
+    with pytest.raises(ValueError, match="line 2"):
+        ethtool.printed_lines("Features for eth0:\nkernel: oops\n")
+
+
 def test_printed_names_both_ways():
     # dump_features: one-feature flags print under the long name; several-feature flags print a summary line
     assert ethtool.printed_name("rx-gro", kernel="6.1") == "generic-receive-offload"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from vnetlab import features, labdata, rx
+from vnetlab import ethtool, features, labdata, rx
 from vnetlab.netdev import Namespace
 from vnetlab.profiles import arch as _arch, kernel as _profile
 from vnetlab.tables import load_table
@@ -258,7 +258,7 @@ def _apply(ns, dev, args):
     change any device features", exit 1) when a requested value was not reached and nothing changed."""
     d = ns[dev]
     before = d.ethtool_k()
-    req = {f: on for f, on in labdata.expand_ethtool_args(args) if f in before}
+    req = {f: on for f, on in ethtool.parse_K_args(args, kernel=ns.kernel) if f in before}
     d.ethtool_K({f: on for f, on in req.items() if not before[f][1]})
     after = d.ethtool_k()
     missed = any(after[f][0] != on for f, on in req.items())

@@ -30,6 +30,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterable, Mapping, Sequence
 
+from vnetlab import ethtool
 from vnetlab.profiles import Kernel, kernel as _profile
 from vnetlab.tables import Section
 
@@ -40,23 +41,6 @@ UDP4_CSUM_PULL = 42
 #: vnetlab.netdev's virtio_net probe parameter for each VIRTIO_NET_F_* feature it depends on.
 PROBE_PARAMS = {"csum": "CSUM", "host_tso4": "HOST_TSO4", "host_tso6": "HOST_TSO6", "host_ecn": "HOST_ECN",
                 "ctrl_guest_offloads": "CTRL_GUEST_OFFLOADS", "ctrl_vlan": "CTRL_VLAN"}
-#: ethtool's legacy option names (ethtool.c off_flag_def): each sets every feature its pattern matches.
-ETHTOOL_ALIASES = {
-    "rx": ("rx-checksum",),
-    "tx": ("tx-checksum-ipv4", "tx-checksum-ip-generic", "tx-checksum-ipv6", "tx-checksum-fcoe-crc",
-           "tx-checksum-sctp"),
-    "sg": ("tx-scatter-gather", "tx-scatter-gather-fraglist"),
-    "tso": ("tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation",
-            "tx-tcp6-segmentation"),
-    "ufo": ("tx-udp-fragmentation",),
-    "gso": ("tx-generic-segmentation",),
-    "gro": ("rx-gro",),
-    "lro": ("rx-lro",),
-    "rxvlan": ("rx-vlan-hw-parse",),
-    "txvlan": ("tx-vlan-hw-insert",),
-    "ntuple": ("rx-ntuple-filter",),
-    "rxhash": ("rx-hashing",),
-}
 DEFAULT_KERNEL = "6.1"
 
 
@@ -368,40 +352,17 @@ def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 116
 
 
 # --------------------------------------------------------------------------------------------------
-# ethtool -k (the ethtool parsing here is the lab's own; vnetlab.ethtool will replace it)
-
-#: ``ethtool -k`` prints these single features under their legacy names (ethtool.c off_flag_def).
-ETHTOOL_LEGACY_NAMES = {
-    "rx-checksumming": "rx-checksum", "generic-segmentation-offload": "tx-generic-segmentation",
-    "generic-receive-offload": "rx-gro", "large-receive-offload": "rx-lro", "rx-vlan-offload": "rx-vlan-hw-parse",
-    "tx-vlan-offload": "tx-vlan-hw-insert", "ntuple-filters": "rx-ntuple-filter", "receive-hashing": "rx-hashing",
-}
-#: ... and these as group headers whose value summarises the features listed under them.
-ETHTOOL_GROUP_HEADERS = ("tx-checksumming", "scatter-gather", "tcp-segmentation-offload")
-
-
-def normalize_ethtool_k(printed: Mapping[str, str]) -> dict[str, str]:
-    """``ethtool -k`` as printed -> {kernel feature string: value}: legacy names mapped, group headers dropped."""
-    return {ETHTOOL_LEGACY_NAMES.get(k, k): v for k, v in printed.items() if k not in ETHTOOL_GROUP_HEADERS}
-
+# ethtool -k as measured (the data files keep the lines as printed; vnetlab.ethtool maps them)
 
 def ethtool_k(doc: Mapping[str, Any], phase: str, step: int, dev: str) -> dict[str, str]:
-    """The measured ``ethtool -k`` of one device at one step, by kernel feature string:
+    """The measured ``ethtool -k`` of one device at one step, by kernel feature string (legacy names mapped and
+    summary lines dropped by vnetlab.ethtool on the lab kernel's model profile):
     {name: "on" | "off" | "on fixed" | "off fixed"}."""
     for rec in doc["features"]["ethtool_k"]:
         if (rec["phase"], rec["step"], rec["dev"]) == (phase, step, dev):
-            return normalize_ethtool_k(rec["ethtool_k"])
+            printed = ethtool.normalize_printed(rec["ethtool_k"], kernel=model_profile(kernel_of(doc)))
+            return {name: str(value) for name, value in printed.items()}
     raise KeyError(f"no ethtool -k of {dev} at {phase}.{step}")
-
-
-def expand_ethtool_args(args: str) -> list[tuple[str, bool]]:
-    """``"sg on tso on"`` -> [(feature, on), ...] with ethtool's legacy names expanded."""
-    words = args.split()
-    out = []
-    for name, val in zip(words[::2], words[1::2]):
-        for feat in ETHTOOL_ALIASES.get(name, (name,)):
-            out.append((feat, val == "on"))
-    return out
 
 
 # --------------------------------------------------------------------------------------------------
