@@ -506,46 +506,46 @@ def packets_per_gro_skb(kernel: str, payload: int) -> int:
     return gro.gro_segs(out[0])
 
 
-def _receiver_segments_fraglist(kernel: str) -> str:
-    # include/linux/udp.h udp_unexpected_gso (Debian 5.10.223, 6.1, 6.12): a fraglist GSO skb is "unexpected"
-    # unless accept_udp_fraglist, which no socket option sets ("udp: never accept GSO_FRAGLIST packets"), so
-    # udp_queue_rcv_skb -> udp_rcv_segment -> __udp_gso_segment -> __udp_gso_segment_list segments it.
-    return "the receiving socket (udp_rcv_segment -> skb_segment_list)"
-
-
 def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping[str, bool] | None = None
                            ) -> RouterCasePrediction:
-    """One router case on one lab kernel (vnetlab.netdev + vnetlab.xmit for where the skb is segmented,
-    the kernel's udp_gso_list_nat_fix rule for what the segments carry)."""
-    from vnetlab import xmit
+    """One router case on one lab kernel: vnetlab.netdev + vnetlab.xmit for where the skb is segmented,
+    vnetlab.udp for the receiving socket when the VLAN passes it whole, and what the segments carry from
+    vnetlab.segment (the kernel's udp_gso_list_nat_fix rule, as in vnetlab.router)."""
+    from vnetlab import udp, xmit
     from vnetlab.netdev import Namespace
 
     if case not in ROUTER_CASES:
         raise ValueError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}")
     egress, gro_list = ROUTER_CASES[case]
-    kv = model_profile(kernel)
-    fix = bool(rule(kernel, "udp_gso_list_nat_fix"))
+    k = model_kernel(kernel)
+    fix = bool(k.rule("udp_gso_list_nat_fix"))
     rx_device = "eth3.10" if egress == "virtio_net" else "vl1.10"
     if not gro_list:
         # no fraglist GRO: each datagram is routed and NATed on its own (1 per skb)
         return RouterCasePrediction(case, egress, False, None, rx_device, "nothing (no GRO skb)", fix, packets,
                                     packets)
-    ns = Namespace(kernel=kv)
+    ns = Namespace(kernel=k.version)
     if egress == "virtio_net":
         lower = ns.nic("eth2", driver="virtio_net", **dict(params or QEMU_TAP_PARAMS))
     else:
         lower, _peer = ns.veth("vl0", "vl1")
     vlan = ns.vlan(f"{lower.name}.10", lower=lower, vid=10)
-    tx = xmit.send(vlan, xmit.gso_skb(segs=packets, gso_size=1472, fraglist=True), kernel=kv)
+    tx = xmit.send(vlan, xmit.gso_skb(segs=packets, gso_size=1472, fraglist=True), kernel=k)
+    kept = tx.ops.get("kept_header_segs", 0)
     if tx.segmented_at:
         how = next(h.method for h in tx.hops if h.name == tx.segmented_at)
         segmenter = f"{tx.segmented_at} ({how})"
     else:
-        segmenter = _receiver_segments_fraglist(kernel)
-    # net/ipv4/udp_offload.c __udp_gso_segment_list: without __udpv4_gso_segment_list_csum only the head
-    # segment carries the NATed addresses/ports (skb_segment_list copies just the MAC header)
-    intact = packets if fix else 1
-    return RouterCasePrediction(case, egress, True, tx.segmented_at, rx_device, segmenter, fix, intact, packets)
+        # include/linux/udp.h udp_unexpected_gso (Debian 5.10.223, 6.1, 6.12): no plain socket accepts a fraglist
+        # skb, so udp_queue_rcv_skb -> udp_rcv_segment -> __udp_gso_segment_list segments it
+        recv = udp.udp_recv(tx.peer_rx.delivered if tx.peer_rx else (), kernel=k)
+        if not recv.segmented:
+            raise ValueError(f"{case} on {kernel}: the GRO skb passed {vlan.name} whole and the receiver did not "
+                             "segment it; the lab's trace has no such case")
+        kept += recv.kept_headers
+        segmenter = "the receiving socket (udp_rcv_segment -> skb_segment_list)"
+    return RouterCasePrediction(case, egress, True, tx.segmented_at, rx_device, segmenter, fix, packets - kept,
+                                packets)
 
 
 def router_prediction(kernel: str, payload: int = 1472, count: int = 1760) -> RouterPrediction:
