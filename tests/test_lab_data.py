@@ -323,34 +323,29 @@ KNOWN_FEATURE_DISAGREEMENTS = {
 }
 
 
-# Kernel rules the model lacks, found by the lab: (model profile, feature) -> why. Listed, not xfailed: the
-# test below fails once the model learns the rule, so the entry has to go.
-KNOWN_MODEL_GAPS = {
-    ("6.12", "tx-udp-segmentation"):
-        "net/core/dev.c netdev_fix_features (Debian 6.12.95; 'net: Make USO depend on CSUM offload', Jakub "
-        "Sitnicki, v6.11): GSO_UDP_L4 is dropped when neither NETIF_F_HW_CSUM nor IP_CSUM+IPV6_CSUM is on, so "
-        "after 'ethtool -K eth0 tx off' the VLAN's tx-udp-segmentation goes off; vnetlab.netdev keeps it on",
-}
-
-
-def _gap(kernel, feat):
-    return (labdata.model_profile(kernel), feat) in KNOWN_MODEL_GAPS
-
-
 @pytest.mark.parametrize("kernel,name,phase", _feature_cases())
 def test_ethtool_k_differs_only_where_known(kernel, name, phase):
-    unknown = [msg for feat, msg in _feature_diffs(kernel, name, phase)
-               if feat not in KNOWN_FEATURE_DISAGREEMENTS and not _gap(kernel, feat)]
+    unknown = [msg for feat, msg in _feature_diffs(kernel, name, phase) if feat not in KNOWN_FEATURE_DISAGREEMENTS]
     assert not unknown, "\n".join(unknown)
 
 
-@pytest.mark.parametrize("model,feature", sorted(KNOWN_MODEL_GAPS))
-def test_known_model_gaps_are_still_gaps(model, feature):
-    cases = [(k, n, p) for k, n, p in _feature_cases() if labdata.model_profile(k) == model]
-    if not cases:
-        pytest.skip(f"no ethtool measurement of a kernel modelled by {model}")
-    diffs = [msg for k, n, p in cases for feat, msg in _feature_diffs(k, n, p) if feat == feature]
-    assert diffs, f"the model now agrees on {feature} for {model}: remove it from KNOWN_MODEL_GAPS"
+def test_uso_follows_checksum_offload_as_measured_on_612():
+    """The lab's one kernel-rule finding: after 'ethtool -K eth0 tx off' Debian 6.12.95 turned the VLAN's
+    tx-udp-segmentation off and 6.1.192 kept it on (data/lab/<kernel>/mergeable.json, step vlan_macvlan.2);
+    net/core/dev.c netdev_fix_features has 'Dropping USO feature since no CSUM feature' (2b2bc3bab158,
+    v6.11) in Debian's 6.12 source and not in 6.1's: the kernel rule uso_needs_csum."""
+    for kernel, real in (("6.12", "off"), ("6.1", "on")):
+        if kernel not in KERNELS:
+            pytest.skip(f"Debian {kernel} not shipped")
+        doc = labdata.load("mergeable", kernel)
+        step = next(s for s in doc["features"]["ethtool_K"] if s["command"].endswith("eth0 tx off"))
+        assert labdata.ethtool_k(doc, step["phase"], step["step"], "eth0.10")["tx-udp-segmentation"] == real
+        for n, ns, _ran in _replay(doc, step["phase"], labdata.model_profile(kernel)):
+            if n == step["step"]:  # the replay goes on mutating the namespace: read it at this step
+                assert ns["eth0.10"].ethtool_k()["tx-udp-segmentation"][0] is (real == "on")
+                break
+        else:
+            raise AssertionError(f"step {step['step']} not replayed")
 
 
 @pytest.mark.parametrize("feature", sorted(KNOWN_FEATURE_DISAGREEMENTS))

@@ -744,8 +744,8 @@ class Namespace:
         # netdev_fix_features: HW_TLS_RX needs RXCSUM.
         if features & m("HW_TLS_RX") and not features & m("RXCSUM"):
             features &= ~m("HW_TLS_RX")
-        # netdev_fix_features, ≈6.18 (mirror Kingxukai/linux @ 9b44fff655e2; absent in 6.1): USO needs a csum.
-        if self.kernel_ge("6.18") and features & m("GSO_UDP_L4") and not ip_or_hw:
+        # netdev_fix_features (2b2bc3bab158, v6.11; kernel rule uso_needs_csum): USO needs a checksum offload.
+        if _kernel(self.kernel).rule("uso_needs_csum") and features & m("GSO_UDP_L4") and not ip_or_hw:
             features &= ~m("GSO_UDP_L4")
         return features
 
