@@ -23,7 +23,8 @@ linux-source-6.12 (6.12.117) and the ≈6.18 mirror Kingxukai/linux @ 0291023e73
   v6.11), absent in 6.1.192, present in 6.12.95 and 6.18: there the skb is segmented in software instead
   (kernel rule ``udp_segment_needs_csum_offload``);
 - a UDP_GRO socket accepts a fraglist GSO skb whole until 78352f73dc50 ("udp: never accept GSO_FRAGLIST
-  packets", v5.13): from then udp_unexpected_gso segments it.
+  packets", v5.13; backported to Debian's 5.10.223): from then udp_unexpected_gso segments it (kernel rule
+  ``udp_gro_accepts_fraglist``).
 """
 
 from __future__ import annotations
@@ -61,11 +62,6 @@ def udp_max_segments(kernel: str | Kernel = DEFAULT_KERNEL) -> int:
 def _mss_check_is_min(k: Kernel) -> bool:
     # net/ipv4/udp.c udp_send_skb: 235174b2bed8 (2025; Debian 6.1.192, ≈6.18) checks min(datalen, gso_size)
     return k >= "6.1"
-
-
-def _udp_gro_accepts_fraglist(k: Kernel) -> bool:
-    # include/linux/udp.h udp_unexpected_gso: before 78352f73dc50 (v5.13) only !gro_enabled && UDP_L4
-    return k < "5.13"
 
 
 @dataclass(frozen=True)
@@ -247,7 +243,8 @@ def _unexpected_gso(skb: Skb, udp_gro: bool, k: Kernel) -> bool:
         return False
     if "UDP_L4" in skb.gso_type and not udp_gro:
         return True
-    return "FRAGLIST" in skb.gso_type and not _udp_gro_accepts_fraglist(k)
+    # include/linux/udp.h udp_unexpected_gso: before 78352f73dc50 (v5.13) only !gro_enabled && UDP_L4
+    return "FRAGLIST" in skb.gso_type and not k.rule("udp_gro_accepts_fraglist")
 
 
 def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: int = 4,
