@@ -153,7 +153,7 @@ VIRTIO_NET_F = {0: "CSUM", 1: "GUEST_CSUM", 2: "CTRL_GUEST_OFFLOADS", 3: "MTU", 
 
 
 def _lines(lines: list[str]) -> list[str]:
-    return [l.strip() for l in lines if l.strip()]
+    return [line.strip() for line in lines if line.strip()]
 
 
 def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
@@ -205,10 +205,11 @@ def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
             gro_list[label] = _lines(lines)
         elif kind == "ethtool_K":
             phase, _, n = label.partition(".")
-            rc = next((int(l[3:]) for l in lines if l.startswith("rc=")), None)
+            rc = next((int(line[3:]) for line in lines if line.startswith("rc=")), None)
             steps_done.append({"phase": phase, "step": int(n), "dev": labels[1],
                                "command": lines[0].strip() if lines else "",
-                               "output": [l.strip() for l in lines[1:] if l.strip() and not l.startswith("rc=")],
+                               "output": [line.strip() for line in lines[1:]
+                                          if line.strip() and not line.startswith("rc=")],
                                "rc": rc})
         elif kind == "ethtool":
             phase, _, n = label.partition(".")
@@ -307,7 +308,8 @@ def rate_runs(sender: dict, netdev: dict, snmp: dict, plugin_log: str) -> list[d
         idx = int(key[4:]) - 1
         if idx < len(pairs):
             run["instructions_per_vcpu"] = pairs[idx]
-            run["instructions_per_rx_packet_vcpu1"] = round(pairs[idx][1] / rx, 1) if rx and len(pairs[idx]) > 1 else None
+            run["instructions_per_rx_packet_vcpu1"] = (round(pairs[idx][1] / rx, 1) if rx and len(pairs[idx]) > 1
+                                                       else None)
         out.append(run)
     return out
 

@@ -12,7 +12,8 @@ import pytest
 
 from vnetlab import ethtool, features, labdata, rx
 from vnetlab.netdev import Namespace
-from vnetlab.profiles import arch as _arch, kernel as _profile
+from vnetlab.profiles import arch as _arch
+from vnetlab.profiles import kernel as _profile
 from vnetlab.tables import load_table
 
 KERNELS = labdata.lab_kernels()
@@ -292,7 +293,8 @@ def _feature_diffs(kernel, name, phase):
     diffs = []
     for step, ns, ran in _replay(doc, phase, labdata.model_profile(kernel)):
         if ran and (ran[1] == 0) != (ran[2] == 0):
-            diffs.append((ran[0].split()[0], f"{phase}.{step} 'ethtool -K eth0 {ran[0]}': real exit {ran[1]}, model {ran[2]}"))
+            diffs.append((ran[0].split()[0],
+                          f"{phase}.{step} 'ethtool -K eth0 {ran[0]}': real exit {ran[1]}, model {ran[2]}"))
         for rec in (r for r in doc["features"]["ethtool_k"] if r["phase"] == phase and r["step"] == step
                     and r["dev"] in ns.devices):  # not the lab's: sit0 of a kernel built with IPv6 tunnels
             real = labdata.ethtool_k(doc, phase, step, rec["dev"])
@@ -371,14 +373,14 @@ def test_udp_gso_segmentation_point_matches_the_model(kernel, name, route_dev):
     gso_size = doc["gso"]["gso_size"]
     payload = doc["gso"]["payloads"][0]
     ns, res = labdata.gso_model(doc, route_dev, kernel)
-    sender_failed = any(l.startswith("udptool") and "failed=0" not in l for l in case["sender"])
+    sender_failed = any(line.startswith("udptool") and "failed=0" not in line for line in case["sender"])
     csum = {"HW_CSUM", "IP_CSUM"} & set(ns[route_dev].features)
     # udp_send_skb refuses a UDP_SEGMENT datagram with -EIO unless it is CHECKSUM_PARTIAL, which
     # __ip_append_data only picks when the route device has NETIF_F_HW_CSUM or NETIF_F_IP_CSUM -- until
     # 10154dbded6d (v6.11); the kernel rule udp_segment_needs_csum_offload says which.
     refused = labdata.rule(kernel, "udp_segment_needs_csum_offload") and not csum
     if sender_failed:
-        assert any("Input/output error" in l for l in case["sender"])
+        assert any("Input/output error" in line for line in case["sender"])
         assert not case["segmented_at"]
         assert refused, f"the model gives {route_dev} {sorted(csum)}, the real kernel refused with EIO"
         return

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from vnetlab import labdata, netdev, router
-from vnetlab.profiles import known_kernels
 from vnetlab.profiles import kernel as _profile
+from vnetlab.profiles import known_kernels
 from vnetlab.segment import gso_skb
 from vnetlab.xmit import send
 

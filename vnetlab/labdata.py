@@ -25,14 +25,22 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Any, Iterable, Mapping, Sequence
+from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING, Any
 
 from vnetlab import ethtool
-from vnetlab.profiles import Kernel, kernel as _profile
+from vnetlab.profiles import Kernel
+from vnetlab.profiles import kernel as _profile
 from vnetlab.tables import Section
+
+if TYPE_CHECKING:  # the models are imported where used: importing labdata stays light
+    from vnetlab.netdev import Namespace
+    from vnetlab.rx import RxResult
+    from vnetlab.xmit import TxResult
 
 ETH_HLEN = 14
 #: virtio_net_hdr_to_skb with VIRTIO_NET_HDR_F_NEEDS_CSUM pulls csum_start + csum_offset + 2 bytes into the
@@ -105,7 +113,7 @@ def model_profile(kernel: str) -> str:
     return _lab_kernel(kernel).model
 
 
-@lru_cache(maxsize=None)
+@cache
 def model_kernel(kernel: str) -> Kernel:
     """The vnetlab Kernel for a lab kernel: its base profile with the rules its one patch changes.
 
@@ -131,7 +139,7 @@ def rule(kernel: str, name: str) -> Any:
 # --------------------------------------------------------------------------------------------------
 # The shipped files
 
-def _root():
+def _root() -> Traversable:
     return resources.files("vnetlab.data").joinpath("lab")
 
 
@@ -150,7 +158,7 @@ def configs(kernel: str = DEFAULT_KERNEL) -> list[str]:
     return sorted(p.name[:-5] for p in d.iterdir() if p.name.endswith(".json"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(kernel: str, name: str) -> str:
     path = _root().joinpath(kernel, f"{name}.json")
     if not path.is_file():
@@ -232,7 +240,8 @@ class RxRow:
             self.model_path, self.model_truesize, self.model_nr_frags)
 
 
-def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: "str | Kernel | None" = None):
+def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: str | Kernel | None = None
+                     ) -> RxResult:
     """vnetlab.rx's RxResult for one measured packet, fed the buffer the real driver used.
 
     ``kernel``: a lab kernel id or a vnetlab Kernel (default: the file's own lab kernel)."""
@@ -368,7 +377,7 @@ def ethtool_k(doc: Mapping[str, Any], phase: str, step: int, dev: str) -> dict[s
 # --------------------------------------------------------------------------------------------------
 # Where a UDP GSO skb is segmented
 
-def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None):
+def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None) -> tuple[Namespace, TxResult]:
     """vnetlab.xmit's TxResult for the lab's UDP_SEGMENT datagram sent through ``route_dev`` on the virtio NIC.
 
     ``kernel``: a lab kernel id (default: the file's own); its model profile is used."""
@@ -407,7 +416,7 @@ def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> list[GsoR
     doc = load(name, kernel)
     rows = []
     for case in doc["gso"]["cases"]:
-        failed = any(l.startswith("udptool") and "failed=0" not in l for l in case["sender"])
+        failed = any(line.startswith("udptool") and "failed=0" not in line for line in case["sender"])
         real = "send failed (EIO)" if failed else (", ".join(case["segmented_at"]) or "nowhere")
         ns, tx = gso_model(doc, case["route_dev"], kernel)
         csum = {"HW_CSUM", "IP_CSUM"} & set(ns[case["route_dev"]].features)
@@ -673,7 +682,7 @@ def model_rate_ratio() -> dict[str, float]:
     c = cost.calibrate().two_param
     t = cost.seed_traffic()
 
-    def pps(k: "str | Kernel") -> float:
+    def pps(k: str | Kernel) -> float:
         if isinstance(k, Kernel):  # op_counts caches by version string; the derived profile needs its rules
             return cost.RxCost(cost.op_counts.__wrapped__(t, k), c).pps
         return cost.rx_cost(t, k, c).pps
