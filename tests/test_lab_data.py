@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from vnetlab import ethtool, features, labdata, rx
+from vnetlab.headers import ETH_HLEN
 from vnetlab.netdev import Namespace
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _profile
@@ -129,7 +130,7 @@ def test_path_truesize_and_frags_per_packet_match_the_model(kernel, name):
     for i, (payload, pkt) in enumerate(zip(doc["rx"]["payload_sizes_sent"], doc["rx"]["packets"])):
         r = labdata.model_for_packet(doc, pkt, kernel)
         real = (pkt.get("path", "build_skb"), pkt["gro"]["truesize"], pkt["gro"]["nr_frags"],
-                pkt["gro"]["len"] + labdata.ETH_HLEN, pkt["gro"]["data_len"])
+                pkt["gro"]["len"] + ETH_HLEN, pkt["gro"]["data_len"])
         data_len = r.skb.data_len
         if pkt["gro"].get("ip_summed") == 3:
             # The sending guest's CHECKSUM_PARTIAL arrives as VIRTIO_NET_HDR_F_NEEDS_CSUM (tap vnet header):

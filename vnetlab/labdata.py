@@ -33,7 +33,7 @@ from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any
 
 from vnetlab import ethtool
-from vnetlab.profiles import Kernel
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _profile
 from vnetlab.tables import Section
 
@@ -42,14 +42,12 @@ if TYPE_CHECKING:  # the models are imported where used: importing labdata stays
     from vnetlab.rx import RxResult
     from vnetlab.xmit import TxResult
 
-ETH_HLEN = 14
 #: virtio_net_hdr_to_skb with VIRTIO_NET_HDR_F_NEEDS_CSUM pulls csum_start + csum_offset + 2 bytes into the
 #: head: 14 + 20 + 6 + 2 for UDP over IPv4 (include/linux/virtio_net.h, 6.1).
 UDP4_CSUM_PULL = 42
 #: vnetlab.netdev's virtio_net probe parameter for each VIRTIO_NET_F_* feature it depends on.
 PROBE_PARAMS = {"csum": "CSUM", "host_tso4": "HOST_TSO4", "host_tso6": "HOST_TSO6", "host_ecn": "HOST_ECN",
                 "ctrl_guest_offloads": "CTRL_GUEST_OFFLOADS", "ctrl_vlan": "CTRL_VLAN"}
-DEFAULT_KERNEL = "6.1"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -100,6 +98,8 @@ LAB_KERNELS: dict[str, LabKernel] = {k.id: k for k in [
     LabKernel("5.10-2e4ef10f5850-revert-3d6df63a5cbe", "built", "5.11",
               "5.10-2e4ef10f5850 without the NAT fraglist fix", _NAT_REVERTED, pair="5.10-2e4ef10f5850"),
 ]}
+#: The lab kernel shown by default: the stock Debian kernel that profiles.DEFAULT_KERNEL models.
+DEFAULT_LAB_KERNEL = next(k.id for k in LAB_KERNELS.values() if k.kind == "stock" and k.model == DEFAULT_KERNEL)
 
 
 def _lab_kernel(kernel: str) -> LabKernel:
@@ -150,7 +150,7 @@ def lab_kernels() -> list[str]:
     return [k for k in LAB_KERNELS if k in have]
 
 
-def configs(kernel: str = DEFAULT_KERNEL) -> list[str]:
+def configs(kernel: str = DEFAULT_LAB_KERNEL) -> list[str]:
     """The configurations measured on a lab kernel."""
     d = _root().joinpath(kernel)
     if not d.is_dir():
@@ -167,14 +167,14 @@ def _load(kernel: str, name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def load(name: str, kernel: str = DEFAULT_KERNEL) -> dict[str, Any]:
+def load(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> dict[str, Any]:
     """The whole measurement file of one configuration on one lab kernel (a fresh copy each call)."""
     return json.loads(_load(kernel, name))
 
 
 def kernel_of(doc: Mapping[str, Any]) -> str:
     """The lab kernel id a measurement file belongs to."""
-    return doc["kernel"].get("id", DEFAULT_KERNEL)
+    return doc["kernel"].get("id", DEFAULT_LAB_KERNEL)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -283,7 +283,7 @@ def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: str
     return rx.receive_mergeable(frame, bufs, hdr_len=hl, kernel=k)
 
 
-def rx_rows(name: str, kernel: str = DEFAULT_KERNEL) -> list[RxRow]:
+def rx_rows(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> list[RxRow]:
     """Every measured packet of a configuration beside vnetlab.rx's answer for the same frame and buffer."""
     doc = load(name, kernel)
     out = []
@@ -294,7 +294,7 @@ def rx_rows(name: str, kernel: str = DEFAULT_KERNEL) -> list[RxRow]:
     return out
 
 
-def rx_table(name: str, payloads: Iterable[int] | None = None, kernel: str = DEFAULT_KERNEL) -> str:
+def rx_table(name: str, payloads: Iterable[int] | None = None, kernel: str = DEFAULT_LAB_KERNEL) -> str:
     """Measured receive paths beside vnetlab.rx for the chosen UDP payloads (all measured ones if None)."""
     all_rows = rx_rows(name, kernel)
     rows = all_rows
@@ -412,7 +412,7 @@ class GsoRow:
         return self.real == self.model or (self.real.startswith("send failed") and self.model == "refused")
 
 
-def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> list[GsoRow]:
+def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> list[GsoRow]:
     doc = load(name, kernel)
     rows = []
     for case in doc["gso"]["cases"]:
@@ -427,7 +427,7 @@ def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> list[GsoR
     return rows
 
 
-def gso_table(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> str:
+def gso_table(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> str:
     """Where the real kernel segmented the lab's UDP GSO datagrams, beside the model, one line per route."""
     lines = [f"{'sent through':13} {'real kernel':14} model"]
     for r in gso_rows(name, kernel):
