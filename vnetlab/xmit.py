@@ -189,8 +189,9 @@ def netif_skb_features_steps(dev: Any, skb: Skb, *, kernel: str | None = None, i
         if skb.gso_segs > max_segs:
             feats -= gmask
             steps.append((f"gso_features_check: gso_segs {skb.gso_segs} > gso_max_segs {max_segs}", feats))
-        # net/core/dev.c gso_features_check: skb->len >= gso_max_size, mainline 6.8, in 6.1.y stable (6.1.192)
-        elif k >= "6.1" and skb.len >= max_size:
+        # net/core/dev.c gso_features_check: skb->len >= gso_max_size (kernel rule gso_max_size_check: mainline
+        # v6.8, backported to Debian's 5.10.223 and 6.1.192)
+        elif k.rule("gso_max_size_check") and skb.len >= max_size:
             feats -= gmask
             steps.append((f"gso_features_check: len {skb.len} >= gso_max_size {max_size}", feats))
         elif not skb.gso_type:
