@@ -67,6 +67,8 @@ def test_parse_k_names_every_kernel_feature_once():
     for legacy in ("tx-checksumming", "scatter-gather", "tcp-segmentation-offload", "generic-receive-offload"):
         assert legacy not in f
     assert f["rx-gro"].active is False and f["rx-gro"].changeable  # veth: GRO off by default (5.13+)
+    assert f["tx-generic-segmentation"].active  # "generic-segmentation-offload: on"
+    assert f["rx-checksum"].active  # "rx-checksumming: on [fixed]"
     with pytest.raises(UnknownFeatureError, match="no-such"):
         f["no-such"]
 
@@ -77,6 +79,60 @@ def test_parse_k_requested_notes_give_wanted():
     # the sample line reads "tx-tcp-segmentation: off [requested on]"
     assert (tso.active, tso.wanted, tso.fixed) == (False, True, False)
     assert tso.ethtool_text() == "off [requested on]"
+    assert not f["tx-scatter-gather"].active and not f["tx-scatter-gather"].wanted
+    # netdev_fix_features drops ALL_TSO and GSO without SG, but the wanted bits stay on
+    gso = f["tx-generic-segmentation"]
+    assert (gso.active, gso.wanted) == (False, True)
+    # AccECN GSO is not in ALL_TSO, so it survives SG off in 6.18
+    assert f["tx-tcp-accecn-segmentation"].active
+    assert f["tx-udp-segmentation"].active is False and f["tx-udp-segmentation"].wanted is False
+
+
+def test_parse_veth_gso_software_bits_are_on_and_changeable():
+    f = ethtool.parse_k(sample("veth"))
+    for name in ("tx-udp-segmentation", "tx-gso-list", "tx-tcp-segmentation", "tx-sctp-segmentation",
+                 "tx-scatter-gather-fraglist"):
+        assert f[name].active and not f[name].fixed, name
+    assert f["tx-checksum-ipv4"] == ethtool.FeatureState("tx-checksum-ipv4", False, False, False)
+    assert f.ethtool_k()["vlan-challenged"] == (False, True)
+
+
+def test_parse_macvlan_and_bridge_fixed_and_requested():
+    mv = ethtool.parse_k(sample("macvlan_on_sg_off_veth"))
+    assert mv.device == "mv"
+    assert mv.ethtool_k()["tx-udp-segmentation"] == (True, True)
+    assert mv.ethtool_k()["rx-lro"] == (False, False)
+    br = ethtool.parse_k(sample("bridge"))
+    assert br["tx-gso-robust"].ethtool_text() == "off [requested on]"
+    assert br["rx-gro"].active
+
+
+def test_parse_round_trips_the_value_text():
+    text = sample("macvlan_on_sg_off_veth")
+    f = ethtool.parse_k(text)
+    shown = {}
+    for line in text.splitlines()[1:]:
+        name, value = line.strip().split(": ", 1)
+        shown[name] = value
+    for name, state in f.states.items():
+        assert shown[ethtool.printed_name(name, f.states)] == state.ethtool_text(), name
+
+
+def test_expand_legacy_names_over_a_devices_strings():
+    names = ethtool.parse_k(sample("veth")).states
+    assert ethtool.expand("sg", names) == ("tx-scatter-gather", "tx-scatter-gather-fraglist")
+    assert ethtool.expand("tso", names) == (
+        "tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation",
+        "tx-tcp6-segmentation", "tx-tcp-accecn-segmentation",
+    )
+    assert ethtool.expand("generic-receive-offload", names) == ("rx-gro",)
+    assert ethtool.expand("tx-udp-segmentation", names) == ("tx-udp-segmentation",)
+
+
+def test_feature_state_text():
+    assert ethtool.FeatureState("x", True, True, False).ethtool_text() == "on [fixed]"
+    assert ethtool.FeatureState("x", False, True, True).ethtool_text() == "off [requested on]"
+    assert ethtool.FeatureState("x", True, False, True).ethtool_text() == "on [requested off]"
 
 
 def test_parse_k_rejects_other_text():
