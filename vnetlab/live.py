@@ -1440,24 +1440,24 @@ def _model_transfer(kernel: str, config: Mapping[str, bool], mtu: int, length: i
                       sum(p == "napi" for p in t.rx.paths))
 
 
-def _configure_model_rx(v1: Any, config: Mapping[str, bool]) -> None:
+def _rx_settings(config: Mapping[str, bool]) -> dict[str, bool]:
+    """The receiving veth's `ethtool -K` for one configuration, the same words for the model and the kernel."""
     settings = {"rx-gro": config.get("gro", False)}
     if config.get("udp_gro_fwd"):
         settings["rx-udp-gro-forwarding"] = True
     if config.get("gro_list"):
         settings["rx-gro-list"] = True
-    v1.ethtool_K(settings)
+    return settings
+
+
+def _configure_model_rx(v1: Any, config: Mapping[str, bool]) -> None:
+    v1.ethtool_K(_rx_settings(config))
     if config.get("xdp"):
         v1.set_xdp(True)
 
 
 def _configure_kernel_rx(pair: _Pair, config: Mapping[str, bool]) -> None:
-    settings = {"rx-gro": config.get("gro", False)}
-    if config.get("udp_gro_fwd"):
-        settings["rx-udp-gro-forwarding"] = True
-    if config.get("gro_list"):
-        settings["rx-gro-list"] = True
-    pair.v1.ethtool_K(settings)
+    pair.v1.ethtool_K(_rx_settings(config))
     if config.get("xdp"):
         pair.lab.attach_xdp_pass(pair.v1)
 
