@@ -207,8 +207,8 @@ def build(name: str, work: Path, *, jobs: int = 2) -> dict:
 
 def _patch_record(patch: str) -> dict:
     text = (PATCHES / patch).read_bytes()
-    subject = next((l[len("Subject: "):] for l in text.decode(errors="replace").splitlines()
-                    if l.startswith("Subject: ")), patch)
+    subject = next((line[len("Subject: "):] for line in text.decode(errors="replace").splitlines()
+                    if line.startswith("Subject: ")), patch)
     return {"file": f"lab/patches/{patch}", "sha256": hashlib.sha256(text).hexdigest(), "subject": subject}
 
 

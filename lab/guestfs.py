@@ -22,8 +22,8 @@ LAB = Path(__file__).resolve().parent
 # 8021q, macvlan, bridge, veth and nf_tables NAT for the feature, GSO and router stages (crc32c_generic: the
 # crypto module libcrc32c asks for at run time, not in modules.dep); virtio_pci + virtio_net
 # for the NICs. Their dependencies (virtio_ring, net_failover, stp, llc, nf_conntrack, ...) come from modules.dep.
-MODULES = ["virtio_pci", "virtio_net", "8021q", "macvlan", "bridge", "veth", "crc32c_generic", "nf_tables", "nft_chain_nat",
-           "nft_masq", "nf_nat", "nf_conntrack"]
+MODULES = ["virtio_pci", "virtio_net", "8021q", "macvlan", "bridge", "veth", "crc32c_generic", "nf_tables",
+           "nft_chain_nat", "nft_masq", "nf_nat", "nf_conntrack"]
 # nft and the libraries it links (bookworm: nftables -> libnftables1 -> libnftnl11, libjansson4, libxtables12,
 # libgmp10, libmnl0; nft itself -> libedit2 -> libbsd0, libmd0, libtinfo6).
 NFT_DEBS = ["nftables", "libnftables1", "libnftnl11", "libjansson4", "libxtables12", "libgmp10", "libmnl0",
@@ -39,8 +39,8 @@ def module_closure(moddir: Path, wanted: list[str]) -> list[str]:
         mod, _, rest = line.partition(":")
         deps[mod] = rest.split()
         by_name[Path(mod).name.split(".ko")[0].replace("-", "_")] = mod
-    builtin = {Path(l).name.split(".ko")[0].replace("-", "_")
-               for l in (moddir / "modules.builtin").read_text().split()}
+    builtin = {Path(path).name.split(".ko")[0].replace("-", "_")
+               for path in (moddir / "modules.builtin").read_text().split()}
     order: list[str] = []
 
     def visit(mod: str) -> None:

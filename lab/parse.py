@@ -6,6 +6,7 @@ import json
 import re
 
 from lab.experiments import Config
+from vnetlab import ethtool
 
 
 def blocks(console: str) -> list[tuple[str, list[str], list[str]]]:
@@ -89,13 +90,10 @@ def rx_packets(events: list[dict]) -> list[dict]:
     return pkts
 
 
-def parse_ethtool_k(lines: list[str]) -> dict:
-    feats = {}
-    for line in lines:
-        m = re.match(r"^\s*([a-z0-9_-]+): (on|off)( \[fixed\]| \[requested on\]| \[requested off\])?$", line)
-        if m:
-            feats[m.group(1)] = m.group(2) + (" fixed" if m.group(3) == " [fixed]" else "")
-    return feats
+def parse_ethtool_k(lines: list[str]) -> dict[str, str]:
+    """One ``ethtool -k`` block as the data files store it: {name as printed: "on" | "off" [+ " fixed"]}, summary
+    lines and legacy names kept (vnetlab.ethtool parses; labdata.ethtool_k maps them to kernel strings)."""
+    return {line.name: line.value for line in ethtool.printed_lines("\n".join(lines))[1]}
 
 
 def parse_netdev(lines: list[str]) -> dict:
@@ -155,7 +153,7 @@ VIRTIO_NET_F = {0: "CSUM", 1: "GUEST_CSUM", 2: "CTRL_GUEST_OFFLOADS", 3: "MTU", 
 
 
 def _lines(lines: list[str]) -> list[str]:
-    return [l.strip() for l in lines if l.strip()]
+    return [line.strip() for line in lines if line.strip()]
 
 
 def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
@@ -207,10 +205,11 @@ def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
             gro_list[label] = _lines(lines)
         elif kind == "ethtool_K":
             phase, _, n = label.partition(".")
-            rc = next((int(l[3:]) for l in lines if l.startswith("rc=")), None)
+            rc = next((int(line[3:]) for line in lines if line.startswith("rc=")), None)
             steps_done.append({"phase": phase, "step": int(n), "dev": labels[1],
                                "command": lines[0].strip() if lines else "",
-                               "output": [l.strip() for l in lines[1:] if l.strip() and not l.startswith("rc=")],
+                               "output": [line.strip() for line in lines[1:]
+                                          if line.strip() and not line.startswith("rc=")],
                                "rc": rc})
         elif kind == "ethtool":
             phase, _, n = label.partition(".")
@@ -309,7 +308,8 @@ def rate_runs(sender: dict, netdev: dict, snmp: dict, plugin_log: str) -> list[d
         idx = int(key[4:]) - 1
         if idx < len(pairs):
             run["instructions_per_vcpu"] = pairs[idx]
-            run["instructions_per_rx_packet_vcpu1"] = round(pairs[idx][1] / rx, 1) if rx and len(pairs[idx]) > 1 else None
+            run["instructions_per_rx_packet_vcpu1"] = (round(pairs[idx][1] / rx, 1) if rx and len(pairs[idx]) > 1
+                                                       else None)
         out.append(run)
     return out
 

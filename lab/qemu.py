@@ -26,7 +26,7 @@ class TapWire:
         self.ns = f"vnetlab-lab-{tag}"
         self.taps = tuple(f"vlt{i}" for i in range(nics))
 
-    def __enter__(self) -> "TapWire":
+    def __enter__(self) -> TapWire:
         ns = self.ns
         sh(["ip", "netns", "add", ns])
         try:
@@ -67,7 +67,7 @@ class HubWire:
     def __init__(self, nics: int = 2) -> None:
         self.nics = nics
 
-    def __enter__(self) -> "HubWire":
+    def __enter__(self) -> HubWire:
         return self
 
     def netdev_args(self) -> list[str]:
@@ -135,7 +135,7 @@ def kvm_usable(kern: dict, work: Path) -> tuple[bool, str]:
     out, secs, timed_out = run(cmd, [], work / "kvm-probe.log", 25)
     if "Linux version" in out and not timed_out:
         return True, f"probe boot under KVM took {secs:.1f} s"
-    last = [l for l in out.splitlines() if l.strip()][-1:] or ["no console output"]
+    last = [line for line in out.splitlines() if line.strip()][-1:] or ["no console output"]
     return False, f"KVM probe boot failed ({'timed out' if timed_out else 'exited'}: {last[0][:120]})"
 
 

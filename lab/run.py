@@ -149,7 +149,9 @@ def boot(kid: str, kern: dict, cfg: experiments.Config, offsets: dict, initrd: P
         f"{len(res['rate'])} rate runs")
     if not ok:
         return False
-    rel = lambda p: str(p).replace(str(args.work), "lab/work")
+    def rel(p: object) -> str:
+        return str(p).replace(str(args.work), "lab/work")
+
     meta = {
         "schema": SCHEMA, "config": cfg.name, "description": cfg.description, "stages": cfg.stages,
         "kernel": kernel_record(kern, offsets),

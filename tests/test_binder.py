@@ -11,9 +11,7 @@ import re
 import tomllib
 from pathlib import Path
 
-import pytest
-
-yaml = pytest.importorskip("yaml")
+import yaml  # PyYAML: jupyterlab -> jupyter_server -> jupyter_events needs it, so it is always installed
 
 ROOT = Path(__file__).resolve().parents[1]
 

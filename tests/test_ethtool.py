@@ -67,6 +67,8 @@ def test_parse_k_names_every_kernel_feature_once():
     for legacy in ("tx-checksumming", "scatter-gather", "tcp-segmentation-offload", "generic-receive-offload"):
         assert legacy not in f
     assert f["rx-gro"].active is False and f["rx-gro"].changeable  # veth: GRO off by default (5.13+)
+    assert f["tx-generic-segmentation"].active  # "generic-segmentation-offload: on"
+    assert f["rx-checksum"].active  # "rx-checksumming: on [fixed]"
     with pytest.raises(UnknownFeatureError, match="no-such"):
         f["no-such"]
 
@@ -77,6 +79,60 @@ def test_parse_k_requested_notes_give_wanted():
     # the sample line reads "tx-tcp-segmentation: off [requested on]"
     assert (tso.active, tso.wanted, tso.fixed) == (False, True, False)
     assert tso.ethtool_text() == "off [requested on]"
+    assert not f["tx-scatter-gather"].active and not f["tx-scatter-gather"].wanted
+    # netdev_fix_features drops ALL_TSO and GSO without SG, but the wanted bits stay on
+    gso = f["tx-generic-segmentation"]
+    assert (gso.active, gso.wanted) == (False, True)
+    # AccECN GSO is not in ALL_TSO, so it survives SG off in 6.18
+    assert f["tx-tcp-accecn-segmentation"].active
+    assert f["tx-udp-segmentation"].active is False and f["tx-udp-segmentation"].wanted is False
+
+
+def test_parse_veth_gso_software_bits_are_on_and_changeable():
+    f = ethtool.parse_k(sample("veth"))
+    for name in ("tx-udp-segmentation", "tx-gso-list", "tx-tcp-segmentation", "tx-sctp-segmentation",
+                 "tx-scatter-gather-fraglist"):
+        assert f[name].active and not f[name].fixed, name
+    assert f["tx-checksum-ipv4"] == ethtool.FeatureState("tx-checksum-ipv4", False, False, False)
+    assert f.ethtool_k()["vlan-challenged"] == (False, True)
+
+
+def test_parse_macvlan_and_bridge_fixed_and_requested():
+    mv = ethtool.parse_k(sample("macvlan_on_sg_off_veth"))
+    assert mv.device == "mv"
+    assert mv.ethtool_k()["tx-udp-segmentation"] == (True, True)
+    assert mv.ethtool_k()["rx-lro"] == (False, False)
+    br = ethtool.parse_k(sample("bridge"))
+    assert br["tx-gso-robust"].ethtool_text() == "off [requested on]"
+    assert br["rx-gro"].active
+
+
+def test_parse_round_trips_the_value_text():
+    text = sample("macvlan_on_sg_off_veth")
+    f = ethtool.parse_k(text)
+    shown = {}
+    for line in text.splitlines()[1:]:
+        name, value = line.strip().split(": ", 1)
+        shown[name] = value
+    for name, state in f.states.items():
+        assert shown[ethtool.printed_name(name, f.states)] == state.ethtool_text(), name
+
+
+def test_expand_legacy_names_over_a_devices_strings():
+    names = ethtool.parse_k(sample("veth")).states
+    assert ethtool.expand("sg", names) == ("tx-scatter-gather", "tx-scatter-gather-fraglist")
+    assert ethtool.expand("tso", names) == (
+        "tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation",
+        "tx-tcp6-segmentation", "tx-tcp-accecn-segmentation",
+    )
+    assert ethtool.expand("generic-receive-offload", names) == ("rx-gro",)
+    assert ethtool.expand("tx-udp-segmentation", names) == ("tx-udp-segmentation",)
+
+
+def test_feature_state_text():
+    assert ethtool.FeatureState("x", True, True, False).ethtool_text() == "on [fixed]"
+    assert ethtool.FeatureState("x", False, True, True).ethtool_text() == "off [requested on]"
+    assert ethtool.FeatureState("x", True, False, True).ethtool_text() == "on [requested off]"
 
 
 def test_parse_k_rejects_other_text():
@@ -86,6 +142,24 @@ def test_parse_k_rejects_other_text():
         ethtool.parse_k("")
     with pytest.raises(ValueError, match="unknown note"):
         ethtool.parse_k("rx-gro: on [weird]\n")
+
+
+def test_printed_lines_keep_what_ethtool_printed():
+    # The first lines of `ethtool -k eth0` on Debian 6.1.192 (the lab's console, lab/work/runs/6.1/
+    # console-mergeable.log): a one-feature flag under its long name, a summary line and its tab-indented members.
+    text = ("Features for eth0:\r\nrx-checksumming: on [fixed]\r\ntx-checksumming: on\r\n"
+            "\ttx-checksum-ipv4: off [fixed]\r\n\ttx-checksum-ip-generic: on\r\n"
+            "tx-tcp-segmentation: off [requested on]\r\n")
+    device, lines = ethtool.printed_lines(text)
+    assert device == "eth0"
+    assert [(x.name, x.indented, x.value, x.note) for x in lines] == [
+        ("rx-checksumming", False, "on fixed", "fixed"), ("tx-checksumming", False, "on", None),
+        ("tx-checksum-ipv4", True, "off fixed", "fixed"), ("tx-checksum-ip-generic", True, "on", None),
+        ("tx-tcp-segmentation", False, "off", "requested on")]
+    states = ethtool.parse_k(text)
+    assert "tx-checksumming" not in states and states["rx-checksum"].fixed
+    with pytest.raises(ValueError, match="line 2"):
+        ethtool.printed_lines("Features for eth0:\nkernel: oops\n")
 
 
 def test_printed_names_both_ways():

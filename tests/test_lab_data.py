@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from vnetlab import features, labdata, rx
+from vnetlab import ethtool, features, labdata, rx
+from vnetlab.headers import ETH_HLEN
 from vnetlab.netdev import Namespace
-from vnetlab.profiles import arch as _arch, kernel as _profile
+from vnetlab.profiles import arch as _arch
+from vnetlab.profiles import kernel as _profile
 from vnetlab.tables import load_table
 
 KERNELS = labdata.lab_kernels()
@@ -128,7 +130,7 @@ def test_path_truesize_and_frags_per_packet_match_the_model(kernel, name):
     for i, (payload, pkt) in enumerate(zip(doc["rx"]["payload_sizes_sent"], doc["rx"]["packets"])):
         r = labdata.model_for_packet(doc, pkt, kernel)
         real = (pkt.get("path", "build_skb"), pkt["gro"]["truesize"], pkt["gro"]["nr_frags"],
-                pkt["gro"]["len"] + labdata.ETH_HLEN, pkt["gro"]["data_len"])
+                pkt["gro"]["len"] + ETH_HLEN, pkt["gro"]["data_len"])
         data_len = r.skb.data_len
         if pkt["gro"].get("ip_summed") == 3:
             # The sending guest's CHECKSUM_PARTIAL arrives as VIRTIO_NET_HDR_F_NEEDS_CSUM (tap vnet header):
@@ -258,7 +260,7 @@ def _apply(ns, dev, args):
     change any device features", exit 1) when a requested value was not reached and nothing changed."""
     d = ns[dev]
     before = d.ethtool_k()
-    req = {f: on for f, on in labdata.expand_ethtool_args(args) if f in before}
+    req = {f: on for f, on in ethtool.parse_K_args(args, kernel=ns.kernel) if f in before}
     d.ethtool_K({f: on for f, on in req.items() if not before[f][1]})
     after = d.ethtool_k()
     missed = any(after[f][0] != on for f, on in req.items())
@@ -292,7 +294,8 @@ def _feature_diffs(kernel, name, phase):
     diffs = []
     for step, ns, ran in _replay(doc, phase, labdata.model_profile(kernel)):
         if ran and (ran[1] == 0) != (ran[2] == 0):
-            diffs.append((ran[0].split()[0], f"{phase}.{step} 'ethtool -K eth0 {ran[0]}': real exit {ran[1]}, model {ran[2]}"))
+            diffs.append((ran[0].split()[0],
+                          f"{phase}.{step} 'ethtool -K eth0 {ran[0]}': real exit {ran[1]}, model {ran[2]}"))
         for rec in (r for r in doc["features"]["ethtool_k"] if r["phase"] == phase and r["step"] == step
                     and r["dev"] in ns.devices):  # not the lab's: sit0 of a kernel built with IPv6 tunnels
             real = labdata.ethtool_k(doc, phase, step, rec["dev"])
@@ -323,34 +326,29 @@ KNOWN_FEATURE_DISAGREEMENTS = {
 }
 
 
-# Kernel rules the model lacks, found by the lab: (model profile, feature) -> why. Listed, not xfailed: the
-# test below fails once the model learns the rule, so the entry has to go.
-KNOWN_MODEL_GAPS = {
-    ("6.12", "tx-udp-segmentation"):
-        "net/core/dev.c netdev_fix_features (Debian 6.12.95; 'net: Make USO depend on CSUM offload', Jakub "
-        "Sitnicki, v6.11): GSO_UDP_L4 is dropped when neither NETIF_F_HW_CSUM nor IP_CSUM+IPV6_CSUM is on, so "
-        "after 'ethtool -K eth0 tx off' the VLAN's tx-udp-segmentation goes off; vnetlab.netdev keeps it on",
-}
-
-
-def _gap(kernel, feat):
-    return (labdata.model_profile(kernel), feat) in KNOWN_MODEL_GAPS
-
-
 @pytest.mark.parametrize("kernel,name,phase", _feature_cases())
 def test_ethtool_k_differs_only_where_known(kernel, name, phase):
-    unknown = [msg for feat, msg in _feature_diffs(kernel, name, phase)
-               if feat not in KNOWN_FEATURE_DISAGREEMENTS and not _gap(kernel, feat)]
+    unknown = [msg for feat, msg in _feature_diffs(kernel, name, phase) if feat not in KNOWN_FEATURE_DISAGREEMENTS]
     assert not unknown, "\n".join(unknown)
 
 
-@pytest.mark.parametrize("model,feature", sorted(KNOWN_MODEL_GAPS))
-def test_known_model_gaps_are_still_gaps(model, feature):
-    cases = [(k, n, p) for k, n, p in _feature_cases() if labdata.model_profile(k) == model]
-    if not cases:
-        pytest.skip(f"no ethtool measurement of a kernel modelled by {model}")
-    diffs = [msg for k, n, p in cases for feat, msg in _feature_diffs(k, n, p) if feat == feature]
-    assert diffs, f"the model now agrees on {feature} for {model}: remove it from KNOWN_MODEL_GAPS"
+def test_uso_follows_checksum_offload_as_measured_on_612():
+    """The lab's one kernel-rule finding: after 'ethtool -K eth0 tx off' Debian 6.12.95 turned the VLAN's
+    tx-udp-segmentation off and 6.1.192 kept it on (data/lab/<kernel>/mergeable.json, step vlan_macvlan.2);
+    net/core/dev.c netdev_fix_features has 'Dropping USO feature since no CSUM feature' (2b2bc3bab158,
+    v6.11) in Debian's 6.12 source and not in 6.1's: the kernel rule uso_needs_csum."""
+    for kernel, real in (("6.12", "off"), ("6.1", "on")):
+        if kernel not in KERNELS:
+            pytest.skip(f"Debian {kernel} not shipped")
+        doc = labdata.load("mergeable", kernel)
+        step = next(s for s in doc["features"]["ethtool_K"] if s["command"].endswith("eth0 tx off"))
+        assert labdata.ethtool_k(doc, step["phase"], step["step"], "eth0.10")["tx-udp-segmentation"] == real
+        for n, ns, _ran in _replay(doc, step["phase"], labdata.model_profile(kernel)):
+            if n == step["step"]:  # the replay goes on mutating the namespace: read it at this step
+                assert ns["eth0.10"].ethtool_k()["tx-udp-segmentation"][0] is (real == "on")
+                break
+        else:
+            raise AssertionError(f"step {step['step']} not replayed")
 
 
 @pytest.mark.parametrize("feature", sorted(KNOWN_FEATURE_DISAGREEMENTS))
@@ -376,14 +374,14 @@ def test_udp_gso_segmentation_point_matches_the_model(kernel, name, route_dev):
     gso_size = doc["gso"]["gso_size"]
     payload = doc["gso"]["payloads"][0]
     ns, res = labdata.gso_model(doc, route_dev, kernel)
-    sender_failed = any(l.startswith("udptool") and "failed=0" not in l for l in case["sender"])
+    sender_failed = any(line.startswith("udptool") and "failed=0" not in line for line in case["sender"])
     csum = {"HW_CSUM", "IP_CSUM"} & set(ns[route_dev].features)
     # udp_send_skb refuses a UDP_SEGMENT datagram with -EIO unless it is CHECKSUM_PARTIAL, which
     # __ip_append_data only picks when the route device has NETIF_F_HW_CSUM or NETIF_F_IP_CSUM -- until
     # 10154dbded6d (v6.11); the kernel rule udp_segment_needs_csum_offload says which.
     refused = labdata.rule(kernel, "udp_segment_needs_csum_offload") and not csum
     if sender_failed:
-        assert any("Input/output error" in l for l in case["sender"])
+        assert any("Input/output error" in line for line in case["sender"])
         assert not case["segmented_at"]
         assert refused, f"the model gives {route_dev} {sorted(csum)}, the real kernel refused with EIO"
         return

@@ -1,8 +1,8 @@
-"""vnetlab.live: `ethtool -k` parsing and the not-available messages everywhere; real kernels where allowed.
+"""vnetlab.live: comparing model and kernel, the not-available messages everywhere; real kernels where allowed.
 
 The samples in tests/data/ethtool_k_*_6.18.txt were captured with ethtool 6.1 on a 6.18 kernel (Debian 12),
 from devices in a scratch network namespace: a fresh veth, the same veth after `ethtool -K sg off`, a
-macvlan on that veth, a bridge with one veth port, and lo.
+macvlan on that veth, a bridge with one veth port, and lo. Parsing them is tested in tests/test_ethtool.py.
 """
 
 from __future__ import annotations
@@ -21,94 +21,6 @@ DATA = Path(__file__).parent / "data"
 
 def sample(name: str) -> str:
     return (DATA / f"ethtool_k_{name}_6.18.txt").read_text()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# parsing `ethtool -k`
-# ---------------------------------------------------------------------------------------------------------
-
-
-def test_parse_veth_names_every_kernel_feature_once():
-    f = ethtool.parse_k(sample("veth"))
-    assert f.device == "vc"
-    # 64 feature bits in 6.18 minus the four unnamed slots (2, 12, 13, 32): 60 names.
-    assert len(f) == 60
-    # Group summary lines are dropped, legacy single names become the kernel's names.
-    for legacy in ("tx-checksumming", "scatter-gather", "tcp-segmentation-offload", "generic-receive-offload"):
-        assert legacy not in f
-    assert f["rx-gro"].active is False and f["rx-gro"].changeable
-    assert f["tx-generic-segmentation"].active
-    assert f["rx-checksum"].active
-
-
-def test_parse_veth_gso_software_bits_are_on_and_changeable():
-    f = ethtool.parse_k(sample("veth"))
-    for name in ("tx-udp-segmentation", "tx-gso-list", "tx-tcp-segmentation", "tx-sctp-segmentation",
-                 "tx-scatter-gather-fraglist"):
-        assert f[name].active and not f[name].fixed, name
-    assert f["tx-checksum-ipv4"] == ethtool.FeatureState("tx-checksum-ipv4", False, False, False)
-    assert f.ethtool_k()["vlan-challenged"] == (False, True)
-
-
-def test_parse_requested_notes_give_wanted():
-    f = ethtool.parse_k(sample("veth_sg_off"))
-    assert not f["tx-scatter-gather"].active and not f["tx-scatter-gather"].wanted
-    # netdev_fix_features drops ALL_TSO without SG, but the wanted bits stay on.
-    tso = f["tx-tcp-segmentation"]
-    assert (tso.active, tso.wanted, tso.fixed) == (False, True, False)
-    assert tso.ethtool_text() == "off [requested on]"
-    gso = f["tx-generic-segmentation"]
-    assert (gso.active, gso.wanted) == (False, True)
-    # AccECN GSO is not in ALL_TSO, so it survives SG off in 6.18.
-    assert f["tx-tcp-accecn-segmentation"].active
-    assert f["tx-udp-segmentation"].active is False and f["tx-udp-segmentation"].wanted is False
-
-
-def test_parse_macvlan_and_bridge_fixed_and_requested():
-    mv = ethtool.parse_k(sample("macvlan_on_sg_off_veth"))
-    assert mv.device == "mv"
-    assert mv.ethtool_k()["tx-udp-segmentation"] == (True, True)
-    assert mv.ethtool_k()["rx-lro"] == (False, False)
-    br = ethtool.parse_k(sample("bridge"))
-    assert br["tx-gso-robust"].ethtool_text() == "off [requested on]"
-    assert br["rx-gro"].active
-
-
-def test_parse_round_trips_the_value_text():
-    text = sample("macvlan_on_sg_off_veth")
-    f = ethtool.parse_k(text)
-    shown = {}
-    for line in text.splitlines()[1:]:
-        name, value = line.strip().split(": ", 1)
-        shown[name] = value
-    for name, state in f.states.items():
-        assert shown[ethtool.printed_name(name, f.states)] == state.ethtool_text(), name
-
-
-def test_parse_rejects_other_text():
-    with pytest.raises(ValueError, match="text: line 2"):
-        ethtool.parse_k("Features for x:\nnot a feature line\n")
-    with pytest.raises(ValueError, match="no feature lines"):
-        ethtool.parse_k("")
-    with pytest.raises(ValueError, match="unknown note"):
-        ethtool.parse_k("rx-gro: on [weird]\n")
-
-
-def test_expand_legacy_names_over_a_devices_strings():
-    names = ethtool.parse_k(sample("veth")).states
-    assert ethtool.expand("sg", names) == ("tx-scatter-gather", "tx-scatter-gather-fraglist")
-    assert ethtool.expand("tso", names) == (
-        "tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation",
-        "tx-tcp6-segmentation", "tx-tcp-accecn-segmentation",
-    )
-    assert ethtool.expand("generic-receive-offload", names) == ("rx-gro",)
-    assert ethtool.expand("tx-udp-segmentation", names) == ("tx-udp-segmentation",)
-
-
-def test_feature_state_text():
-    assert ethtool.FeatureState("x", True, True, False).ethtool_text() == "on [fixed]"
-    assert ethtool.FeatureState("x", False, True, True).ethtool_text() == "off [requested on]"
-    assert ethtool.FeatureState("x", True, False, True).ethtool_text() == "on [requested off]"
 
 
 # ---------------------------------------------------------------------------------------------------------

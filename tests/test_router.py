@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from vnetlab import netdev, router
+from vnetlab import labdata, netdev, router
+from vnetlab.profiles import kernel as _profile
+from vnetlab.profiles import known_kernels
 from vnetlab.segment import gso_skb
 from vnetlab.xmit import send
 
@@ -81,6 +83,57 @@ def test_router_scenario_ipv6():
     assert r.gso_size == 1452 and r.packets_in == 45 and r.wire_packets == 45
     assert all(p.frame_len == 14 + 4 + 40 + 8 + 1452 for p in r.tx[0].segments)  # tagged frames
     assert router.router_scenario(kernel="5.10", ip=6).segmented_at == "eth0.10"
+
+
+@pytest.mark.parametrize("version", known_kernels())
+def test_every_profile_says_whether_it_rewrites_fraglist_segments(version):
+    for rule in ("udp_gso_list_nat_fix", "udp6_gso_list_nat_fix"):
+        assert isinstance(_profile(version).rule(rule), bool)
+        assert "udp_offload.c" in _profile(version).source(rule)
+
+
+def test_nat_fix_is_a_kernel_rule_not_a_version():
+    """Debian's 5.10.223 carries the NAT fix (3d6df63a5cbe, 5.10.15): the lab counted 1760 of 1760 datagrams
+    intact behind the VLAN on it (data/lab/5.10/router.json); mainline 5.10 delivers 1 per GRO skb."""
+    measured = {c["case"]: c["receiver"]["intact"] for c in labdata.load("router", "5.10")["router"]["cases"]}
+    assert measured["vlan_virtio"] == measured["vlan_veth"] == 1760
+    fixed = router.router_scenario(kernel="5.10.223", nic="virtio_net")
+    assert fixed.segmented_at == "eth0.10" and fixed.nat_translated == fixed.datagrams_out == 44
+    broken = router.router_scenario(kernel="5.10", nic="virtio_net")
+    assert broken.segmented_at == "eth0.10" and (broken.nat_translated, broken.datagrams_out) == (1, 44)
+    assert any("udp_gso_list_nat_fix = false" in n for n in broken.notes)
+    # IPv6: Debian 5.10.223's __udp_gso_segment_list returns "is_ipv6 ? skb : ..." (no IPv6 rewrite until
+    # b936a9b8d4a5, v6.15); Debian 6.1.192 has __udpv6_gso_segment_list_csum
+    assert router.router_scenario(kernel="5.10.223", nic="virtio_net", ip=6).nat_translated == 1
+    assert router.router_scenario(kernel="6.1", nic="virtio_net", ip=6).nat_translated == 45
+
+
+def _lab_router_cases():
+    return [(r.kernel, r.case) for r in labdata.router_rows() if r.case != "vlan_virtio_nogro"]
+
+
+@pytest.mark.parametrize("kernel, case", _lab_router_cases())
+def test_router_scenario_delivers_what_the_lab_measured(kernel, case):
+    """router_scenario on each lab kernel (its profile with its patch's rules), fed the GRO skbs the router
+    really built, gives the datagrams the lab's receiver counted intact (data/lab/<kernel>/router.json) and
+    segments where the lab's __skb_gso_segment kprobe fired: at the VLAN, or on the veth peer's receiving side
+    (udp_rcv_segment) when the VLAN passes the fraglist skb whole."""
+    doc = labdata.load("router", kernel)
+    measured = next(c for c in doc["router"]["cases"] if c["case"] == case)
+    payload = doc["router"]["payload"]
+    if case == "vlan_virtio":
+        nic = dict(nic="virtio_net", nic_params=labdata.probe_params(doc, "eth2"))
+    else:
+        nic = dict(nic=router.VETH)
+    results = [router.router_scenario(kernel=labdata.model_kernel(kernel), upper="vlan", gro="fraglist", segs=n,
+                                      gso_size=payload, **nic) for n in labdata.gro_skb_segs(measured, payload)]
+    assert sum(r.datagrams_out for r in results) == sum(labdata.gro_skb_segs(measured, payload))
+    assert sum(r.nat_translated for r in results) == measured["receiver"]["intact"]
+    rx_side = [d for d in measured["segmented_at"] if d.endswith("(rx)")]
+    for r in results:
+        if r.packets_in > 1:
+            assert (r.segmented_at is None) == bool(rx_side)
+            assert (r.received is not None and r.received.segmented == 1) == bool(rx_side)
 
 
 def test_router_scenario_udp_fwd_needs_512():

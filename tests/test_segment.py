@@ -86,6 +86,25 @@ def test_fraglist_uses_skb_segment_list_without_allocations():
     assert all(seg.len == 42 + 1000 for seg in r.segs)
 
 
+@pytest.mark.parametrize("kernel, ip, kept", [
+    # net/ipv4/udp_offload.c __udp_gso_segment_list: mainline v5.10 returns skb_segment_list()'s segments as they
+    # are (kernel-facts F); Debian linux-source-5.10 (5.10.223) has __udpv4_gso_segment_list_csum (3d6df63a5cbe)
+    # but "is_ipv6 ? skb :"; Debian 6.1.192 and 6.12.95 also have __udpv6_gso_segment_list_csum (b936a9b8d4a5)
+    ("5.10", 4, 9), ("5.10", 6, 9), ("5.10.223", 4, 0), ("5.10.223", 6, 9), ("5.11", 6, 9), ("6.1", 4, 0),
+    ("6.1", 6, 0), ("6.12", 6, 0),
+])
+def test_fraglist_segments_keep_their_own_headers_without_the_nat_fix(kernel, ip, kept):
+    s = gso_skb(segs=10, gso_size=1000, fraglist=True, ip=ip)
+    r = segment.skb_gso_segment(s, fs("SG", "HW_CSUM", kernel=kernel), kernel=kernel, ip=ip)
+    assert r.method == "skb_segment_list" and r.kept_headers == kept
+
+
+def test_tcp_fraglist_segments_are_always_rewritten():
+    # net/ipv4/tcp_offload.c __tcp4_gso_segment_list -> __tcpv4_gso_segment_list_csum (Debian 6.12.95)
+    s = gso_skb(segs=10, gso_size=1000, fraglist=True, l4="tcp")
+    assert segment.skb_gso_segment(s, fs("SG", "HW_CSUM", kernel="6.12"), kernel="6.12").kept_headers == 0
+
+
 def test_udp_l4_uses_skb_segment_with_new_skbs():
     # net/ipv4/udp_offload.c __udp_gso_segment -> skb_segment (6.1): a new skb per gso_size, frags shared with SG
     s = gso_skb(segs=10, gso_size=1000, tail_size=300)

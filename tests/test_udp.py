@@ -139,6 +139,8 @@ def test_udp_gro_socket_and_fraglist_skbs_by_kernel():
     s = _rx(gso_skb(segs=3, gso_size=1000, fraglist=True))
     assert udp.udp_recv([s], udp_gro=True, kernel="5.12").sizes == (3000,)
     assert udp.udp_recv([s], udp_gro=True, kernel="5.13").sizes == (1000, 1000, 1000)
+    # Debian linux-source-5.10 (5.10.223) include/linux/udp.h: FRAGLIST && !accept_udp_fraglist, never set
+    assert udp.udp_recv([s], udp_gro=True, kernel="5.10.223").sizes == (1000, 1000, 1000)
 
 
 # --- the running kernel --------------------------------------------------------------------------------

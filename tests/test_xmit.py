@@ -79,6 +79,8 @@ def test_gso_features_check_max_size_is_kernel_dependent():
     s = gso_skb(segs=16, gso_size=1400)
     assert "GSO_UDP_L4" not in xmit.netif_skb_features(nic("GSO_UDP_L4", gso_max_size=20000), s)
     assert "GSO_UDP_L4" in xmit.netif_skb_features(nic("GSO_UDP_L4", gso_max_size=20000, kernel="5.10"), s)
+    # Debian linux-source-5.10 (5.10.223) net/core/dev.c gso_features_check has the stable backport
+    assert "GSO_UDP_L4" not in xmit.netif_skb_features(nic("GSO_UDP_L4", gso_max_size=20000, kernel="5.10.223"), s)
 
 
 def test_vlan_tag_intersects_with_vlan_features():

@@ -30,8 +30,8 @@ from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 
 __all__ = [
     "LEGACY_FLAGS", "LegacyFlag", "FeatureState", "EthtoolK", "pattern_match", "feature_strings",
-    "legacy_flag", "legacy_members", "printed_name", "from_printed", "expand", "parse_K_args", "parse_k",
-    "normalize_printed", "format_k",
+    "legacy_flag", "legacy_members", "printed_name", "from_printed", "expand", "parse_K_args", "PrintedLine",
+    "printed_lines", "parse_k", "normalize_printed", "format_k",
 ]
 
 
@@ -227,14 +227,27 @@ _HEADER = re.compile(r"^Features for (?P<dev>\S+):\s*$")
 _LINE = re.compile(r"^(?P<indent>\t| +)?(?P<name>[^\s:][^:]*):\s+(?P<value>on|off)(?:\s+\[(?P<note>[^\]]+)\])?\s*$")
 
 
-def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
-    """Parse ``ethtool -k DEV`` output into kernel feature strings with active / wanted / changeable.
+@dataclass(frozen=True)
+class PrintedLine:
+    """One feature line of ``ethtool -k`` as printed (netlink/features.c dump_feature): the name as shown (a
+    legacy long name, a summary line or a kernel string), tab-indented or not, on/off and its [note]."""
 
-    Summary lines of multi-feature legacy flags (a line followed by tab-indented members) are dropped; a
-    legacy long name printed for a single feature is renamed to that feature. For a ``[fixed]`` feature ethtool
-    does not show what is wanted, so ``wanted`` is taken equal to ``active``.
-    """
-    parsed: list[tuple[bool, str, bool, str | None]] = []
+    name: str
+    indented: bool
+    active: bool
+    note: str | None  # "fixed", "requested on", "requested off" or None
+
+    @property
+    def value(self) -> str:
+        """"on"/"off", plus " fixed" for a [fixed] feature (the lab's data files store this)."""
+        return ("on" if self.active else "off") + (" fixed" if self.note == "fixed" else "")
+
+
+def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
+    """``ethtool -k DEV`` output -> (DEV from its "Features for DEV:" header or None, its feature lines as
+    printed). A line that is neither raises ValueError naming its number."""
+    device: str | None = None
+    parsed: list[PrintedLine] = []
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
@@ -245,27 +258,41 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
         match = _LINE.match(raw)
         if match is None:
             raise ValueError(f"text: line {number} is not an `ethtool -k` feature line: {raw!r}")
-        parsed.append((bool(match["indent"]), match["name"].strip(), match["value"] == "on", match["note"]))
+        parsed.append(PrintedLine(match["name"].strip(), bool(match["indent"]), match["value"] == "on",
+                                  match["note"]))
+    return device, parsed
+
+
+def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
+    """Parse ``ethtool -k DEV`` output into kernel feature strings with active / wanted / changeable.
+
+    Summary lines of multi-feature legacy flags (a line followed by tab-indented members) are dropped; a
+    legacy long name printed for a single feature is renamed to that feature. For a ``[fixed]`` feature ethtool
+    does not show what is wanted, so ``wanted`` is taken equal to ``active``.
+    """
+    header, parsed = printed_lines(text)
+    device = device or header
     if not parsed:
         raise ValueError("text: no feature lines found; is this `ethtool -k` output?")
     states: dict[str, FeatureState] = {}
-    for i, (indented, name, on, note) in enumerate(parsed):
-        if not indented and i + 1 < len(parsed) and parsed[i + 1][0]:
+    for i, line in enumerate(parsed):
+        name, note = line.name, line.note
+        if not line.indented and i + 1 < len(parsed) and parsed[i + 1].indented:
             continue  # a summary line; its members follow, indented
         flag = legacy_flag(name)
-        if not indented and flag is not None and name == flag.long:
+        if not line.indented and flag is not None and name == flag.long:
             # dump_features printed this flag's only feature under the long name: which one is the pattern's
             # only match, and a pattern without '*' names it outright.
             if "*" in flag.pattern:
                 raise ValueError(f"text: {name!r} stands for several features but has no indented members")
             name = flag.pattern
         if note in (None, "fixed"):
-            wanted = on
+            wanted = line.active
         elif note in ("requested on", "requested off"):
             wanted = note == "requested on"
         else:
             raise ValueError(f"text: feature {name!r} has an unknown note [{note}]")
-        states[name] = FeatureState(name=name, active=on, wanted=wanted, changeable=note != "fixed")
+        states[name] = FeatureState(name=name, active=line.active, wanted=wanted, changeable=note != "fixed")
     return EthtoolK(device=device or "?", states=states)
 
 

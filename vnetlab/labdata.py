@@ -25,39 +25,29 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Any, Iterable, Mapping, Sequence
+from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING, Any
 
-from vnetlab.profiles import Kernel, kernel as _profile
+from vnetlab import ethtool
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.profiles import kernel as _profile
 from vnetlab.tables import Section
 
-ETH_HLEN = 14
+if TYPE_CHECKING:  # the models are imported where used: importing labdata stays light
+    from vnetlab.netdev import Namespace
+    from vnetlab.rx import RxResult
+    from vnetlab.xmit import TxResult
+
 #: virtio_net_hdr_to_skb with VIRTIO_NET_HDR_F_NEEDS_CSUM pulls csum_start + csum_offset + 2 bytes into the
 #: head: 14 + 20 + 6 + 2 for UDP over IPv4 (include/linux/virtio_net.h, 6.1).
 UDP4_CSUM_PULL = 42
 #: vnetlab.netdev's virtio_net probe parameter for each VIRTIO_NET_F_* feature it depends on.
 PROBE_PARAMS = {"csum": "CSUM", "host_tso4": "HOST_TSO4", "host_tso6": "HOST_TSO6", "host_ecn": "HOST_ECN",
                 "ctrl_guest_offloads": "CTRL_GUEST_OFFLOADS", "ctrl_vlan": "CTRL_VLAN"}
-#: ethtool's legacy option names (ethtool.c off_flag_def): each sets every feature its pattern matches.
-ETHTOOL_ALIASES = {
-    "rx": ("rx-checksum",),
-    "tx": ("tx-checksum-ipv4", "tx-checksum-ip-generic", "tx-checksum-ipv6", "tx-checksum-fcoe-crc",
-           "tx-checksum-sctp"),
-    "sg": ("tx-scatter-gather", "tx-scatter-gather-fraglist"),
-    "tso": ("tx-tcp-segmentation", "tx-tcp-ecn-segmentation", "tx-tcp-mangleid-segmentation",
-            "tx-tcp6-segmentation"),
-    "ufo": ("tx-udp-fragmentation",),
-    "gso": ("tx-generic-segmentation",),
-    "gro": ("rx-gro",),
-    "lro": ("rx-lro",),
-    "rxvlan": ("rx-vlan-hw-parse",),
-    "txvlan": ("tx-vlan-hw-insert",),
-    "ntuple": ("rx-ntuple-filter",),
-    "rxhash": ("rx-hashing",),
-}
-DEFAULT_KERNEL = "6.1"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -108,6 +98,8 @@ LAB_KERNELS: dict[str, LabKernel] = {k.id: k for k in [
     LabKernel("5.10-2e4ef10f5850-revert-3d6df63a5cbe", "built", "5.11",
               "5.10-2e4ef10f5850 without the NAT fraglist fix", _NAT_REVERTED, pair="5.10-2e4ef10f5850"),
 ]}
+#: The lab kernel shown by default: the stock Debian kernel that profiles.DEFAULT_KERNEL models.
+DEFAULT_LAB_KERNEL = next(k.id for k in LAB_KERNELS.values() if k.kind == "stock" and k.model == DEFAULT_KERNEL)
 
 
 def _lab_kernel(kernel: str) -> LabKernel:
@@ -121,7 +113,7 @@ def model_profile(kernel: str) -> str:
     return _lab_kernel(kernel).model
 
 
-@lru_cache(maxsize=None)
+@cache
 def model_kernel(kernel: str) -> Kernel:
     """The vnetlab Kernel for a lab kernel: its base profile with the rules its one patch changes.
 
@@ -147,7 +139,7 @@ def rule(kernel: str, name: str) -> Any:
 # --------------------------------------------------------------------------------------------------
 # The shipped files
 
-def _root():
+def _root() -> Traversable:
     return resources.files("vnetlab.data").joinpath("lab")
 
 
@@ -158,7 +150,7 @@ def lab_kernels() -> list[str]:
     return [k for k in LAB_KERNELS if k in have]
 
 
-def configs(kernel: str = DEFAULT_KERNEL) -> list[str]:
+def configs(kernel: str = DEFAULT_LAB_KERNEL) -> list[str]:
     """The configurations measured on a lab kernel."""
     d = _root().joinpath(kernel)
     if not d.is_dir():
@@ -166,7 +158,7 @@ def configs(kernel: str = DEFAULT_KERNEL) -> list[str]:
     return sorted(p.name[:-5] for p in d.iterdir() if p.name.endswith(".json"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(kernel: str, name: str) -> str:
     path = _root().joinpath(kernel, f"{name}.json")
     if not path.is_file():
@@ -175,14 +167,14 @@ def _load(kernel: str, name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def load(name: str, kernel: str = DEFAULT_KERNEL) -> dict[str, Any]:
+def load(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> dict[str, Any]:
     """The whole measurement file of one configuration on one lab kernel (a fresh copy each call)."""
     return json.loads(_load(kernel, name))
 
 
 def kernel_of(doc: Mapping[str, Any]) -> str:
     """The lab kernel id a measurement file belongs to."""
-    return doc["kernel"].get("id", DEFAULT_KERNEL)
+    return doc["kernel"].get("id", DEFAULT_LAB_KERNEL)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -248,7 +240,8 @@ class RxRow:
             self.model_path, self.model_truesize, self.model_nr_frags)
 
 
-def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: "str | Kernel | None" = None):
+def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: str | Kernel | None = None
+                     ) -> RxResult:
     """vnetlab.rx's RxResult for one measured packet, fed the buffer the real driver used.
 
     ``kernel``: a lab kernel id or a vnetlab Kernel (default: the file's own lab kernel)."""
@@ -290,7 +283,7 @@ def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: "st
     return rx.receive_mergeable(frame, bufs, hdr_len=hl, kernel=k)
 
 
-def rx_rows(name: str, kernel: str = DEFAULT_KERNEL) -> list[RxRow]:
+def rx_rows(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> list[RxRow]:
     """Every measured packet of a configuration beside vnetlab.rx's answer for the same frame and buffer."""
     doc = load(name, kernel)
     out = []
@@ -301,7 +294,7 @@ def rx_rows(name: str, kernel: str = DEFAULT_KERNEL) -> list[RxRow]:
     return out
 
 
-def rx_table(name: str, payloads: Iterable[int] | None = None, kernel: str = DEFAULT_KERNEL) -> str:
+def rx_table(name: str, payloads: Iterable[int] | None = None, kernel: str = DEFAULT_LAB_KERNEL) -> str:
     """Measured receive paths beside vnetlab.rx for the chosen UDP payloads (all measured ones if None)."""
     all_rows = rx_rows(name, kernel)
     rows = all_rows
@@ -368,46 +361,23 @@ def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 116
 
 
 # --------------------------------------------------------------------------------------------------
-# ethtool -k (the ethtool parsing here is the lab's own; vnetlab.ethtool will replace it)
-
-#: ``ethtool -k`` prints these single features under their legacy names (ethtool.c off_flag_def).
-ETHTOOL_LEGACY_NAMES = {
-    "rx-checksumming": "rx-checksum", "generic-segmentation-offload": "tx-generic-segmentation",
-    "generic-receive-offload": "rx-gro", "large-receive-offload": "rx-lro", "rx-vlan-offload": "rx-vlan-hw-parse",
-    "tx-vlan-offload": "tx-vlan-hw-insert", "ntuple-filters": "rx-ntuple-filter", "receive-hashing": "rx-hashing",
-}
-#: ... and these as group headers whose value summarises the features listed under them.
-ETHTOOL_GROUP_HEADERS = ("tx-checksumming", "scatter-gather", "tcp-segmentation-offload")
-
-
-def normalize_ethtool_k(printed: Mapping[str, str]) -> dict[str, str]:
-    """``ethtool -k`` as printed -> {kernel feature string: value}: legacy names mapped, group headers dropped."""
-    return {ETHTOOL_LEGACY_NAMES.get(k, k): v for k, v in printed.items() if k not in ETHTOOL_GROUP_HEADERS}
-
+# ethtool -k as measured (the data files keep the lines as printed; vnetlab.ethtool maps them)
 
 def ethtool_k(doc: Mapping[str, Any], phase: str, step: int, dev: str) -> dict[str, str]:
-    """The measured ``ethtool -k`` of one device at one step, by kernel feature string:
+    """The measured ``ethtool -k`` of one device at one step, by kernel feature string (legacy names mapped and
+    summary lines dropped by vnetlab.ethtool on the lab kernel's model profile):
     {name: "on" | "off" | "on fixed" | "off fixed"}."""
     for rec in doc["features"]["ethtool_k"]:
         if (rec["phase"], rec["step"], rec["dev"]) == (phase, step, dev):
-            return normalize_ethtool_k(rec["ethtool_k"])
+            printed = ethtool.normalize_printed(rec["ethtool_k"], kernel=model_profile(kernel_of(doc)))
+            return {name: str(value) for name, value in printed.items()}
     raise KeyError(f"no ethtool -k of {dev} at {phase}.{step}")
-
-
-def expand_ethtool_args(args: str) -> list[tuple[str, bool]]:
-    """``"sg on tso on"`` -> [(feature, on), ...] with ethtool's legacy names expanded."""
-    words = args.split()
-    out = []
-    for name, val in zip(words[::2], words[1::2]):
-        for feat in ETHTOOL_ALIASES.get(name, (name,)):
-            out.append((feat, val == "on"))
-    return out
 
 
 # --------------------------------------------------------------------------------------------------
 # Where a UDP GSO skb is segmented
 
-def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None):
+def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None) -> tuple[Namespace, TxResult]:
     """vnetlab.xmit's TxResult for the lab's UDP_SEGMENT datagram sent through ``route_dev`` on the virtio NIC.
 
     ``kernel``: a lab kernel id (default: the file's own); its model profile is used."""
@@ -442,11 +412,11 @@ class GsoRow:
         return self.real == self.model or (self.real.startswith("send failed") and self.model == "refused")
 
 
-def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> list[GsoRow]:
+def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> list[GsoRow]:
     doc = load(name, kernel)
     rows = []
     for case in doc["gso"]["cases"]:
-        failed = any(l.startswith("udptool") and "failed=0" not in l for l in case["sender"])
+        failed = any(line.startswith("udptool") and "failed=0" not in line for line in case["sender"])
         real = "send failed (EIO)" if failed else (", ".join(case["segmented_at"]) or "nowhere")
         ns, tx = gso_model(doc, case["route_dev"], kernel)
         csum = {"HW_CSUM", "IP_CSUM"} & set(ns[case["route_dev"]].features)
@@ -457,7 +427,7 @@ def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> list[GsoR
     return rows
 
 
-def gso_table(name: str = "mergeable", kernel: str = DEFAULT_KERNEL) -> str:
+def gso_table(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> str:
     """Where the real kernel segmented the lab's UDP GSO datagrams, beside the model, one line per route."""
     lines = [f"{'sent through':13} {'real kernel':14} model"]
     for r in gso_rows(name, kernel):
@@ -545,46 +515,46 @@ def packets_per_gro_skb(kernel: str, payload: int) -> int:
     return gro.gro_segs(out[0])
 
 
-def _receiver_segments_fraglist(kernel: str) -> str:
-    # include/linux/udp.h udp_unexpected_gso (Debian 5.10.223, 6.1, 6.12): a fraglist GSO skb is "unexpected"
-    # unless accept_udp_fraglist, which no socket option sets ("udp: never accept GSO_FRAGLIST packets"), so
-    # udp_queue_rcv_skb -> udp_rcv_segment -> __udp_gso_segment -> __udp_gso_segment_list segments it.
-    return "the receiving socket (udp_rcv_segment -> skb_segment_list)"
-
-
 def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping[str, bool] | None = None
                            ) -> RouterCasePrediction:
-    """One router case on one lab kernel (vnetlab.netdev + vnetlab.xmit for where the skb is segmented,
-    the kernel's udp_gso_list_nat_fix rule for what the segments carry)."""
-    from vnetlab import xmit
+    """One router case on one lab kernel: vnetlab.netdev + vnetlab.xmit for where the skb is segmented,
+    vnetlab.udp for the receiving socket when the VLAN passes it whole, and what the segments carry from
+    vnetlab.segment (the kernel's udp_gso_list_nat_fix rule, as in vnetlab.router)."""
+    from vnetlab import udp, xmit
     from vnetlab.netdev import Namespace
 
     if case not in ROUTER_CASES:
         raise ValueError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}")
     egress, gro_list = ROUTER_CASES[case]
-    kv = model_profile(kernel)
-    fix = bool(rule(kernel, "udp_gso_list_nat_fix"))
+    k = model_kernel(kernel)
+    fix = bool(k.rule("udp_gso_list_nat_fix"))
     rx_device = "eth3.10" if egress == "virtio_net" else "vl1.10"
     if not gro_list:
         # no fraglist GRO: each datagram is routed and NATed on its own (1 per skb)
         return RouterCasePrediction(case, egress, False, None, rx_device, "nothing (no GRO skb)", fix, packets,
                                     packets)
-    ns = Namespace(kernel=kv)
+    ns = Namespace(kernel=k.version)
     if egress == "virtio_net":
         lower = ns.nic("eth2", driver="virtio_net", **dict(params or QEMU_TAP_PARAMS))
     else:
         lower, _peer = ns.veth("vl0", "vl1")
     vlan = ns.vlan(f"{lower.name}.10", lower=lower, vid=10)
-    tx = xmit.send(vlan, xmit.gso_skb(segs=packets, gso_size=1472, fraglist=True), kernel=kv)
+    tx = xmit.send(vlan, xmit.gso_skb(segs=packets, gso_size=1472, fraglist=True), kernel=k)
+    kept = tx.ops.get("kept_header_segs", 0)
     if tx.segmented_at:
         how = next(h.method for h in tx.hops if h.name == tx.segmented_at)
         segmenter = f"{tx.segmented_at} ({how})"
     else:
-        segmenter = _receiver_segments_fraglist(kernel)
-    # net/ipv4/udp_offload.c __udp_gso_segment_list: without __udpv4_gso_segment_list_csum only the head
-    # segment carries the NATed addresses/ports (skb_segment_list copies just the MAC header)
-    intact = packets if fix else 1
-    return RouterCasePrediction(case, egress, True, tx.segmented_at, rx_device, segmenter, fix, intact, packets)
+        # include/linux/udp.h udp_unexpected_gso (Debian 5.10.223, 6.1, 6.12): no plain socket accepts a fraglist
+        # skb, so udp_queue_rcv_skb -> udp_rcv_segment -> __udp_gso_segment_list segments it
+        recv = udp.udp_recv(tx.peer_rx.delivered if tx.peer_rx else (), kernel=k)
+        if not recv.segmented:
+            raise ValueError(f"{case} on {kernel}: the GRO skb passed {vlan.name} whole and the receiver did not "
+                             "segment it; the lab's trace has no such case")
+        kept += recv.kept_headers
+        segmenter = "the receiving socket (udp_rcv_segment -> skb_segment_list)"
+    return RouterCasePrediction(case, egress, True, tx.segmented_at, rx_device, segmenter, fix, packets - kept,
+                                packets)
 
 
 def router_prediction(kernel: str, payload: int = 1472, count: int = 1760) -> RouterPrediction:
@@ -712,7 +682,7 @@ def model_rate_ratio() -> dict[str, float]:
     c = cost.calibrate().two_param
     t = cost.seed_traffic()
 
-    def pps(k: "str | Kernel") -> float:
+    def pps(k: str | Kernel) -> float:
         if isinstance(k, Kernel):  # op_counts caches by version string; the derived profile needs its rules
             return cost.RxCost(cost.op_counts.__wrapped__(t, k), c).pps
         return cost.rx_cost(t, k, c).pps

@@ -388,21 +388,13 @@ def _raw_netlink_socket_in(netns: str) -> Any:
     thread, so a throwaway thread enters the namespace and opens it; this process stays where it was.
     That is about ten times faster than pyroute2's netns= path, which forks a helper process per socket.
     """
-    import ctypes
     import socket
 
     out: dict[str, Any] = {}
 
     def enter_and_open() -> None:
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = os.open(os.path.join("/run/netns", netns), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                if libc.setns(fd, _CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns({netns}): {os.strerror(err)}")
-            finally:
-                os.close(fd)
+            _enter_netns(netns)
             out["sock"] = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_GENERIC)
         except BaseException as exc:  # handed to the caller's thread below
             out["error"] = exc
@@ -417,21 +409,27 @@ def _raw_netlink_socket_in(netns: str) -> Any:
     return out["sock"]
 
 
+def _enter_netns(netns: str) -> None:
+    """setns(CLONE_NEWNET) of the calling thread into the named namespace (ip netns's /run/netns/NAME)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(os.path.join("/run/netns", netns), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if libc.setns(fd, _CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns({netns}): {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
 def in_netns(netns: str | None, fn: Callable[[], Any]) -> Any:
     """Run ``fn`` in a short-lived thread that has entered ``netns`` (setns(CLONE_NEWNET) moves only the
     calling thread); sockets it opens stay in that namespace. None runs it in this namespace's thread."""
-    import ctypes
 
     def run() -> Any:
         if netns is not None:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = os.open(os.path.join("/run/netns", netns), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                if libc.setns(fd, _CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns({netns}): {os.strerror(err)}")
-            finally:
-                os.close(fd)
+            _enter_netns(netns)
         return fn()
 
     return _off_event_loop(run)
@@ -1442,24 +1440,24 @@ def _model_transfer(kernel: str, config: Mapping[str, bool], mtu: int, length: i
                       sum(p == "napi" for p in t.rx.paths))
 
 
-def _configure_model_rx(v1: Any, config: Mapping[str, bool]) -> None:
+def _rx_settings(config: Mapping[str, bool]) -> dict[str, bool]:
+    """The receiving veth's `ethtool -K` for one configuration, the same words for the model and the kernel."""
     settings = {"rx-gro": config.get("gro", False)}
     if config.get("udp_gro_fwd"):
         settings["rx-udp-gro-forwarding"] = True
     if config.get("gro_list"):
         settings["rx-gro-list"] = True
-    v1.ethtool_K(settings)
+    return settings
+
+
+def _configure_model_rx(v1: Any, config: Mapping[str, bool]) -> None:
+    v1.ethtool_K(_rx_settings(config))
     if config.get("xdp"):
         v1.set_xdp(True)
 
 
 def _configure_kernel_rx(pair: _Pair, config: Mapping[str, bool]) -> None:
-    settings = {"rx-gro": config.get("gro", False)}
-    if config.get("udp_gro_fwd"):
-        settings["rx-udp-gro-forwarding"] = True
-    if config.get("gro_list"):
-        settings["rx-gro-list"] = True
-    pair.v1.ethtool_K(settings)
+    pair.v1.ethtool_K(_rx_settings(config))
     if config.get("xdp"):
         pair.lab.attach_xdp_pass(pair.v1)
 

@@ -220,7 +220,23 @@ class Veth(Device):
         return self
 
 
-class Macvlan(Device):
+class _StackedDevice(Device):
+    """An upper device whose MTU its lower device bounds: macvlan and vlan do the same here (6.1).
+
+    ndo_change_mtu refuses more than the lower's mtu (drivers/net/macvlan.c macvlan_change_mtu: -EINVAL;
+    net/8021q/vlan_dev.c vlan_dev_change_mtu: -ERANGE), and their NETDEV_CHANGEMTU notifiers
+    (macvlan_device_event, vlan_device_event) bring an upper above the lower's new mtu down to it.
+    """
+
+    def mtu_limit(self) -> int:
+        return min(self.max_mtu, self.lowers[0].mtu)
+
+    def on_lower_mtu_change(self, lower: Device) -> None:
+        if self.mtu > lower.mtu:
+            self.set_mtu(lower.mtu)
+
+
+class Macvlan(_StackedDevice):
     """drivers/net/macvlan.c: macvlan_init, macvlan_fix_features, macvlan_device_event."""
 
     kind = "macvlan"
@@ -266,17 +282,9 @@ class Macvlan(Device):
         # drivers/net/macvlan.c, macvlan_device_event NETDEV_FEAT_CHANGE: netdev_update_features(vlan->dev).
         self.ns._update_and_notify(self)
 
-    def mtu_limit(self) -> int:
-        # drivers/net/macvlan.c macvlan_change_mtu (6.1): -EINVAL above lowerdev->mtu.
-        return min(self.max_mtu, self.lowers[0].mtu)
-
-    def on_lower_mtu_change(self, lower: Device) -> None:
-        # drivers/net/macvlan.c macvlan_device_event NETDEV_CHANGEMTU (6.1): a macvlan above the new mtu follows it.
-        if self.mtu > lower.mtu:
-            self.set_mtu(lower.mtu)
 
 
-class Vlan(Device):
+class Vlan(_StackedDevice):
     """net/8021q: vlan_dev_init, vlan_dev_fix_features, vlan_transfer_features."""
 
     kind = "vlan"
@@ -334,15 +342,6 @@ class Vlan(Device):
         # net/8021q/vlan.c, vlan_device_event NETDEV_FEAT_CHANGE -> vlan_transfer_features, 6.1.
         self._hw_enc_features = self._tnl_features()
         self.ns._update_and_notify(self)
-
-    def mtu_limit(self) -> int:
-        # net/8021q/vlan_dev.c vlan_dev_change_mtu (6.1): -ERANGE above real_dev->mtu.
-        return min(self.max_mtu, self.lowers[0].mtu)
-
-    def on_lower_mtu_change(self, lower: Device) -> None:
-        # net/8021q/vlan.c vlan_device_event NETDEV_CHANGEMTU (6.1): vlans above the new mtu follow it.
-        if self.mtu > lower.mtu:
-            self.set_mtu(lower.mtu)
 
 
 class Bridge(Device):
@@ -744,8 +743,8 @@ class Namespace:
         # netdev_fix_features: HW_TLS_RX needs RXCSUM.
         if features & m("HW_TLS_RX") and not features & m("RXCSUM"):
             features &= ~m("HW_TLS_RX")
-        # netdev_fix_features, ≈6.18 (mirror Kingxukai/linux @ 9b44fff655e2; absent in 6.1): USO needs a csum.
-        if self.kernel_ge("6.18") and features & m("GSO_UDP_L4") and not ip_or_hw:
+        # netdev_fix_features (2b2bc3bab158, v6.11; kernel rule uso_needs_csum): USO needs a checksum offload.
+        if _kernel(self.kernel).rule("uso_needs_csum") and features & m("GSO_UDP_L4") and not ip_or_hw:
             features &= ~m("GSO_UDP_L4")
         return features
 

@@ -5,6 +5,11 @@ Lobakin, v5.11) put GSO_UDP_L4 and GSO_FRAGLIST into NETIF_F_GSO_SOFTWARE. :func
 one flow with GRO, routes it as one skb and sends it out through a VLAN (or macvlan, bond, bridge) on a NIC
 with :func:`vnetlab.xmit.send`; :func:`router_throughput` turns the operations counted there into goodput
 under per-operation costs from data/router_costs.toml (order-of-magnitude assumptions, see LIMITATIONS).
+
+NAT rewrites the head of a fraglist GRO skb only. Wherever that skb is segmented -- at a device that lacks
+GSO_FRAGLIST, or by the receiving socket when a veth hands it over whole -- __udp_gso_segment_list copies the
+head's addresses and ports into the other segments only on kernels with the rule ``udp_gso_list_nat_fix``
+(``udp6_gso_list_nat_fix`` for IPv6); :attr:`RouterResult.nat_translated` counts what arrives translated.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vnetlab import features as _features
+from vnetlab import udp as _udp
 from vnetlab.gro import UDP_GRO_CNT_MAX
 from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_HLEN
-from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import _check_int, check_ip, gso_skb, max_gro_segs
 from vnetlab.xmit import Hop, TxResult, send
@@ -31,6 +37,8 @@ __all__ = [
 
 GRO_MODES = ("fraglist", "udp_fwd", "off")
 UPPERS = ("vlan", "macvlan", "bond", "bridge", "bridge_forward", "none")
+#: ``nic=VETH``: eth0 is a veth whose peer (PEER) leads to the receiving host's UDP socket (the lab's vlan_veth).
+VETH, PEER = "veth", "peer0"
 
 
 @dataclass(frozen=True)
@@ -38,8 +46,10 @@ class RouterResult:
     """One GRO batch forwarded by the router: how it was received, where it was segmented, what left.
 
     ``packets_in``: UDP packets received; ``gro_skbs``: skbs handed to IP (1 when GRO aggregated them all);
-    ``tx``: the :class:`TxResult` of each skb sent; ``nat_translated``: wire packets carrying the NATed
-    addresses (see :data:`LIMITATIONS` and the notes); ``notes``: kernel-specific remarks.
+    ``tx``: the :class:`TxResult` of each skb sent; ``received``: with a veth egress, what the UDP socket
+    behind its peer gets (:func:`vnetlab.udp.udp_recv`), else None; ``nat_translated``: datagrams out
+    (:attr:`datagrams_out`) that carry the NATed addresses and ports (see :data:`LIMITATIONS` and the notes);
+    ``notes``: kernel-specific remarks.
     """
 
     kernel: str
@@ -54,6 +64,7 @@ class RouterResult:
     nat_translated: int
     notes: tuple[str, ...] = ()
     ip: int = 4
+    received: _udp.UdpRecv | None = None
 
     @property
     def segmented_at(self) -> str | None:
@@ -66,6 +77,11 @@ class RouterResult:
     @property
     def payload_bytes(self) -> int:
         return sum(t.payload_bytes for t in self.tx)
+
+    @property
+    def datagrams_out(self) -> int:
+        """Datagrams leaving the router: wire packets of a NIC, or what the socket behind a veth peer reads."""
+        return self.received.calls if self.received is not None else self.wire_packets
 
     @property
     def hops(self) -> tuple[Hop, ...]:
@@ -89,20 +105,26 @@ class RouterResult:
         return "\n".join([head, *(str(h) for h in self.hops), *self.notes])
 
 
-def egress_stack(*, kernel: str, upper: str, nic: str = "router", nic_params: Mapping[str, Any] | None = None,
-                 port_nic: str | None = None) -> tuple[Any, Any, Any]:
+def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
+                 nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> tuple[Any, Any, Any]:
     """A vnetlab.netdev namespace with eth0 (driver ``nic``) and ``upper`` on it: (namespace, egress, eth0).
 
     "vlan" eth0.10 on eth0; "macvlan" mv0 on eth0; "bond" bond0 with eth0 enslaved; "bridge" br0 with eth0
     as port (egress br0); "bridge_forward" the same with egress eth0; "none" eth0 itself. ``port_nic`` adds
-    eth1 of that driver as another bond slave or bridge port.
+    eth1 of that driver as another bond slave or bridge port. ``nic=VETH`` makes eth0 a veth with peer PEER.
     """
     from vnetlab import netdev
 
     if upper not in UPPERS:
         raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
     net = netdev.Namespace(kernel=_kernel(kernel).version)
-    eth = net.nic("eth0", driver=nic, **dict(nic_params or {}))
+    if nic == VETH:
+        if nic_params:
+            raise ValueError(f"nic_params must be empty for nic={VETH!r} (a veth has no probe parameters), "
+                             f"got {dict(nic_params)!r}")
+        eth, _peer = net.veth("eth0", PEER)
+    else:
+        eth = net.nic("eth0", driver=nic, **dict(nic_params or {}))
     extra = net.nic("eth1", driver=port_nic) if port_nic else None
     egress = eth
     if upper == "vlan":
@@ -120,7 +142,7 @@ def egress_stack(*, kernel: str, upper: str, nic: str = "router", nic_params: Ma
 
 def router_scenario(
     *,
-    kernel: str = DEFAULT_KERNEL,
+    kernel: str | Kernel = DEFAULT_KERNEL,
     nic: str = "router",
     nic_params: Mapping[str, Any] | None = None,
     gro: str = "fraglist",
@@ -137,16 +159,19 @@ def router_scenario(
     ``upper``: "vlan" (eth0.10 on eth0), "macvlan", "bond" (eth0 enslaved), "bridge" (routed out through
     br0 with eth0 as port), "bridge_forward" (bridged port-to-port: br_forward -> dev_queue_xmit on the
     port, br0's own validate never runs), or "none" (eth0 directly). ``nic``/``nic_params`` choose the
-    vnetlab.netdev driver profile ("router", "virtio_net", "ixgbe"). ``port_nic``: a second NIC driver to add
+    vnetlab.netdev driver profile ("router", "virtio_net", "ixgbe"), or ``nic="veth"``: eth0 is a veth and
+    :attr:`RouterResult.received` is the UDP socket behind its peer. ``port_nic``: a second NIC driver to add
     as another bridge port or bond slave (the ONE_FOR_ALL subtlety needs some port's features).
     ``ip``: 4 or 6; ``gso_size`` defaults to the largest UDP payload the egress MTU carries (1472 for IPv4,
     1452 for IPv6 at MTU 1500); ``segs`` to what one GRO skb holds (:func:`vnetlab.segment.max_gro_segs`).
+    ``kernel``: a version or a :class:`vnetlab.profiles.Kernel` whose rules apply (e.g. a lab kernel's).
     """
     if gro not in GRO_MODES:
         raise ValueError(f"gro must be one of {GRO_MODES}, got {gro!r}")
     if upper not in UPPERS:
         raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
-    kv = _kernel(kernel).version
+    k = _kernel(kernel)
+    kv = k.version
     check_ip(ip)
     notes: list[str] = []
     net, egress, eth = egress_stack(kernel=kv, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
@@ -167,21 +192,28 @@ def router_scenario(
         skbs = [gso_skb(segs=1, gso_size=gso_size, ip=ip) for _ in range(segs)]
     # a routed packet leaves through the route device's IP output; a bridged frame only through the port
     route = upper != "bridge_forward"
-    tx = tuple(send(egress, s, kernel=kv, port=eth, ip=ip, route=route) for s in skbs)
-    translated = sum(t.wire_packets for t in tx)
-    if gro == "fraglist" and aggregate and segs > 1:
-        methods = {h.method for t in tx for h in t.hops}
-        if "skb_segment_list" in methods and _kernel(kv) < "5.11" and ip == 4:
-            # net/ipv4/udp_offload.c __udp_gso_segment_list (mainline 5.10): only the MAC header is copied to each
-            # segment; c3df39ac9b0e __udpv4_gso_segment_list_csum (v5.11-rc7; 5.10.15 as 3d6df63a5cbe) fixes it
-            translated = sum(1 for t in tx)
-            notes.append("5.10: skb_segment_list copies only the MAC header to each frag_list segment; after NAT "
-                         "only the head segment carries the translated IP/UDP header (fixed by c3df39ac9b0e "
-                         "__udpv4_gso_segment_list_csum in v5.11-rc7, in 5.10.y from 5.10.15)")
-        if "skb_segment_list" in methods:
-            notes.append("fraglist GRO skb segmented with skb_segment_list: no new skbs, headers copied per segment")
+    tx = tuple(send(egress, s, kernel=k, port=eth, ip=ip, route=route) for s in skbs)
+    # net/ipv4/udp.c udp_queue_rcv_skb -> udp_rcv_segment: the socket behind a veth segments a GSO skb it gets
+    recv = [_udp.udp_recv(t.peer_rx.delivered, ip=ip, kernel=k) for t in tx if t.peer_rx is not None]
+    received = (_udp.UdpRecv(tuple(x for r in recv for x in r.sizes), tuple(x for r in recv for x in r.gso_sizes),
+                             sum(r.segmented for r in recv), sum(r.kept_headers for r in recv)) if recv else None)
+    kept_tx = sum(t.ops.get("kept_header_segs", 0) for t in tx)
+    kept_rx = received.kept_headers if received is not None else 0
+    out = received.calls if received is not None else sum(t.wire_packets for t in tx)
+    translated = out - kept_tx - kept_rx
+    if "skb_segment_list" in {h.method for t in tx for h in t.hops}:
+        notes.append("fraglist GRO skb segmented with skb_segment_list: no new skbs; each segment keeps the IP/UDP "
+                     "header it arrived with, only the head's link header is copied in front of it")
+    if received is not None and received.segmented:
+        notes.append(f"{eth.name} handed the GRO skb to {PEER} whole; the receiving socket segments it "
+                     "(udp_queue_rcv_skb -> udp_rcv_segment -> __udp_gso_segment_list)")
+    if kept_tx or kept_rx:
+        rule = "udp_gso_list_nat_fix" if ip == 4 else "udp6_gso_list_nat_fix"
+        notes.append(f"kernel {kv}: skb_segment_list copies only the MAC header to each frag_list segment and "
+                     f"nothing rewrites their IP/UDP headers, so after NAT only the head segment of each GRO skb "
+                     f"carries the translated addresses and ports ({rule} = false: {k.source(rule)})")
     return RouterResult(kv, nic, gro, upper, segs, gso_size, len(skbs), egress.name, tx, translated, tuple(notes),
-                        ip)
+                        ip, received)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -202,11 +234,13 @@ What this throughput model can and cannot tell you.
   cost about 50x the fast path per packet (when the fast path is at link speed), i.e. hundreds of
   thousands of cycles per packet on an 880 MHz core. Software segmentation, even with plausible costs
   several times higher than assumed here, is nowhere near that; see router_gap_requirements().
-- One mechanism that could give a gap of that size without CPU cost (a hypothesis, UNVERIFIED): in 5.10
-  skb_segment_list copied only the MAC header to each segment, so after NAT only the head segment of each
-  fraglist GRO skb carried translated addresses. If the receiver discarded the rest, goodput would be
-  about link speed / segments per GRO skb (1 Gbps / 44 = 23 Mbps). router_throughput(...,
-  drop_untranslated=True) shows it. Whether that happened on the author's setup is not known.
+- One mechanism that gives a gap of that size without CPU cost: in mainline 5.10 skb_segment_list copied
+  only the MAC header to each segment, so after NAT only the head segment of each fraglist GRO skb carried
+  translated addresses (kernel rule udp_gso_list_nat_fix; the lab measured exactly one translated datagram
+  per GRO skb on Debian 5.10 with the fix reverted, lab/README.md). If the receiver discarded the rest,
+  goodput would be about link speed / segments per GRO skb (1 Gbps / 44 = 23 Mbps).
+  router_throughput(..., drop_untranslated=True) shows it. Whether that happened on the author's setup is
+  not known.
 """
 
 
@@ -313,7 +347,7 @@ def router_throughput(result: RouterResult, costs: RouterCosts | None = None, *,
     frame = wire_bytes / n + c["ethernet_overhead_bytes"]
     link_pps = c["link_bps"] / (8 * frame)
     pps = min(cpu_pps, link_pps)
-    fraction = result.nat_translated / n if drop_untranslated else 1.0
+    fraction = result.nat_translated / max(1, result.datagrams_out) if drop_untranslated else 1.0
     payload = result.payload_bytes / n
     return RouterThroughput(total, by_op, n, cpu_pps, link_pps, pps * payload * 8 * fraction,
                             "cpu" if cpu_pps < link_pps else "link", fraction)

@@ -191,7 +191,9 @@ class SegmentResult:
 
     ``method``: "skb_segment", "skb_segment_list", "skb_segment (split at frag_list boundaries)" or
     "linearize+skb_segment". ``skb_allocs`` counts new sk_buffs (__alloc_skb or skb_clone); ``header_copies``
-    counts header blocks written; ``copied_bytes`` counts payload bytes copied (0 with SG).
+    counts header blocks written; ``copied_bytes`` counts payload bytes copied (0 with SG). ``kept_headers``
+    counts segments that leave with the IP/UDP header they arrived with instead of the head's: after NAT
+    rewrote the head of a fraglist GRO skb, those carry the untranslated addresses and ports.
     """
 
     method: str
@@ -200,6 +202,7 @@ class SegmentResult:
     header_copies: int
     copied_bytes: int
     note: str = ""
+    kept_headers: int = 0
 
 
 def _segment_skb(hdr: int, payload: int, *, sg: bool, frags: Sequence[Frag] = (), template: Skb) -> Skb:
@@ -290,9 +293,11 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip
 
 def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: int = 4,
                      outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
-    """net/core/skbuff.c skb_segment_list (6.1): the head and each frag_list member become the segments;
-    the head's headers are copied in front of each member (skb_copy_from_linear_data_offset); no new
-    sk_buffs and no payload copy, unless a member needs linearizing (frags without SG)."""
+    """net/core/skbuff.c skb_segment_list (5.10..6.18): the head and each frag_list member become the segments;
+    each member is pushed back to its own network header and only the head's link header (``offset`` =
+    skb_mac_header_len) is copied in front of it (skb_copy_from_linear_data_offset), so its IP/UDP header is
+    the one it arrived with; no new sk_buffs and no payload copy, unless a member needs linearizing (frags
+    without SG). The callers rewrite those headers where the kernel does (:func:`skb_gso_segment`)."""
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
     out = []
     copied = 0
@@ -323,6 +328,12 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
       payload and the skb is not DODGY; otherwise the skb is linearized and goes to skb_segment
       (a1e40ac5b5e9, "gso: fix udp gso fraglist segmentation after pull from frag_list").
 
+    After skb_segment_list, __udp_gso_segment_list copies the head's addresses and ports into segments 2..N
+    only where the kernel has __udpv4_gso_segment_list_csum (rule udp_gso_list_nat_fix: c3df39ac9b0e,
+    v5.11-rc7; 5.10.15 as 3d6df63a5cbe) or __udpv6_gso_segment_list_csum (rule udp6_gso_list_nat_fix:
+    b936a9b8d4a5, v6.15); elsewhere they keep their own (``kept_headers``). TCP fraglist GSO (6.10+,
+    net/ipv4/tcp_offload.c __tcp4_gso_segment_list) always rewrites them.
+
     ``outer`` > 0: an encapsulated skb (SKB_GSO_UDP_TUNNEL): net/ipv4/udp_offload.c skb_udp_tunnel_segment
     segments the inner packet the same way and copies the ``outer`` header bytes into every segment.
     """
@@ -336,7 +347,9 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
         valid = head_payload == skb.gso_size and "DODGY" not in skb.gso_type and skb.frag_list
         # net/ipv4/udp_offload.c __udp_gso_segment (5.10): FRAGLIST -> __udp_gso_segment_list unconditionally
         if k < "6.1" or valid:
-            return skb_segment_list(skb, features, **kw)
+            res = skb_segment_list(skb, features, **kw)
+            fixed = l4_of(skb) == "tcp" or k.rule("udp_gso_list_nat_fix" if ip == 4 else "udp6_gso_list_nat_fix")
+            return res if fixed else replace(res, kept_headers=len(res.segs) - 1)
         # net/ipv4/udp_offload.c __udp_gso_segment (6.1.192): modified geometry -> __skb_linearize + skb_segment
         flat = Skb(headlen=skb.len, truesize=skb.truesize, head_frag=False, end_offset=skb.len + _HEADROOM,
                    headroom=_HEADROOM, gso_type=skb.gso_type, gso_size=skb.gso_size, gso_segs=skb.gso_segs,

@@ -20,9 +20,11 @@ linux-source-6.12 (6.12.117) and the ≈6.18 mirror Kingxukai/linux @ 0291023e73
   -> EMSGSIZE;
 - a route device without checksum offload: udp_send_skb returns EIO for a UDP_SEGMENT send (ip_summed not
   CHECKSUM_PARTIAL) until 10154dbded6d ("udp: Allow GSO transmit from devices with no checksum offload",
-  v6.11), absent in 6.1.192, present in 6.18: there the skb is segmented in software instead;
+  v6.11), absent in 6.1.192, present in 6.12.95 and 6.18: there the skb is segmented in software instead
+  (kernel rule ``udp_segment_needs_csum_offload``);
 - a UDP_GRO socket accepts a fraglist GSO skb whole until 78352f73dc50 ("udp: never accept GSO_FRAGLIST
-  packets", v5.13): from then udp_unexpected_gso segments it.
+  packets", v5.13; backported to Debian's 5.10.223): from then udp_unexpected_gso segments it (kernel rule
+  ``udp_gro_accepts_fraglist``).
 """
 
 from __future__ import annotations
@@ -60,16 +62,6 @@ def udp_max_segments(kernel: str | Kernel = DEFAULT_KERNEL) -> int:
 def _mss_check_is_min(k: Kernel) -> bool:
     # net/ipv4/udp.c udp_send_skb: 235174b2bed8 (2025; Debian 6.1.192, ≈6.18) checks min(datalen, gso_size)
     return k >= "6.1"
-
-
-def _gso_needs_csum_offload(k: Kernel) -> bool:
-    # net/ipv4/udp.c udp_send_skb: "ip_summed != CHECKSUM_PARTIAL -> -EIO" until 10154dbded6d (v6.11)
-    return k < "6.11"
-
-
-def _udp_gro_accepts_fraglist(k: Kernel) -> bool:
-    # include/linux/udp.h udp_unexpected_gso: before 78352f73dc50 (v5.13) only !gro_enabled && UDP_L4
-    return k < "5.13"
 
 
 @dataclass(frozen=True)
@@ -201,7 +193,7 @@ def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, ker
         if no_check_tx:
             # udp_send_skb: sk->sk_no_check_tx (udp_v6_send_skb: udp_get_no_check6_tx) -> -EINVAL
             return _fail(length, gso_size, ip, kv, "EINVAL", "udp_send_skb: checksums off (SO_NO_CHECK)")
-        if not partial and _gso_needs_csum_offload(kv):
+        if not partial and kv.rule("udp_segment_needs_csum_offload"):
             # udp_send_skb (6.1): skb->ip_summed != CHECKSUM_PARTIAL -> -EIO
             return _fail(length, gso_size, ip, kv, "EIO",
                          f"udp_send_skb: {getattr(dev, 'name', 'dev')} cannot checksum IPv{ip} (ip_summed not PARTIAL)")
@@ -221,11 +213,14 @@ def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, ker
 @dataclass(frozen=True)
 class UdpRecv:
     """What recvmsg() returns, call by call: ``sizes`` (bytes of each datagram or GRO skb) and ``gso_sizes``
-    (the UDP_GRO cmsg value, None when recvmsg carries none). ``segmented``: skbs udp_rcv_segment split."""
+    (the UDP_GRO cmsg value, None when recvmsg carries none). ``segmented``: skbs udp_rcv_segment split;
+    ``kept_headers``: datagrams of those that kept the IP/UDP header they arrived with, not the head's
+    (:attr:`vnetlab.segment.SegmentResult.kept_headers`: untranslated after NAT on a forwarding host)."""
 
     sizes: tuple[int, ...]
     gso_sizes: tuple[int | None, ...]
     segmented: int = 0
+    kept_headers: int = 0
 
     @property
     def calls(self) -> int:
@@ -248,7 +243,8 @@ def _unexpected_gso(skb: Skb, udp_gro: bool, k: Kernel) -> bool:
         return False
     if "UDP_L4" in skb.gso_type and not udp_gro:
         return True
-    return "FRAGLIST" in skb.gso_type and not _udp_gro_accepts_fraglist(k)
+    # include/linux/udp.h udp_unexpected_gso: before 78352f73dc50 (v5.13) only !gro_enabled && UDP_L4
+    return "FRAGLIST" in skb.gso_type and not k.rule("udp_gro_accepts_fraglist")
 
 
 def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: int = 4,
@@ -264,20 +260,21 @@ def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: int = 4,
     k = _kernel(kernel)
     sizes: list[int] = []
     gsos: list[int | None] = []
-    segmented = 0
+    segmented = kept = 0
     hdr = IP_HLEN[ip] + UDP_HLEN  # after eth_type_trans the skb starts at the IP header
     feats = FeatureSet.from_names(["SG"], k.version) | mask("GSO_SOFTWARE", k.version)
     for skb in skbs:
         if _unexpected_gso(skb, udp_gro, k):
             segmented += 1
-            res = skb_gso_segment(skb, feats, kernel=k.version, ip=ip, link_hlen=0)
+            res = skb_gso_segment(skb, feats, kernel=k, ip=ip, link_hlen=0)
+            kept += res.kept_headers
             for seg in res.segs:
                 sizes.append(seg.len - hdr)
                 gsos.append(None)
             continue
         sizes.append(skb.len - hdr)
         gsos.append(skb.gso_size if udp_gro and "UDP_L4" in skb.gso_type and skb.is_gso() else None)
-    return UdpRecv(tuple(sizes), tuple(gsos), segmented)
+    return UdpRecv(tuple(sizes), tuple(gsos), segmented, kept)
 
 
 @dataclass(frozen=True)

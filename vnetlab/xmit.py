@@ -38,7 +38,7 @@ from vnetlab.features import (
     skb_gso_ok,
 )
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, UDP_HLEN, VLAN_HLEN
-from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import (
     SegmentResult,
@@ -126,7 +126,7 @@ def _lower_of(dev: Any, port: Any = None) -> Any:
     return lowers[0] if lowers else None
 
 
-def _dev_kernel(dev: Any, kernel: str | None) -> str:
+def _dev_kernel(dev: Any, kernel: str | Kernel | None) -> str:
     if kernel is not None:
         return _kernel(kernel).version
     for obj in (dev, getattr(dev, "ns", None)):
@@ -189,8 +189,9 @@ def netif_skb_features_steps(dev: Any, skb: Skb, *, kernel: str | None = None, i
         if skb.gso_segs > max_segs:
             feats -= gmask
             steps.append((f"gso_features_check: gso_segs {skb.gso_segs} > gso_max_segs {max_segs}", feats))
-        # net/core/dev.c gso_features_check: skb->len >= gso_max_size, mainline 6.8, in 6.1.y stable (6.1.192)
-        elif k >= "6.1" and skb.len >= max_size:
+        # net/core/dev.c gso_features_check: skb->len >= gso_max_size (kernel rule gso_max_size_check: mainline
+        # v6.8, backported to Debian's 5.10.223 and 6.1.192)
+        elif k.rule("gso_max_size_check") and skb.len >= max_size:
             feats -= gmask
             steps.append((f"gso_features_check: len {skb.len} >= gso_max_size {max_size}", feats))
         elif not skb.gso_type:
@@ -251,12 +252,14 @@ def _missing_gso(skb: Skb, feats: FeatureSet) -> list[str]:
     return missing
 
 
-def validate_xmit_skb(dev: Any, skb: Skb, *, kernel: str | None = None, inband_vlan_tags: int = 0,
+def validate_xmit_skb(dev: Any, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: int = 0,
                       ip: int = 4, outer: int = 0) -> Validated:
     """net/core/dev.c validate_xmit_skb (6.1): features; validate_xmit_vlan (software tag insert when the
     device lacks VLAN TX offload); then segment if netif_needs_gso, else linearize if skb_needs_linearize.
-    ``outer``: tunnel header bytes in front of an encapsulated skb (vxlan)."""
+    ``outer``: tunnel header bytes in front of an encapsulated skb (vxlan). A :class:`Kernel` for ``kernel``
+    carries its rules (segmentation reads them) into the device's feature tables of that version."""
     kv = _dev_kernel(dev, kernel)
+    rules = kernel if isinstance(kernel, Kernel) else kv
     feats = netif_skb_features(dev, skb, kernel=kv, inband_vlan_tags=inband_vlan_tags, ip=ip)
     tag_inserted = False
     if skb.vlan_tag is not None and "HW_VLAN_CTAG_TX" not in feats:
@@ -267,7 +270,7 @@ def validate_xmit_skb(dev: Any, skb: Skb, *, kernel: str | None = None, inband_v
     if netif_needs_gso(skb, feats):
         missing = _missing_gso(skb, feats)
         reason = "lacks " + ", ".join(missing) if missing else f"ip_summed {skb.ip_summed}"
-        seg = skb_gso_segment(skb, feats, kernel=kv, inband_vlan_tags=inband_vlan_tags, ip=ip, outer=outer)
+        seg = skb_gso_segment(skb, feats, kernel=rules, inband_vlan_tags=inband_vlan_tags, ip=ip, outer=outer)
         return Validated("segmented", seg.segs, feats, tag_inserted, seg, reason)
     if skb_needs_linearize(skb, feats):
         flat = replace(skb, headlen=skb.len, frags=[], frag_list=[], end_offset=skb.headroom + skb.len)
@@ -524,7 +527,7 @@ def _encapsulate(p: _Pkt, dev: Any) -> _Pkt:
     return _Pkt(s, 0, p.outer + hl)
 
 
-def send(dev: Any, skb: Skb, *, kernel: str | None = None, port: Any = None, ip: int = 4, df: bool = True,
+def send(dev: Any, skb: Skb, *, kernel: str | Kernel | None = None, port: Any = None, ip: int = 4, df: bool = True,
          route: bool = True, local_udp: bool = False, udp_gro: bool = False, local_socket: bool = True) -> TxResult:
     """ip output at ``dev`` and dev_queue_xmit(skb) on it and down the stack, running validate_xmit_skb at
     every device.
@@ -545,8 +548,12 @@ def send(dev: Any, skb: Skb, *, kernel: str | None = None, port: Any = None, ip:
       path and GRO (``local_udp``: the skb comes from a local UDP socket, destructor sock_wfree; ``udp_gro``
       and ``local_socket``: the receiving socket, as :func:`vnetlab.gro.aggregate` takes them);
     - anything without a lower device is the driver: a GSO skb it accepted is segmented by the hardware.
+
+    ``ops["kept_header_segs"]`` counts segments that left with the IP/UDP header they arrived with
+    (:attr:`vnetlab.segment.SegmentResult.kept_headers`).
     """
     kv = _dev_kernel(dev, kernel)
+    rules = kernel if isinstance(kernel, Kernel) else kv
     check_ip(ip)
     hops: list[Hop] = []
     ops: Counter[str] = Counter()
@@ -570,8 +577,9 @@ def send(dev: Any, skb: Skb, *, kernel: str | None = None, port: Any = None, ip:
             if skb.is_gso():
                 # net/ipv4/ip_output.c ip_finish_output_gso: skb_gso_segment(features & ~GSO_MASK), then fragment
                 feats = netif_skb_features(dev, skb, kernel=kv, ip=ip) - mask("GSO_MASK", kv)
-                seg = skb_gso_segment(skb, feats, kernel=kv, ip=ip)
+                seg = skb_gso_segment(skb, feats, kernel=rules, ip=ip)
                 ops["skb_segment_segs"] += len(seg.segs)
+                ops["kept_header_segs"] += seg.kept_headers
                 segmented_at = name
                 pending = [_Pkt(s) for s in seg.segs]
     current = dev
@@ -590,7 +598,7 @@ def send(dev: Any, skb: Skb, *, kernel: str | None = None, port: Any = None, ip:
         for p in pending:
             ops["dev_queue_xmit"] += 1
             ops["validate_xmit_skb"] += 1
-            v = validate_xmit_skb(current, p.skb, kernel=kv, inband_vlan_tags=p.tags, ip=ip, outer=p.outer)
+            v = validate_xmit_skb(current, p.skb, kernel=rules, inband_vlan_tags=p.tags, ip=ip, outer=p.outer)
             feats = v.features
             ntags = p.tags + (1 if v.tag_inserted else 0)
             if v.tag_inserted:
@@ -604,6 +612,7 @@ def send(dev: Any, skb: Skb, *, kernel: str | None = None, port: Any = None, ip:
                 ops[key] += len(v.segment.segs)
                 ops["segment_copied_bytes"] += v.segment.copied_bytes
                 ops["skb_allocs"] += v.segment.skb_allocs
+                ops["kept_header_segs"] += v.segment.kept_headers
             elif v.action == "linearized":
                 ops["linearized_bytes"] += p.skb.data_len
             _add(actions, v.action, front=v.action != "passed")
