@@ -119,3 +119,21 @@ def test_delivery_and_results_figures():
         labfig.draw_seed1_rate([])
     with pytest.raises(ValueError):
         labfig.draw_nat_delivery([])
+
+
+def test_debian_5_10_matches_its_own_profile_not_mainline():
+    doc = _doc("5.10", "mergeable")
+    n = len(doc["rx"]["packets"])
+    measured_head_frag = sum(bool(p["page_to_skb_ret"]["head_frag"]) for p in doc["rx"]["packets"])
+    assert measured_head_frag == 0  # 3226b158e67c (backported): kmalloc'ed napi_alloc_skb heads
+    debian = labfig.profile_check("5.10", "5.10.223")
+    assert all(v == (n, n) for v in debian.values())
+    # v5.10 __napi_alloc_skb gives a 128-byte copy a NAPI page-frag head (head_frag 1): right only where the
+    # measurement says head_frag 1, which is nowhere
+    mainline = labfig.profile_check("5.10", "5.10")
+    assert mainline["head_frag"] == (measured_head_frag, n)
+    # v5.10 page_to_skb copies min(len, 128); Debian's 0f6925b3e8da backport copies ETH_HLEN when the frame does
+    # not fit: data_len agrees only for frames copied whole (len <= 128)
+    whole = sum(p["page_to_skb_ret"]["data_len"] == 0 for p in doc["rx"]["packets"])
+    assert mainline["data_len"] == (whole, n)
+    assert "5.10.223" in labfig.profile_table("5.10", ("5.10", "5.10.223"))

@@ -8,6 +8,8 @@
 - :func:`draw_nat_delivery`: seed 2's mechanism in the lab: the share of datagrams that arrive intact after a NAT
   router with fraglist GRO, per lab kernel, measured beside the model's prediction.
 - :func:`draw_results`: seed 1's ratios and seed 2's delivery on one screen (notebook 00).
+- :func:`profile_table`: which kernel profile a measured kernel matches, field by field (mainline v5.10 against
+  Debian's 5.10.223, 6.18 against Debian's 6.12).
 
 Data helpers (:func:`rx_bands`, :func:`seed1_ratios`, :func:`nat_delivery`) are plain functions, tested without a
 figure. Every number comes from vnetlab.labdata (data/lab/) or vnetlab.cost, never typed in here.
@@ -41,7 +43,7 @@ from vnetlab.viz.style import (
 
 __all__ = ["RxBand", "RxMark", "rx_bands", "rx_marks", "draw_rx_measured", "Ratio", "RATIO_KINDS", "seed1_ratios",
            "draw_seed1_rate", "Delivery", "nat_delivery", "draw_nat_delivery", "draw_results",
-           "SEED1_PAIR", "STOCK_KERNELS"]
+           "SEED1_PAIR", "STOCK_KERNELS", "RETURNED_FIELDS", "profile_check", "profile_table"]
 
 #: seed 1 before/after on one base: Debian's 6.1 source and the lab config, page_to_skb's build_skb branch the
 #: only difference (lab/patches/6.1-no-build-skb.patch)
@@ -423,3 +425,43 @@ def draw_results(*, fig: Figure | None = None) -> Figure:
         _delivery_bars(ax2, rows, seed_ratio=SEED2_RATIO)
         _delivery_legend(fig, list(dict.fromkeys(d.case for d in rows)), (0.07, 0.0))
     return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# Which profile a measured kernel matches (mainline v5.10 versus Debian's 5.10.223)
+
+#: the skb page_to_skb() returns (kretprobe), the fields a profile is checked on
+RETURNED_FIELDS = ("len", "data_len", "truesize", "head_frag")
+
+
+def profile_check(kernel: str, profile: str, name: str = "mergeable") -> dict[str, tuple[int, int]]:
+    """{field: (packets the profile gets right, packets)} for the skb page_to_skb() returned on lab kernel
+    ``kernel`` (its kretprobe), each packet fed to vnetlab.rx.page_to_skb() with ``profile``'s rules and the
+    buffer the real driver used (first buffer only)."""
+    from vnetlab.profiles import kernel as profile_of
+
+    k = profile_of(profile)
+    doc = labdata.load(name, kernel)
+    hl = labdata.hdr_len(doc)
+    right = dict.fromkeys(RETURNED_FIELDS, 0)
+    packets = doc["rx"]["packets"]
+    for pkt in packets:
+        p2s, ret = pkt["page_to_skb"], pkt["page_to_skb_ret"]
+        r = rx.page_to_skb(p2s["len"] - hl, p2s["truesize"], mode="mergeable", hdr_len=hl,
+                           headroom=p2s["headroom"], kernel=k)
+        model = {"len": r.skb.len, "data_len": r.skb.data_len, "truesize": r.skb.truesize,
+                 "head_frag": r.skb.head_frag}
+        for f in RETURNED_FIELDS:
+            right[f] += model[f] == (bool(ret[f]) if f == "head_frag" else ret[f])
+    return {f: (right[f], len(packets)) for f in RETURNED_FIELDS}
+
+
+def profile_table(kernel: str = "5.10", profiles: Sequence[str] = ("5.10", "5.10.223"),
+                  name: str = "mergeable") -> str:
+    """Text: how many measured packets of ``kernel`` each profile gets right, field by field."""
+    lines = [f"{'profile':10} " + " ".join(f"{f:>11}" for f in RETURNED_FIELDS)
+             + f"   (page_to_skb's returned skb, lab kernel {kernel}, {name})"]
+    for p in profiles:
+        check = profile_check(kernel, p, name)
+        lines.append(f"{p:10} " + " ".join(f"{f'{a}/{n}':>11}" for a, n in check.values()))
+    return "\n".join(lines)
