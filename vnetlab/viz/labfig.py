@@ -132,10 +132,10 @@ def _rx_row(ax: Axes, kernel: str, bands: Sequence[RxBand], marks: Sequence[RxMa
     ax.set_xlim(0, xmax * 1.02)
     ax.set_ylim(-0.05, 2.0)
     agree = sum(m.agrees for m in marks)
-    ax.set_title(f"{title}: {agree} of {len(marks)} measured sizes as modelled", loc="left", fontsize=FONT["label"])
+    ax.set_title(f"{title}: {agree}/{len(marks)} sizes as modelled", loc="left", fontsize=FONT["label"])
 
 
-_ROLE = {"6.1-no-build-skb": "before: Debian 6.1 source, build_skb branch taken out",
+_ROLE = {"6.1-no-build-skb": "before: Debian's 6.1 source without the build_skb branch",
          "6.1-plain": "after: the same source and config, unpatched",
          "5.10": "Debian 5.10.223, bullseye", "6.1": "Debian 6.1.192, bookworm",
          "6.12": "Debian 6.12.95, bookworm-backports"}
@@ -143,7 +143,7 @@ _ROLE = {"6.1-no-build-skb": "before: Debian 6.1 source, build_skb branch taken 
 
 def _kernel_title(kernel: str) -> str:
     lk = labdata.LAB_KERNELS[kernel]
-    return f"{kernel} ({_ROLE.get(kernel, lk.description)}), model profile {lk.model}"
+    return f"{kernel} ({_ROLE.get(kernel, lk.description)}), profile {lk.model}"
 
 
 def draw_rx_measured(kernels: Sequence[str] = SEED1_PAIR, *, name: str = "mergeable", buf_len: int = 1536,
