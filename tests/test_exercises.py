@@ -39,14 +39,20 @@ def _align(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
+UDP_GRO_CNT_MAX = 64  # net/ipv4/udp_offload.c (5.10, 6.1): udp_gro_receive_segment completes the skb at 64
+
+
 def _udp_fraglist_gro_packets(payload: int = 1472) -> int:
-    """net/core/gro.c skb_gro_receive_list (6.1): merge while p->len + skb->len < 65536; skb->len counts from the
-    IP header (GRO pulls the MAC header only), and each merged skb adds its UDP header and payload to p->len."""
+    """Datagrams in one full fraglist GRO skb. net/core/gro.c skb_gro_receive_list (6.1; net/core/skbuff.c in
+    5.10): merge while p->len + skb->len < 65536, both counted from the IP header (GRO pulls the MAC header only);
+    the merged skb is pulled to its payload (skb_gro_offset: IP + UDP header) before p->len grows by it.
+    udp_gro_receive_segment stops at UDP_GRO_CNT_MAX segments."""
     first = IPV4_HLEN + UDP_HLEN + payload
-    merged = 0
-    while first + merged * (UDP_HLEN + payload) + first < 65536:
-        merged += 1
-    return 1 + merged
+    p_len, packets = first, 1
+    while p_len + first < 65536 and packets < UDP_GRO_CNT_MAX:
+        p_len += payload
+        packets += 1
+    return packets
 
 
 def _expected() -> dict:
@@ -67,6 +73,9 @@ def _expected() -> dict:
         "00.1": round(100 * (1158465 / 956864 - 1), 1),
         # QEMU lab, Debian 6.1, mergeable, 1472-byte UDP payload: truesize of the skb page_to_skb() returned
         "00.2": lab_1472["page_to_skb_ret"]["truesize"],
+        # c3df39ac9b0e's commit message and the lab's 5.10-revert-3d6df63a5cbe router run (one intact datagram per
+        # GRO skb): 1 in N, N = datagrams in a full fraglist GRO skb of 1000-byte datagrams
+        "00.3": round(1 / _udp_fraglist_gro_packets(1000), 3),
         # ETH_HLEN + IPv4 header + TCP header (20) with TCPOLEN_TSTAMP_ALIGNED (12, include/net/tcp.h) + payload
         "05.1": ETH_HLEN + IPV4_HLEN + 20 + 12 + 1000,
         # page_to_skb (v5.12, 0f6925b3e8da): the frame does not fit napi_alloc_skb(GOOD_COPY_LEN), so only
@@ -83,6 +92,9 @@ def _expected() -> dict:
         # skb_page_frag_refill (net/core/sock.c, 6.1) takes one 65536-byte page; get_mergeable_buf_len gives
         # ALIGN(12 + 1518, L1_CACHE_BYTES 64 on arm64) = 1536; add_recvbuf_mergeable gives the hole to the last
         "10.4": 65536 // _align(VNET_HDR_MRG + GOOD_PACKET_LEN, 64),
+        # receive_mergeable (6.1) adds head_skb->len (2042: the frame) to DECLARE_EWMA(pkt_len, 0, 64), whose first
+        # add sets it and whose later adds of the same value keep it; get_mergeable_buf_len: ALIGN(12 + 2042, 64)
+        "10.5": _align(VNET_HDR_MRG + ETH_HLEN + IPV4_HLEN + UDP_HLEN + 2000, 64),
         # page_to_skb (6.1): frame <= truesize - hdr_padded_len - SKB_DATA_ALIGN(shinfo); frame = payload + 42
         "20.1": 2048 - VNET_HDR_MRG - SHINFO_ALIGNED - (ETH_HLEN + IPV4_HLEN + UDP_HLEN),
         # ppc64: L1_CACHE_SHIFT 7 (arch/powerpc/include/asm/cache.h), so SKB_DATA_ALIGN(shinfo) = 384
@@ -93,6 +105,10 @@ def _expected() -> dict:
         # gives ALIGN(12 + 3042, 64) = 3072 (or less while the EWMA is still below 3042), leaving at most
         # 3072 - 12 - 3042 = 18 bytes of tailroom < 320: page_to_skb copies the header and adds the rest as a frag
         "20.4": "copy+frag",
+        # get_mergeable_buf_len (6.1): ALIGN(hdr_len + clamp(ewma 9014, 1518, PAGE_SIZE - hdr_len), 64) = 4096;
+        # page_to_skb: frame <= 4096 - 12 - SKB_DATA_ALIGN(shinfo); payload = frame - 42
+        "20.5": _align(VNET_HDR_MRG + min(ETH_HLEN + 9000, 4096 - VNET_HDR_MRG), 64) - VNET_HDR_MRG - SHINFO_ALIGNED
+        - (ETH_HLEN + IPV4_HLEN + UDP_HLEN),
         # skb_gro_receive (net/core/gro.c, 6.1), MAX_SKB_FRAGS 17: case 2 steals a head_frag head into one slot, the
         # first packet keeps its head: 1 + 17
         "30.1": 1 + 17,

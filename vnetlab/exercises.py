@@ -107,6 +107,26 @@ def _steady_stream_path(payload_len: int, mtu: int, packets: int = 500) -> str:
     return result.path
 
 
+def _next_buffer_after_stream(payload_len: int, mtu: int, packets: int = 200) -> int:
+    """get_mergeable_buf_len() once a steady stream's EWMA has settled (RxQueue)."""
+    from vnetlab import rx
+
+    q = rx.RxQueue(mtu=mtu)
+    for _ in range(packets):
+        q.receive(payload_len)
+    return q.next_buffer_len()
+
+
+def _steady_stream_window_top(payload_len: int, mtu: int, packets: int = 200) -> int:
+    """The largest UDP payload that gets build_skb in the buffers a steady stream has grown (RxQueue's EWMA)."""
+    from vnetlab import rx
+
+    q = rx.RxQueue(mtu=mtu)
+    for _ in range(packets):
+        q.receive(payload_len)
+    return _largest_payload(q.next_buffer_len())
+
+
 def _first_skb_packets(shape: str, kernel: str, arch: str = DEFAULT_ARCH) -> int:
     from vnetlab import gro
 
@@ -184,6 +204,14 @@ def _router_segments() -> int:
     return router.router_scenario(kernel="5.10", nic="router", gro="fraglist").wire_packets
 
 
+def _nat_share_full_gro(kernel: str, payload_len: int) -> float:
+    """Share of datagrams NATed correctly when every fraglist GRO skb of ``payload_len``-byte datagrams is full."""
+    from vnetlab import router
+
+    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", gso_size=payload_len)
+    return round(r.nat_translated / r.wire_packets, 3)
+
+
 def _nat_delivered_share(kernel: str, segs: int) -> float:
     """Share of a fraglist GRO skb's datagrams that leave with the NATed header (the rest keep the old one)."""
     from vnetlab import router
@@ -208,6 +236,12 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              lambda: _skb_attr(1472, "truesize"), "bytes",
              hint=_PAGE_TO_SKB + "; when it does not, the skb is a small napi_alloc_skb() head plus the whole "
              "receive buffer as a frag, and truesize charges both"),
+    Exercise("00.3", "Seed 2's router on mainline 5.10 (no NAT fix), but the flow carries 1000-byte UDP datagrams and "
+             "every fraglist GRO skb is as full as GRO lets it be. What share of the datagrams arrives with the NATed "
+             "header? Three decimals.", lambda: _nat_share_full_gro("5.10", 1000), "", 0.0005,
+             hint="only the head of each GRO skb carries the NATed header, so the share is 1/N; N, the datagrams one "
+             "fraglist GRO skb holds, has two limits: skb_gro_receive_list() keeps p->len below 64 KiB and "
+             "udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX segments"),
     Exercise("05.1", "A 1000-byte TCP payload (with the timestamp option Linux sends by default) over IPv4 arrives "
              "on Ethernet: what is skb->len when the driver hands the sk_buff to GRO?",
              lambda: _skb_attr(1000, "len", l4="tcp"), "bytes",
@@ -233,6 +267,11 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "buffers",
              hint="SKB_FRAG_PAGE_ORDER is get_order(32768): with 64 KiB pages, what page frag does "
              "skb_page_frag_refill() get, and which buffer takes the hole at its end?"),
+    Exercise("10.5", "x86_64, kernel 6.1, MTU 9000: after a long steady stream of 2000-byte UDP payloads, what "
+             "truesize does get_mergeable_buf_len() give each new mergeable buffer (before any hole is added)?",
+             lambda: _next_buffer_after_stream(2000, 9000), "bytes",
+             hint="receive_mergeable() feeds each packet's length (head_skb->len, the Ethernet frame) to the EWMA; "
+             "get_mergeable_buf_len() adds the vnet header and rounds up to L1_CACHE_BYTES"),
     Exercise("20.1", "The largest IPv4 UDP payload that still gets build_skb in a 2048-byte buffer (x86_64, 6.1)?",
              lambda: _largest_payload(2048), "bytes",
              hint=_PAGE_TO_SKB + "; the frame is the payload plus the Ethernet, IPv4 and UDP headers"),
@@ -247,6 +286,12 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "grown the buffers to fit. Which path do these packets take?", lambda: _steady_stream_path(3000, 9000),
              hint="get_mergeable_buf_len() sizes each buffer from the EWMA of packet length (rounded up to "
              "L1_CACHE_BYTES): how much tailroom is left behind a packet of exactly the average size?"),
+    Exercise("20.5", "MTU 9000, mergeable buffers, x86_64, kernel 6.1: a long stream of full-size 9000-byte IP "
+             "packets (8972-byte UDP payloads) has grown the buffers as far as get_mergeable_buf_len() lets them. "
+             "What is the largest UDP payload that a later, single-buffer packet can have and still get build_skb?",
+             lambda: _steady_stream_window_top(8972, 9000), "bytes",
+             hint="get_mergeable_buf_len() clamps the average to PAGE_SIZE - hdr_len before it aligns to "
+             "L1_CACHE_BYTES; in that buffer, " + _PAGE_TO_SKB),
     Exercise("30.1", "MAX_SKB_FRAGS 17, TCP MSS 1448, build_skb heads (6.1): how many packets sit in the first "
              "sk_buff of a GRO skb?", lambda: _first_skb_packets("build_skb", "6.1"), "packets",
              hint="skb_gro_receive() steals a head_frag head into one frag slot; the first packet's head is the GRO "

@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = frozenset({"style", "memory", "thresholds", "grofig", "stacks", "costfig", "featuregrid", "routerfig"})
+_SUBMODULES = frozenset({"style", "memory", "thresholds", "grofig", "stacks", "costfig", "featuregrid", "routerfig",
+                         "labfig"})
 
 
 def __getattr__(name: str) -> Any:

@@ -98,7 +98,7 @@ def draw_rx_rate(*, costs: cost.Costs | None = None, kernels: Sequence[str] = co
     handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="black", linewidth=0.6, label=n) for n, c, *_ in
                [(f[0], f[2]) for f in fits]]
     handles.append(Rectangle((0, 0), 1, 0.1, facecolor=COLORS["measured"],
-                             label="measured (seed 000,\nsockperf UDP 1000 B)"))
+                             label="measured (fb32856b16ad,\nsockperf UDP 1000 B)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     ax.set_title(f"{m.traffic.label}: model rx rate per kernel (kpps on the bars)\nvs the seed's measurement "
                  f"{m.baseline_pps:,.0f} → {m.patched_pps:,.0f} pps ({m.baseline_kernel} copy → "
