@@ -171,11 +171,11 @@ def router_scenario(
     translated = sum(t.wire_packets for t in tx)
     if gro == "fraglist" and aggregate and segs > 1:
         methods = {h.method for t in tx for h in t.hops}
-        if "skb_segment_list" in methods and _kernel(kv) < "5.11" and ip == 4:
+        if "skb_segment_list" in methods and not _kernel(kv).rule("udp_gso_list_nat_fix") and ip == 4:
             # net/ipv4/udp_offload.c __udp_gso_segment_list (mainline 5.10): only the MAC header is copied to each
             # segment; c3df39ac9b0e __udpv4_gso_segment_list_csum (v5.11-rc7; 5.10.15 as 3d6df63a5cbe) fixes it
             translated = sum(1 for t in tx)
-            notes.append("5.10: skb_segment_list copies only the MAC header to each frag_list segment; after NAT "
+            notes.append(f"{kv}: skb_segment_list copies only the MAC header to each frag_list segment; after NAT "
                          "only the head segment carries the translated IP/UDP header (fixed by c3df39ac9b0e "
                          "__udpv4_gso_segment_list_csum in v5.11-rc7, in 5.10.y from 5.10.15)")
         if "skb_segment_list" in methods:
