@@ -148,14 +148,16 @@ def _lab_gso_model(kernel: str, route_dev: str) -> str:
     return next(r.model for r in labdata.gso_rows("gso", kernel) if r.route_dev == route_dev)
 
 
-def _bridge_udp_after_port_off() -> bool:
+def _bridge_udp_after_port_off(ports: int) -> bool:
+    """6.18: a bridge with ``ports`` veth ports, tx-udp-segmentation turned off on the first: br0's state."""
     from vnetlab import netdev
 
     net = netdev.Namespace(kernel="6.18")
-    _, b = net.veth("v0", "v1")
     br = net.bridge("br0")
-    net.set_master(b, br)
-    b.ethtool_K({"tx-udp-segmentation": False})
+    peers = [net.veth(f"v{2 * i}", f"v{2 * i + 1}")[1] for i in range(ports)]
+    for peer in peers:
+        net.set_master(peer, br)
+    peers[0].ethtool_K({"tx-udp-segmentation": False})
     return br.ethtool_k()["tx-udp-segmentation"][0]
 
 
@@ -321,10 +323,10 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              lambda: _udp_gso_segmented_at("6.1", "macvlan", "router", {"eth0": {"tx-udp-segmentation": False}}),
              hint="macvlan_fix_features() adds ALWAYS_ON_OFFLOADS, which include NETIF_F_GSO_SOFTWARE, whatever "
              "the lower device has: which device in the stack lacks GSO_UDP_L4 after the ethtool command?"),
-    Exercise("40.3", "6.18: a bridge br0 with one veth port; `ethtool -K v1 tx-udp-segmentation off`. Is "
-             "tx-udp-segmentation still on for br0? (True/False)", _bridge_udp_after_port_off,
-             hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL, which br_features_recompute() re-derives "
-             "from the ports"),
+    Exercise("40.3", "6.18: a bridge br0 with two veth ports, v1 and v3; `ethtool -K v1 tx-udp-segmentation off`. Is "
+             "tx-udp-segmentation still on for br0? (True/False)", lambda: _bridge_udp_after_port_off(2),
+             hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL; br_features_recompute() clears it and "
+             "netdev_increment_features() adds it back for each port: how many ports must have it?"),
     Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC: which feature, as `ethtool -k` names it, is "
              "off on the VLAN so that a UDP fraglist GRO skb is still segmented there?",
              lambda: _vlan_fraglist_blocker("6.1"),
