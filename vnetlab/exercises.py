@@ -141,20 +141,43 @@ def _gro_share_of_seed_gain() -> float:
     return round(100 * b.gro_saved_ns / b.total_saved_ns, 1)
 
 
-def _gso_software_bits(kernel: str) -> list[int]:
-    from vnetlab import features
+def _vlan_skbs_down(kernel: str, length: int, gso_size: int) -> int:
+    """skbs a VLAN on the router NIC hands to its real device for one UDP_SEGMENT send (xmit.send's hops)."""
+    from vnetlab import netdev, udp
 
-    return sorted(features.bit(n, kernel) for n in features.mask("GSO_SOFTWARE", kernel))
+    net = netdev.Namespace(kernel=kernel)
+    eth = net.nic("eth0", driver="router")
+    vlan = net.vlan("eth0.10", lower=eth, vid=10)
+    sent = udp.udp_sendmsg(vlan, length, gso_size=gso_size)
+    return sent.tx.hop("eth0.10").skbs_out
 
 
-def _bridge_udp_after_port_off() -> bool:
+def _udp_gso_segmented_at(kernel: str, upper: str, nic: str,
+                          settings: dict[str, dict[str, bool]] | None = None) -> str:
+    """Where a UDP GSO skb (payload in frags) sent to the top of a stack is segmented in software."""
+    from vnetlab.viz import featuregrid, stacks
+
+    grid = featuregrid.feature_grid(stacks.build_stack(kernel=kernel, upper=upper, nic=nic, settings=settings))
+    return grid.segmented_at("udp_gso") or "no device"
+
+
+def _lab_gso_model(kernel: str, route_dev: str) -> str:
+    """The model's segmentation point for a lab UDP_SEGMENT case (labdata.gso_rows: the lab's own NIC)."""
+    from vnetlab import labdata
+
+    return next(r.model for r in labdata.gso_rows("gso", kernel) if r.route_dev == route_dev)
+
+
+def _bridge_udp_after_port_off(ports: int) -> bool:
+    """6.18: a bridge with ``ports`` veth ports, tx-udp-segmentation turned off on the first: br0's state."""
     from vnetlab import netdev
 
     net = netdev.Namespace(kernel="6.18")
-    _, b = net.veth("v0", "v1")
     br = net.bridge("br0")
-    net.set_master(b, br)
-    b.ethtool_K({"tx-udp-segmentation": False})
+    peers = [net.veth(f"v{2 * i}", f"v{2 * i + 1}")[1] for i in range(ports)]
+    for peer in peers:
+        net.set_master(peer, br)
+    peers[0].ethtool_K({"tx-udp-segmentation": False})
     return br.ethtool_k()["tx-udp-segmentation"][0]
 
 
@@ -210,6 +233,33 @@ def _nat_share_full_gro(kernel: str, payload_len: int) -> float:
 
     r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", gso_size=payload_len)
     return round(r.nat_translated / r.wire_packets, 3)
+
+
+def _nat_one_in(kernel: str, gso_size: int, ip: int = 4) -> int:
+    """Full fraglist GRO skbs of ``gso_size``-byte datagrams, NATed and resegmented: one datagram in how many
+    keeps the translated header (router_scenario's default segs: what one GRO skb holds)."""
+    from vnetlab import router
+
+    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", gso_size=gso_size, ip=ip)
+    return r.wire_packets // r.nat_translated
+
+
+def _largest_udp_segment_send(kernel: str, gso_size: int) -> int:
+    """The longest payload one UDP_SEGMENT send() accepts on a veth at MTU 1500 (udp.udp_sendmsg)."""
+    from vnetlab import netdev, udp
+
+    net = netdev.Namespace(kernel=kernel)
+    v0, _ = net.veth("v0", "v1")
+    lo, hi = gso_size, 65507  # 65535 - IPv4 and UDP headers: the longest UDP payload of all
+    if udp.udp_sendmsg(v0, hi, gso_size=gso_size).error is None:
+        return hi
+    while hi - lo > 1:  # the limits are thresholds: accepted below, refused above
+        mid = (lo + hi) // 2
+        if udp.udp_sendmsg(v0, mid, gso_size=gso_size).error is None:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _nat_delivered_share(kernel: str, segs: int) -> float:
@@ -307,22 +357,33 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              hint="skb_gro_receive() moves a header-only packet's frags over, one slot each, and the first packet's "
              "own frag already takes a slot; before 6.3, MAX_SKB_FRAGS depends on PAGE_SIZE "
              "(include/linux/skbuff.h): work it out for 64 KiB pages"),
-    Exercise("40.1", "Which NETIF_F bit numbers make up NETIF_F_GSO_SOFTWARE in 6.1? (a sorted list)",
-             lambda: _gso_software_bits("6.1"),
-             hint="NETIF_F_GSO_SOFTWARE is NETIF_F_ALL_TSO | GSO_SCTP | GSO_UDP_L4 | GSO_FRAGLIST; look up each "
-             "bit in the netdev_features enum of that kernel"),
-    Exercise("40.2", "And in 5.10, before 2e4ef10f5850?", lambda: _gso_software_bits("5.10"),
-             hint="5.10's NETIF_F_GSO_SOFTWARE lacks the two types the patch added"),
-    Exercise("40.3", "6.18: a bridge br0 with one veth port; `ethtool -K v1 tx-udp-segmentation off`. Is "
-             "tx-udp-segmentation still on for br0? (True/False)", _bridge_udp_after_port_off,
-             hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL, which br_features_recompute() re-derives "
-             "from the ports"),
+    Exercise("40.1", "Kernel 5.10 (before 2e4ef10f5850): an application sends 24,000 bytes with UDP_SEGMENT 1200 "
+             "through a VLAN eth0.10 on the router NIC (which has USO). How many skbs does eth0.10 hand down to "
+             "eth0?", lambda: _vlan_skbs_down("5.10", 24000, 1200), "skbs",
+             hint="validate_xmit_skb() at the VLAN asks whether the VLAN's features hold the GSO type of the "
+             "skb; vlan_dev_fix_features() keeps NETIF_F_GSO_SOFTWARE, so look at what 5.10's "
+             "NETIF_F_GSO_SOFTWARE contains, and at how many segments __udp_gso_segment() cuts"),
+    Exercise("40.2", "Kernel 6.1: a macvlan mv0 on the router NIC, then `ethtool -K eth0 tx-udp-segmentation off`. "
+             "At which device is a UDP GSO skb sent to mv0 segmented now?",
+             lambda: _udp_gso_segmented_at("6.1", "macvlan", "router", {"eth0": {"tx-udp-segmentation": False}}),
+             hint="macvlan_fix_features() adds ALWAYS_ON_OFFLOADS, which include NETIF_F_GSO_SOFTWARE, whatever "
+             "the lower device has: which device in the stack lacks GSO_UDP_L4 after the ethtool command?"),
+    Exercise("40.3", "6.18: a bridge br0 with two veth ports, v1 and v3; `ethtool -K v1 tx-udp-segmentation off`. Is "
+             "tx-udp-segmentation still on for br0? (True/False)", lambda: _bridge_udp_after_port_off(2),
+             hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL; br_features_recompute() clears it and "
+             "netdev_increment_features() adds it back for each port: how many ports must have it?"),
     Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC: which feature, as `ethtool -k` names it, is "
              "off on the VLAN so that a UDP fraglist GRO skb is still segmented there?",
              lambda: _vlan_fraglist_blocker("6.1"),
              hint="skb_gso_ok() asks for the NETIF_F_GSO_* bit of every SKB_GSO type and, for an skb with a "
              "frag_list, one more feature; vlan_dev_fix_features() takes that one from the real device's "
              "vlan_features"),
+    Exercise("40.5", "The lab's one-patch pair (Debian 5.10.223 with and without 2e4ef10f5850, a QEMU virtio_net "
+             "NIC eth0 without USO): UDP_SEGMENT datagrams are sent through a bridge br0 whose only port is eth0. "
+             "Without the patch eth0 segmented them. With the patch, which device segments them?",
+             lambda: _lab_gso_model("5.10-2e4ef10f5850", "br0"),
+             hint="the patch put GSO_UDP_L4 into NETIF_F_GSO_SOFTWARE and with it into NETIF_F_ONE_FOR_ALL; "
+             "br_features_recompute() clears every ONE_FOR_ALL bit and re-adds it only if some port has it"),
     Exercise("50.1", "5.10 router, UDP fraglist GRO, VLAN on the router NIC: at which device is the GRO skb "
              "segmented?", lambda: _router("5.10", "router", "fraglist"),
              hint="which device's features lack GSO_FRAGLIST before 2e4ef10f5850?"),
@@ -337,6 +398,14 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              lambda: _nat_delivered_share("5.10", 20), "", 0.0005,
              hint="NAT rewrites the headers of the skb it is handed; skb_segment_list() copies only the MAC header "
              "onto the frag_list members, which keep the IP and UDP headers they arrived with"),
+    Exercise("50.5", "Debian's 5.10.223 carries the NAT fix 3d6df63a5cbe. The same router on it, but NATing IPv6 "
+             "(NAT66) with 1452-byte datagrams (a full 1500-byte IPv6 packet) and every fraglist GRO skb full. One "
+             "datagram in how many leaves with the translated header?",
+             lambda: _nat_one_in("5.10.223", 1452, ip=6), "datagrams",
+             hint="read where the fix rewrites the segments' headers in net/ipv4/udp_offload.c "
+             "__udp_gso_segment_list(): for which IP version? Then count what one fraglist GRO skb holds: "
+             "skb_gro_receive_list() stops below 65536 bytes (p->len + skb->len, from the IPv6 header on) and "
+             "udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX packets"),
     Exercise("60.1", "6.18: `ethtool -K v0 tx-checksum-ip-generic off` on a veth. Does the model keep "
              "tx-udp-segmentation on? (True/False; then ask the running kernel)", lambda: _udp_seg_without_csum("6.18"),
              hint="read netdev_fix_features() in net/core/dev.c of that kernel: what does it do with GSO_UDP_L4 "
@@ -346,6 +415,11 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              lambda: _vlan_uso_after_tx_off("6.1"),
              hint="compare netdev_fix_features() in 6.1 with the 6.18 one behind exercise 60.1, then follow the "
              "VLAN's features: where does its GSO_UDP_L4 come from?"),
+    Exercise("60.3", "Kernel 5.10, IPv4, a veth at MTU 1500, UDP_SEGMENT 500: what is the longest payload one send() "
+             "may carry? (Then try that length and one byte more on your own kernel.)",
+             lambda: _largest_udp_segment_send("5.10", 500), "bytes",
+             hint="udp_send_skb() (net/ipv4/udp.c) refuses a UDP_SEGMENT send whose payload needs more than "
+             "UDP_MAX_SEGMENTS segments of gso_size; look that constant up in include/linux/udp.h of that kernel"),
 ]}
 
 NOT_ANSWERED = "not answered yet"

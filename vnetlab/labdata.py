@@ -632,11 +632,11 @@ def router_rows(kernels: Iterable[str] | None = None) -> list[RouterRow]:
 
 def router_table(kernels: Iterable[str] | None = None) -> str:
     """Datagrams arriving intact after the NAT router, measured beside predicted, per kernel and case."""
-    lines = [f"{'kernel':38} {'case':18} {'sent':>5} {'fwd':>5} {'GRO skbs':>8} {'N':>5} {'seg. at':9} "
+    lines = [f"{'kernel':38} {'case':18} {'sent':>5} {'fwd':>5} {'GRO skbs':>8} {'N':>5} {'seg. at':12} "
              f"{'intact':>6} {'pred.':>6} {'ratio':>6} {'pred. 1/N':>9}"]
     for r in router_rows(kernels):
         lines.append(f"{r.kernel:38} {r.case:18} {r.sent:5} {r.forwarded:5} {r.gro_skbs:8} "
-                     f"{r.mean_packets_per_gro_skb:5.1f} {r.segmented_at[:9]:9} {r.intact:6} {r.predicted_intact:6} "
+                     f"{r.mean_packets_per_gro_skb:5.1f} {r.segmented_at[:12]:12} {r.intact:6} {r.predicted_intact:6} "
                      f"{r.measured_ratio:6.3f} {r.predicted_ratio_full:9.3f}{'' if r.agrees else '  <- differs'}")
     return "\n".join(lines)
 

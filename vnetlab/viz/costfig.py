@@ -190,10 +190,3 @@ def _breakdown_axes(fig: Figure) -> list:
     ax.yaxis.set_major_locator(MaxNLocator(4))  # few tick labels: text is most of the redraw time
     ax.tick_params(axis="y", labelsize=7.5)
     return [ax, ax_leg]
-
-
-def draw_router(**_ignored: object) -> Figure:
-    """Moved to vnetlab.viz.routerfig.draw_router_story (kept only until notebook 50 calls it there)."""
-    from vnetlab.viz import routerfig
-
-    return routerfig.draw_router_story()

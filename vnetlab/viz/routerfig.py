@@ -247,8 +247,10 @@ def draw_router_panel(stack: Stack, skb: Skb, result: Any, throughput: Any, *, f
     bps = throughput.goodput_bps
     kind = "model, mechanism" if throughput.translated_fraction < 1 else "model"
     _bar(ax, f"router:{result.kernel}", 0, bps, kind, width=0.5)
-    ax.text(0, bps * 1.12, f"MODEL\n{bps / 1e6:,.0f} Mbps\n({throughput.bound}-bound)", ha="center", va="bottom",
-            fontsize=7)
+    # with lost segments the link is full but only 1 in N packets is usable: say that, not "link-bound"
+    why = (f"1 in {1 / throughput.translated_fraction:.0f} NATed" if throughput.translated_fraction < 1
+           else f"{throughput.bound}-bound")
+    ax.text(0, bps * 1.12, f"MODEL\n{bps / 1e6:,.0f} Mbps\n({why})", ha="center", va="bottom", fontsize=7)
     for k, meas in ROUTER_MEASURED_BPS.items():
         ax.add_artist(Line2D([0, 1], [meas, meas], transform=ax.get_yaxis_transform(), color="#333333",
                              linestyle="--", linewidth=1.4, gid=f"router:{k}:measured"))

@@ -153,7 +153,7 @@ class EthtoolPanel(Panel):
         cells: list[W.Widget] = [head]
         for c in grid.rows[0].cells:
             w = next(labels)
-            w.value = (f'<div style="line-height:1.15;font-size:11px"><b>{c.feature}</b><br>'
+            w.value = (f'<div style="line-height:1.15;font-size:11px"><b>{c.feature.replace("_", "_<wbr>")}</b><br>'
                        f'{c.ethtool.replace("-", "-<wbr>")}</div>')
             cells.append(w)
         self.toggles = {}

@@ -91,8 +91,9 @@ def router_panel_state(*, kernel: str = stacks.PATCH_KERNELS[0], nic: str = "rou
     figure = routerfig.draw_router_panel(st, skb, rr, thr, fig=fig)
     text = (f"{rr.packets_in} packets in → {rr.gro_skbs} skb(s) routed → <b>{rr.wire_packets}</b> out, segmented at "
             f"<b>{html.escape(rr.segmented_at or 'no device (hardware or none)')}</b>; model goodput "
-            f"<b>{thr.goodput_bps / 1e6:,.0f} Mbps</b> ({thr.bound}-bound, {thr.cycles_per_packet:,.0f} cycles/packet"
-            f"{f', {rr.nat_translated} of {rr.wire_packets} NATed' if drop_untranslated else ''})"
+            f"<b>{thr.goodput_bps / 1e6:,.0f} Mbps</b> ("
+            f"{f'only {rr.nat_translated} of {rr.wire_packets} NATed, ' if thr.translated_fraction < 1 else ''}"
+            f"packet rate {thr.bound}-bound, {thr.cycles_per_packet:,.0f} cycles/packet)"
             + "".join(f"<br><i>{html.escape(n)}</i>" for n in rr.notes))
     return PanelState(dict(kernel=kernel, nic=nic, gro=gro, upper=upper, drop_untranslated=drop_untranslated,
                            segs=segs, gso_size=gso_size), figure, text, rr, extra={"throughput": thr})
