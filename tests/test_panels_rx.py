@@ -190,7 +190,7 @@ def test_panel_texts():
     st = rxpanels.window_panel_state()
     assert "payload 87..1162 B (frame 129..1204)" in st.text
     st = rxpanels.carving_panel_state()
-    assert "21 buffers" in st.text and "buffer 20 takes the hole: +512 B" in st.text
+    assert "21 buffers" in st.text and "buffer 21 of 21 takes the hole: +512 B" in st.text
     st = rxpanels.carving_panel_state(arch="ppc64le")  # 64 KiB pages: the page itself is the frag
     assert st.result == rx.mergeable_buf_lens(8, frag_size=65536, arch="ppc64le") and "64 KiB" in st.text
 

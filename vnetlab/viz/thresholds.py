@@ -398,7 +398,7 @@ def draw_mergeable_carving(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_
                             color=COLORS["hole"], hatch="//",
                             label=f"+{b.hole}" if b.hole / size > 0.035 else None, fontsize=_SMALL)
         used = sum(b.extent for b in bufs) + (bufs[0].offset if bufs else 0)
-        holes = [f"buffer {i} takes the hole +{b.hole} B" for i, b in enumerate(bufs) if b.hole]
+        holes = [f"buffer {i} of {len(bufs)} takes the hole +{b.hole} B" for i, b in enumerate(bufs, 1) if b.hole]
         ax.set_title(f"{_frag_name(size, a.page_size)}: {len(bufs)} buffer{'s' if len(bufs) != 1 else ''}, "
                      "truesize " + "/".join(str(t) for t in sorted({b.truesize for b in bufs})) + " B"
                      + (f"; struct virtnet_rq_dma {bufs[0].offset} B at offset 0" if bufs and bufs[0].offset else "")
@@ -422,8 +422,8 @@ def carving_caption(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, m
         lines.append(f"{_frag_name(size, a.page_size)}: {len(bufs)} buffers, truesize "
                      f"{', '.join(sorted({str(b.truesize) for b in bufs}, key=int))} B"
                      + (f"; struct virtnet_rq_dma {bufs[0].offset} B at offset 0" if bufs and bufs[0].offset else "")
-                     + "".join(f"; buffer {i} takes the hole: +{b.hole} B (len += hole)" for i, b in enumerate(bufs)
-                               if b.hole)
+                     + "".join(f"; buffer {i} of {len(bufs)} takes the hole: +{b.hole} B (len += hole)"
+                               for i, b in enumerate(bufs, 1) if b.hole)
                      + ("" if used == size else f"; {size - used} B unused"))
     lines.append(f"EWMA {avg_pkt_len} → buffer len ALIGN(hdr_len + max(ewma, min_buf_len), L1)"
                  + ("; XDP: room = VIRTIO_XDP_HEADROOM + shinfo" if xdp else ""))
