@@ -269,7 +269,7 @@ def _skb_line(grid: FeatureGrid, key: str) -> str:
         where = f"passed whole to {tx.hops[-1].name}'s driver: hardware GSO"
     else:
         where = "not segmented"
-    return f"{title} ({shape}): {where} → {n} packet{'s' if n != 1 else ''}"
+    return f"{title} ({shape}): {where} →\u00a0{n}\u00a0packet{'s' if n != 1 else ''}"
 
 
 def _lines(text: str) -> int:
