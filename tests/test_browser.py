@@ -11,8 +11,9 @@ Per notebook (and per student copy):
 - the notebook file is not written back.
 The static HTML copy is built with the documented command (tools/nbtools.py html) into a temporary directory and
 opened from file://: every image decodes, every figure cell has one, and the page asks the network for nothing.
-Screenshots go to artifacts/browser/ (git-ignored). Needs Debian's chromium and the playwright package; skips
-otherwise. Playwright drives /usr/bin/chromium: it never downloads a browser.
+Screenshots go to artifacts/browser/ (git-ignored). Skips without Debian's chromium; playwright is a [test]
+dependency, so without it the tests fail (a broken install, not a missing browser). Playwright drives
+/usr/bin/chromium: it never downloads a browser.
 """
 
 from __future__ import annotations
@@ -50,9 +51,16 @@ pytestmark = pytest.mark.browser
 
 if not Path(CHROMIUM).exists():
     pytest.skip(f"browser test: {CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
-if importlib.util.find_spec("playwright") is None:
-    pytest.skip("browser test: the playwright package is missing (pip install -e '.[test]')",
-                allow_module_level=True)
+
+
+def _sync_playwright():
+    """playwright.sync_api.sync_playwright; playwright is a [test] dependency, so its absence fails the test."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        pytest.fail(f"the playwright package is missing: it is a [test] dependency (pip install -e '.[test]'): {exc}")
+    return sync_playwright
+
 
 _spec = importlib.util.spec_from_file_location("nbtools", ROOT / "tools" / "nbtools.py")  # a script, not the package
 nbtools = importlib.util.module_from_spec(_spec)
@@ -205,10 +213,8 @@ def lab(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser_context(tmp_path_factory):
     """Debian's Chromium, headless, with a fresh profile directory."""
-    from playwright.sync_api import sync_playwright
-
     profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as pw:
+    with _sync_playwright()() as pw:
         context = pw.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
             viewport={"width": 1400, "height": 1000})

@@ -10,7 +10,6 @@ redraws. Screenshots go to artifacts/browser-panels/ (git-ignored).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import secrets
@@ -46,11 +45,15 @@ TIMEOUT_MS = 60_000
 pytestmark = pytest.mark.browser
 
 
-def _needs_browser() -> None:
+def _sync_playwright():
+    """Skips without Debian's chromium; playwright is a [test] dependency, so its absence fails the test."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    if importlib.util.find_spec("playwright") is None:
-        pytest.skip("the playwright package is missing (pip install -e '.[test]')")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        pytest.fail(f"the playwright package is missing: it is a [test] dependency (pip install -e '.[test]'): {exc}")
+    return sync_playwright
 
 
 def _free_port() -> int:
@@ -61,8 +64,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    _needs_browser()
-    from playwright.sync_api import sync_playwright
+    sync_playwright = _sync_playwright()
 
     home = tmp_path_factory.mktemp("lab")
     nb_dir = home / "nb"

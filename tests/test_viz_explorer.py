@@ -122,7 +122,8 @@ def test_6_1_vlan_on_virtio_net_still_resegments_fraglist():
     assert grid.segmented_at("fraglist") == "eth0.10"
     assert grid.row("eth0.10").verdicts["fraglist"].action == "segments"
     assert "skb_segment_list" in _texts(s.figure)["skb:eth0.10:fraglist:label"]
-    assert _texts(s.figure)["footer:fraglist"].count("segmented in software at eth0.10") == 1
+    footer = _texts(s.figure)["footer:fraglist"].replace("\n", " ")  # wrapped to the figure's width at spaces
+    assert footer.count("segmented in software at eth0.10") == 1
 
 
 @pytest.mark.parametrize("upper, route_dev", [("none", "eth0"), ("vlan", "eth0.10"), ("macvlan", "mv0"),
@@ -216,3 +217,37 @@ def test_cached_string_bitmaps_draw_the_same_png():
     cached = p.image.value
     fresh = explorer.explorer_state(kernel="6.1", nic="virtio_net").figure
     assert render_png(fresh) == cached
+
+
+def _look(patch):
+    """What tells a cell's meaning apart without its words: fill, hatch, edge style."""
+    return matplotlib.colors.to_hex(patch.get_facecolor()), patch.get_hatch() or None, patch.get_linestyle()
+
+
+@pytest.mark.parametrize("kernel, nic, upper, ethtool", [
+    ("6.18", "ixgbe", "vlan_on_bond", ()),  # NIC segments (hardware GSO), requested-on-but-off cells
+    ("5.10", "router", "vlan", ()),  # segmented in software
+    ("5.11", "veth", "vlan_on_macvlan", ()),  # handed to the veth peer
+    ("5.10", "router", "vlan", (("eth0", {"tx-scatter-gather": False}),)),
+])
+def test_grid_legend_has_every_fill_and_hatch_drawn(kernel, nic, upper, ethtool):
+    fig = explorer.explorer_state(kernel=kernel, nic=nic, upper=upper, ethtool=ethtool).figure
+    found = regions(fig)
+    drawn = {_look(p) for g, p in found.items() if g.startswith(("grid:", "skb:"))}
+    legend = {_look(p) for g, p in found.items() if g.startswith("legend:")}
+    assert drawn <= legend, drawn - legend
+    # the verdicts a reader may not guess from a colour are named in the legend
+    texts = _texts(fig)
+    assert "hardware GSO" in texts["legend:hw_gso:text"] and "veth peer" in texts["legend:to_peer:text"]
+    assert "segmented" in texts["legend:segments:text"]
+
+
+def test_hardware_gso_and_veth_peer_verdicts_are_drawn():
+    # drivers/net/ethernet/intel/ixgbe/ixgbe_main.c ixgbe_probe (5.10): mac.type >= ixgbe_mac_82599EB adds
+    # NETIF_F_GSO_UDP_L4, so the UDP GSO skb reaches eth0 whole and the NIC segments it; drivers/net/veth.c veth_xmit
+    # (6.1) hands any skb to veth_forward_skb unsegmented
+    hw = regions(explorer.explorer_state(kernel="6.18", nic="ixgbe", upper="vlan_on_bond").figure)
+    fill = featuregrid.VERDICT_FILL
+    assert matplotlib.colors.to_hex(hw["skb:eth0:udp_gso"].get_facecolor()) == fill["hw_gso"].lower()
+    peer = regions(explorer.explorer_state(kernel="5.11", nic="veth", upper="vlan_on_macvlan").figure)
+    assert matplotlib.colors.to_hex(peer["skb:veth0:fraglist"].get_facecolor()) == fill["to_peer"].lower()

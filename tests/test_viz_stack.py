@@ -8,8 +8,8 @@ import ipywidgets
 import pytest
 
 from vnetlab import cost, gro
-from vnetlab.viz import costfig, featuregrid, grofig, routerfig, stacks
-from vnetlab.viz.style import regions
+from vnetlab.viz import costfig, featuregrid, grofig, labfig, routerfig, stacks
+from vnetlab.viz.style import MIN_FONT, regions
 from vnetlab.widgets import explorer, gropanels, stackpanels
 from vnetlab.widgets.base import SizeSlider
 
@@ -127,6 +127,15 @@ def test_stacks_side_by_side_match_send(upper):
     after = stacks.send_gso(stacks.build_stack(kernel="5.11", upper=upper))[1]
     assert after.segmented_at is None
     assert (before.segmented_at is None) == (upper == "bridge")
+
+
+def test_veth_column_counts_the_packets_the_gso_skb_carries():
+    # drivers/net/veth.c veth_xmit hands the skb to the peer whole: on 5.11 the macvlan passes the 44-segment
+    # fraglist GRO skb, so one skb carrying the 44 packets sent (send_gso's segs) crosses the pair
+    fig = stacks.draw_stacks_side_by_side(upper="macvlan", nic="veth", segs=44)
+    texts = {t.get_gid(): t.get_text().replace("\n", " ") for ax in fig.axes for t in ax.texts if t.get_gid()}
+    assert texts["1:wire:label"].startswith("to the peer: 1\u00a0skb carrying 44\u00a0packets")
+    assert texts["0:wire:label"].startswith("to the peer: 44\u00a0skbs carrying 44\u00a0packets")
 
 
 def test_stack_panel_state_ethtool_K():
@@ -287,8 +296,8 @@ def test_cost_panel_draws_what_the_notebook_figure_draws():
     assert _drawn(s.figure) == _drawn(static)
     labels = {t.get_gid(): t.get_text() for ax in s.figure.axes for t in ax.texts if t.get_gid()}
     assert labels["traffic_label"].startswith("UDP 300 B, no socket: receive cost per operation")
-    for k in cost.KERNELS:
-        assert labels[f"{k}:path_label"] == costfig._head_label(s.extra["all"][k])
+    for k in cost.KERNELS:  # the label is wrapped to its kernel's width: the same words, line breaks aside
+        assert labels[f"{k}:path_label"].split() == costfig._head_label(s.extra["all"][k], float("inf")).split()
     bars = {g for g in regions(s.figure) if not g.startswith("legend:")}
     legend = {g.split(":", 1)[1] for g in regions(s.figure) if g.startswith("legend:")}
     assert legend == {g.split(":", 1)[1] for g in bars}
@@ -370,7 +379,8 @@ def _shown_texts(fig):
 
 
 def _legibility_problems(fig):
-    """Texts cut off by the figure's edge, region labels sticking out of their region, texts overlapping."""
+    """Texts smaller than MIN_FONT, cut off by the figure's edge, region labels sticking out of their region, texts
+    overlapping."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
@@ -379,6 +389,8 @@ def _legibility_problems(fig):
     fb, regs, problems = fig.bbox, regions(fig), []
     boxes = []
     for t in _shown_texts(fig):
+        if t.get_fontsize() < MIN_FONT:
+            problems.append(f"smaller than {MIN_FONT} pt ({t.get_fontsize()} pt): {t.get_text()!r}")
         bb = t.get_window_extent(r)
         if bb.x0 < fb.x0 - 0.5 or bb.x1 > fb.x1 + 0.5 or bb.y0 < fb.y0 - 0.5 or bb.y1 > fb.y1 + 0.5:
             problems.append(f"cut off by the figure edge: {t.get_text()!r}")
@@ -404,9 +416,17 @@ def test_legibility_check_finds_cut_off_and_overlapping_labels():
     ax.text(0.9, 0.5, "eth0.10 (upper device)")
     ax.text(0.1, 0.2, "on")
     ax.text(0.1, 0.2, "off")
+    ax.text(0.5, 0.8, "tx-gso-list", fontsize=6.5)
     problems = _legibility_problems(fig)
     assert any("cut off" in p and "eth0.10" in p for p in problems)
     assert any(p.startswith("overlap: 'on'") for p in problems)
+    assert any(p.startswith("smaller than 8.0 pt") and "tx-gso-list" in p for p in problems)
+
+
+def _stack_05():
+    # notebook 05's figure: a UDP GSO skb (10 × 1000 B) down a VLAN on virtio_net
+    st = stacks.build_stack(kernel="6.1", upper="vlan", nic="virtio_net")
+    return (st, *stacks.send_gso(st, segs=10, gso_size=1000, fraglist=False))
 
 
 def _explorer_fig(kernel, nic, upper):
@@ -424,6 +444,24 @@ def _explorer_fig(kernel, nic, upper):
     pytest.param(lambda: stackpanels.stack_panel_state(kernel="6.1", nic="veth", upper="none").figure,
                  id="stack-panel-veth"),
     pytest.param(lambda: stacks.draw_stacks_side_by_side(upper="vlan"), id="side-by-side"),
+    pytest.param(lambda: stacks.draw_stacks_side_by_side(upper="vlan_on_bond"), id="side-by-side-vlan_on_bond"),
+    pytest.param(lambda: stacks.draw_stacks_side_by_side(upper="macvlan", nic="veth"), id="side-by-side-veth"),
+    pytest.param(lambda: stacks.draw_stacks_side_by_side(upper="vlan", kernels=("5.10", "5.11", "6.18")),
+                 id="side-by-side-3"),
+    pytest.param(lambda: stacks.draw_stack(*_stack_05()), id="stack-primer-05"),
+    pytest.param(lambda: _explorer_fig("6.1", "virtio_net", "vlan"), id="grid-6.1-vlan-virtio"),
+    pytest.param(lambda: _explorer_fig("6.18", "router", "vlan_on_macvlan"), id="grid-6.18-vlan_on_macvlan"),
+    pytest.param(lambda: _explorer_fig("5.10", "ixgbe_82598", "macvlan_on_vlan"), id="grid-5.10-macvlan_on_vlan"),
+    pytest.param(lambda: costfig.draw_rx_rate(), id="rx-rate"),
+    pytest.param(lambda: costfig.draw_cost_breakdown(), id="cost-breakdown"),
+    pytest.param(lambda: stackpanels.router_panel_state(kernel="5.11", gro="off", upper="bridge").figure,
+                 id="router-panel-bridge"),
+    pytest.param(lambda: stackpanels.router_panel_state(kernel="5.10", drop_untranslated=True).figure,
+                 id="router-panel-lost"),
+    pytest.param(lambda: labfig.draw_results(), id="lab-results"),
+    pytest.param(lambda: labfig.draw_rx_measured(labfig.STOCK_KERNELS), id="lab-rx-measured"),
+    pytest.param(lambda: labfig.draw_seed1_rate(), id="lab-seed1-rate"),
+    pytest.param(lambda: labfig.draw_nat_delivery(), id="lab-nat-delivery"),
     pytest.param(lambda: stackpanels.router_panel_state(kernel="5.10").figure, id="router-panel"),
     pytest.param(lambda: stackpanels.router_panel_state(kernel="5.11", gro="off").figure, id="router-panel-off"),
     pytest.param(lambda: routerfig.draw_router_story(), id="router-story"),

@@ -7,9 +7,10 @@
 - :func:`feature_grid` sends a UDP GSO skb (gso_type UDP_L4, payload in frags, no frag_list) and a fraglist
   GSO skb (UDP_L4 | FRAGLIST, one skb per packet on frag_list) to the top device with xmit.send and records,
   per device, what validate_xmit_skb did to each.
-- :func:`draw_feature_grid` draws it: rows are the devices top-down (the order the skb meets them), columns
-  the NETIF_F features that decide segmentation, with a header row marking the NETIF_F_GSO_SOFTWARE members of
-  this kernel, two columns for the skbs, and a footer saying where each was segmented and why.
+- :func:`draw_feature_grid` draws it: rows are the devices top-down (the order the skb meets them), each a title
+  line (name, kind) over its cells; columns the NETIF_F features that decide segmentation, with a row marking the
+  NETIF_F_GSO_SOFTWARE members of this kernel, two columns for the skbs, a footer saying where each was
+  segmented and why, and a legend with every fill and hatch drawn (feature states and skb verdicts).
 
 Cell states differ by fill, hatch and words, so they survive colour blindness and greyscale printing.
 Gids: "grid:<device>:<FEATURE>" (cell), "skb:<device>:<udp_gso|fraglist>" (verdict), "gso_software:<FEATURE>".
@@ -28,8 +29,8 @@ from vnetlab import xmit
 from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.skb import Skb
 from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.stacks import FIG_WIDTH_IN, HATCH_COLOR, UPPERS, Stack
-from vnetlab.viz.style import fast_region
+from vnetlab.viz.stacks import FIG_WIDTH_IN, HATCH_COLOR, UPPERS, Stack, cell_label, text_px, wrap_px
+from vnetlab.viz.style import DPI, FONT, fast_region
 
 __all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "Cell", "Verdict", "GridRow", "FeatureGrid",
            "device_cells", "cell_style", "feature_grid", "draw_feature_grid", "draw_stack_features"]
@@ -157,7 +158,7 @@ def _verdict(hop: xmit.Hop | None, last: bool) -> Verdict:
     if "segmented by hardware" in hop.actions:
         return Verdict("hw_gso", "NIC segments\n(hardware GSO)", n_in, n_out)
     where = "to the driver" if last else "down"
-    return Verdict("passes", f"↓ {n_in} skb{'s' if n_in != 1 else ''} pass\n{where}", n_in, n_out)
+    return Verdict("passes", f"↓ {n_in} skb{'s pass' if n_in != 1 else ' passes'}\n{where}", n_in, n_out)
 
 
 def _row_label(dev: Any) -> str:
@@ -196,27 +197,35 @@ def feature_grid(stack: Stack, *, udp_segs: int = 17, fraglist_segs: int = 44, g
 
 
 # --------------------------------------------------------------------------------------------------
-# Drawing (pixel coordinates, y down: the axes span the whole figure)
+# Drawing (pixel coordinates, y down: the axes span the whole figure). Every row is a title line (what it is)
+# over a line of cells, so the cells get the whole width: 8 feature columns wide enough for the longest word of an
+# ethtool name at FONT["small"] ("segmentation") and two verdict columns for "skb_segment_list".
 
-_DPI = 100
+_DPI = DPI
 _W = FIG_WIDTH_IN * _DPI
-_LABEL_W = 124.0  # device names
-_SKB_W = 112.0  # each verdict column
-_ROW_H = 36.0
-_HEAD_H = 118.0  # title, column headers, GSO_SOFTWARE row
-_FOOT_H = 86.0  # footer lines and legend
-_LEGEND = (("on", "on"), ("off", "off"), ("on, fixed", "on, fixed"), ("off, fixed", "off, fixed"),
-           ("requested on, off", "off, requested on (ethtool -K)"), ("segments", "✂ segmented in software"))
-_LEGEND_X = (40.0, 100.0, 160.0, 250.0, 340.0, 530.0)
+_M = 6.0  # left and right margin
+_SKB_W = 110.0  # each verdict column
+_SKB_GAP = 8.0  # between the feature columns and the verdict columns
+_LINE = FONT["small"] * 1.2 / 72 * _DPI  # one line of FONT["small"] text, pixels
+_TITLE_LINE = FONT["title"] * 1.2 / 72 * _DPI
+_CELL_H = 44.0  # a cell: up to three lines of FONT["small"]
+_ROW_TITLE_H = 16.0  # a row's title line
+_ROW_H = _ROW_TITLE_H + _CELL_H + 4
+_SWATCH = (18.0, 14.0)
+# legend: (key, words); keys of STATE_STYLE are feature cells, keys of VERDICT_FILL skb verdicts
+_LEGEND_CELLS = (("on", "on"), ("off", "off"), ("on, fixed", "on, fixed"), ("off, fixed", "off, fixed"),
+                 ("requested on, off", "off, requested on (ethtool -K)"))
+_LEGEND_SKBS = (("segments", "✂ segmented / linearized in software"), ("hw_gso", "NIC segments (hardware GSO)"),
+                ("to_peer", "→ handed to a veth peer"), ("passes", "↓ passes; –: not reached"))
 
 
-def _wrap(text: str, width: int, sep: str) -> str:
-    """Break ``text`` after ``sep`` so that no line is longer than ``width`` characters (if a part allows)."""
+def _wrap(text: str, sep: str, width_px: float, size: float = FONT["small"], weight: str = "normal") -> str:
+    """Break ``text`` after ``sep`` so that no line is wider than ``width_px`` (where a part allows)."""
     parts = [p + sep for p in text.split(sep)]
     parts[-1] = parts[-1][: -len(sep)]
     lines, cur = [], ""
     for p in parts:
-        if cur and len(cur) + len(p) > width:
+        if cur and text_px(cur + p, size, weight) > width_px:
             lines.append(cur)
             cur = p
         else:
@@ -228,15 +237,26 @@ def _wrap(text: str, width: int, sep: str) -> str:
 MAX_ROWS = 1 + max(len(chain) for chain in UPPERS.values())  # the lower device and what is stacked on it
 
 
-def _grid_height(n_rows: int) -> float:
-    return _HEAD_H + n_rows * _ROW_H + _FOOT_H
+def _layout(title: str) -> dict[str, float]:
+    """y of each part of the figure (pixels from the top) for a title of that many lines."""
+    y: dict[str, float] = {"title": 6.0}
+    y["head_title"] = y["title"] + _lines(title) * _TITLE_LINE + 8
+    y["head"] = y["head_title"] + _ROW_TITLE_H + 2 * _LINE  # NETIF names end here (two lines), ethtool names start
+    y["soft_title"] = y["head"] + 3 + 3 * _LINE + 6  # ethtool names: up to three lines
+    y["rows"] = y["soft_title"] + _ROW_TITLE_H + _LINE + 8
+    return y
+
+
+def _grid_height(n_rows: int, title: str = "") -> float:
+    # footer: two skb lines of up to two lines each, then two legend lines
+    return _layout(title)["rows"] + n_rows * _ROW_H + 4 + 4 * _LINE + 10 + 2 * (_SWATCH[1] + 6) + 6
 
 
 def _skb_line(grid: FeatureGrid, key: str) -> str:
     skb, tx = grid.sent[key]
     title = SKB_KINDS[key][0]
-    shape = (f"{skb.gso_segs} × {skb.gso_size} B, " + ("one skb per packet on frag_list" if skb.frag_list and
-                                                      "FRAGLIST" in skb.gso_type else "payload in frags"))
+    shape = (f"{skb.gso_segs} × {skb.gso_size}\u00a0B, " + ("one skb per packet on frag_list" if skb.frag_list and
+                                                          "FRAGLIST" in skb.gso_type else "payload in frags"))
     n = tx.wire_packets
     if tx.segmented_at:
         hop = tx.hop(tx.segmented_at)
@@ -249,90 +269,116 @@ def _skb_line(grid: FeatureGrid, key: str) -> str:
         where = f"passed whole to {tx.hops[-1].name}'s driver: hardware GSO"
     else:
         where = "not segmented"
-    return f"{title} ({shape}): {where} → {n} packet{'s' if n != 1 else ''}"
+    return f"{title} ({shape}): {where} →\u00a0{n}\u00a0packet{'s' if n != 1 else ''}"
+
+
+def _lines(text: str) -> int:
+    return text.count("\n") + 1
+
+
+def _swatch(ax: Any, gid: str, x: float, y: float, key: str) -> None:
+    if key in STATE_STYLE:
+        face, hatch, _word, _words = STATE_STYLE[key]
+    else:
+        face, hatch = VERDICT_FILL[key], None
+    sw = fast_region(ax, gid, x, y, *_SWATCH, color=face, hatch=hatch)
+    sw.set_edgecolor("#444444")
+    sw.set_hatchcolor(HATCH_COLOR)
+    if key == "requested on, off":
+        sw.set_linestyle((0, (3, 2)))
+        sw.set_linewidth(1.4)
+    if key == "segments":
+        sw.set_linewidth(1.8)
+
+
+def _legend_line(ax: Any, y: float, caption: str, entries: Sequence[tuple[str, str]]) -> None:
+    """A caption and one swatch with its words per entry, left to right on one line (x measured, not guessed)."""
+    small = FONT["small"]
+    ax.text(_M, y + _SWATCH[1] / 2, caption, fontsize=small, va="center", ha="left", weight="bold")
+    x = _M + text_px(caption, small, "bold") + 10
+    for key, words in entries:
+        _swatch(ax, f"legend:{key}", x, y, key)
+        ax.text(x + _SWATCH[0] + 4, y + _SWATCH[1] / 2, words, fontsize=small, va="center", ha="left",
+                gid=f"legend:{key}:text")
+        x += _SWATCH[0] + 4 + text_px(words, small) + 16
 
 
 def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: str = "") -> Figure:
     """The grid figure, drawn at the width it is shown (FIG_WIDTH_IN at 100 dpi); pass the figure of a previous
     call to redraw into its axes (the explorer panel does)."""
     n = len(grid.rows)
+    k = grid.kernel
+    small, label = FONT["small"], FONT["label"]
+    title = wrap_px(title or f"kernel {k}: {grid.stack.describe()}", _W - 2 * _M, FONT["title"], "bold")
     # One height for every stack up to MAX_ROWS devices: a panel switching stacks keeps its axes, its renderer and
     # matplotlib's text-metrics cache (a new figure size costs a full text layout, most of an update).
-    h = _grid_height(max(n, MAX_ROWS))
-    fig, (ax,) = reuse_axes(fig, ("feature_grid", max(n, MAX_ROWS), len(grid.columns)), FIG_WIDTH_IN, h / _DPI,
+    h = _grid_height(max(n, MAX_ROWS), title)
+    fig, (ax,) = reuse_axes(fig, ("feature_grid", h, len(grid.columns)), FIG_WIDTH_IN, h / _DPI,
                             lambda f: [f.add_axes((0, 0, 1, 1))])
     ax.set_xlim(0, _W)
     ax.set_ylim(h, 0)
     ax.set_axis_off()
-    k = grid.kernel
-    cw = (_W - _LABEL_W - 2 * _SKB_W - 12) / len(grid.columns)
-    x_skb = _LABEL_W + cw * len(grid.columns) + 6
-    ax.text(6, 6, title or f"kernel {k}: {grid.stack.describe()}", fontsize=9, va="top", ha="left",
-            weight="bold", gid="grid:title")
-    y_cells = _HEAD_H
-    # column headers: NETIF_F name, ethtool name, membership of NETIF_F_GSO_SOFTWARE on this kernel
-    ax.text(6, y_cells - 60, "NETIF_F_ feature", fontsize=7, va="center", ha="left", weight="bold")
-    ax.text(6, y_cells - 40, "ethtool -k name", fontsize=7, va="center", ha="left", color="#333333")
-    ax.text(6, y_cells - 8, f"in GSO_SOFTWARE ({k})", fontsize=7, va="center", ha="left", weight="bold")
+    y = _layout(title)
+    cw = (_W - 2 * _M - _SKB_GAP - 2 * _SKB_W) / len(grid.columns)
+    x_skb = _M + cw * len(grid.columns) + _SKB_GAP
+    ax.text(_M, y["title"], title, fontsize=FONT["title"], va="top", ha="left", weight="bold", gid="grid:title")
+    # column headers: NETIF name over ethtool name; the skbs sent
+    ax.text(_M, y["head_title"], "transmit features: NETIF_F_ name, ethtool -k name", fontsize=small, va="top",
+            ha="left", color="#333333", style="italic")
+    ax.text(x_skb, y["head_title"], "skbs sent to the top device", fontsize=small, va="top", ha="left",
+            color="#333333", style="italic")
     for j, (feat, cell) in enumerate(zip(grid.columns, grid.rows[0].cells)):
-        cx = _LABEL_W + (j + 0.5) * cw
-        ax.text(cx, y_cells - 52, _wrap(feat, 10, "_"), fontsize=7, va="bottom", ha="center", weight="bold",
-                gid=f"header:{feat}")
-        ax.text(cx, y_cells - 52 + 3, _wrap(cell.ethtool, 11, "-"), fontsize=6.5, va="top", ha="center",
+        cx = _M + (j + 0.5) * cw
+        ax.text(cx, y["head"], _wrap(feat, "_", cw - 2, small, "bold"), fontsize=small, va="bottom", ha="center",
+                weight="bold", gid=f"header:{feat}")
+        ax.text(cx, y["head"] + 3, _wrap(cell.ethtool, "-", cw - 2), fontsize=small, va="top", ha="center",
                 color="#333333", gid=f"header:{feat}:ethtool")
-        member = feat in grid.gso_software
-        ax.text(cx, y_cells - 8, "✓ yes" if member else "no", fontsize=7, va="center", ha="center",
-                weight="bold" if member else "normal", color="black" if member else "#777777",
-                gid=f"gso_software:{feat}")
     for i, key in enumerate(SKB_KINDS):
         skb = grid.sent[key][0]
         cx = x_skb + (i + 0.5) * _SKB_W
-        ax.text(cx, y_cells - 52, SKB_KINDS[key][0], fontsize=7.5, va="bottom", ha="center", weight="bold")
-        ax.text(cx, y_cells - 49, f"{skb.gso_segs} × {skb.gso_size} B\n{'|'.join(sorted(skb.gso_type))}",
-                fontsize=6.5, va="top", ha="center", color="#333333")
-        ax.text(cx, y_cells - 8, "sent to the top device", fontsize=6.5, va="center", ha="center", color="#333333")
-    # one row per device, top-down
+        ax.text(cx, y["head"], SKB_KINDS[key][0], fontsize=small, va="bottom", ha="center", weight="bold")
+        ax.text(cx, y["head"] + 3, f"{skb.gso_segs} × {skb.gso_size}\u00a0B\n{'|'.join(sorted(skb.gso_type))}",
+                fontsize=small, va="top", ha="center", color="#333333")
+    # membership of NETIF_F_GSO_SOFTWARE on this kernel
+    ax.text(_M, y["soft_title"], f"in NETIF_F_GSO_SOFTWARE on {k}", fontsize=small, va="top", ha="left",
+            color="#333333", style="italic")
+    for j, feat in enumerate(grid.columns):
+        member = feat in grid.gso_software
+        ax.text(_M + (j + 0.5) * cw, y["soft_title"] + _ROW_TITLE_H, "✓ yes" if member else "no", fontsize=small,
+                va="top", ha="center", weight="bold" if member else "normal", color="black" if member else "#777777",
+                gid=f"gso_software:{feat}")
+    # one row per device, top-down: its name and kind, then its cells
     for r, row in enumerate(grid.rows):
-        y = y_cells + r * _ROW_H
-        ax.text(6, y + _ROW_H / 2 - 7, row.name, fontsize=8.5, va="center", ha="left", weight="bold",
+        top = y["rows"] + r * _ROW_H
+        ax.text(_M, top + _ROW_TITLE_H / 2, row.name, fontsize=label, va="center", ha="left", weight="bold",
                 gid=f"row:{row.name}")
-        ax.text(6, y + _ROW_H / 2 + 7, row.label, fontsize=6.5, va="center", ha="left", color="#333333")
+        ax.text(_M + text_px(row.name, label, "bold") + 8, top + _ROW_TITLE_H / 2, row.label, fontsize=small,
+                va="center", ha="left", color="#333333", gid=f"row:{row.name}:kind")
+        cy = top + _ROW_TITLE_H
         for j, cell in enumerate(row.cells):
             face, hatch, _word, words = STATE_STYLE[cell.state]
-            rect = fast_region(ax, f"grid:{row.name}:{cell.feature}", _LABEL_W + j * cw + 2, y + 2, cw - 4,
-                               _ROW_H - 4, color=face, hatch=hatch, label=words,
-                               fontsize=7.5 if "\n" not in words else 6.5)
-            rect.set_edgecolor("#444444")
-            rect.set_hatchcolor(HATCH_COLOR)
+            rect = fast_region(ax, f"grid:{row.name}:{cell.feature}", _M + j * cw + 2, cy, cw - 4, _CELL_H,
+                               color=face, hatch=hatch)
+            cell_label(ax, rect, words)
             if cell.state == "requested on, off":
                 rect.set_linewidth(1.4)
                 rect.set_linestyle((0, (3, 2)))
         for i, key in enumerate(SKB_KINDS):
             v = row.verdicts[key]
-            rect = fast_region(ax, f"skb:{row.name}:{key}", x_skb + i * _SKB_W + 2, y + 2, _SKB_W - 4, _ROW_H - 4,
-                               color=VERDICT_FILL[v.action], label=v.text, fontsize=6.5)
+            rect = fast_region(ax, f"skb:{row.name}:{key}", x_skb + i * _SKB_W + 2, cy, _SKB_W - 4, _CELL_H,
+                               color=VERDICT_FILL[v.action], label=wrap_px(v.text, _SKB_W - 10), fontsize=small)
             rect.set_edgecolor("#444444")
             if v.action in ("segments", "linearizes"):
                 rect.set_linewidth(1.8)
-    # footer: where each skb was segmented and why; then the legend
-    y = y_cells + n * _ROW_H + 8
+    # footer: where each skb was segmented and why; then the legend, one line for cells, one for verdicts
+    yy = y["rows"] + n * _ROW_H + 4
     for key in SKB_KINDS:
-        ax.text(6, y, _skb_line(grid, key), fontsize=7, va="top", ha="left", gid=f"footer:{key}")
-        y += 14
-    y += 6
-    ax.text(6, y + 7, "cells:", fontsize=7, va="center", ha="left")
-    for x, (key, text) in zip(_LEGEND_X, _LEGEND):
-        if key in STATE_STYLE:
-            face, hatch, _word, _words = STATE_STYLE[key]
-        else:
-            face, hatch = VERDICT_FILL[key], None
-        sw = fast_region(ax, f"legend:{key}", x, y, 18, 14, color=face, hatch=hatch)
-        sw.set_edgecolor("#444444")
-        sw.set_hatchcolor(HATCH_COLOR)
-        if key == "requested on, off":
-            sw.set_linestyle((0, (3, 2)))
-            sw.set_linewidth(1.4)
-        ax.text(x + 22, y + 7, text, fontsize=7, va="center", ha="left", gid=f"legend:{key}:text")
+        line = wrap_px(_skb_line(grid, key), _W - 2 * _M)
+        ax.text(_M, yy, line, fontsize=small, va="top", ha="left", gid=f"footer:{key}")
+        yy += _lines(line) * _LINE + 2
+    yy = h - 2 * (_SWATCH[1] + 6) - 2
+    _legend_line(ax, yy, "feature cells:", _LEGEND_CELLS)
+    _legend_line(ax, yy + _SWATCH[1] + 6, "skb cells:", _LEGEND_SKBS)
     return fig
 
 

@@ -30,8 +30,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from vnetlab import router as _router
 from vnetlab.skb import Skb
 from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.stacks import FIG_WIDTH_IN, PATCH_KERNELS, Stack, _draw_column
-from vnetlab.viz.style import fast_region
+from vnetlab.viz.stacks import FIG_WIDTH_IN, PATCH_KERNELS, Stack, _column, _draw_column, wrap_px
+from vnetlab.viz.style import DPI, FONT, fast_region
 
 __all__ = ["ROUTER_MEASURED_BPS", "GRO_MODES", "ROUTER_UPPERS", "KIND_STYLE", "RouterStory", "router_run",
            "router_story", "draw_router_story", "draw_router_panel"]
@@ -120,6 +120,9 @@ def router_story(*, kernels: tuple[str, str] = PATCH_KERNELS, nic: str = "router
                        scaled, b_bound, a_bound / b_bound, mech, ns, tuple(ratios))
 
 
+_LINE_IN = FONT["small"] * 1.2 / 72  # one line of FONT["small"] text, inches
+
+
 def _bps(v: float, _pos: object = None) -> str:
     return f"{v / 1e9:.3g} Gbps" if v >= 1e9 else f"{v / 1e6:,.0f} Mbps" if v >= 1e6 else f"{v / 1e3:,.0f} kbps"
 
@@ -146,8 +149,20 @@ def draw_router_story(story: RouterStory | None = None, *, fig: Figure | None = 
     Right: the delivery ratio of the untranslated-segment mechanism, 1 in N, against the measured 20 Mbps /
     1 Gbps. Footer: the mechanism and its primary sources."""
     s = story or router_story()
-    fig, (ax, axr) = reuse_axes(fig, ("router_story",), FIG_WIDTH_IN, 4.6, lambda f: [
-        f.add_axes((0.085, 0.33, 0.50, 0.59)), f.add_axes((0.685, 0.33, 0.295, 0.59))])
+    small = FONT["small"]
+    footer = wrap_px(
+        "Mechanism: before c3df39ac9b0e (v5.11-rc7; in 5.10.15 as 3d6df63a5cbe) skb_segment_list copied only the MAC "
+        "header onto each segment, so after NAT segments 2..N left with un-NATed IP/UDP headers. Lobakin (netdev, "
+        "15 Jan 2021, <20210115131126.60716-1-alobakin@pm.me>): NAT + fraglist GRO \"worked for me because I "
+        "advertised fraglist GSO support in my driver\": no __udp_gso_segment_list() ran, and after 2e4ef10f5850 the "
+        "VLAN let it through.", 0.98 * FIG_WIDTH_IN * DPI, small)
+    foot_in = 0.1 + (footer.count("\n") + 1) * _LINE_IN
+    legend_in = 2 * _LINE_IN + 0.15  # two rows of the key
+    bottom_in = foot_in + legend_in + 0.12 + 3 * _LINE_IN  # two-line tick labels / x label, and their pad
+    height = round((bottom_in + 2.75 + 0.4) * DPI) / DPI
+    fig, (ax, axr) = reuse_axes(fig, ("router_story", height), FIG_WIDTH_IN, height, lambda f: [
+        f.add_axes((0.1, bottom_in / height, 0.485, 2.75 / height)),
+        f.add_axes((0.7, bottom_in / height, 0.28, 2.75 / height))])
     k0, k1 = s.kernels
     bars = [  # gid, value, kind, tick label
         ("measured_before", s.measured_before, "measured", "MEASURED\n(seed)"),
@@ -160,26 +175,26 @@ def draw_router_story(story: RouterStory | None = None, *, fig: Figure | None = 
     xs = [0, 1, 2, 3, 4.6, 5.6]
     for x, (gid, v, kind, _label) in zip(xs, bars):
         _bar(ax, f"story:{gid}", x, v, kind)
-        ax.text(x, v * 1.15, _bps(v), ha="center", va="bottom", fontsize=7,
+        ax.text(x, v * 1.15, _bps(v), ha="center", va="bottom", fontsize=small,
                 weight="bold" if kind == "measured" else "normal", gid=f"story:{gid}:value")
     link = 1e9
     ax.add_artist(Line2D([0, 1], [link, link], transform=ax.get_yaxis_transform(), color="black", linestyle=":",
                          linewidth=1.0, gid="story:link"))
-    ax.text(2, link * 1.12, "link 1 Gbps", ha="center", va="bottom", fontsize=6.5)
+    ax.text(2, link * 1.12, "link 1 Gbps", ha="center", va="bottom", fontsize=small)
     _log_bps_axis(ax)
     ax.set_ylim(1e6, 3e10)
     ax.set_xlim(-0.55, 6.15)
-    ax.set_xticks(xs, [b[3] for b in bars], fontsize=6.5)
+    ax.set_xticks(xs, [b[3] for b in bars], fontsize=small)
     ax.tick_params(axis="x", length=0, pad=3)
-    ax.tick_params(axis="y", labelsize=7)
-    ax.set_ylabel("UDP goodput (log scale)", fontsize=7.5)
+    ax.tick_params(axis="y", labelsize=small)
+    ax.set_ylabel("UDP goodput (log scale)", fontsize=small)
     ax.text(1.5, 9e9, f"{k0}: segmented at {s.segmented_at}\n(skb_segment_list)", ha="center", va="center",
-            fontsize=7, weight="bold")
-    ax.text(5.1, 9e9, f"{k1}: passed whole\nto a GSO_FRAGLIST\ndriver", ha="center", va="center", fontsize=7,
+            fontsize=small, weight="bold")
+    ax.text(5.1, 9e9, f"{k1}: passed whole\nto a GSO_FRAGLIST\ndriver", ha="center", va="center", fontsize=small,
             weight="bold")
     ax.add_artist(Line2D([3.8, 3.8], [0, 1], transform=ax.get_xaxis_transform(), color="#999999", linewidth=0.8))
     ax.set_title(f"20 Mbps → 1 Gbps: cost alone gives at most ×{s.bound_gap:.1f}, lost segments ×"
-                 f"{s.packets_per_gro_skb}", fontsize=8.5, loc="left", y=1.0)
+                 f"{s.packets_per_gro_skb}", fontsize=FONT["label"], loc="left", y=1.0)
     # right: delivery ratio against N
     axr.set_yscale("log")
     axr.plot(s.delivery_n, s.delivery_model, color="#3366AA", marker="o", markersize=2.5, linewidth=1.2,
@@ -188,48 +203,47 @@ def draw_router_story(story: RouterStory | None = None, *, fig: Figure | None = 
     n = s.packets_per_gro_skb
     axr.plot([n], [s.model_ratio], marker="s", markersize=6, color="#3366AA", markeredgecolor="black")
     axr.text(1, s.measured_ratio * 0.8, f"MEASURED {_bps(s.measured_before)} / {_bps(s.measured_after)}"
-             f" = 1/{1 / s.measured_ratio:.0f}", ha="left", va="top", fontsize=6.5, gid="ratio:measured:label")
-    axr.text(n, s.model_ratio * 1.45, f"MODEL at N = {n}:\n1/{1 / s.model_ratio:.0f} delivered", ha="right",
-             va="bottom", fontsize=6.5, color="#224477", gid="ratio:model:label")
+             f" = 1/{1 / s.measured_ratio:.0f}", ha="left", va="top", fontsize=small, gid="ratio:measured:label")
+    axr.annotate(f"MODEL at N = {n}:\n1/{1 / s.model_ratio:.0f} delivered", (n, s.model_ratio), (n, 0.12), ha="right",
+                 va="bottom", fontsize=small, color="#224477", gid="ratio:model:label",
+                 arrowprops=dict(arrowstyle="-", color="#224477", linewidth=0.8, shrinkA=2, shrinkB=4))
     axr.yaxis.set_major_locator(FixedLocator([0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]))
     axr.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     axr.yaxis.set_minor_locator(NullLocator())
     axr.set_ylim(0.008, 1.3)
     axr.set_xlim(0, n + 2)
-    axr.tick_params(labelsize=7)
-    axr.set_xlabel(f"N: packets per fraglist GRO skb ({s.gso_size}-B datagrams: N ≤ {n})", fontsize=7)
-    axr.set_ylabel("datagrams delivered / sent", fontsize=7.5)
-    axr.set_title(f"{k0}: only the head segment is NATed", fontsize=8.5, loc="left", y=1.0)
+    axr.tick_params(labelsize=small)
+    axr.set_xlabel(f"N: packets per fraglist GRO skb\n({s.gso_size}-B datagrams: N ≤ {n})", fontsize=small)
+    axr.set_ylabel("datagrams delivered / sent", fontsize=small)
+    axr.set_title(f"{k0}: only the head segment is NATed", fontsize=FONT["label"], loc="left", y=1.0)
     # key and sources
     handles = [Rectangle((0, 0), 1, 1, label=label, linewidth=0.8, **KIND_STYLE[kind])
-               for kind, label in (("measured", "MEASURED: the seed's numbers (2e4ef10f5850 commit message)"),
+               for kind, label in (("measured", "MEASURED: the seed's numbers (2e4ef10f5850's commit message)"),
                                    ("model", "MODEL, cost only: vnetlab's prediction, nothing fitted to 20 Mbps"),
                                    ("bound", f"BOUND: the {len(s.scaled_params)} costs resegmenting adds, "
                                              f"×{s.cost_factor:g}"),
                                    ("model, mechanism", "MODEL, lost segments: 1 in N NATed (N = "
-                                    f"{s.packets_per_gro_skb} for {s.gso_size}-B datagrams, assumed)"))]
+                                    f"{s.packets_per_gro_skb}, assumed)"))]
     for h in handles:
         h.set_hatchcolor("#666666")
-    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.005, 0.105), fontsize=6.5, frameon=False,
-               ncol=2, handlelength=1.8, columnspacing=1.5, labelspacing=0.4)
-    fig.text(0.01, 0.012, "Mechanism: before c3df39ac9b0e (v5.11-rc7; in 5.10.15 as 3d6df63a5cbe) skb_segment_list "
-             "copied only the MAC header onto each segment, so after NAT\nsegments 2..N left with un-NATed IP/UDP "
-             "headers. Lobakin (netdev, 15 Jan 2021, <20210115131126.60716-1-alobakin@pm.me>): NAT + fraglist GRO\n"
-             "\"worked for me because I advertised fraglist GSO support in my driver\": no __udp_gso_segment_list() "
-             "ran, and after 2e4ef10f5850 the VLAN let it through.",
-             fontsize=6.5, va="bottom", ha="left", gid="story:footer")
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, foot_in / height), fontsize=small,
+               frameon=False, ncol=2, handlelength=1.8, columnspacing=1.2, labelspacing=0.4, borderaxespad=0.2)
+    fig.text(0.01, 0.06 / height, footer, fontsize=small, va="bottom", ha="left", gid="story:footer")
     return fig
 
 
 # --------------------------------------------------------------------------------------------------
 # The router panel's figure
 
+_PANEL_STACK = (0.005, 0.02, 0.62, 0.88)  # the stack's axes
+
+
 def _router_panel_axes(fig: Figure) -> list:
-    ax_s = fig.add_axes((0.005, 0.02, 0.62, 0.88))
+    ax_s = fig.add_axes(_PANEL_STACK)
     ax = fig.add_axes((0.72, 0.16, 0.265, 0.74))
     _log_bps_axis(ax)
     ax.set_xticks([])  # the bar is named by a text under it
-    ax.tick_params(axis="y", labelsize=7)
+    ax.tick_params(axis="y", labelsize=FONT["small"])
     return [ax_s, ax]
 
 
@@ -238,28 +252,31 @@ def draw_router_panel(stack: Stack, skb: Skb, result: Any, throughput: Any, *, f
     has them) and its model goodput next to the seed's measured 20 Mbps (5.10) and 1 Gbps (5.11), the link cap
     dashed. Pass the figure of a previous call to redraw into its axes."""
     fig, (ax_s, ax) = reuse_axes(fig, ("router_panel",), FIG_WIDTH_IN, 3.7, _router_panel_axes)
-    y = _draw_column(ax_s, "0", stack, skb, result.tx[0], lamps=False)
+    tx = result.tx[0]
+    y = _draw_column(ax_s, "0", _column(stack, skb, tx, _PANEL_STACK[2] * FIG_WIDTH_IN * DPI, lamps=False), skb, tx)
     ax_s.set_ylim(y - 0.1, 0.1)
     n_tx = len(result.tx)
     ax_s.set_title(f"kernel {result.kernel}: {result.packets_in} UDP packets, GRO {result.gro} → "
                    + (f"{n_tx} skbs sent one by one (first shown)" if n_tx > 1 else "1 GRO skb routed"),
-                   fontsize=8.5, loc="left", y=1.0)
+                   fontsize=FONT["label"], loc="left", y=1.0)
     bps = throughput.goodput_bps
     kind = "model, mechanism" if throughput.translated_fraction < 1 else "model"
     _bar(ax, f"router:{result.kernel}", 0, bps, kind, width=0.5)
     # with lost segments the link is full but only 1 in N packets is usable: say that, not "link-bound"
     why = (f"1 in {1 / throughput.translated_fraction:.0f} NATed" if throughput.translated_fraction < 1
            else f"{throughput.bound}-bound")
-    ax.text(0, bps * 1.12, f"MODEL\n{bps / 1e6:,.0f} Mbps\n({why})", ha="center", va="bottom", fontsize=7)
+    # over the column, above the 1 Gbps line: no dashed line runs through it whatever the bar's height
+    ax.text(0, 1.7e10, f"MODEL\n{bps / 1e6:,.0f} Mbps\n({why})", ha="center", va="top", fontsize=FONT["small"],
+            gid=f"router:{result.kernel}:value")
     for k, meas in ROUTER_MEASURED_BPS.items():
         ax.add_artist(Line2D([0, 1], [meas, meas], transform=ax.get_yaxis_transform(), color="#333333",
                              linestyle="--", linewidth=1.4, gid=f"router:{k}:measured"))
-        ax.text(1.25, meas * 0.9, f"MEASURED {k}:\n{_bps(meas)}", ha="right", va="top", fontsize=6.5)
+        ax.text(1.25, meas * 0.9, f"MEASURED {k}:\n{_bps(meas)}", ha="right", va="top", fontsize=FONT["small"])
     ax.set_ylim(1e6, 2e10)
     ax.set_xlim(-0.45, 1.3)
     ax.text(0, -0.02, f"kernel {result.kernel}\n{result.wire_packets} packets out", transform=ax.get_xaxis_transform(),
-            ha="center", va="top", fontsize=7, gid=f"router:{result.kernel}:name")
-    ax.set_ylabel("UDP goodput (log scale)", fontsize=7.5)
-    ax.set_title("goodput: model vs measured", fontsize=8.5, loc="left", y=1.0)
+            ha="center", va="top", fontsize=FONT["small"], gid=f"router:{result.kernel}:name")
+    ax.set_ylabel("UDP goodput (log scale)", fontsize=FONT["small"])
+    ax.set_title("goodput: model vs measured", fontsize=FONT["label"], loc="left", y=1.0)
     return fig
 

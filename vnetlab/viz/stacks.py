@@ -8,7 +8,9 @@
   segmented it and how many packets reach the wire. One drawing for notebooks and panels: a panel passes its
   figure back in and the axes are reused.
 - :func:`draw_stacks_side_by_side`: the same stack before (5.10) and after (5.11) NETIF_F_GSO_SOFTWARE gained
-  GSO_UDP_L4 and GSO_FRAGLIST (2e4ef10f5850).
+  GSO_UDP_L4 and GSO_FRAGLIST (2e4ef10f5850), in one figure FIG_WIDTH_IN wide.
+- :func:`text_px` / :func:`wrap_px`: text measured as Agg draws it, so that every label keeps vnetlab.viz.style's
+  FONT sizes (none below MIN_FONT) and is wrapped to its box; the other transmit-side figures use them too.
 
 Gids: "<col>:<device>" for a device, "<col>:<device>:<FEATURE>" for a feature lamp, "<col>:gso_skb",
 "<col>:wire" (its label text gid "<col>:wire:label" states the wire packet count).
@@ -16,11 +18,14 @@ Gids: "<col>:<device>" for a device, "<col>:<device>:<FEATURE>" for a feature la
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import FancyArrowPatch
 
 from vnetlab import netdev, xmit
@@ -28,10 +33,10 @@ from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
 from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.style import COLORS, fast_region
+from vnetlab.viz.style import COLORS, DPI, FIG_WIDTH, FONT, fast_region
 
 __all__ = ["NICS", "UPPERS", "PATCH_KERNELS", "STACK_FEATURES", "Stack", "build_stack", "send_gso",
-           "feature_states", "draw_stack", "draw_stacks_side_by_side"]
+           "feature_states", "draw_stack", "draw_stacks_side_by_side", "text_px", "wrap_px"]
 
 # Before and after 2e4ef10f5850 (NETIF_F_GSO_SOFTWARE gains GSO_UDP_L4 | GSO_FRAGLIST, v5.11-rc1).
 PATCH_KERNELS = ("5.10", "5.11")
@@ -160,75 +165,145 @@ def feature_states(dev: Any, names: Sequence[str] = STACK_FEATURES) -> list[tupl
 
 
 # --------------------------------------------------------------------------------------------------
-# Drawing
+# Text that fits: measured as Agg draws it, so that labels are wrapped to their box instead of shrunk
+
+_METRICS = RendererAgg(1, 1, DPI)  # a renderer for text metrics only (the PNG is drawn by Agg at DPI)
+
+
+@functools.lru_cache(maxsize=8192)
+def text_px(text: str, size: float = FONT["small"], weight: str = "normal") -> float:
+    """Width in pixels (at DPI) of the widest line of ``text`` as Agg draws it at ``size`` points."""
+    prop = FontProperties(size=size, weight=weight)
+    return max(_METRICS.get_text_width_height_descent(line, prop, ismath=False)[0] for line in text.split("\n"))
+
+
+def wrap_px(text: str, width_px: float, size: float = FONT["small"], weight: str = "normal") -> str:
+    """``text`` broken at spaces so that no line is wider than ``width_px`` (a longer word keeps a line of its own;
+    a no-break space U+00A0 keeps two words together)."""
+    lines = []
+    for para in text.split("\n"):
+        words = para.split(" ")
+        line = words[0]
+        for word in words[1:]:
+            if text_px(f"{line} {word}", size, weight) <= width_px:
+                line = f"{line} {word}"
+            else:
+                lines.append(line)
+                line = word
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def cell_label(ax: Any, rect: Any, text: str, *, fontsize: float = FONT["small"]) -> None:
+    """A feature cell's edge and words (gid "<cell gid>:label"); on a hatched cell the words sit on a backing of
+    the cell's fill, so that no hatch line crosses them."""
+    rect.set_edgecolor("#555555")
+    rect.set_hatchcolor(HATCH_COLOR)
+    x, y = rect.get_x() + rect.get_width() / 2, rect.get_y() + rect.get_height() / 2
+    box = dict(facecolor=rect.get_facecolor(), edgecolor="none", pad=0.6) if rect.get_hatch() else None
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, gid=f"{rect.get_gid()}:label", clip_on=True,
+            bbox=box)
+
+
+# --------------------------------------------------------------------------------------------------
+# Drawing: a column is _W data units across; vertically one data unit is _UNIT_IN inches, so text sized in points
+# takes the same number of units in every figure (a line of FONT["small"] is _LINE units).
 
 _W = 10.0  # data units across one column
-_DEV_H = 1.25
+_UNIT_IN = 0.62  # inches per data unit, vertically
+_LINE = FONT["small"] * 1.2 / 72 / _UNIT_IN  # one line of FONT["small"] text (matplotlib's line spacing 1.2)
+_ARROW = 0.45  # the dev_queue_xmit arrow between two boxes
+_PAD = 0.1  # inside a box, above and below its text
+_LAMP_H = 2 * _LINE + 0.08  # a feature lamp: ethtool name and state
+_LAMP_PITCH = _LAMP_H + 0.07
+_LAMP_GAP_PX = 8.0  # between two lamps of a row
 
 
 def _hop_color(action: str) -> str:
     return COLORS["segmented"] if action in ("segmented", "linearized") else COLORS["passed"]
 
 
-def _draw_column(ax: Any, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *, lamps: bool = True,
-                 lamp_rows: int = 1) -> float:
-    """One stack, top to bottom, into axes whose limits are set here (regions added without data-limit updates).
-    Returns the lowest y used. Feature lamps: ``lamp_rows`` rows of STACK_FEATURES, in the grid's cell style."""
+def _lines(text: str) -> int:
+    return text.count("\n") + 1
+
+
+@dataclass(frozen=True)
+class _DeviceBox:
+    dev: Any
+    hop: xmit.Hop
+    heading: str  # wrapped
+    reason: str  # wrapped, "" if none
+
+
+@dataclass(frozen=True)
+class _Column:
+    """What one column draws, its texts wrapped to the column's width in pixels."""
+
+    gso: str
+    boxes: tuple[_DeviceBox, ...]
+    wire: str
+    per_row: int  # feature lamps per row; 0: no lamps
+    lamp_rows: int
+    px_per_unit: float  # across
+    heights: tuple[float, ...] = ()  # data units of the GRO skb box, each device box, the wire box
+
+    @property
+    def height(self) -> float:
+        """Data units from the top of the GRO skb box to the bottom of the wire box."""
+        return sum(self.heights) + _ARROW * (len(self.boxes) + 1)
+
+
+def _label_height(text: str) -> float:
+    return max(0.7, _lines(text) * _LINE + 2 * _PAD)
+
+
+def _box_height(b: _DeviceBox, lamp_rows: int) -> float:
+    text = _lines(b.heading) + (_lines(b.reason) if b.reason else 0)
+    return _PAD + text * _LINE + ((0.08 + lamp_rows * _LAMP_PITCH) if lamp_rows else 0.1)
+
+
+def _aligned(columns: Sequence[_Column]) -> list[_Column]:
+    """Columns of the same stack side by side: each box as tall as the tallest of its row, so that they line up."""
+    if len({len(c.heights) for c in columns}) != 1:
+        return list(columns)
+    tallest = tuple(max(hs) for hs in zip(*(c.heights for c in columns)))
+    return [replace(c, heights=tallest) for c in columns]
+
+
+def _column(stack: Stack, skb: Skb, tx: xmit.TxResult, width_px: float, *, lamps: bool = True) -> _Column:
+    """The texts of one column wrapped to ``width_px`` (the axes' width), and how many feature lamps fit a row."""
     from vnetlab.viz.featuregrid import cell_style, device_cells
 
-    def arrow(start: tuple[float, float], end: tuple[float, float]) -> None:
-        ax.add_artist(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=9, linewidth=0.9))
-
-    y = 0.0
+    text_w = width_px * (_W - 1.3) / _W  # inside a box
     fl = "FRAGLIST" in skb.gso_type
     if skb.is_gso():
-        label = (f"GRO skb: {skb.gso_segs} × {skb.gso_size} B UDP, gso_type {'|'.join(sorted(skb.gso_type))}"
-                 + (f", frag_list {len(skb.frag_list)} skbs" if fl else f", nr_frags {skb.nr_frags}"
-                    + (f" + frag_list {len(skb.frag_list)} skbs" if skb.frag_list else "")))
+        gso = (f"GRO skb: {skb.gso_segs} × {skb.gso_size}\u00a0B UDP, gso_type\u00a0{'|'.join(sorted(skb.gso_type))}, "
+               + (f"frag_list\u00a0{len(skb.frag_list)}\u00a0skbs" if fl else f"nr_frags {skb.nr_frags}"
+                  + (f" + frag_list\u00a0{len(skb.frag_list)}\u00a0skbs" if skb.frag_list else "")))
     else:
-        label = f"one UDP packet, skb->len {skb.len} B (not a GSO skb: GRO did not aggregate)"
-    fast_region(ax, f"{col}:gso_skb", 0.5, y - 0.7, _W - 1, 0.7, color=COLORS["frag_list"] if fl else COLORS["frag"],
-                label=label, fontsize=7.5)
-    y -= 0.7
+        gso = f"one UDP packet, skb->len {skb.len}\u00a0B (not a GSO skb: GRO did not aggregate)"
     hops = {h.name: h for h in tx.hops}
-    per_row = -(-len(STACK_FEATURES) // lamp_rows)
+    boxes = []
+    widest = 0.0
+    n_lamps = 0
     for dev in stack.devices():
         h = hops.get(dev.name)
         if h is None:
             continue
-        arrow((_W / 2, y), (_W / 2, y - 0.45))
-        ax.text(_W / 2 + 0.15, y - 0.22, f"dev_queue_xmit: {h.skbs_in} skb{'s' if h.skbs_in != 1 else ''}",
-                fontsize=7, va="center", ha="left")
-        y -= 0.45
-        top = y
-        y -= (0.62 + 0.5 * lamp_rows) if lamps else 0.75
-        box = fast_region(ax, f"{col}:{dev.name}", 0.5, y, _W - 1, top - y, color="white")
-        cut = h.action in ("segmented", "linearized")
-        box.set_edgecolor(_hop_color(h.action))
-        box.set_linewidth(1.8 if cut else 0.8)
-        if cut:
-            box.set_linestyle((0, (4, 2)))  # segmented / linearized: dashed as well as red
         what = h.what + (f" ({h.method})" if h.method else "")
         mark = "✂ " if h.action == "segmented" else ""
-        ax.text(0.65, top - 0.1, f"{mark}{dev.name} [{dev.kind}]: {what}", fontsize=7.5, va="top", ha="left",
-                color=_hop_color(h.action), weight="bold")
-        if h.reason:
-            ax.text(0.65, top - 0.36, h.reason, fontsize=7, va="top", ha="left", color="#333333")
-        if not lamps:
-            continue
-        lw = (_W - 1.3) / per_row
-        for i, c in enumerate(device_cells(dev, STACK_FEATURES)):
-            r, k = divmod(i, per_row)
-            face, hatch, word = cell_style(c)
-            lamp = fast_region(ax, f"{col}:{dev.name}:{c.feature}", 0.65 + k * lw, y + 0.08 + (lamp_rows - 1 - r) * 0.5,
-                               lw - 0.1, 0.42, color=face, hatch=hatch,
-                               label=f"{c.ethtool}\n{word}", fontsize=6.5)
-            lamp.set_edgecolor("#555555")
-            lamp.set_hatchcolor(HATCH_COLOR)
-            if c.state == "requested on, off":
-                lamp.set_linestyle((0, (3, 2)))
-    arrow((_W / 2, y), (_W / 2, y - 0.45))
-    y -= 1.15
+        heading = wrap_px(f"{mark}{dev.name} [{dev.kind}]: {what}", text_w, weight="bold")
+        reason = wrap_px(h.reason, text_w) if h.reason else ""
+        boxes.append(_DeviceBox(dev, h, heading, reason))
+        if lamps:
+            cells = device_cells(dev, STACK_FEATURES)
+            n_lamps = max(n_lamps, len(cells))
+            widest = max([widest] + [text_px(f"{c.ethtool}\n{cell_style(c)[2]}") for c in cells])
+    per_row = 0
+    if lamps and n_lamps:
+        # as many lamps to a row as their widest label allows
+        fit = max(1, min(n_lamps, int((text_w + _LAMP_GAP_PX) // (widest + 10 + _LAMP_GAP_PX))))
+        per_row = -(-n_lamps // -(-n_lamps // fit))  # rows as full as each other: 3 + 3, not 5 + 1
     n = len(tx.segments)
     by = sorted({p.segmented_by for p in tx.segments})
     where = (f"segmented in software at {tx.segmented_at}" if tx.segmented_at else
@@ -237,24 +312,74 @@ def _draw_column(ax: Any, col: str, stack: Stack, skb: Skb, tx: xmit.TxResult, *
     if last is not None and last.kind == "veth":
         # veth_xmit hands the skb to the peer as it is: no wire, no segmentation here
         k = len(tx.skbs_to_driver)
-        text = (f"to the peer: {k} skb{'s' if k != 1 else ''} carrying {n} packet{'s' if n != 1 else ''} "
+        n = sum(max(1, s.gso_segs) for s in tx.skbs_to_driver)  # a GSO skb carries gso_segs packets
+        wire = (f"to the peer: {k}\u00a0skb{'s' if k != 1 else ''} carrying {n}\u00a0packet{'s' if n != 1 else ''} "
                 f"({'segmented at ' + tx.segmented_at if tx.segmented_at else 'veth_xmit does not segment'})")
     else:
-        text = f"wire: {n} packet{'s' if n != 1 else ''} ({where})"
-    fast_region(ax, f"{col}:wire", 0.5, y, _W - 1, 0.7, color="#fee0d2" if tx.segmented_at else "#e5f5e0",
-                label=text, fontsize=7.5)
+        wire = f"wire: {n} packet{'s' if n != 1 else ''} ({where})"
+    gso, wire = wrap_px(gso, text_w), wrap_px(wire, text_w)
+    rows = -(-n_lamps // per_row) if per_row else 0
+    heights = (_label_height(gso), *(_box_height(b, rows) for b in boxes), _label_height(wire))
+    return _Column(gso, tuple(boxes), wire, per_row, rows, width_px / _W, heights)
+
+
+def _draw_column(ax: Any, col: str, column: _Column, skb: Skb, tx: xmit.TxResult) -> float:
+    """One stack, top (y = 0) down, into axes whose limits are set here (regions added without data-limit updates).
+    Returns the lowest y used. Feature lamps: ``column.per_row`` to a row, in the grid's cell style."""
+    from vnetlab.viz.featuregrid import cell_style, device_cells
+
+    def arrow(start: tuple[float, float], end: tuple[float, float]) -> None:
+        ax.add_artist(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=9, linewidth=0.9))
+
+    small = FONT["small"]
+    fl = "FRAGLIST" in skb.gso_type
+    h, *box_heights, wire_h = column.heights
+    fast_region(ax, f"{col}:gso_skb", 0.5, -h, _W - 1, h, color=COLORS["frag_list"] if fl else COLORS["frag"],
+                label=column.gso, fontsize=small)
+    y = -h
+    for b, box_h in zip(column.boxes, box_heights):
+        hop = b.hop
+        arrow((_W / 2, y), (_W / 2, y - _ARROW))
+        ax.text(_W / 2 + 0.15, y - _ARROW / 2, f"dev_queue_xmit: {hop.skbs_in} skb{'s' if hop.skbs_in != 1 else ''}",
+                fontsize=small, va="center", ha="left")
+        y -= _ARROW
+        top = y
+        y -= box_h
+        box = fast_region(ax, f"{col}:{b.dev.name}", 0.5, y, _W - 1, top - y, color="white")
+        cut = hop.action in ("segmented", "linearized")
+        box.set_edgecolor(_hop_color(hop.action))
+        box.set_linewidth(1.8 if cut else 0.8)
+        if cut:
+            box.set_linestyle((0, (4, 2)))  # segmented / linearized: dashed as well as red
+        ax.text(0.65, top - _PAD * 0.8, b.heading, fontsize=small, va="top", ha="left", color=_hop_color(hop.action),
+                weight="bold", linespacing=1.2)
+        if b.reason:
+            ax.text(0.65, top - _PAD * 0.8 - _lines(b.heading) * _LINE, b.reason, fontsize=small, va="top", ha="left",
+                    color="#333333", linespacing=1.2)
+        if not column.per_row:
+            continue
+        lw = (_W - 1.3) / column.per_row
+        gap = _LAMP_GAP_PX / column.px_per_unit
+        for i, c in enumerate(device_cells(b.dev, STACK_FEATURES)):
+            r, k = divmod(i, column.per_row)
+            face, hatch, word = cell_style(c)
+            x0, y0 = 0.65 + k * lw, y + 0.1 + (column.lamp_rows - 1 - r) * _LAMP_PITCH
+            lamp = fast_region(ax, f"{col}:{b.dev.name}:{c.feature}", x0, y0, lw - gap, _LAMP_H, color=face,
+                               hatch=hatch)
+            cell_label(ax, lamp, f"{c.ethtool}\n{word}")
+            if c.state == "requested on, off":
+                lamp.set_linestyle((0, (3, 2)))
+    arrow((_W / 2, y), (_W / 2, y - _ARROW))
+    y -= _ARROW + wire_h
+    fast_region(ax, f"{col}:wire", 0.5, y, _W - 1, wire_h, color="#fee0d2" if tx.segmented_at else "#e5f5e0",
+                label=column.wire, fontsize=small)
     ax.set_xlim(0, _W)
     ax.set_axis_off()
     return y
 
 
-def _stack_height(n_devices: int, lamp_rows: int) -> float:
-    """Data units of one column (see _draw_column)."""
-    return 0.7 + n_devices * (0.45 + 0.62 + 0.5 * lamp_rows) + 0.45 + 1.15 - 0.45 + 0.1
-
-
 # Widget figures are drawn at the width they are shown (JupyterLab's output area is about 900-1000 px).
-FIG_WIDTH_IN = 9.0
+FIG_WIDTH_IN = FIG_WIDTH
 
 
 def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None = None, title: str = "") -> Figure:
@@ -262,41 +387,57 @@ def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None 
 
     The same drawing in a notebook and in the stack panel: pass the figure of a previous call to redraw into
     its axes (memory.reuse_axes)."""
-    n = sum(1 for d in stack.devices() if any(h.name == d.name for h in tx.hops))
-    units = _stack_height(n, 1)
-    height = 0.42 + units * 0.62  # inches: 0.62 in per data unit, plus the title
-    fig, (ax,) = reuse_axes(fig, ("stack", n), FIG_WIDTH_IN, height, lambda f: [f.add_axes(
-        (0.01, 0.005, 0.98, 1 - 0.42 / height))])
-    _draw_column(ax, "0", stack, skb, tx)
-    ax.set_ylim(-units, 0.05)
-    ax.set_title(title or f"kernel {stack.kernel}: a UDP GRO skb sent to {stack.describe()}", fontsize=8.5,
-                 loc="left", y=1.0)
+    rect = (0.01, 0.0, 0.98, 1.0)
+    width_px = rect[2] * FIG_WIDTH_IN * DPI
+    column = _column(stack, skb, tx, width_px)
+    title = wrap_px(title or f"kernel {stack.kernel}: a UDP GRO skb sent to {stack.describe()}", width_px,
+                    FONT["label"])
+    top_in = 0.14 + _lines(title) * FONT["label"] * 1.2 / 72 + 0.08
+    units = column.height + 0.1
+    height = round((top_in + units * _UNIT_IN) * DPI) / DPI
+    fig, (ax,) = reuse_axes(fig, ("stack", height, title.count("\n")), FIG_WIDTH_IN, height, lambda f: [f.add_axes(
+        (rect[0], 0.0, rect[2], 1 - top_in / height))])
+    _draw_column(ax, "0", column, skb, tx)
+    ax.set_ylim(-units, 0.0)
+    ax.set_title(title, fontsize=FONT["label"], loc="left", y=1.0)
     return fig
 
 
 def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = PATCH_KERNELS, nic: str = "router",
                              nic_params: Mapping[str, Any] | None = None, segs: int = 44, gso_size: int = 1472,
                              fraglist: bool = True, fig: Figure | None = None) -> Figure:
-    """The same stack and skb on each kernel, left to right (before and after the GSO_SOFTWARE change)."""
-    if not kernels:
-        raise ValueError("kernels must not be empty")
+    """The same stack and skb on each kernel, left to right (before and after the GSO_SOFTWARE change), in one
+    figure FIG_WIDTH_IN wide."""
+    if not kernels or len(kernels) > 3:
+        raise ValueError(f"kernels must name 1 to 3 kernels (columns of a {FIG_WIDTH_IN * DPI:.0f}-px figure), "
+                         f"got {list(kernels)!r}")
+    n_k = len(kernels)
+    gap = 0.025
+    col_w = (0.98 - gap * (n_k - 1)) / n_k
+    width_px = col_w * FIG_WIDTH_IN * DPI
     built = []
+    first = None
     for k in kernels:
         st = build_stack(kernel=k, upper=upper, nic=nic, nic_params=nic_params)
-        built.append((st, *send_gso(st, segs=segs, gso_size=gso_size, fraglist=fraglist)))
-    n = max(len(tx.hops) for _st, _skb, tx in built)
-    units = _stack_height(n, 2)
-    height = 0.75 + units * 0.62
-    top = 1 - 0.75 / height
-    fig, axes = reuse_axes(fig, ("stacks_side_by_side", len(kernels), n), 4.5 * len(kernels), height,
-                           lambda f: f.subplots(1, len(kernels), squeeze=False, gridspec_kw=dict(
-                               left=0.01, right=0.99, top=top, bottom=0.005, wspace=0.05))[0])
-    for i, (ax, k, (st, skb, tx)) in enumerate(zip(axes, kernels, built)):
-        _draw_column(ax, str(i), st, skb, tx, lamp_rows=2)
-        ax.set_ylim(-units, 0.05)
-        gs = ("GSO_SOFTWARE without GSO_UDP_L4 | GSO_FRAGLIST" if _kernel(k) < "5.11" else
-              "GSO_SOFTWARE with GSO_UDP_L4 | GSO_FRAGLIST")
-        ax.set_title(f"kernel {k}: {gs}", fontsize=8, loc="left", y=1.0)
-    fig.suptitle(f"A forwarded UDP GRO skb sent to {built[0][0].describe()}:\n"
-                 "where validate_xmit_skb segments it", fontsize=9, x=0.01, y=0.995, ha="left", va="top")
+        first = first or st
+        skb, tx = send_gso(st, segs=segs, gso_size=gso_size, fraglist=fraglist)
+        gs = ("GSO_SOFTWARE lacks GSO_UDP_L4, GSO_FRAGLIST" if _kernel(k) < "5.11" else
+              "GSO_SOFTWARE has GSO_UDP_L4, GSO_FRAGLIST")
+        built.append((skb, tx, _column(st, skb, tx, width_px), wrap_px(f"kernel {k}: {gs}", width_px, FONT["label"])))
+    built = [(skb, tx, c, t) for (skb, tx, _c, t), c in zip(built, _aligned([b[2] for b in built]))]
+    suptitle = wrap_px(f"A forwarded UDP GRO skb sent to {first.describe()}: where validate_xmit_skb segments it",
+                       0.98 * FIG_WIDTH_IN * DPI, FONT["title"])
+    title_lines = max(_lines(t) for *_r, t in built)
+    top_in = (0.08 + _lines(suptitle) * FONT["title"] * 1.2 / 72 + 0.12
+              + title_lines * FONT["label"] * 1.2 / 72 + 0.08)
+    units = max(c.height for _skb, _tx, c, _t in built) + 0.1
+    height = round((top_in + units * _UNIT_IN) * DPI) / DPI
+    key = ("stacks_side_by_side", n_k, height)
+    fig, axes = reuse_axes(fig, key, FIG_WIDTH_IN, height, lambda f: [
+        f.add_axes((0.01 + i * (col_w + gap), 0.0, col_w, 1 - top_in / height)) for i in range(n_k)])
+    for i, (ax, (skb, tx, column, title)) in enumerate(zip(axes, built)):
+        _draw_column(ax, str(i), column, skb, tx)
+        ax.set_ylim(-units, 0.0)
+        ax.set_title(title, fontsize=FONT["label"], loc="left", y=1.0)
+    fig.suptitle(suptitle, fontsize=FONT["title"], x=0.01, y=1 - 0.08 / height, ha="left", va="top")
     return fig
