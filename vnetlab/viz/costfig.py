@@ -20,9 +20,18 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from vnetlab import cost
-from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.stacks import FIG_WIDTH_IN, text_px, wrap_px
-from vnetlab.viz.style import COLORS, DPI, FONT, fast_region, region, target_figure
+from vnetlab.viz.style import (
+    COLORS,
+    DPI,
+    FIG_WIDTH,
+    FONT,
+    fast_region,
+    region,
+    reuse_axes,
+    target_figure,
+    text_px,
+    wrap_px,
+)
 
 # Colour families per operation group; shades within a group, darkest first.
 _GROUP_SHADES = {
@@ -75,7 +84,7 @@ def draw_rx_rate(*, costs: cost.Costs | None = None, kernels: Sequence[str] = co
     cal = cost.calibrate(costs)
     m = cal.measurement
     small = FONT["small"]
-    fig = target_figure(fig, FIG_WIDTH_IN, 4.0)
+    fig = target_figure(fig, FIG_WIDTH, 4.0)
     ax = fig.add_axes((0.085, 0.17, 0.905, 0.64))
     per_kernel = _px_per_unit(ax, len(kernels) + 0.2) - 6
     fits = (("1-parameter fit (5.11 only)", cal.one_param, "#9ecae1", "1p"),
@@ -168,7 +177,7 @@ def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequenc
     traffic = traffic or cost.seed_traffic()
     c = costs if costs is not None else cost.calibrate().two_param
     res = rx_costs(traffic, kernels, c)
-    fig, (ax, ax_leg) = reuse_axes(fig, ("cost_breakdown", len(kernels)), FIG_WIDTH_IN, 3.6, _breakdown_axes)
+    fig, (ax, ax_leg) = reuse_axes(fig, ("cost_breakdown", len(kernels)), FIG_WIDTH, 3.6, _breakdown_axes)
     small = FONT["small"]
     ax.text(0.0, 1.02, f"{traffic.label}: receive cost per operation (stacked), per kernel and receive path",
             transform=ax.transAxes, fontsize=FONT["label"], va="bottom", gid="traffic_label")

@@ -28,9 +28,8 @@ from vnetlab import features as F
 from vnetlab import xmit
 from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.stacks import FIG_WIDTH_IN, HATCH_COLOR, UPPERS, Stack, cell_label, text_px, wrap_px
-from vnetlab.viz.style import DPI, FONT, fast_region
+from vnetlab.viz.stacks import HATCH_COLOR, UPPERS, Stack, cell_label
+from vnetlab.viz.style import DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
 __all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "Cell", "Verdict", "GridRow", "FeatureGrid",
            "device_cells", "cell_style", "feature_grid", "draw_feature_grid", "draw_stack_features"]
@@ -202,7 +201,7 @@ def feature_grid(stack: Stack, *, udp_segs: int = 17, fraglist_segs: int = 44, g
 # ethtool name at FONT["small"] ("segmentation") and two verdict columns for "skb_segment_list".
 
 _DPI = DPI
-_W = FIG_WIDTH_IN * _DPI
+_W = FIG_WIDTH * _DPI
 _M = 6.0  # left and right margin
 _SKB_W = 110.0  # each verdict column
 _SKB_GAP = 8.0  # between the feature columns and the verdict columns
@@ -304,7 +303,7 @@ def _legend_line(ax: Any, y: float, caption: str, entries: Sequence[tuple[str, s
 
 
 def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: str = "") -> Figure:
-    """The grid figure, drawn at the width it is shown (FIG_WIDTH_IN at 100 dpi); pass the figure of a previous
+    """The grid figure, drawn at the width it is shown (FIG_WIDTH at 100 dpi); pass the figure of a previous
     call to redraw into its axes (the explorer panel does)."""
     n = len(grid.rows)
     k = grid.kernel
@@ -313,7 +312,7 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
     # One height for every stack up to MAX_ROWS devices: a panel switching stacks keeps its axes, its renderer and
     # matplotlib's text-metrics cache (a new figure size costs a full text layout, most of an update).
     h = _grid_height(max(n, MAX_ROWS), title)
-    fig, (ax,) = reuse_axes(fig, ("feature_grid", h, len(grid.columns)), FIG_WIDTH_IN, h / _DPI,
+    fig, (ax,) = reuse_axes(fig, ("feature_grid", h, len(grid.columns)), FIG_WIDTH, h / _DPI,
                             lambda f: [f.add_axes((0, 0, 1, 1))])
     ax.set_xlim(0, _W)
     ax.set_ylim(h, 0)

@@ -39,7 +39,7 @@ from vnetlab.viz.style import (
 
 __all__ = ["Span", "BufferLayout", "frame_parts", "rx_buffer_layout", "rx_buffer_caption", "draw_rx_buffer",
            "TruesizeParts", "truesize_parts", "skb_caption", "draw_skb", "draw_paths_side_by_side",
-           "PASS_COLOR", "FAIL_COLOR", "reuse_axes"]
+           "PASS_COLOR", "FAIL_COLOR"]
 
 _L4_STRUCT = {"udp": "udphdr", "tcp": "tcphdr"}
 _IP_STRUCT = {4: "iphdr", 6: "ipv6hdr"}

@@ -29,9 +29,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from vnetlab import router as _router
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.stacks import FIG_WIDTH_IN, PATCH_KERNELS, Stack, _column, _draw_column, wrap_px
-from vnetlab.viz.style import DPI, FONT, fast_region
+from vnetlab.viz.stacks import PATCH_KERNELS, Stack, _column, _draw_column
+from vnetlab.viz.style import DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, wrap_px
 
 __all__ = ["ROUTER_MEASURED_BPS", "GRO_MODES", "ROUTER_UPPERS", "KIND_STYLE", "RouterStory", "router_run",
            "router_story", "draw_router_story", "draw_router_panel"]
@@ -155,12 +154,12 @@ def draw_router_story(story: RouterStory | None = None, *, fig: Figure | None = 
         "header onto each segment, so after NAT segments 2..N left with un-NATed IP/UDP headers. Lobakin (netdev, "
         "15 Jan 2021, <20210115131126.60716-1-alobakin@pm.me>): NAT + fraglist GRO \"worked for me because I "
         "advertised fraglist GSO support in my driver\": no __udp_gso_segment_list() ran, and after 2e4ef10f5850 the "
-        "VLAN let it through.", 0.98 * FIG_WIDTH_IN * DPI, small)
+        "VLAN let it through.", 0.98 * FIG_WIDTH * DPI, small)
     foot_in = 0.1 + (footer.count("\n") + 1) * _LINE_IN
     legend_in = 2 * _LINE_IN + 0.15  # two rows of the key
     bottom_in = foot_in + legend_in + 0.12 + 3 * _LINE_IN  # two-line tick labels / x label, and their pad
     height = round((bottom_in + 2.75 + 0.4) * DPI) / DPI
-    fig, (ax, axr) = reuse_axes(fig, ("router_story", height), FIG_WIDTH_IN, height, lambda f: [
+    fig, (ax, axr) = reuse_axes(fig, ("router_story", height), FIG_WIDTH, height, lambda f: [
         f.add_axes((0.1, bottom_in / height, 0.485, 2.75 / height)),
         f.add_axes((0.7, bottom_in / height, 0.28, 2.75 / height))])
     k0, k1 = s.kernels
@@ -251,9 +250,9 @@ def draw_router_panel(stack: Stack, skb: Skb, result: Any, throughput: Any, *, f
     """One router kernel: the stack the routed skb goes down (stacks' column, without feature lamps: the explorer
     has them) and its model goodput next to the seed's measured 20 Mbps (5.10) and 1 Gbps (5.11), the link cap
     dashed. Pass the figure of a previous call to redraw into its axes."""
-    fig, (ax_s, ax) = reuse_axes(fig, ("router_panel",), FIG_WIDTH_IN, 3.7, _router_panel_axes)
+    fig, (ax_s, ax) = reuse_axes(fig, ("router_panel",), FIG_WIDTH, 3.7, _router_panel_axes)
     tx = result.tx[0]
-    y = _draw_column(ax_s, "0", _column(stack, skb, tx, _PANEL_STACK[2] * FIG_WIDTH_IN * DPI, lamps=False), skb, tx)
+    y = _draw_column(ax_s, "0", _column(stack, skb, tx, _PANEL_STACK[2] * FIG_WIDTH * DPI, lamps=False), skb, tx)
     ax_s.set_ylim(y - 0.1, 0.1)
     n_tx = len(result.tx)
     ax_s.set_title(f"kernel {result.kernel}: {result.packets_in} UDP packets, GRO {result.gro} → "

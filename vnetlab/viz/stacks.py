@@ -8,7 +8,7 @@
   segmented it and how many packets reach the wire. One drawing for notebooks and panels: a panel passes its
   figure back in and the axes are reused.
 - :func:`draw_stacks_side_by_side`: the same stack before (5.10) and after (5.11) NETIF_F_GSO_SOFTWARE gained
-  GSO_UDP_L4 and GSO_FRAGLIST (2e4ef10f5850), in one figure FIG_WIDTH_IN wide.
+  GSO_UDP_L4 and GSO_FRAGLIST (2e4ef10f5850), in one figure FIG_WIDTH wide.
 - :func:`text_px` / :func:`wrap_px`: text measured as Agg draws it, so that every label keeps vnetlab.viz.style's
   FONT sizes (none below MIN_FONT) and is wrapped to its box; the other transmit-side figures use them too.
 
@@ -18,22 +18,18 @@ Gids: "<col>:<device>" for a device, "<col>:<device>:<FEATURE>" for a feature la
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
 from matplotlib.patches import FancyArrowPatch
 
 from vnetlab import netdev, xmit
 from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
-from vnetlab.viz.memory import reuse_axes
-from vnetlab.viz.style import COLORS, DPI, FIG_WIDTH, FONT, fast_region
+from vnetlab.viz.style import COLORS, DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
 __all__ = ["NICS", "UPPERS", "PATCH_KERNELS", "STACK_FEATURES", "Stack", "build_stack", "send_gso",
            "feature_states", "draw_stack", "draw_stacks_side_by_side", "text_px", "wrap_px"]
@@ -162,36 +158,6 @@ def feature_states(dev: Any, names: Sequence[str] = STACK_FEATURES) -> list[tupl
     from vnetlab.viz.featuregrid import device_cells
 
     return [(c.feature, c.ethtool, c.on, c.fixed) for c in device_cells(dev, names)]
-
-
-# --------------------------------------------------------------------------------------------------
-# Text that fits: measured as Agg draws it, so that labels are wrapped to their box instead of shrunk
-
-_METRICS = RendererAgg(1, 1, DPI)  # a renderer for text metrics only (the PNG is drawn by Agg at DPI)
-
-
-@functools.lru_cache(maxsize=8192)
-def text_px(text: str, size: float = FONT["small"], weight: str = "normal") -> float:
-    """Width in pixels (at DPI) of the widest line of ``text`` as Agg draws it at ``size`` points."""
-    prop = FontProperties(size=size, weight=weight)
-    return max(_METRICS.get_text_width_height_descent(line, prop, ismath=False)[0] for line in text.split("\n"))
-
-
-def wrap_px(text: str, width_px: float, size: float = FONT["small"], weight: str = "normal") -> str:
-    """``text`` broken at spaces so that no line is wider than ``width_px`` (a longer word keeps a line of its own;
-    a no-break space U+00A0 keeps two words together)."""
-    lines = []
-    for para in text.split("\n"):
-        words = para.split(" ")
-        line = words[0]
-        for word in words[1:]:
-            if text_px(f"{line} {word}", size, weight) <= width_px:
-                line = f"{line} {word}"
-            else:
-                lines.append(line)
-                line = word
-        lines.append(line)
-    return "\n".join(lines)
 
 
 def cell_label(ax: Any, rect: Any, text: str, *, fontsize: float = FONT["small"]) -> None:
@@ -379,23 +345,22 @@ def _draw_column(ax: Any, col: str, column: _Column, skb: Skb, tx: xmit.TxResult
 
 
 # Widget figures are drawn at the width they are shown (JupyterLab's output area is about 900-1000 px).
-FIG_WIDTH_IN = FIG_WIDTH
 
 
 def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None = None, title: str = "") -> Figure:
     """One stack: GRO skb on top, each device the skb meets (features, validate_xmit_skb's verdict), the wire.
 
     The same drawing in a notebook and in the stack panel: pass the figure of a previous call to redraw into
-    its axes (memory.reuse_axes)."""
+    its axes (style.reuse_axes)."""
     rect = (0.01, 0.0, 0.98, 1.0)
-    width_px = rect[2] * FIG_WIDTH_IN * DPI
+    width_px = rect[2] * FIG_WIDTH * DPI
     column = _column(stack, skb, tx, width_px)
     title = wrap_px(title or f"kernel {stack.kernel}: a UDP GRO skb sent to {stack.describe()}", width_px,
                     FONT["label"])
     top_in = 0.14 + _lines(title) * FONT["label"] * 1.2 / 72 + 0.08
     units = column.height + 0.1
     height = round((top_in + units * _UNIT_IN) * DPI) / DPI
-    fig, (ax,) = reuse_axes(fig, ("stack", height, title.count("\n")), FIG_WIDTH_IN, height, lambda f: [f.add_axes(
+    fig, (ax,) = reuse_axes(fig, ("stack", height, title.count("\n")), FIG_WIDTH, height, lambda f: [f.add_axes(
         (rect[0], 0.0, rect[2], 1 - top_in / height))])
     _draw_column(ax, "0", column, skb, tx)
     ax.set_ylim(-units, 0.0)
@@ -407,14 +372,14 @@ def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = PA
                              nic_params: Mapping[str, Any] | None = None, segs: int = 44, gso_size: int = 1472,
                              fraglist: bool = True, fig: Figure | None = None) -> Figure:
     """The same stack and skb on each kernel, left to right (before and after the GSO_SOFTWARE change), in one
-    figure FIG_WIDTH_IN wide."""
+    figure FIG_WIDTH wide."""
     if not kernels or len(kernels) > 3:
-        raise ValueError(f"kernels must name 1 to 3 kernels (columns of a {FIG_WIDTH_IN * DPI:.0f}-px figure), "
+        raise ValueError(f"kernels must name 1 to 3 kernels (columns of a {FIG_WIDTH * DPI:.0f}-px figure), "
                          f"got {list(kernels)!r}")
     n_k = len(kernels)
     gap = 0.025
     col_w = (0.98 - gap * (n_k - 1)) / n_k
-    width_px = col_w * FIG_WIDTH_IN * DPI
+    width_px = col_w * FIG_WIDTH * DPI
     built = []
     first = None
     for k in kernels:
@@ -426,14 +391,14 @@ def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = PA
         built.append((skb, tx, _column(st, skb, tx, width_px), wrap_px(f"kernel {k}: {gs}", width_px, FONT["label"])))
     built = [(skb, tx, c, t) for (skb, tx, _c, t), c in zip(built, _aligned([b[2] for b in built]))]
     suptitle = wrap_px(f"A forwarded UDP GRO skb sent to {first.describe()}: where validate_xmit_skb segments it",
-                       0.98 * FIG_WIDTH_IN * DPI, FONT["title"])
+                       0.98 * FIG_WIDTH * DPI, FONT["title"])
     title_lines = max(_lines(t) for *_r, t in built)
     top_in = (0.08 + _lines(suptitle) * FONT["title"] * 1.2 / 72 + 0.12
               + title_lines * FONT["label"] * 1.2 / 72 + 0.08)
     units = max(c.height for _skb, _tx, c, _t in built) + 0.1
     height = round((top_in + units * _UNIT_IN) * DPI) / DPI
     key = ("stacks_side_by_side", n_k, height)
-    fig, axes = reuse_axes(fig, key, FIG_WIDTH_IN, height, lambda f: [
+    fig, axes = reuse_axes(fig, key, FIG_WIDTH, height, lambda f: [
         f.add_axes((0.01 + i * (col_w + gap), 0.0, col_w, 1 - top_in / height)) for i in range(n_k)])
     for i, (ax, (skb, tx, column, title)) in enumerate(zip(axes, built)):
         _draw_column(ax, str(i), column, skb, tx)

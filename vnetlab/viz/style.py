@@ -12,12 +12,15 @@
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable, Iterable, Sequence
 
 import matplotlib
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
 
 # Okabe & Ito, "Color Universal Design" (2008): eight colours that stay distinct for the common colour
@@ -254,3 +257,33 @@ def legend_handles(names: Sequence[str]) -> list[Rectangle]:
     """Legend swatches for COLORS keys; page_to_skb's paths carry their hatch."""
     return [Rectangle((0, 0), 1, 1, facecolor=COLORS[n], edgecolor="black", linewidth=0.6, label=n,
                       hatch=PATH_HATCHES.get(n) or None) for n in names]
+
+
+# --------------------------------------------------------------------------------------------------
+# Text that fits: measured as Agg draws it, so that labels are wrapped to their box instead of shrunk
+
+_METRICS = RendererAgg(1, 1, DPI)  # a renderer for text metrics only (the PNG is drawn by Agg at DPI)
+
+
+@functools.lru_cache(maxsize=8192)
+def text_px(text: str, size: float = FONT["small"], weight: str = "normal") -> float:
+    """Width in pixels (at DPI) of the widest line of ``text`` as Agg draws it at ``size`` points."""
+    prop = FontProperties(size=size, weight=weight)
+    return max(_METRICS.get_text_width_height_descent(line, prop, ismath=False)[0] for line in text.split("\n"))
+
+
+def wrap_px(text: str, width_px: float, size: float = FONT["small"], weight: str = "normal") -> str:
+    """``text`` broken at spaces so that no line is wider than ``width_px`` (a longer word keeps a line of its own;
+    a no-break space U+00A0 keeps two words together)."""
+    lines = []
+    for para in text.split("\n"):
+        words = para.split(" ")
+        line = words[0]
+        for word in words[1:]:
+            if text_px(f"{line} {word}", size, weight) <= width_px:
+                line = f"{line} {word}"
+            else:
+                lines.append(line)
+                line = word
+        lines.append(line)
+    return "\n".join(lines)
