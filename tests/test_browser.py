@@ -21,27 +21,19 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
-import os
 import re
-import secrets
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
+import labharness
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 ARTIFACTS = ROOT / "artifacts" / "browser"
-CHROMIUM = "/usr/bin/chromium"
-# The flags this machine needs: no sandbox as root, no GPU, and no background connections to the outside.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-STARTUP_TIMEOUT_S = 60
 RUN_TIMEOUT_MS = 180_000
 ROUND_TRIP_TIMEOUT_MS = 20_000
 # A figure IPython could not show as an image: matplotlib's repr, "<Figure size 900x300 with 2 Axes>" (or a subclass's)
@@ -49,17 +41,8 @@ FIGURE_AS_TEXT = re.compile(r"<\w*Figure size \d+x\d+[^>]*>")
 
 pytestmark = pytest.mark.browser
 
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"browser test: {CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
-
-
-def _sync_playwright():
-    """playwright.sync_api.sync_playwright; playwright is a [test] dependency, so its absence fails the test."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        pytest.fail(f"the playwright package is missing: it is a [test] dependency (pip install -e '.[test]'): {exc}")
-    return sync_playwright
+if not Path(labharness.CHROMIUM).exists():
+    pytest.skip(f"browser test: {labharness.CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
 
 
 _spec = importlib.util.spec_from_file_location("nbtools", ROOT / "tools" / "nbtools.py")  # a script, not the package
@@ -71,14 +54,6 @@ COPIES = [*NOTEBOOKS, *(nbtools.student_path(p) for p in NOTEBOOKS)]
 
 # Lab settings for the run: never write the notebooks back (autosave off), and render every cell (no
 # windowing), so that every output is in the DOM.
-LAB_SETTINGS = {
-    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                          "checkForUpdates": False},
-}
-
-
 def _copy_id(path: Path) -> str:
     return ("student-" if path.parent.name == "student" else "") + path.stem[:2]
 
@@ -145,84 +120,20 @@ def golden_lines(path: Path) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 # JupyterLab and Chromium
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Lab:
-    def __init__(self, url: str, token: str) -> None:
-        self.url = url
-        self.token = token
-
-    def api(self, path: str, method: str = "GET"):
-        req = urllib.request.Request(f"{self.url}{path}", method=method,
-                                     headers={"Authorization": f"token {self.token}"})
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            body = resp.read()
-        return json.loads(body) if body else None
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab from this environment on 127.0.0.1 in notebooks/, as a reader starts it (no extra matplotlib
-    backend), stopped in the finalizer whatever happens."""
-    home = tmp_path_factory.mktemp("lab")
-    settings = home / "settings"
-    for rel, value in LAB_SETTINGS.items():
-        (settings / rel).parent.mkdir(parents=True, exist_ok=True)
-        (settings / rel).write_text(json.dumps(value))
-    port, token = _free_port(), secrets.token_hex(16)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / "jupyterlab.log", "w")
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"))
-    env.pop("MPLBACKEND", None)
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-           "--port-retries=0", f"--IdentityProvider.token={token}", "--allow-root",
-           f"--ServerApp.root_dir={NOTEBOOK_DIR}", "--LabApp.expose_app_in_browser=True",
-           f"--LabServerApp.user_settings_dir={settings}", f"--LabServerApp.workspaces_dir={home / 'workspaces'}",
-           ]
-    proc = subprocess.Popen(cmd, cwd=NOTEBOOK_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL)
-    server = Lab(f"http://127.0.0.1:{port}", token)
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {proc.returncode}; see {ARTIFACTS / 'jupyterlab.log'}")
-            try:
-                server.api("/api/status")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not answer within {STARTUP_TIMEOUT_S} s")
-                time.sleep(0.3)
+    backend), stopped whatever happens."""
+    with labharness.jupyterlab(tmp_path_factory.mktemp("lab"), NOTEBOOK_DIR, ARTIFACTS / "jupyterlab.log",
+                               env={"MPLBACKEND": None}) as server:
         yield server
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        log.close()
 
 
 @pytest.fixture(scope="module")
 def browser_context(tmp_path_factory):
     """Debian's Chromium, headless, with a fresh profile directory."""
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with _sync_playwright()() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(30_000)
-        try:
-            yield context
-        finally:
-            context.close()
+    with labharness.chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
 
 
 # JavaScript run in the page; `jupyterapp` is exposed by --LabApp.expose_app_in_browser.

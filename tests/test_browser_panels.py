@@ -10,30 +10,14 @@ redraws. Screenshots go to artifacts/browser-panels/ (git-ignored).
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
+import labharness
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser-panels"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-LAB_SETTINGS = {
-    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                          "checkForUpdates": False},
-}
 CELLS = [
     "from vnetlab.widgets import rxpanels\nfrom vnetlab.viz import thresholds",
     "rxpanels.packet_panel()",
@@ -45,88 +29,32 @@ TIMEOUT_MS = 60_000
 pytestmark = pytest.mark.browser
 
 
-def _sync_playwright():
-    """Skips without Debian's chromium; playwright is a [test] dependency, so its absence fails the test."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        pytest.fail(f"the playwright package is missing: it is a [test] dependency (pip install -e '.[test]'): {exc}")
-    return sync_playwright
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    sync_playwright = _sync_playwright()
-
     home = tmp_path_factory.mktemp("lab")
     nb_dir = home / "nb"
     nb_dir.mkdir()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, nb_dir / "panels.ipynb")
-    for rel, value in LAB_SETTINGS.items():
-        (home / "settings" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (home / "settings" / rel).write_text(json.dumps(value))
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), MPLBACKEND="Agg")
-    log = open(ARTIFACTS / "jupyterlab.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
-         f"--IdentityProvider.token={token}", "--allow-root", f"--ServerApp.root_dir={nb_dir}",
-         "--LabApp.expose_app_in_browser=True", f"--LabServerApp.user_settings_dir={home / 'settings'}",
-         f"--LabServerApp.workspaces_dir={home / 'workspaces'}"],
-        cwd=nb_dir, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"JupyterLab exited; see {ARTIFACTS / 'jupyterlab.log'}"
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "JupyterLab did not answer within 60 s"
-                time.sleep(0.3)
-        with sync_playwright() as pw:
-            ctx = pw.chromium.launch_persistent_context(str(home / "profile"), executable_path=CHROMIUM,
-                                                        headless=True, args=CHROMIUM_ARGS,
-                                                        viewport={"width": 1400, "height": 1000})
-            ctx.set_default_timeout(TIMEOUT_MS)
-            pg = ctx.new_page()
-            pg.goto(f"{url}/lab/tree/panels.ipynb?token={token}&reset")
-            pg.wait_for_function("""() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-                return !!(k && k.status === 'idle' && w.content && w.content.widgets.length > 0); }""")
-            pg.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            pg.wait_for_function("""() => { const w = window.jupyterapp.shell.currentWidget;
-                const k = w.sessionContext.session && w.sessionContext.session.kernel;
-                return !!k && k.status === 'idle' && ![...w.node.querySelectorAll('.jp-InputPrompt')]
-                  .some(p => p.textContent.includes('*')) && w.node.querySelectorAll('img.widget-image').length >= 2;
-                }""")
-            try:
-                yield pg
-            finally:
-                pg.screenshot(path=str(ARTIFACTS / "final.png"), full_page=True)
-                pg.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-                ctx.close()
-    finally:
-        proc.terminate()
+    with (labharness.chromium(home / "profile", timeout_ms=TIMEOUT_MS) as ctx,
+          labharness.jupyterlab(home, nb_dir, ARTIFACTS / "jupyterlab.log", env={"MPLBACKEND": "Agg"}) as lab):
+        pg = ctx.new_page()
+        pg.goto(f"{lab.url}/lab/tree/panels.ipynb?token={lab.token}&reset")
+        pg.wait_for_function("""() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+            const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+            return !!(k && k.status === 'idle' && w.content && w.content.widgets.length > 0); }""")
+        pg.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        pg.wait_for_function("""() => { const w = window.jupyterapp.shell.currentWidget;
+            const k = w.sessionContext.session && w.sessionContext.session.kernel;
+            return !!k && k.status === 'idle' && ![...w.node.querySelectorAll('.jp-InputPrompt')]
+              .some(p => p.textContent.includes('*')) && w.node.querySelectorAll('img.widget-image').length >= 2;
+            }""")
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        log.close()
+            yield pg
+        finally:
+            pg.screenshot(path=str(ARTIFACTS / "final.png"), full_page=True)
+            pg.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
 
 
 def _cell(page, i):
