@@ -407,6 +407,22 @@ def test_router_prediction_was_made_by_todays_model(kernel):
     assert doc["prediction"] == labdata.router_prediction(kernel, r["payload"], r["count"]).as_dict()
 
 
+@pytest.mark.parametrize("kernel", ["5.10", "6.1", "6.12"])
+def test_router_prediction_follows_the_payload_sent(kernel):
+    """The GRO skb's gso_size is the datagram size the lab sent, not a fixed 1472: 1000-byte datagrams make
+    GRO skbs of 64 packets (net/ipv4/udp_offload.c:530 UDP_GRO_CNT_MAX 64 in Debian 6.1.192; the 64 KiB cap
+    would allow 65), and 64 x 1472 could not even be one skb."""
+    pred = labdata.router_prediction(kernel, payload=1000)
+    assert pred.payload == 1000 and pred.packets_per_gro_skb == 64
+    assert [c.packets_per_gro_skb for c in pred.cases] == [64, 64, 64]
+    # Debian 5.10.223, 6.1.192 and 6.12.95 all rewrite each segment's header (udp_gso_list_nat_fix)
+    assert [c.intact_per_gro_skb for c in pred.cases] == [64, 64, 64]
+    with pytest.raises(ValueError, match="payload="):
+        labdata.router_case_prediction(kernel, "vlan_veth", 44, payload=0)
+    with pytest.raises(ValueError, match="payload="):
+        labdata.router_case_prediction(kernel, "vlan_veth", 44, payload=65508)
+
+
 def _router_cases():
     return [(k, c["case"]) for k in ROUTER_KERNELS for c in labdata.load("router", k)["router"]["cases"]]
 

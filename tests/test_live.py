@@ -72,6 +72,36 @@ GOOD = dict(platform="linux", euid=0, cap_net_admin=True, cap_sys_admin=True, ha
             pyroute2_error=None, netlink_error=None, netns_error=None)
 
 
+def test_transfer_table_one_line_per_case_kernel_beside_model():
+    S, T = live.SideResult, live.TransferRow
+    rows = [
+        T("udpgso", 129, 1, 4, False, S("EINVAL"), S("EINVAL")),
+        T("udpgso", 14000, 1400, 4, True, S(None, (14000,), (1400,), 1, 1), S(None, (14000,), (1400,), 1, 1)),
+        T("udpgso", 2945, 1472, 4, False, S(None, (1472, 1472, 1), (None,) * 3, 1, None),
+          S(None, (1472, 1472, 1), (None,) * 3, 3, None)),
+    ]
+    lines = live.transfer_table(rows).splitlines()
+    assert len(lines) == 4
+    assert lines[0].split() == ["send", "kernel", "model"]
+    # the format the docstring gives: errno; "N recv ×first [gso G], S skb [(P NAPI)]"; agree / DIFFER first
+    assert lines[1].split() == ["agree", "129", "B,", "UDP_SEGMENT", "1", "EINVAL", "EINVAL"]
+    assert lines[2].startswith("agree  14000 B, UDP_SEGMENT 1400")
+    assert lines[2].count("1 recv ×14000 gso 1400, 1 skb (1 NAPI)") == 2
+    assert lines[3].startswith("DIFFER 2945 B, UDP_SEGMENT 1472")
+    assert "3 recv ×1472, 1 skb " in lines[3] and lines[3].endswith("3 recv ×1472, 3 skb")
+    # the kernel column starts at the same place on every line: 6 + 1 (mark) + 33 + 1 (case)
+    assert lines[0].index("kernel") == lines[1].index("EINVAL") == lines[3].index("3 recv") == 41
+    by_receiver = live.transfer_table([T("gro on", 14000, 1400, 4, True, S("EIO"), S("EIO"))], by="receiver")
+    assert by_receiver.splitlines()[1].split() == ["agree", "gro", "on", "EIO", "EIO"]
+
+
+def test_transfer_table_bad_input_names_the_parameter():
+    with pytest.raises(ValueError, match="by='sender'"):
+        live.transfer_table([], by="sender")
+    with pytest.raises(ValueError, match="rows must hold live.TransferRow"):
+        live.transfer_table([("129 B", "EINVAL")])
+
+
 def test_diagnose_all_good():
     cap = live.diagnose(**GOOD)
     assert cap and cap.feature_backend == "netlink" and cap.labs

@@ -104,10 +104,23 @@ def test_virtio_net_never_fraglist(k):
     assert {"SG", "HW_CSUM", "TSO", "TSO6", "GSO_ROBUST", "RXCSUM", "GRO_HW"} <= set(eth.features)
 
 
-def test_virtio_net_uso_618():
-    eth = Namespace("6.18").nic("eth0", driver="virtio_net", host_uso=True)
-    assert "GSO_UDP_L4" in eth.features and "GSO_UDP_L4" in eth.hw_features
-    assert "GSO_UDP_L4" in eth.vlan_features
+# drivers/net/virtio_net.c virtnet_probe: HOST_USO -> hw_features |= GSO_UDP_L4 (Debian 6.12.95 :6524-6525, ≈6.18
+# mirror; absent in Debian 6.1.192). Then "if (gso) features |= hw_features & NETIF_F_ALL_TSO" (6.12.95 :6530):
+# USO stays off but changeable; the ≈6.18 mirror has "features |= hw_features": on.
+@pytest.mark.parametrize("k, on", [("6.12", False), ("6.18", True)])
+def test_virtio_net_host_uso(k, on):
+    eth = Namespace(k).nic("eth0", driver="virtio_net", host_uso=True)
+    assert "GSO_UDP_L4" in eth.hw_features
+    assert ("GSO_UDP_L4" in eth.features) is on and ("GSO_UDP_L4" in eth.vlan_features) is on
+    assert eth.ethtool_k()["tx-udp-segmentation"] == (on, False)
+    eth.ethtool_K({"tx-udp-segmentation": True})
+    assert "GSO_UDP_L4" in eth.features
+
+
+@pytest.mark.parametrize("k", ["5.10", "5.10.223", "5.13", "6.1"])
+def test_virtio_net_has_no_uso_before_62(k):
+    with pytest.raises(ValueError, match="host_uso"):
+        Namespace(k).nic("eth0", driver="virtio_net", host_uso=True)
 
 
 def test_ixgbe_profile():
@@ -163,6 +176,18 @@ def test_vlan_follows_real_device_changes():
 
 # --- macvlan ---------------------------------------------------------------------------------------
 
+# net/8021q/vlan_dev.c vlan_dev_init: "if (real_dev->vlan_features & NETIF_F_HW_MACSEC) hw_features |= HW_MACSEC"
+# in Debian 6.12.95 (:546-547) and ≈6.18; not in Debian 6.1.192 (:545) or 5.10.223 (:543).
+@pytest.mark.parametrize("k, macsec", [("5.10.223", False), ("6.1", False), ("6.12", True), ("6.18", True)])
+def test_vlan_offers_macsec_where_the_real_device_has_it(k, macsec):
+    ns = Namespace(k)
+    eth = ns.nic("eth0", driver="ixgbe")
+    eth._vlan_features |= ns.m("HW_MACSEC")  # a NIC with MACsec offload for tagged frames (none is modelled)
+    v = ns.vlan("eth0.10", lower=eth, vid=10)
+    assert ("HW_MACSEC" in v.hw_features) is macsec
+    assert "HW_MACSEC" not in ns.vlan("eth0.11", lower=ns.nic("eth1", driver="ixgbe"), vid=11).hw_features
+
+
 @pytest.mark.parametrize("k", KERNELS)
 def test_macvlan_always_on(k):
     ns = Namespace(k)
@@ -203,9 +228,25 @@ def test_veth_xdp_on_peer_drops_gso_software():
     assert F.mask("GSO_SOFTWARE", kernel="6.1") <= b.features
 
 
-def test_veth_gro_off_by_default_from_513():
-    assert "GRO" not in Namespace("6.18").veth("v0", "v1")[0].features
-    assert "GRO" in Namespace("5.10").veth("v0", "v1")[0].features
+# drivers/net/veth.c veth_newlink -> veth_disable_gro: absent in Debian 5.10.223 (no such function in veth.c),
+# present in Debian 6.1.192 (:1655, called at :1750/:1794) and 6.12.95 (:1786, :1881/:1925), ≈6.18 and the
+# running 6.18.44; mainline: from d3256efd8e8b (v5.13).
+# veth_xdp_set turning GRO on for an XDP program: d3256efd8e8b (v5.13) until d7db7775ea2e (v6.9, in 6.1.y); no
+# NETIF_F_GRO in Debian 5.10.223's veth.c, none in 6.1.192 veth_enable_xdp (:1129) / veth_xdp_set (:1490) nor
+# in 6.12.95's (:1167 / :1564).
+VETH_GRO = {"5.10": (True, False), "5.10.223": (True, False), "5.11": (True, False), "5.12": (True, False),
+            "5.13": (False, True), "6.1": (False, False), "6.12": (False, False), "6.18": (False, False)}
+
+
+@pytest.mark.parametrize("k", sorted(VETH_GRO))
+def test_veth_gro_default_and_xdp_per_kernel(k):
+    gro_on, xdp_turns_it_on = VETH_GRO[k]
+    a, _b = Namespace(k).veth("v0", "v1")
+    assert ("GRO" in a.features) is gro_on
+    a.set_xdp(True)
+    assert ("GRO" in a.features) is (gro_on or xdp_turns_it_on)
+    a.set_xdp(False)
+    assert ("GRO" in a.features) is gro_on
 
 
 # --- bridge ----------------------------------------------------------------------------------------
@@ -306,6 +347,78 @@ def test_bond_empty_has_no_sg():
     # bond_fix_features with no slaves: ONE_FOR_ALL cleared, nothing re-adds SG, so TSO goes too.
     bond = Namespace("6.1").bond("bond0")
     assert "SG" not in bond.features and "TSO" not in bond.features
+
+
+# A bond with one virtio_net slave (QEMU defaults), worked out by hand from the source. The slave
+# (drivers/net/virtio_net.c virtnet_probe + net/core/dev.c register_netdevice): vlan_features = HIGHDMA HW_CSUM
+# SG TSO TSO6 TSO_ECN GSO_ROBUST RXCSUM GRO_HW (+ TSO_MANGLEID), hw_enc_features = SG GSO_PARTIAL,
+# mpls_features = SG. netdev_increment_features (net/core/dev.c) adds only the slave's ONE_FOR_ALL and checksum
+# bits within the mask, and keeps ALL_FOR_ALL bits only if the slave has them.
+VIRTIO_SLAVE_VLAN = {"HW_CSUM", "SG", "HIGHDMA", "TSO", "TSO6", "TSO_ECN", "TSO_MANGLEID"}
+ENCAP_ALL = {"GSO_GRE", "GSO_GRE_CSUM", "GSO_IPXIP4", "GSO_IPXIP6", "GSO_UDP_TUNNEL", "GSO_UDP_TUNNEL_CSUM"}
+XFRM = {"HW_ESP", "HW_ESP_TX_CSUM", "GSO_ESP"}  # include/net/bonding.h BOND_XFRM_FEATURES, CONFIG_XFRM_OFFLOAD=y
+TX_TAGS = {"HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX"}
+GSO_SW = {"TSO", "TSO6", "TSO_ECN", "TSO_MANGLEID", "GSO_SCTP", "GSO_UDP_L4", "GSO_FRAGLIST"}
+BOND_6X = {
+    # Debian 6.1.192 bond_main.c: :1496-1497 vlan/mpls_features &= NETIF_F_ALL_FOR_ALL (= 0 here) before the
+    # slaves; enc_features from the whole BOND_ENC_FEATURES (:1470-1471 HW_CSUM SG RXCSUM GSO_SOFTWARE);
+    # :1528-1532 hw_enc_features = enc | GSO_ENCAP_ALL | VLAN tx tags | xfrm; no GSO_PARTIAL anywhere.
+    "6.1": dict(vlan=VIRTIO_SLAVE_VLAN, mpls={"SG"},
+                enc={"HW_CSUM", "SG", "RXCSUM"} | GSO_SW | ENCAP_ALL | TX_TAGS | XFRM,
+                gso_partial=set(), partial_on=False),
+    # Debian 6.12.95 net/core/dev.c:11897-11899 netdev_compute_master_upper_features: vlan, mpls and enc start
+    # as netdev_base_features(MASTER_UPPER_DEV_*) (include/linux/netdev_features.h:257-279: ONE_FOR_ALL
+    # cleared, so SG and GSO_SOFTWARE come only from the slave; HW_CSUM, GSO_ENCAP_ALL, LRO, RXCSUM,
+    # GSO_PARTIAL stay); :11935 gso_partial_features = GSO_ESP; :11937-11941 hw_enc_features as 6.1;
+    # bond_main.c:6110 bond_setup features |= GSO_PARTIAL.
+    "6.12": dict(vlan=VIRTIO_SLAVE_VLAN | ENCAP_ALL | {"LRO"}, mpls={"HW_CSUM", "SG"},
+                 enc={"HW_CSUM", "SG", "RXCSUM", "GSO_PARTIAL"} | ENCAP_ALL | TX_TAGS | XFRM,
+                 gso_partial={"GSO_ESP"}, partial_on=True),
+    # ≈6.18 mirror bond_compute_features: with slaves vlan/mpls = netdev_base_features(BOND_*), enc from the
+    # whole BOND_ENC_FEATURES (with GSO_PARTIAL); gso_partial_features GSO_ESP; bond_setup |= GSO_PARTIAL.
+    "6.18": dict(vlan=VIRTIO_SLAVE_VLAN | ENCAP_ALL | {"LRO"}, mpls={"HW_CSUM", "SG"},
+                 enc={"HW_CSUM", "SG", "RXCSUM", "GSO_PARTIAL", "GSO_ACCECN"} | GSO_SW | ENCAP_ALL | TX_TAGS | XFRM,
+                 gso_partial={"GSO_ESP"}, partial_on=True),  # ≈6.18 NETIF_F_GSO_SOFTWARE also holds GSO_ACCECN
+}
+
+
+@pytest.mark.parametrize("k", sorted(BOND_6X))
+def test_bond_compute_features_per_kernel(k):
+    want = BOND_6X[k]
+    ns = Namespace(k)
+    bond = ns.bond("bond0")
+    ns.set_master(ns.nic("eth0", driver="virtio_net"), bond)
+    assert set(bond.vlan_features) == want["vlan"]
+    assert set(bond.mpls_features) == want["mpls"]
+    assert set(bond.hw_enc_features) == want["enc"]
+    assert set(F.FeatureSet(bond.gso_partial_features, k)) == want["gso_partial"]
+    # ethtool -k bond0: GSO_PARTIAL is set in features but never in hw_features
+    assert bond.ethtool_k()["tx-gso-partial"] == (want["partial_on"], True)
+
+
+@pytest.mark.parametrize("k, tunnel", [("6.1", False), ("6.12", True), ("6.18", True)])
+def test_vlan_on_bond_keeps_tunnel_gso_only_with_base_features(k, tunnel):
+    # net/8021q/vlan_dev.c vlan_dev_fix_features intersects with the bond's vlan_features: GSO_ENCAP_ALL is
+    # there only where vlan_features start from netdev_base_features (77b11c8bf3a2's "Before": "off [requested
+    # on]" on bond0.100; Debian 6.1.121 took that patch without "Fix initial {vlan,mpls}_feature set").
+    ns = Namespace(k)
+    bond = ns.bond("bond0")
+    ns.set_master(ns.nic("eth0", driver="virtio_net"), bond)
+    v = ns.vlan("bond0.100", lower=bond, vid=100)
+    assert v.ethtool_k()["tx-udp_tnl-segmentation"][0] is tunnel
+    assert "GSO_UDP_TUNNEL" in v.wanted_features
+
+
+def test_bond_without_slaves_in_612_starts_from_base_features():
+    # Debian 6.12.95 net/core/dev.c:11897-11899: netdev_base_features() also without lowers (no has_slaves
+    # check), so an empty bond's vlan_features lose SG and GSO_SOFTWARE and gain NOCACHE_COPY and FSO; 6.1.192
+    # bond_main.c:1493-1494 ("if (!bond_has_slaves(bond)) goto done") leaves BOND_VLAN_FEATURES whole.
+    for k, sg in (("6.1", True), ("6.12", False)):
+        ns = Namespace(k)
+        bond = ns.bond("bond0")
+        bond.compute_features()
+        assert ("SG" in bond.vlan_features) is sg and ("TSO" in bond.vlan_features) is sg
+        assert ("NOCACHE_COPY" in bond.vlan_features) is not sg and "HW_CSUM" in bond.vlan_features
 
 
 # --- ethtool ---------------------------------------------------------------------------------------
@@ -482,11 +595,12 @@ def test_bond_slave_takes_the_bond_mtu():
 
 # --- vxlan -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("k,udp_l4,fraglist", [("5.10", False, False), ("5.11", True, False), ("5.12", True, True),
-                                               ("6.1", True, True), ("6.18", True, True)])
+@pytest.mark.parametrize("k,udp_l4,fraglist", [("5.10", False, False), ("5.10.223", False, False),
+                                               ("5.11", True, False), ("5.12", True, True), ("5.13", True, True),
+                                               ("6.1", True, True), ("6.12", True, True), ("6.18", True, True)])
 def test_vxlan_features(k, udp_l4, fraglist):
     # vxlan_setup: GSO_SOFTWARE (UDP_L4 and GSO_FRAGLIST from 5.11, 2e4ef10f5850); NETIF_F_FRAGLIST from
-    # cb2c57112432 (v5.12; Debian 5.10.223's vxlan_setup lacks it)
+    # cb2c57112432 (v5.12): absent in Debian 5.10.223 vxlan_core.c:3303, present in 6.1.192 :3292, 6.12.95 :3363
     ns = Namespace(k)
     vx = ns.vxlan("vx0", vni=42, underlay=ns.nic("eth0", driver="virtio_net"))
     assert ("GSO_UDP_L4" in vx.features) is udp_l4 and ("GSO_FRAGLIST" in vx.features) is udp_l4

@@ -115,14 +115,23 @@ def test_udp_l4_uses_skb_segment_with_new_skbs():
     assert nosg.copied_bytes == 9300 and all(not x.frags for x in nosg.segs)
 
 
-def test_modified_fraglist_geometry_goes_to_skb_segment_from_61():
-    # net/ipv4/udp_offload.c __udp_gso_segment (6.1.192, a1e40ac5b5e9): pulled head -> linearize + skb_segment
+# net/ipv4/udp_offload.c __udp_gso_segment: Debian 5.10.223 :272-273 sends every FRAGLIST skb to
+# __udp_gso_segment_list; Debian 6.1.192 :354-358 and 6.12.95 :359-363 do so only for an unmodified geometry
+# (skb_pagelen - udphdr == gso_size, a1e40ac5b5e9, v6.12), else __skb_linearize + skb_segment. Mainline
+# 5.10..5.13 predate a1e40ac5b5e9; ≈6.18 has it.
+@pytest.mark.parametrize("kernel, method", [
+    ("5.10", "skb_segment_list"), ("5.10.223", "skb_segment_list"), ("5.11", "skb_segment_list"),
+    ("5.12", "skb_segment_list"), ("5.13", "skb_segment_list"), ("6.1", "linearize+skb_segment"),
+    ("6.12", "linearize+skb_segment"), ("6.18", "linearize+skb_segment"),
+])
+def test_modified_fraglist_geometry_per_kernel(kernel, method):
     s = gso_skb(segs=4, gso_size=1000, fraglist=True)
     pulled = replace(s, headlen=s.headlen + 500, end_offset=s.end_offset + 500,
                      frag_list=[replace(s.frag_list[0], headlen=500)] + s.frag_list[1:])
-    assert segment.skb_gso_segment(pulled, fs("SG", "HW_CSUM"), kernel="6.1").method == "linearize+skb_segment"
-    assert segment.skb_gso_segment(pulled, fs("SG", "HW_CSUM", kernel="5.10"),
-                                   kernel="5.10").method == "skb_segment_list"
+    res = segment.skb_gso_segment(pulled, fs("SG", "HW_CSUM", kernel=kernel), kernel=kernel)
+    assert res.method == method
+    # the unmodified skb goes to skb_segment_list on every kernel
+    assert segment.skb_gso_segment(s, fs("SG", "HW_CSUM", kernel=kernel), kernel=kernel).method == "skb_segment_list"
 
 
 def test_skb_segment_splits_frag_list_gso_skb_when_only_fraglist_is_missing():

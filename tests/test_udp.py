@@ -70,13 +70,52 @@ def test_errno_per_rule():
     assert r.error is None and r.errno is None and r.gso_segs == 3
 
 
-def test_gso_size_above_mtu_by_kernel():
-    # udp_send_skb before 235174b2bed8 (5.10): hlen + gso_size > fragsize -> EINVAL even for one short datagram;
-    # after it (Debian 6.1.192, 6.18): hlen + min(datalen, gso_size) > fragsize -> EMSGSIZE
-    for kernel, short, long_ in (("5.10", "EINVAL", "EINVAL"), ("6.1", None, "EMSGSIZE"), ("6.18", None, "EMSGSIZE")):
-        v0, _ = netdev.Namespace(kernel).veth("v0", "v1")
-        assert udp.udp_sendmsg(v0, 1000, gso_size=1600).error == short, kernel
-        assert udp.udp_sendmsg(v0, 3000, gso_size=1600).error == long_, kernel
+# include/linux/udp.h UDP_MAX_SEGMENTS, read in each tree: Debian 5.10.223 :96 (1 << 6UL), Debian 6.1.192 :105 and
+# 6.12.95 :111 (1 << 7UL, 1382e3b6a350), the ≈6.18 mirror (1 << 7UL); mainline 5.10..5.13 predate 1382e3b6a350 (v6.11).
+UDP_MAX_SEGMENTS = {"5.10": 64, "5.10.223": 64, "5.11": 64, "5.12": 64, "5.13": 64, "6.1": 128, "6.12": 128,
+                    "6.18": 128}
+
+
+@pytest.mark.parametrize("kernel", sorted(UDP_MAX_SEGMENTS))
+def test_udp_max_segments_per_kernel(kernel):
+    most = UDP_MAX_SEGMENTS[kernel]
+    assert udp.udp_max_segments(kernel) == most
+    v0, _ = netdev.Namespace(kernel).veth("v0", "v1")
+    # udp_send_skb: datalen > gso_size * UDP_MAX_SEGMENTS -> -EINVAL
+    assert udp.udp_sendmsg(v0, most, gso_size=1).gso_segs == most
+    r = udp.udp_sendmsg(v0, most + 1, gso_size=1)
+    assert r.error == "EINVAL" and f"UDP_MAX_SEGMENTS ({most})" in r.reason
+
+
+# udp_send_skb / udp_v6_send_skb with gso_size above what the MTU leaves: before 235174b2bed8 (Debian 5.10.223
+# net/ipv4/udp.c:926, net/ipv6/udp.c:1213) hlen + gso_size > fragsize -> -EINVAL even for one short datagram;
+# after it (Debian 6.1.192 udp.c:1007 / ipv6 :1306, 6.12.95 udp.c:988 / ipv6 :1298, ≈6.18 mirror)
+# hlen + min(datalen, gso_size) > fragsize -> -EMSGSIZE. Mainline 5.10..5.13 predate it (2025).
+GSO_ABOVE_MTU = {"5.10": ("EINVAL", "EINVAL"), "5.10.223": ("EINVAL", "EINVAL"), "5.11": ("EINVAL", "EINVAL"),
+                 "5.12": ("EINVAL", "EINVAL"), "5.13": ("EINVAL", "EINVAL"), "6.1": (None, "EMSGSIZE"),
+                 "6.12": (None, "EMSGSIZE"), "6.18": (None, "EMSGSIZE")}
+
+
+@pytest.mark.parametrize("ip", [4, 6])
+@pytest.mark.parametrize("kernel", sorted(GSO_ABOVE_MTU))
+def test_gso_size_above_mtu_by_kernel(kernel, ip):
+    short, long_ = GSO_ABOVE_MTU[kernel]
+    v0, _ = netdev.Namespace(kernel).veth("v0", "v1")
+    assert udp.udp_sendmsg(v0, 1000, gso_size=1600, ip=ip).error == short
+    assert udp.udp_sendmsg(v0, 3000, gso_size=1600, ip=ip).error == long_
+
+
+def test_malformed_udp_rules_name_the_field():
+    from vnetlab.errors import TableError
+    from vnetlab.profiles import Kernel
+    from vnetlab.tables import Section
+
+    bad = Kernel("6.1", Section("kernels", "6.1", {"udp_gso_mtu_check": "min", "udp_max_segments": 0},
+                                {"udp_gso_mtu_check": "x", "udp_max_segments": "x"}))
+    with pytest.raises(TableError, match=r"\[6.1\]\.udp_max_segments"):
+        udp.udp_max_segments(bad)
+    with pytest.raises(TableError, match=r"\[6.1\]\.udp_gso_mtu_check must be one of"):
+        udp.udp_sendmsg(netdev.Namespace("6.1").veth("v0", "v1")[0], 3000, gso_size=1000, kernel=bad)
 
 
 def test_route_device_without_checksum_offload_by_kernel():

@@ -33,6 +33,7 @@ from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any
 
 from vnetlab import ethtool
+from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _profile
 from vnetlab.tables import Section
@@ -515,16 +516,23 @@ def packets_per_gro_skb(kernel: str, payload: int) -> int:
     return gro.gro_segs(out[0])
 
 
-def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping[str, bool] | None = None
-                           ) -> RouterCasePrediction:
+def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping[str, bool] | None = None, *,
+                           payload: int) -> RouterCasePrediction:
     """One router case on one lab kernel: vnetlab.netdev + vnetlab.xmit for where the skb is segmented,
     vnetlab.udp for the receiving socket when the VLAN passes it whole, and what the segments carry from
-    vnetlab.segment (the kernel's udp_gso_list_nat_fix rule, as in vnetlab.router)."""
+    vnetlab.segment (the kernel's udp_gso_list_nat_fix rule, as in vnetlab.router).
+
+    ``payload``: the UDP payload of each datagram the lab sent (the measurement file's ``router.payload``): the
+    fraglist GRO skb's gso_size, as skb_gro_receive_list / udp_gro_complete leave it."""
     from vnetlab import udp, xmit
     from vnetlab.netdev import Namespace
 
     if case not in ROUTER_CASES:
         raise ValueError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}")
+    most = IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN
+    if isinstance(payload, bool) or not isinstance(payload, int) or not 1 <= payload <= most:
+        raise ValueError(f"payload={payload!r} must be the UDP payload of one datagram in bytes, 1..{most} "
+                         "(an IPv4 datagram of at most 65535 bytes with its 28 bytes of IP and UDP header)")
     egress, gro_list = ROUTER_CASES[case]
     k = model_kernel(kernel)
     fix = bool(k.rule("udp_gso_list_nat_fix"))
@@ -539,7 +547,7 @@ def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping
     else:
         lower, _peer = ns.veth("vl0", "vl1")
     vlan = ns.vlan(f"{lower.name}.10", lower=lower, vid=10)
-    tx = xmit.send(vlan, xmit.gso_skb(segs=packets, gso_size=1472, fraglist=True), kernel=k)
+    tx = xmit.send(vlan, xmit.gso_skb(segs=packets, gso_size=payload, fraglist=True), kernel=k)
     kept = tx.ops.get("kept_header_segs", 0)
     if tx.segmented_at:
         how = next(h.method for h in tx.hops if h.name == tx.segmented_at)
@@ -560,7 +568,7 @@ def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping
 def router_prediction(kernel: str, payload: int = 1472, count: int = 1760) -> RouterPrediction:
     """The model's prediction for the lab's router run on ``kernel``, made before the run."""
     n = packets_per_gro_skb(kernel, payload)
-    cases = tuple(router_case_prediction(kernel, c, n) for c in ROUTER_CASES)
+    cases = tuple(router_case_prediction(kernel, c, n, payload=payload) for c in ROUTER_CASES)
     return RouterPrediction(kernel, model_profile(kernel), payload, count, n, cases)
 
 
@@ -617,7 +625,8 @@ def router_rows(kernels: Iterable[str] | None = None) -> list[RouterRow]:
         params = probe_params(doc, "eth2") if "eth2" in doc["guest"]["virtio_features"] else None
         for case in doc["router"]["cases"]:
             segs = gro_skb_segs(case, doc["router"]["payload"])
-            pc = router_case_prediction(k, case["case"], pred["packets_per_gro_skb"], params)
+            pc = router_case_prediction(k, case["case"], pred["packets_per_gro_skb"], params,
+                                        payload=doc["router"]["payload"])
             forwarded = case["counters_delta"].get("rtr:eth1", {}).get("rx_packets", 0)
             r = case["receiver"]
             rows.append(RouterRow(

@@ -45,6 +45,8 @@ __all__ = [
     "Lab",
     "LiveDevice",
     "SetResult",
+    "SideResult",
+    "TransferRow",
     "available",
     "compare",
     "compare_k",
@@ -53,6 +55,7 @@ __all__ = [
     "require",
     "running_profile",
     "set_features",
+    "transfer_table",
 ]
 
 # Every namespace a Lab creates starts with this, so a leftover is recognisable as vnetlab's.
@@ -1309,6 +1312,42 @@ class TransferRow:
         sock = "UDP_GRO" if self.udp_gro else "plain"
         return (f"{mark} {self.label}: IPv{self.ip} {self.length} B, UDP_SEGMENT {self.gso_size}, {sock} receiver: "
                 f"kernel {show(self.kernel)} | model {show(self.model)}")
+
+
+_TABLE_BY = ("send", "receiver")
+
+
+def _side_text(r: SideResult) -> str:
+    """The errno, or "N recv ×first size [gso G], S skb (P NAPI)"."""
+    if r.error:
+        return r.error
+    gso = sorted({g for g in r.gso_sizes if g})
+    text = f"{len(r.sizes)} recv" + (f" ×{r.sizes[0]}" if r.sizes else "") + (f" gso {gso[0]}" if gso else "")
+    if r.rx_skbs is not None:
+        text += f", {r.rx_skbs} skb" + ("" if r.napi_skbs is None else f" ({r.napi_skbs} NAPI)")
+    return text
+
+
+def transfer_table(rows: Iterable[TransferRow], *, by: str = "send") -> str:
+    """One line per transfer of :func:`udp_segment_lab`, :func:`veth_gro_lab` or :func:`vxlan_lab`: ``agree``
+    or ``DIFFER``, the case, then the running kernel's result beside the model's.
+
+    A result is the send's errno, or the datagrams the receiver read (recvmsg calls × the first one's size, and
+    UDP_GRO's gso_size cmsg) and the skbs the receiving veth took in (how many through its NAPI poll).
+    ``by``: "send" names each case by its payload and UDP_SEGMENT, "receiver" by the receiver's configuration
+    (the row's label, as :func:`veth_gro_lab` varies it).
+    """
+    if by not in _TABLE_BY:
+        raise ValueError(f"by={by!r} must be one of {', '.join(_TABLE_BY)}: name each line by the send (payload "
+                         "and UDP_SEGMENT) or by the receiver's configuration")
+    lines = [f"{'':6} {by:33} {'kernel':39} model"]
+    for r in rows:
+        if not isinstance(r, TransferRow):
+            raise ValueError(f"rows must hold live.TransferRow (from udp_segment_lab, veth_gro_lab or vxlan_lab), "
+                             f"got {type(r).__name__}")
+        case = r.label if by == "receiver" else f"{r.length} B, UDP_SEGMENT {r.gso_size}"
+        lines.append(f"{'agree' if r.agrees else 'DIFFER':6} {case:33} {_side_text(r.kernel):39} {_side_text(r.model)}")
+    return "\n".join(lines)
 
 
 def _socket_in(netns: str, ip: int) -> Any:

@@ -12,10 +12,11 @@ path (vnetlab.xmit) honours.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from vnetlab import ethtool
 from vnetlab import features as F
-from vnetlab.errors import DeviceError, FixedFeatureError
+from vnetlab.errors import DeviceError, FixedFeatureError, TableError
 from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL
@@ -202,10 +203,9 @@ class Veth(Device):
             peer._hw_features &= ~gso_sw
         else:
             peer._hw_features |= gso_sw
-        if k.kernel_ge("5.13") and not k.kernel_ge("6.1"):
-            # drivers/net/veth.c veth_enable_xdp / veth_disable_xdp (5.13, d3256efd8e8b): XDP switches GRO on
-            # when the user did not request it, and off again on removal; d7db7775ea2e ("net: veth: do not
-            # manipulate GRO when using XDP", v6.9, in 6.1.y and so in the Debian 6.1.192 profile) dropped that.
+        if k.rule("veth_xdp_toggles_gro"):
+            # drivers/net/veth.c veth_xdp_set (kernel rule veth_xdp_toggles_gro: 5.13, d3256efd8e8b): XDP switches
+            # GRO on when the user did not request it, and off again on removal, until d7db7775ea2e (v6.9, 6.1.y).
             gro = k.m("GRO")
             if attached and not self._wanted_features & gro:
                 self._features |= gro
@@ -311,10 +311,11 @@ class Vlan(_StackedDevice):
             fcoe = k.mask("ALL_FCOE")
         else:
             fcoe = k.m("FCOE_CRC", "FSO")
-        # net/8021q/vlan_dev.c, vlan_dev_init, 6.1 (6.18: FCOE_CRC|FSO, FCOE_MTU is gone; + HW_MACSEC if real has it).
+        # net/8021q/vlan_dev.c, vlan_dev_init, 6.1 (6.12, 6.18: FCOE_CRC|FSO, FCOE_MTU is gone).
         self._hw_features = k.m("HW_CSUM", "SG", "FRAGLIST", "HIGHDMA", "SCTP_CRC") | k.mask("GSO_SOFTWARE") \
             | k.mask("GSO_ENCAP_ALL") | fcoe
-        if k.kernel_ge("6.18") and real._vlan_features & k.m("HW_MACSEC"):
+        if k.rule("vlan_hw_macsec") and real._vlan_features & k.m("HW_MACSEC"):
+            # vlan_dev_init (kernel rule vlan_hw_macsec, 6.12 and 6.18): MACsec offload when the real device has it.
             self._hw_features |= k.m("HW_MACSEC")
         self._features |= self._hw_features | k.m_opt("LLTX")
         self._vlan_features = real._vlan_features & ~fcoe
@@ -394,21 +395,31 @@ class Bridge(Device):
 
 
 class Bond(Device):
-    """drivers/net/bonding/bond_main.c: bond_setup, bond_fix_features, bond_compute_features (mode balance-rr)."""
+    """drivers/net/bonding/bond_main.c: bond_setup, bond_fix_features, bond_compute_features (mode balance-rr).
+
+    Three kernel rules shape it: ``bond_gso_software`` (ecb8fed408b6, v5.11: BOND_*_FEATURES name
+    NETIF_F_GSO_SOFTWARE instead of ALL_TSO + GSO_UDP_L4), ``bond_gso_partial`` ("bonding: Correctly support
+    GSO ESP offload": GSO_PARTIAL on the bond, GSO_ESP as a partial feature) and ``bond_compute`` (how the
+    vlan/enc/mpls features start before each slave is folded in; see :meth:`compute_features`).
+    """
 
     kind = "bond"
 
     def _macros(self) -> tuple[int, int, int]:
+        """BOND_VLAN_FEATURES, BOND_ENC_FEATURES, BOND_MPLS_FEATURES (6.12: MASTER_UPPER_DEV_*_FEATURES)."""
         k = self.ns
-        if k.kernel_ge("5.11"):
-            # drivers/net/bonding/bond_main.c, BOND_*_FEATURES after ecb8fed408b6 (v5.11): GSO_SOFTWARE, ENCAP_ALL.
+        if k.rule("bond_gso_software"):
+            # bond_main.c (6.1) / netdev_features.h (6.12): GSO_SOFTWARE; GSO_ENCAP_ALL in the VLAN set from
+            # 77b11c8bf3a2 (v6.13, 6.1.121): no effect where vlan_features start from X & ALL_FOR_ALL.
             soft = k.mask("GSO_SOFTWARE")
             vlan = k.m("HW_CSUM", "SG", "FRAGLIST", "HIGHDMA", "LRO") | soft | k.mask("GSO_ENCAP_ALL")
         else:
-            # drivers/net/bonding/bond_main.c, BOND_*_FEATURES before ecb8fed408b6 (v5.10): ALL_TSO.
+            # drivers/net/bonding/bond_main.c, BOND_*_FEATURES before ecb8fed408b6 (5.10.223:1352-1360): ALL_TSO.
             soft = k.mask("ALL_TSO")
             vlan = k.m("HW_CSUM", "SG", "FRAGLIST", "HIGHDMA", "LRO") | soft
         enc = k.m("HW_CSUM", "SG", "RXCSUM") | soft
+        if k.rule("bond_gso_partial"):
+            enc |= k.m("GSO_PARTIAL")  # 6.12.95 include/linux/netdev_features.h:262-264 (ENC with GSO_PARTIAL)
         mpls = k.m("HW_CSUM", "SG") | soft
         return vlan, enc, mpls
 
@@ -416,23 +427,30 @@ class Bond(Device):
         super().__init__(ns, name)
         k = ns
         vlan, _, _ = self._macros()
-        # drivers/net/bonding/bond_main.c, bond_setup, 6.1: LLTX, NETNS_LOCAL (6.18: device flags, no bits).
+        # drivers/net/bonding/bond_main.c, bond_setup, 6.1: LLTX, NETNS_LOCAL (6.12, 6.18: device flags, no bits).
         self._features |= k.m_opt("LLTX") | k.m_opt("NETNS_LOCAL")
         self._hw_features = vlan | k.m("HW_VLAN_CTAG_RX", "HW_VLAN_CTAG_FILTER", "HW_VLAN_STAG_RX",
                                        "HW_VLAN_STAG_FILTER")
         # drivers/net/bonding/bond_main.c, bond_setup: hw_features |= GSO_ENCAP_ALL (v5.10: | GSO_UDP_L4).
-        self._hw_features |= k.mask("GSO_ENCAP_ALL") | (0 if k.kernel_ge("5.11") else k.m("GSO_UDP_L4"))
+        self._hw_features |= k.mask("GSO_ENCAP_ALL") | (0 if k.rule("bond_gso_software") else k.m("GSO_UDP_L4"))
         self._features |= self._hw_features | k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX")
+        if k.rule("bond_gso_partial"):
+            # bond_setup (6.12.95 bond_main.c:6110): features |= GSO_PARTIAL, outside hw_features: "on [fixed]".
+            self._features |= k.m("GSO_PARTIAL")
         # drivers/net/bonding/bond_main.c, bond_setup, CONFIG_XFRM_OFFLOAD: XFRM bits changeable, on only in
         # active-backup (not the default balance-rr).
-        self._hw_features |= k.m("HW_ESP", "HW_ESP_TX_CSUM", "GSO_ESP")
+        self._hw_features |= self._xfrm_features()
         self.max_mtu = ETH_MAX_MTU  # drivers/net/bonding/bond_main.c bond_setup
+
+    def _xfrm_features(self) -> int:
+        """include/net/bonding.h BOND_XFRM_FEATURES (6.12: MASTER_UPPER_DEV_XFRM_FEATURES), CONFIG_XFRM_OFFLOAD=y."""
+        return self.ns.m("HW_ESP", "HW_ESP_TX_CSUM", "GSO_ESP")
 
     def fix_features(self, features: int) -> int:
         k = self.ns
-        # drivers/net/bonding/bond_main.c, bond_fix_features, 6.1: TLS bits only with bond_sk_check (never in
-        # balance-rr), then clear ONE_FOR_ALL, set ALL_FOR_ALL, fold each slave's features, add TSO.
-        features &= ~k.m("HW_TLS_TX", "HW_TLS_RX")
+        # drivers/net/bonding/bond_main.c, bond_fix_features (5.10..6.18): netdev_base_features (clear ONE_FOR_ALL,
+        # set ALL_FOR_ALL), fold each slave's features, add TSO. 6.1's BOND_TLS_FEATURES step is not modelled:
+        # TLS bits are in no bond's hw_features, so balance-rr never has them to clear.
         mask_ = features
         features &= ~k.mask("ONE_FOR_ALL")
         features |= k.mask("ALL_FOR_ALL")
@@ -441,28 +459,49 @@ class Bond(Device):
         return add_tso_bits(features, mask_, k.kernel)
 
     def compute_features(self) -> None:
-        """bond_compute_features: vlan/enc/mpls features from the slaves, then netdev_change_features."""
+        """bond_compute_features (6.12.95: netdev_compute_master_upper_features), then netdev_change_features.
+
+        Kernel rule ``bond_compute``, how vlan/mpls (and enc) features start before each slave is folded in:
+        "all_for_all" (5.10 .. 6.1.192 bond_main.c:1496-1497): with slaves, X & NETIF_F_ALL_FOR_ALL, so only
+        one-for-all and checksum bits of the slaves come back; "base_features" (≈6.18): with slaves,
+        netdev_base_features(X), which keeps the bond's own bits such as GSO_ENCAP_ALL and LRO; "master_upper"
+        (6.12.95 net/core/dev.c:11897-11899): netdev_base_features() for vlan, mpls and enc alike, with or
+        without slaves. enc otherwise starts from the whole BOND_ENC_FEATURES.
+        """
         k = self.ns
         vlan_m, enc_m, mpls_m = self._macros()
+        scheme = k.choice("bond_compute", ("all_for_all", "base_features", "master_upper"))
+        one_for_all, all_for_all = k.mask("ONE_FOR_ALL"), k.mask("ALL_FOR_ALL")
+
+        def base(f: int) -> int:
+            # include/linux/netdev_features.h netdev_base_features (6.12.95 :274-279)
+            return (f & ~one_for_all) | all_for_all
+
         vlan, enc, mpls = vlan_m, enc_m, mpls_m
-        if self.lowers:
-            if k.kernel_ge("6.18"):
-                # drivers/net/bonding/bond_main.c, bond_compute_features, ≈6.18: netdev_base_features().
-                base = lambda f: (f & ~k.mask("ONE_FOR_ALL")) | k.mask("ALL_FOR_ALL")  # noqa: E731
-                vlan, mpls = base(vlan), base(mpls)
-            else:
-                # drivers/net/bonding/bond_main.c, bond_compute_features, 6.1: start from X & ALL_FOR_ALL.
-                vlan &= k.mask("ALL_FOR_ALL")
-                mpls &= k.mask("ALL_FOR_ALL")
-            for s in self.lowers:
-                vlan = increment_bits(vlan, s._vlan_features, vlan_m, k.kernel)
-                enc = increment_bits(enc, s._hw_enc_features, enc_m, k.kernel)
-                mpls = increment_bits(mpls, s._mpls_features, mpls_m, k.kernel)
+        if scheme == "master_upper":
+            vlan, enc, mpls = base(vlan), base(enc), base(mpls)
+        elif self.lowers and scheme == "base_features":
+            vlan, mpls = base(vlan), base(mpls)
+        elif self.lowers:
+            vlan, mpls = vlan & all_for_all, mpls & all_for_all
+        gso_partial = k.m("GSO_ESP") if k.rule("bond_gso_partial") else 0
+        xfrm = self._xfrm_features()
+        for s in self.lowers:
+            vlan = increment_bits(vlan, s._vlan_features, vlan_m, k.kernel)
+            enc = increment_bits(enc, s._hw_enc_features, enc_m, k.kernel)
+            xfrm = increment_bits(xfrm, s._hw_enc_features, self._xfrm_features(), k.kernel)
+            if gso_partial:
+                gso_partial = increment_bits(gso_partial, s.gso_partial_features, k.m("GSO_ESP"), k.kernel)
+            mpls = increment_bits(mpls, s._mpls_features, mpls_m, k.kernel)
         self._vlan_features = vlan
-        # drivers/net/bonding/bond_main.c, bond_compute_features: hw_enc_features (v5.10: | GSO_UDP_L4).
+        # bond_compute_features: hw_enc_features = enc | ENCAP_ALL | VLAN tx tags (v5.10: | GSO_UDP_L4), and
+        # with CONFIG_XFRM_OFFLOAD | xfrm_features (5.10.223 bond_main.c:1419, 6.1.192 :1532, 6.12.95 dev.c:11941).
         self._hw_enc_features = enc | k.mask("GSO_ENCAP_ALL") | k.m("HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX") \
-            | (0 if k.kernel_ge("5.11") else k.m("GSO_UDP_L4"))
+            | (0 if k.rule("bond_gso_software") else k.m("GSO_UDP_L4")) | xfrm
         self._mpls_features = mpls
+        if k.rule("bond_gso_partial"):
+            # 6.12.95 net/core/dev.c:11935 (≈6.18 bond_compute_features): dev->gso_partial_features
+            self.gso_partial_features = gso_partial
         # netdev_change_features: update and always notify.
         k._update(self)
         k._features_change(self)
@@ -498,8 +537,8 @@ class Vxlan(Device):
         self.underlay = underlay
         k = ns
         # vxlan_setup (6.1): LLTX (6.18: dev->lltx), SG | HW_CSUM | FRAGLIST, RXCSUM, GSO_SOFTWARE; FRAGLIST
-        # from cb2c57112432 ("vxlan: add NETIF_F_FRAGLIST flag for dev features", v5.12; absent in 5.10.223).
-        fraglist = k.m("FRAGLIST") if k.kernel_ge("5.12") else 0
+        # from cb2c57112432 ("vxlan: add NETIF_F_FRAGLIST flag for dev features", v5.12; kernel rule vxlan_fraglist).
+        fraglist = k.m("FRAGLIST") if k.rule("vxlan_fraglist") else 0
         self._features = k.m_opt("LLTX") | k.m("SG", "HW_CSUM", "RXCSUM") | fraglist | k.mask("GSO_SOFTWARE")
         self._vlan_features = self._features
         self._hw_features = k.m("SG", "HW_CSUM", "RXCSUM") | fraglist | k.mask("GSO_SOFTWARE")
@@ -542,8 +581,10 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
     k = dev.ns
     # virtnet_probe: max_mtu = MAX_MTU (65535) unless VIRTIO_NET_F_MTU, which QEMU does not offer by default.
     dev.max_mtu = ETH_MAX_MTU
-    if host_uso and not k.kernel_ge("6.2"):
-        raise ValueError(f"host_uso=True: virtio_net has no USO before 6.2 (kernel {k.kernel})")
+    if host_uso and not k.rule("virtio_host_uso"):
+        # kernel rule virtio_host_uso: VIRTIO_NET_F_HOST_USO arrived with 418044e1de30 (v6.2)
+        raise ValueError(f"host_uso=True: virtio_net of kernel {k.kernel} has no USO (VIRTIO_NET_F_HOST_USO, "
+                         "418044e1de30, v6.2)")
     # drivers/net/virtio_net.c, virtnet_probe, 6.1 and ≈6.18: HIGHDMA always.
     dev._features = k.m("HIGHDMA")
     if csum:
@@ -557,16 +598,14 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
         if host_ecn:
             dev._hw_features |= k.m("TSO_ECN")
         if host_uso:
-            # drivers/net/virtio_net.c, virtnet_probe, 6.2+ (≈6.18 read): HOST_USO -> GSO_UDP_L4.
+            # drivers/net/virtio_net.c, virtnet_probe, 6.2+ (6.12.95, ≈6.18 read): HOST_USO -> hw GSO_UDP_L4.
             dev._hw_features |= k.m("GSO_UDP_L4")
         dev._features |= k.m("GSO_ROBUST")
         if gso:
-            if k.kernel_ge("6.2"):
-                # virtnet_probe, ≈6.18: features |= hw_features.
-                dev._features |= dev._hw_features
-            else:
-                # virtnet_probe, 6.1: features |= hw_features & ALL_TSO.
-                dev._features |= dev._hw_features & k.mask("ALL_TSO")
+            # virtnet_probe (kernel rule virtio_gso_features): features |= hw_features & ALL_TSO up to 6.12.95, so
+            # USO starts off; ≈6.18 (virtio_net UDP tunnel GSO, 2025): features |= hw_features.
+            tso_only = k.choice("virtio_gso_features", ("all_tso", "hw_features")) == "all_tso"
+            dev._features |= dev._hw_features & k.mask("ALL_TSO") if tso_only else dev._hw_features
     dev._features |= k.m("RXCSUM")
     if guest_tso:
         # virtnet_probe: GUEST_TSO4/6 -> GRO_HW in features; CTRL_GUEST_OFFLOADS makes it changeable.
@@ -644,7 +683,7 @@ class Namespace:
     def __init__(self, kernel: str = DEFAULT_KERNEL) -> None:
         self._table = F.table(kernel)
         self.kernel = self._table.kernel
-        self._key = _kernel(self.kernel).key
+        self.profile = _kernel(self.kernel)
         self.devices: dict[str, Device] = {}
 
     # -- helpers on this kernel's table ----------------------------------------------------------
@@ -664,8 +703,16 @@ class Namespace:
     def mask(self, name: str) -> int:
         return self._table.masks[name]
 
-    def kernel_ge(self, version: str) -> bool:
-        return self._key >= tuple(int(p) for p in version.split("."))
+    def rule(self, name: str) -> Any:
+        """This kernel's rule ``name`` (data/kernels.toml): how its driver or core code differs from others."""
+        return self.profile.rule(name)
+
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str:
+        """The rule ``name``, checked to be one of ``allowed`` (a malformed table is a TableError)."""
+        value = self.rule(name)
+        if value not in allowed:
+            raise TableError(f"data/kernels.toml: [{self.kernel}].{name} must be one of {allowed}, got {value!r}")
+        return str(value)
 
     def __getitem__(self, name: str) -> Device:
         return self.devices[name]
@@ -802,8 +849,8 @@ class Namespace:
         dev_a.peer, dev_b.peer = dev_b, dev_a
         for d in (dev_b, dev_a):
             self._register(d)
-            if self.kernel_ge("5.13"):
-                # drivers/net/veth.c, veth_newlink -> veth_disable_gro (d3256efd8e8b, ~5.13): GRO off by default.
+            if self.rule("veth_gro_off_by_default"):
+                # drivers/net/veth.c, veth_newlink -> veth_disable_gro (d3256efd8e8b, v5.13): GRO off by default.
                 d._features &= ~self.m("GRO")
                 d._wanted_features &= ~self.m("GRO")
                 self._update_and_notify(d)

@@ -323,10 +323,11 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
     """skb_gso_segment -> inet_gso_segment / ipv6_gso_segment -> __udp_gso_segment (UDP_L4), or
     tcp{4,6}_gso_segment -> skb_segment (TCP). For FRAGLIST:
 
-    - 5.10: __udp_gso_segment goes straight to __udp_gso_segment_list / skb_segment_list (9fd1ff5d2ac7, 5.6);
-    - 6.1 (6.1.113+ stable, mainline 6.12) and 6.18: only if the head holds exactly one gso_size of
-      payload and the skb is not DODGY; otherwise the skb is linearized and goes to skb_segment
-      (a1e40ac5b5e9, "gso: fix udp gso fraglist segmentation after pull from frag_list").
+    - 5.10 (and Debian 5.10.223) to 5.13: __udp_gso_segment goes straight to __udp_gso_segment_list /
+      skb_segment_list (9fd1ff5d2ac7, 5.6);
+    - kernel rule ``udp_gso_list_geometry_check`` (6.1.113+ stable, 6.12, 6.18): only if the head holds
+      exactly one gso_size of payload and the skb is not DODGY; otherwise the skb is linearized and goes to
+      skb_segment (a1e40ac5b5e9, "gso: fix udp gso fraglist segmentation after pull from frag_list").
 
     After skb_segment_list, __udp_gso_segment_list copies the head's addresses and ports into segments 2..N
     only where the kernel has __udpv4_gso_segment_list_csum (rule udp_gso_list_nat_fix: c3df39ac9b0e,
@@ -345,8 +346,9 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
     if "FRAGLIST" in skb.gso_type:
         head_payload = skb.headlen - hdr + sum(f.size for f in skb.frags)
         valid = head_payload == skb.gso_size and "DODGY" not in skb.gso_type and skb.frag_list
-        # net/ipv4/udp_offload.c __udp_gso_segment (5.10): FRAGLIST -> __udp_gso_segment_list unconditionally
-        if k < "6.1" or valid:
+        # net/ipv4/udp_offload.c __udp_gso_segment: FRAGLIST -> __udp_gso_segment_list, unconditionally before
+        # a1e40ac5b5e9 (kernel rule udp_gso_list_geometry_check), after it only for an unmodified geometry
+        if not k.rules.typed("udp_gso_list_geometry_check", bool) or valid:
             res = skb_segment_list(skb, features, **kw)
             fixed = l4_of(skb) == "tcp" or k.rule("udp_gso_list_nat_fix" if ip == 4 else "udp6_gso_list_nat_fix")
             return res if fixed else replace(res, kept_headers=len(res.segs) - 1)

@@ -9,22 +9,23 @@
   queued skb, with UDP_GRO's cmsg carrying gso_size (udp_cmsg_recv);
 - :func:`send_over_veth` puts both together across a veth pair (:func:`vnetlab.xmit.veth_xmit` in between).
 
-The limits that differ per kernel (sources: Debian linux-source-5.10 (5.10.223), linux-source-6.1 (6.1.192),
-linux-source-6.12 (6.12.117) and the ≈6.18 mirror Kingxukai/linux @ 0291023e7330):
+The limits that differ per kernel are rules of data/kernels.toml, each with the line it was read from
+(Debian linux-source-5.10 (5.10.223), linux-source-6.1 (6.1.192), linux-source-6.12 (6.12.95) and the ≈6.18
+mirror Kingxukai/linux @ 0291023e7330):
 
-- UDP_MAX_SEGMENTS (include/linux/udp.h): 64 (1 << 6) up to 6.10; 128 (1 << 7) from 1382e3b6a350 ("net:
-  change maximum number of UDP segments to 128", v6.11), also in 6.1.y (Debian 6.1.192) and 5.15.y;
-- the gso_size-against-MTU check in udp_send_skb: ``hlen + gso_size > fragsize`` -> EINVAL, even for a
-  datagram shorter than gso_size, before 235174b2bed8 ("udp: gso: do not drop small packets when PMTU
-  reduces", 2025, in 6.1.y / Debian 6.1.192 and 6.18); after it ``hlen + min(datalen, gso_size) > fragsize``
-  -> EMSGSIZE;
-- a route device without checksum offload: udp_send_skb returns EIO for a UDP_SEGMENT send (ip_summed not
-  CHECKSUM_PARTIAL) until 10154dbded6d ("udp: Allow GSO transmit from devices with no checksum offload",
-  v6.11), absent in 6.1.192, present in 6.12.95 and 6.18: there the skb is segmented in software instead
-  (kernel rule ``udp_segment_needs_csum_offload``);
-- a UDP_GRO socket accepts a fraglist GSO skb whole until 78352f73dc50 ("udp: never accept GSO_FRAGLIST
-  packets", v5.13; backported to Debian's 5.10.223): from then udp_unexpected_gso segments it (kernel rule
-  ``udp_gro_accepts_fraglist``).
+- ``udp_max_segments``: UDP_MAX_SEGMENTS (include/linux/udp.h), 64 (1 << 6) up to 6.10, 128 (1 << 7) from
+  1382e3b6a350 ("net: change maximum number of UDP segments to 128", v6.11), also in 6.1.y (Debian 6.1.192);
+- ``udp_gso_mtu_check``: the gso_size-against-MTU check in udp_send_skb / udp_v6_send_skb,
+  ``hlen + gso_size > fragsize`` -> EINVAL even for a datagram shorter than gso_size ("gso_size"), until
+  235174b2bed8 ("udp: gso: do not drop small packets when PMTU reduces", 2025, in 6.1.y / Debian 6.1.192,
+  6.12.95 and 6.18): ``hlen + min(datalen, gso_size) > fragsize`` -> EMSGSIZE ("min_datalen");
+- ``udp_segment_needs_csum_offload``: a route device without checksum offload makes udp_send_skb return EIO
+  for a UDP_SEGMENT send (ip_summed not CHECKSUM_PARTIAL) until 10154dbded6d ("udp: Allow GSO transmit from
+  devices with no checksum offload", v6.11), absent in 6.1.192, present in 6.12.95 and 6.18: there the skb is
+  segmented in software instead;
+- ``udp_gro_accepts_fraglist``: a UDP_GRO socket accepts a fraglist GSO skb whole until 78352f73dc50 ("udp:
+  never accept GSO_FRAGLIST packets", v5.13; backported to Debian's 5.10.223): from then udp_unexpected_gso
+  segments it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import errno as _errno
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from vnetlab.errors import TableError
 from vnetlab.features import FeatureSet, can_checksum_protocol, mask
 from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
@@ -54,14 +56,26 @@ _PAGE_FRAG = 32768  # include/net/sock.h SKB_FRAG_PAGE_ORDER: sk_page_frag refil
 
 
 def udp_max_segments(kernel: str | Kernel = DEFAULT_KERNEL) -> int:
-    """include/linux/udp.h UDP_MAX_SEGMENTS: 64 until 1382e3b6a350 (v6.11; in 6.1.y, so Debian 6.1.192), then 128."""
+    """include/linux/udp.h UDP_MAX_SEGMENTS of ``kernel`` (kernel rule ``udp_max_segments``: 64, or 128 from
+    1382e3b6a350, v6.11, also in 6.1.y)."""
     k = _kernel(kernel)
-    return 128 if k >= "6.1" else 64
+    most = k.rules.typed("udp_max_segments", int)
+    if most < 1:
+        raise TableError(f"data/kernels.toml: [{k.version}].udp_max_segments must be a positive segment count, "
+                         f"got {most!r}")
+    return int(most)
+
+
+_MTU_CHECKS = ("gso_size", "min_datalen")
 
 
 def _mss_check_is_min(k: Kernel) -> bool:
-    # net/ipv4/udp.c udp_send_skb: 235174b2bed8 (2025; Debian 6.1.192, ≈6.18) checks min(datalen, gso_size)
-    return k >= "6.1"
+    """net/ipv4/udp.c udp_send_skb: kernel rule ``udp_gso_mtu_check``, "min_datalen" from 235174b2bed8."""
+    rule = k.rule("udp_gso_mtu_check")
+    if rule not in _MTU_CHECKS:
+        raise TableError(f"data/kernels.toml: [{k.version}].udp_gso_mtu_check must be one of {_MTU_CHECKS}, "
+                         f"got {rule!r}")
+    return rule == "min_datalen"
 
 
 @dataclass(frozen=True)
@@ -178,12 +192,12 @@ def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, ker
     if gso_size:
         datalen = length
         if _mss_check_is_min(kv):
-            # net/ipv4/udp.c udp_send_skb (6.1.192): hlen + min(datalen, gso_size) > fragsize -> -EMSGSIZE
+            # net/ipv4/udp.c udp_send_skb (235174b2bed8): hlen + min(datalen, gso_size) > fragsize -> -EMSGSIZE
             if hlen + min(datalen, gso_size) > mtu:
                 return _fail(length, gso_size, ip, kv, "EMSGSIZE",
                              f"udp_send_skb: {hlen} + min({datalen}, {gso_size}) > fragsize {mtu}")
         elif hlen + gso_size > mtu:
-            # net/ipv4/udp.c udp_send_skb (5.10): hlen + gso_size > fragsize -> -EINVAL
+            # net/ipv4/udp.c udp_send_skb (before 235174b2bed8): hlen + gso_size > fragsize -> -EINVAL
             return _fail(length, gso_size, ip, kv, "EINVAL", f"udp_send_skb: {hlen} + {gso_size} > fragsize {mtu}")
         most = udp_max_segments(kv)
         if datalen > gso_size * most:
