@@ -111,10 +111,15 @@ def normalise(nb, path: Path, all_paths: list[Path]):
 
 
 def _golden_outputs(outputs: list) -> list:
-    """The text a golden cell shows: streams and text/plain results, nothing else."""
+    """The text a golden cell shows: streams and text/plain results, nothing else. Consecutive writes to one stream
+    are one output (how the kernel batches a cell's prints varies from run to run; the text does not)."""
     kept = []
     for o in outputs:
         if o.get("output_type") == "stream":
+            if kept and kept[-1].get("output_type") == "stream" and kept[-1].get("name") == o.get("name"):
+                kept[-1] = copy.deepcopy(kept[-1])
+                kept[-1]["text"] = "".join(kept[-1]["text"]) + "".join(o["text"])
+                continue
             kept.append(o)
         elif o.get("output_type") in ("execute_result", "display_data") and "text/plain" in o.get("data", {}):
             o = copy.deepcopy(o)

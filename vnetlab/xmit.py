@@ -690,13 +690,14 @@ def send(dev: Any, skb: Skb, *, kernel: str | Kernel | None = None, port: Any = 
 def veth_napi_active(rcv: Any, kernel: str | None = None) -> bool:
     """Whether the receiving veth has NAPI instances (rq->napi set), per kernel (drivers/net/veth.c):
 
-    - 5.10..5.12 veth_xmit: only with an XDP program on the receiver (rcv_xdp = rq->xdp_prog);
-    - 5.13+ (d3256efd8e8b "veth: allow enabling NAPI even without XDP"): an XDP program, or GRO requested
+    - without the kernel rule veth_napi_for_gro (5.10..5.12, Debian 5.10.223) veth_xmit uses NAPI only with an XDP
+      program on the receiver (rcv_xdp = rq->xdp_prog);
+    - with it (5.13+, d3256efd8e8b "veth: allow enabling NAPI even without XDP"): an XDP program, or GRO requested
       (veth_gro_requested: NETIF_F_GRO in wanted_features) on the receiver, when it is up.
     """
     k = _kernel(_dev_kernel(rcv, kernel))
     xdp = bool(getattr(rcv, "xdp", False))
-    if k < "5.13":
+    if not k.rule("veth_napi_for_gro"):
         return xdp
     return xdp or "GRO" in FeatureSet.coerce(getattr(rcv, "wanted_features", None), k.version)
 
@@ -738,7 +739,7 @@ def veth_xmit(dev: Any, skbs: Iterable[Skb], *, kernel: str | None = None, ip: i
         if not _is_skb_forwardable(rcv, s):
             dropped += 1
             continue
-        use_napi = napi and (k < "5.13" or _eligible_for_gro(dev, rcv, local_udp, kv))
+        use_napi = napi and (not k.rule("veth_napi_for_gro") or _eligible_for_gro(dev, rcv, local_udp, kv))
         paths.append("napi" if use_napi else "backlog")
         kept.append(s)
         kept_index.append(i)
