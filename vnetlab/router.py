@@ -331,8 +331,9 @@ def router_throughput(result: RouterResult, costs: RouterCosts | None = None, *,
                       drop_untranslated: bool = False) -> RouterThroughput:
     """UDP goodput (payload bits per second) of the router in ``result``: the CPU-bound packet rate
     (cpu_hz / cycles per packet) or the link-bound rate (link_bps / wire bits per frame), whichever is
-    lower. ``drop_untranslated`` counts only wire packets carrying the NATed header (the 5.10 hypothesis
-    in :data:`LIMITATIONS`). See LIMITATIONS for what the numbers mean."""
+    lower. ``drop_untranslated`` counts only wire packets carrying the NATed header (before c3df39ac9b0e the
+    segments after the head keep their un-NATed header: the kernel rule udp_gso_list_nat_fix, measured in the
+    lab). See LIMITATIONS for what the numbers mean."""
     c = costs or RouterCosts.from_table()
     ops = result.ops
     by_op: dict[str, float] = {}
