@@ -227,21 +227,19 @@ def _router_segments() -> int:
     return router.router_scenario(kernel="5.10", nic="router", gro="fraglist").wire_packets
 
 
-def _nat_share_full_gro(kernel: str, payload_len: int) -> float:
-    """Share of datagrams NATed correctly when every fraglist GRO skb of ``payload_len``-byte datagrams is full."""
+def _nat_share(kernel: str, *, gso_size: int | None = None, segs: int | None = None, ip: int = 4) -> float:
+    """Share of a NATed fraglist GRO skb's datagrams that leave with the translated header (router_scenario; by
+    default ``segs`` is what one GRO skb of ``gso_size``-byte datagrams holds)."""
     from vnetlab import router
 
-    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", gso_size=payload_len)
-    return round(r.nat_translated / r.wire_packets, 3)
+    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", gso_size=gso_size, segs=segs, ip=ip)
+    return r.nat_translated / r.wire_packets
 
 
 def _nat_one_in(kernel: str, gso_size: int, ip: int = 4) -> int:
     """Full fraglist GRO skbs of ``gso_size``-byte datagrams, NATed and resegmented: one datagram in how many
-    keeps the translated header (router_scenario's default segs: what one GRO skb holds)."""
-    from vnetlab import router
-
-    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", gso_size=gso_size, ip=ip)
-    return r.wire_packets // r.nat_translated
+    keeps the translated header."""
+    return round(1 / _nat_share(kernel, gso_size=gso_size, ip=ip))
 
 
 def _largest_udp_segment_send(kernel: str, gso_size: int) -> int:
@@ -262,13 +260,6 @@ def _largest_udp_segment_send(kernel: str, gso_size: int) -> int:
     return lo
 
 
-def _nat_delivered_share(kernel: str, segs: int) -> float:
-    """Share of a fraglist GRO skb's datagrams that leave with the NATed header (the rest keep the old one)."""
-    from vnetlab import router
-
-    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", segs=segs)
-    return round(r.nat_translated / r.wire_packets, 3)
-
 
 # --------------------------------------------------------------------------------------------------
 # The exercises
@@ -288,7 +279,7 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "receive buffer as a frag, and truesize charges both"),
     Exercise("00.3", "Seed 2's router on mainline 5.10 (no NAT fix), but the flow carries 1000-byte UDP datagrams and "
              "every fraglist GRO skb is as full as GRO lets it be. What share of the datagrams arrives with the NATed "
-             "header? Three decimals.", lambda: _nat_share_full_gro("5.10", 1000), "", 0.0005,
+             "header? Three decimals.", lambda: round(_nat_share("5.10", gso_size=1000), 3), "", 0.0005,
              hint="only the head of each GRO skb carries the NATed header, so the share is 1/N; N, the datagrams one "
              "fraglist GRO skb holds, has two limits: skb_gro_receive_list() keeps p->len below 64 KiB and "
              "udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX segments"),
@@ -395,7 +386,7 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
     Exercise("50.4", "Mainline 5.10 (before c3df39ac9b0e, 3d6df63a5cbe in 5.10.15): the router's GRO skbs hold 20 "
              "datagrams each, NAT rewrites the GRO skb, the VLAN segments it with skb_segment_list(). Which "
              "fraction of the datagrams leave with the translated addresses? Three decimals.",
-             lambda: _nat_delivered_share("5.10", 20), "", 0.0005,
+             lambda: round(_nat_share("5.10", segs=20), 3), "", 0.0005,
              hint="NAT rewrites the headers of the skb it is handed; skb_segment_list() copies only the MAC header "
              "onto the frag_list members, which keep the IP and UDP headers they arrived with"),
     Exercise("50.5", "Debian's 5.10.223 carries the NAT fix 3d6df63a5cbe. The same router on it, but NATing IPv6 "

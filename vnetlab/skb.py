@@ -8,7 +8,7 @@ charged to the skb. len, data_len and nr_frags are derived, so they can never di
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 # How the linear part (skb->head) was obtained; the kernel's allocator decides head_frag and truesize.
@@ -162,6 +162,3 @@ class Skb:
             parts.append(f"gso {'|'.join(sorted(self.gso_type))} size {self.gso_size} segs {self.gso_segs}")
         return ", ".join(parts)
 
-
-def total_len(skbs: Iterable[Skb]) -> int:
-    return sum(s.len for s in skbs)

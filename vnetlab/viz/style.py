@@ -248,17 +248,6 @@ def regions(fig: Figure) -> dict[str, Rectangle]:
     return found
 
 
-def save_png(fig: Figure, path: object, dpi: int = DPI) -> None:
-    """Deterministic PNG (no timestamp metadata)."""
-    fig.savefig(path, dpi=dpi, metadata={"Software": None})
-
-
-def legend_handles(names: Sequence[str]) -> list[Rectangle]:
-    """Legend swatches for COLORS keys; page_to_skb's paths carry their hatch."""
-    return [Rectangle((0, 0), 1, 1, facecolor=COLORS[n], edgecolor="black", linewidth=0.6, label=n,
-                      hatch=PATH_HATCHES.get(n) or None) for n in names]
-
-
 # --------------------------------------------------------------------------------------------------
 # Text that fits: measured as Agg draws it, so that labels are wrapped to their box instead of shrunk
 
