@@ -176,7 +176,7 @@ def diagnose(
             False,
             "vnetlab.live cannot read device features: "
             + "; ".join(notes)
-            + ", and the `ethtool` program is not on PATH. Install pyroute2 (pip install 'vnetlab[live]') "
+            + ", and the `ethtool` program is not on PATH. Install pyroute2 (a dependency of vnetlab on Linux: pip install pyroute2) "
             "or ethtool (apt-get install ethtool).",
             notes=tuple(notes),
         )
