@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 
 from vnetlab import features as F
 from vnetlab import xmit
-from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.skb import Skb
 from vnetlab.viz.stacks import HATCH_COLOR, UPPERS, Stack, cell_label
 from vnetlab.viz.style import DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
@@ -80,14 +80,13 @@ class Cell:
 
 def device_cells(dev: Any, names: Sequence[str] = GRID_FEATURES) -> list[Cell]:
     """The cells of ``names`` that this device's kernel has (NETIF_F_GSO_FRAGLIST is absent before 5.6, ...)."""
-    k = dev.ns.kernel
+    t = F.table(dev.ns.kernel)
     shown = dev.ethtool_k()
     wanted = dev.wanted_features
     out = []
     for n in names:
-        try:
-            eth = F.ethtool_name(n, kernel=k)
-        except ValueError:
+        eth = t.ethtool.get(n)
+        if eth is None:
             continue
         on, fixed = shown[eth]
         out.append(Cell(n, eth, on, fixed, n in wanted))
@@ -131,7 +130,7 @@ class FeatureGrid:
     sent: Mapping[str, tuple[Skb, xmit.TxResult]]  # skb kind -> (skb, xmit.send's result); empty if not sent
 
     @property
-    def kernel(self) -> str:
+    def kernel(self) -> Kernel:
         return self.stack.kernel
 
     def row(self, name: str) -> GridRow:

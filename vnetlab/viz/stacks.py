@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 from vnetlab import netdev, xmit
-from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
 from vnetlab.viz.style import COLORS, DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
@@ -78,7 +78,7 @@ class Stack:
 
     net: netdev.Namespace
     devices_top_down: tuple[Any, ...]
-    kernel: str
+    kernel: Kernel  # resolved once (build_stack): a lab kernel keeps its patch's rules
     upper: str
     nic: str
 
@@ -112,7 +112,7 @@ def _stack_on(net: netdev.Namespace, kind: str, below: Any) -> Any:
     return master
 
 
-def build_stack(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
+def build_stack(*, kernel: str | Kernel = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
                 nic_params: Mapping[str, Any] | None = None,
                 settings: Mapping[str, Mapping[str, bool]] | None = None) -> Stack:
     """The lower device ``nic`` (a key of NICS: eth0 with a driver profile, or veth0 of a veth pair) with the
@@ -123,9 +123,9 @@ def build_stack(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str =
         raise ValueError(f"upper must be one of {', '.join(UPPERS)} (devices stacked on the NIC), got {upper!r}")
     if nic not in NICS:
         raise ValueError(f"nic must be one of {', '.join(NICS)} (vnetlab.netdev driver profiles), got {nic!r}")
-    kv = _kernel(kernel).version
+    k = _kernel(kernel)
     _label, driver, params = NICS[nic]
-    net = netdev.Namespace(kernel=kv)
+    net = netdev.Namespace(kernel=k)
     if driver == "veth":
         if nic_params:
             raise ValueError(f"nic_params={dict(nic_params)!r}: a veth pair takes no probe parameters")
@@ -135,7 +135,7 @@ def build_stack(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str =
     chain = [below]
     for kind in UPPERS[upper]:
         chain.append(_stack_on(net, kind, chain[-1]))
-    stack = Stack(net, tuple(reversed(chain)), kv, upper, nic)
+    stack = Stack(net, tuple(reversed(chain)), k, upper, nic)
     unknown = set(settings or {}) - {d.name for d in chain}
     if unknown:
         raise ValueError(f"settings names unknown devices {sorted(unknown)}; this stack has "
