@@ -29,6 +29,7 @@ from vnetlab import netdev, xmit
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
+from vnetlab.viz.featurecells import cell_style, device_cells
 from vnetlab.viz.style import COLORS, DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
 __all__ = ["NICS", "UPPERS", "PATCH_KERNELS", "STACK_FEATURES", "Stack", "build_stack", "send_gso",
@@ -155,8 +156,6 @@ def send_gso(stack: Stack, *, segs: int = 44, gso_size: int = 1472, fraglist: bo
 
 def feature_states(dev: Any, names: Sequence[str] = STACK_FEATURES) -> list[tuple[str, str, bool, bool]]:
     """(NETIF_F name, ethtool name, on, fixed) for the features this kernel has, as ethtool -k shows them."""
-    from vnetlab.viz.featuregrid import device_cells
-
     return [(c.feature, c.ethtool, c.on, c.fixed) for c in device_cells(dev, names)]
 
 
@@ -238,8 +237,6 @@ def _aligned(columns: Sequence[_Column]) -> list[_Column]:
 
 def _column(stack: Stack, skb: Skb, tx: xmit.TxResult, width_px: float, *, lamps: bool = True) -> _Column:
     """The texts of one column wrapped to ``width_px`` (the axes' width), and how many feature lamps fit a row."""
-    from vnetlab.viz.featuregrid import cell_style, device_cells
-
     text_w = width_px * (_W - 1.3) / _W  # inside a box
     fl = "FRAGLIST" in skb.gso_type
     if skb.is_gso():
@@ -292,8 +289,6 @@ def _column(stack: Stack, skb: Skb, tx: xmit.TxResult, width_px: float, *, lamps
 def _draw_column(ax: Any, col: str, column: _Column, skb: Skb, tx: xmit.TxResult) -> float:
     """One stack, top (y = 0) down, into axes whose limits are set here (regions added without data-limit updates).
     Returns the lowest y used. Feature lamps: ``column.per_row`` to a row, in the grid's cell style."""
-    from vnetlab.viz.featuregrid import cell_style, device_cells
-
     def arrow(start: tuple[float, float], end: tuple[float, float]) -> None:
         ax.add_artist(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=9, linewidth=0.9))
 
