@@ -225,3 +225,11 @@ def test_version_strings_still_work_and_resolve_once():
     assert ns.kernel == "6.18" and ns.kernel is vnetlab.kernel("6.18") and ns.profile is ns.kernel
     a, _b = ns.veth("v0", "v1")
     assert a.features.kernel is ns.kernel and str(a.features.kernel) == "6.18" and f"{ns.kernel:6}|" == "6.18  |"
+
+
+def test_a_profile_is_interchangeable_with_its_version_string_as_a_key():
+    k = vnetlab.kernel("6.1")
+    assert {"6.1": 1}[k] == 1 and k in {"6.1"} and hash(k) == hash("6.1")
+    lab = labkernels.model_kernel(REVERT)
+    assert lab != "5.10.223" and lab != vnetlab.kernel("5.10.223") and lab == labkernels.model_kernel(REVERT)
+    assert len({lab, vnetlab.kernel("5.10.223")}) == 2

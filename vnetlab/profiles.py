@@ -91,11 +91,15 @@ class Kernel:
     def table(self, table: str, part: str = "") -> Section:
         """This kernel's section ``part`` of data/<table>.toml ("gro"; "netdev_features" with part "", "ethtool",
         "masks", "skb_gso"): what modules read instead of looking a version string up themselves."""
+        key = f"table:{table}:{part}"
+        if key in self._derived:
+            return self._derived[key]
         sec = kernel_section(table, self.version, part)
         if sec is None:
             where = f"[{self.version}{'.' + part if part else ''}]"
             raise UnknownKernelError(f"kernel={self.version!r} has no section {where} in data/{table}.toml; "
                                      f"known: {', '.join(table_kernels(table))}")
+        self._derived[key] = sec
         return sec
 
     def has_table(self, table: str) -> bool:
@@ -125,7 +129,8 @@ class Kernel:
         return self.key < other_key
 
     def __hash__(self) -> int:
-        return hash((self.key, self.name))
+        # equal to its version string (a profile) hashes like it, so {"6.1": ...}[kernel("6.1")] finds it
+        return hash((self.version, self.name)) if self.name else hash(self.version)
 
     def __str__(self) -> str:
         return self.version
