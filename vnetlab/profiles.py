@@ -280,12 +280,11 @@ def _skb_shared_info_size(pointer_bytes: int, s64_align: int, max_skb_frags: int
 
 
 @functools.cache
-def _arch(name: str, version: str, config_max_skb_frags: int | None) -> Arch:
+def _arch(name: str, k: Kernel, config_max_skb_frags: int | None) -> Arch:
     table = load_table("arches")
     if name not in table:
         raise UnknownArchError(f"arch={name!r} is not a known architecture; known: {', '.join(table)}")
     sec = table[name]
-    k = kernel(version)
     page_size = sec.typed("page_size", int)
     l1 = sec.typed("l1_cache_bytes", int)
     pointer_bytes = sec.typed("pointer_bytes", int)
@@ -324,4 +323,4 @@ def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *, max_skb_fra
         raise UnknownArchError(f"arch must be a name such as 'x86_64', got {name!r}; "
                                f"known: {', '.join(known_arches())}")
     k = _resolve_kernel(kernel)
-    return _arch(name, k.version, max_skb_frags)
+    return _arch(name, k, max_skb_frags)  # the Kernel itself: a lab kernel's rules reach the sizes too
