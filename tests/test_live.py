@@ -15,6 +15,7 @@ import pytest
 
 from vnetlab import ethtool, features, live, netdev
 from vnetlab.errors import FixedFeatureError, LabTimeout, LiveError, LiveUnavailable, UnknownFeatureError
+from vnetlab.live import device_features, netlink
 
 DATA = Path(__file__).parent / "data"
 
@@ -158,8 +159,8 @@ def test_bad_arguments_name_the_parameter():
 def test_import_without_pyroute2():
     code = (
         "import sys; sys.modules['pyroute2'] = None\n"
-        "import vnetlab.live as live\n"
-        "print(live._pyroute2_error())\n"
+        "import vnetlab.live.netlink as netlink\n"
+        "print(netlink.pyroute2_error())\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "pyroute2 is not importable" in out
@@ -172,8 +173,10 @@ def test_importing_live_does_not_import_pyroute2():
 
 
 def test_not_linux_raises_unavailable(monkeypatch):
-    monkeypatch.setattr(live.sys, "platform", "win32")
-    monkeypatch.setattr(live, "_CAPABILITY_CACHE", {})
+    from vnetlab.live import capability
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {})
     cap = live.available()
     assert not cap and "win32" in cap.reason
     with pytest.raises(LiveUnavailable, match="needs Linux"):
@@ -211,7 +214,7 @@ def test_netlink_works_inside_a_running_event_loop():
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "never awaited" not in done.stderr
-    if live._pyroute2_error() is None and sys.platform.startswith("linux"):
+    if netlink.pyroute2_error() is None and sys.platform.startswith("linux"):
         assert done.stdout.split() == ["netlink", "True"]
 
 
@@ -388,7 +391,7 @@ def test_fixed_features_refused_by_kernel_and_model(can_build_labs):
             # NETIF_F_NEVER_CHANGE (vlan-challenged) is outside NETIF_F_ETHTOOL_BITS: asking for it is EINVAL.
             flip = {n: on for n, on in fixed.items() if n != "vlan-challenged"}
             backend = live.available().feature_backend
-            (live._set_netlink if backend == "netlink" else live._set_ethtool)(dev.name, dev.netns, flip)
+            (netlink.set_netlink if backend == "netlink" else device_features.set_ethtool)(dev.name, dev.netns, flip)
             assert dev.features().ethtool_k() == before.ethtool_k(), name
             with pytest.raises(FixedFeatureError) as err:
                 dev.ethtool_K(fixed)
