@@ -189,11 +189,98 @@ def test_running_profile():
     # the modelled profile with the same major.minor, else the newest older one (vnetlab.profiles known_kernels)
     assert live.running_profile("6.18.44-fc-v669") == "6.18"
     assert live.running_profile("6.1.0-57-amd64") == "6.1"
-    assert live.running_profile("6.12.117") == "6.12"
     assert live.running_profile("6.13.0") == "6.12"
     assert live.running_profile("5.11.0") == "5.11"
     with pytest.raises(ValueError, match="release="):
-        live.running_profile("4.19.0")
+        live.running_profile("linux-6.1")
+    with pytest.raises(ValueError, match="release must be"):
+        live.running_profile(61)
+
+
+def test_running_profile_every_known_profile_is_exact_and_the_ends_say_so():
+    """Against data/kernels.toml as it is (profiles.known_kernels(), read at call time): a profile's own version
+    is an exact match; older than the oldest and newer than the newest say that any rule may differ."""
+    from vnetlab import profiles
+
+    known = profiles.known_kernels()
+    for v in known:
+        r = live.running_profile(v)
+        assert (r, r.closeness, r.may_differ) == (v, "exact", ()), v
+    old = live.running_profile("4.19.0-27-amd64")
+    assert (old, old.closeness) == (known[0], "older") and "older than every profile" in old.line()
+    assert "rx_copybreak" not in old.may_differ and "page_to_skb" in old.may_differ
+    new = live.running_profile("7.3.4+deb13-amd64")
+    if "7.3.4" in known:  # helper probe's Debian 7.3.4 profile
+        assert (new, new.closeness) == ("7.3.4", "exact")
+    else:
+        assert (new, new.closeness) == (known[-1], "newer") and "Debian's 7.3.4" in new.why
+
+
+def _rules(**changes):
+    base = {"released": "x", "page_to_skb": "copy128", "udp_max_segments": 64, "uso_needs_csum": False}
+    return {**base, **changes}
+
+
+# A profile set like the one helper probe adds (Debian's 5.10.223 and 5.10.262, 6.1.y, 6.12.117, 7.2.12, 7.3.4),
+# with rule values that move between neighbours so that "may differ" has something to name.
+PROFILES = {
+    "5.10": _rules(),
+    "5.10.223": _rules(page_to_skb="copy_eth_hlen"),
+    "5.10.262": _rules(page_to_skb="copy_eth_hlen", udp_max_segments=128),
+    "6.1": _rules(page_to_skb="build_skb"),
+    "6.1.158": _rules(page_to_skb="build_skb", udp_max_segments=128),
+    "6.12.117": _rules(page_to_skb="build_skb", udp_max_segments=128, uso_needs_csum=True),
+    "6.18": _rules(page_to_skb="build_skb", udp_max_segments=128, uso_needs_csum=True),
+    "7.2.12": _rules(page_to_skb="build_skb2", udp_max_segments=128, uso_needs_csum=True),
+    "7.3.4": _rules(page_to_skb="build_skb2", udp_max_segments=128, uso_needs_csum=True),
+}
+
+
+@pytest.mark.parametrize("release,version,profile,closeness,differ", [
+    # Debian 11: the ABI name hides the stable update; the newest Debian 5.10 profile, not mainline 5.10
+    ("5.10.0-32-amd64", None, "5.10.262", "nearest", ("udp_max_segments",)),
+    # ... unless uname -v names the package ("#1 SMP Debian 5.10.223-1 (2024-08-10)")
+    ("5.10.0-32-amd64", "#1 SMP Debian 5.10.223-1 (2024-08-10)", "5.10.223", "exact", ()),
+    ("5.10.0-32-cloud-amd64", "#1 SMP Debian 5.10.262-1 (2025-10-01)", "5.10.262", "exact", ()),
+    # kernel.org's 5.10.223 is the 5.10.223 profile, not "5.10"; a stable between two profiles names both
+    ("5.10.223", None, "5.10.223", "exact", ()),
+    ("5.10.240", None, "5.10.223", "nearest", ("udp_max_segments",)),
+    # only one stable profile of the 6.1 line (mainline 6.1 is not what Debian ships): nothing to compare with
+    ("6.1.0-37-amd64", None, "6.1.158", "nearest", ()),
+    ("6.12.117+deb13-amd64", None, "6.12.117", "exact", ()),
+    ("6.12.48+deb13-amd64", None, "6.12.117", "nearest", ("uso_needs_csum",)),
+    ("7.3.4+deb13-amd64", None, "7.3.4", "exact", ()),
+    ("7.2.12+deb14-arm64", None, "7.2.12", "exact", ()),
+    # Ubuntu 24.04: 6.8 with Ubuntu's updates; between 6.1.158 and 6.12.117, which differ in uso_needs_csum
+    ("6.8.0-45-generic", None, "6.1.158", "nearest", ("uso_needs_csum",)),
+    ("6.8.0-1015-aws", None, "6.1.158", "nearest", ("uso_needs_csum",)),
+    # RHEL 9 and Fedora
+    ("5.14.0-427.13.1.el9_4.x86_64", None, "5.10.262", "nearest", ("page_to_skb", "udp_max_segments")),
+    ("6.11.4-301.fc41.x86_64", None, "6.1.158", "nearest", ("uso_needs_csum",)),
+    ("6.18.44-fc-v1045", None, "6.18", "nearest", ()),
+    ("8.0.1", None, "7.3.4", "newer", ("page_to_skb", "udp_max_segments", "uso_needs_csum")),
+    ("4.19.0-27-amd64", None, "5.10", "older", ("page_to_skb", "udp_max_segments", "uso_needs_csum")),
+])
+def test_running_profile_of_distribution_release_strings(release, version, profile, closeness, differ):
+    r = live.match_profile(release, PROFILES, version)
+    assert (r, r.closeness, r.may_differ) == (profile, closeness, differ)
+    assert isinstance(r, str) and r.profile == profile and r.release == release
+    line = r.line()
+    assert line.startswith(f"kernel {release} -> model profile {profile} (")
+    if closeness == "exact":
+        assert "(exact)" in line
+    elif closeness == "nearest" and differ:
+        assert "nearest: these rules may differ: " + ", ".join(differ) in line
+
+
+def test_running_profile_names_the_distribution():
+    assert "Debian" in live.match_profile("5.10.0-32-amd64", PROFILES).why
+    assert "uname -v" in live.match_profile("5.10.0-32-amd64", PROFILES).why
+    assert "Ubuntu" in live.match_profile("6.8.0-45-generic", PROFILES).why
+    assert "backported" in live.match_profile("5.14.0-427.el9_4.x86_64", PROFILES).why
+    assert "Fedora" in live.match_profile("6.11.4-301.fc41.x86_64", PROFILES).why
+    with pytest.raises(ValueError, match="version must be"):
+        live.match_profile("6.1.0-37-amd64", PROFILES, 1)
 
 
 def test_netlink_works_inside_a_running_event_loop():

@@ -38,7 +38,7 @@ from vnetlab.live.experiments import (
     vxlan_lab,
 )
 from vnetlab.live.lab import Lab, LiveDevice
-from vnetlab.live.profile import running_profile
+from vnetlab.live.profile import RunningProfile, match_profile, running_profile
 from vnetlab.live.xdp import attach_xdp_pass, load_xdp_pass
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "Lab",
     "LiveDevice",
     "MirrorRow",
+    "RunningProfile",
     "SetResult",
     "SideResult",
     "TransferRow",
@@ -66,6 +67,7 @@ __all__ = [
     "ethtool_k",
     "in_netns",
     "load_xdp_pass",
+    "match_profile",
     "mirror_lab",
     "read_features",
     "require",
