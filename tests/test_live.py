@@ -529,3 +529,89 @@ def test_ci_turns_a_skipped_live_test_into_a_failure(tmp_path):
     assert "1 skipped" in run("")
     capable = live.available(labs=True) and __import__("os").geteuid() == 0
     assert ("1 failed" if capable else "1 skipped") in run("true")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# recorded runs (data/live/, data/lab/): what notebook 60 shows where labs cannot run
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_recorded_run_is_labelled_and_agrees_with_the_model():
+    """data/live/6.18.44-fc-v1045.json: `python -m vnetlab.live record` as root on this machine's 6.18.44."""
+    ref = live.reference()
+    assert ref.release in {r.release for r in live.references()}
+    assert ref.doc["kernel"]["machine"] and ref.recorded[:4].isdigit() and ref.version.startswith("#")
+    label = ref.label()
+    assert ref.release in label and ref.recorded[:10] in label and f"model profile {ref.profile}" in label
+    rows = ref.mirror()
+    assert len(rows) == len(live.MIRROR_STEPS) * len(live.MIRROR_DEVICES) and all(r.agrees for r in rows)
+    for name in ("udp_segment", "veth_gro", "veth_gro_plain", "vxlan"):
+        got = ref.transfers(name)
+        assert got and all(r.agrees for r in got), live.transfer_table(got)
+    assert ref.lo()["tx-scatter-gather"].ethtool_text() == "on [fixed]"  # drivers/net/loopback.c loopback_setup
+    with pytest.raises(ValueError, match="name="):
+        ref.transfers("tcp")
+    with pytest.raises(ValueError, match="release="):
+        live.reference("4.19.0")
+
+
+def test_replay_fails_when_the_model_or_the_record_differs(monkeypatch):
+    """The replay compares for real: a recorded state flipped, or a model rule changed, shows as DIFFER."""
+    import copy
+
+    ref = live.reference()
+    doc = copy.deepcopy(ref.doc)
+    step = next(s for s in doc["mirror"] if s["step"] == live.experiments.BRIDGE_STEPS[1])
+    step["devices"]["br0"]["tx-udp-segmentation"] = "on"  # as if br0 kept USO with no port offering it
+    rows = live.Reference(doc).mirror()
+    bad = [r for r in rows if not r.agrees]
+    assert [(r.step, r.device) for r in bad] == [(step["step"], "br0")]
+    assert "tx-udp-segmentation: model off [requested on], kernel on" in live.mirror_table(rows)
+    assert "kernel on" in live.bridge_ports(rows, kernel=ref.profile).splitlines()[1]
+    doc = copy.deepcopy(ref.doc)
+    case = doc["transfers"]["veth_gro"][4]  # XDP_PASS attached, gro off: 10 skbs, all by NAPI
+    case["kernel"]["napi_skbs"] = 0
+    assert not live.Reference(doc).transfers("veth_gro")[4].agrees
+
+
+def test_lab_runs_name_each_kernel_and_its_date():
+    """data/lab/: every lab kernel with its uname -r and date (Debian's package date from uname -v, or the
+    lab build's date from /proc/version), and its comparisons with the model."""
+    from vnetlab import labdata
+
+    runs = {r.kernel: r for r in live.lab_runs()}
+    assert set(runs) == set(labdata.lab_kernels())
+    assert runs["5.10"].release == "5.10.0-32-amd64" and runs["5.10"].dated == "packaged 2024-08-10"
+    assert runs["5.10-plain"].dated.startswith("built 20")
+    assert all(a == n for r in runs.values() for _what, a, n in r.comparisons)
+    table = live.lab_runs_table().splitlines()
+    assert len(table) == len(runs) + 1 and max(map(len, table)) <= 100
+
+
+def test_record_needs_labs_and_says_so(monkeypatch):
+    from vnetlab.live import capability, recorded
+
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {True: live.Capability(False, "no labs here: uid 1000")})
+    with pytest.raises(LiveUnavailable, match="uid 1000"):
+        recorded.record("/nonexistent/x.json")
+
+
+@pytest.mark.live
+def test_xdp_attach_without_pyroute2(can_build_labs):
+    """The rtnetlink message built by vnetlab.live.xdp (RTM_SETLINK, IFLA_XDP { IFLA_XDP_FD }) attaches the
+    program as pyroute2 does: `ip -j link` shows it on the device (include/uapi/linux/if_link.h IFLA_XDP)."""
+    import json
+
+    with live.Lab(tag="xdp") as lab:
+        v0, v1 = lab.veth("v0", "v1")
+        for dev, backend in ((v0, "rtnetlink"), (v1, "pyroute2")):
+            if backend == "pyroute2" and netlink.pyroute2_error():
+                continue
+            live.attach_xdp_pass(dev.name, dev.netns, backend=backend)
+            out = subprocess.run(["ip", "-n", dev.netns, "-j", "link", "show", "dev", dev.name], capture_output=True,
+                                 text=True, timeout=10, check=True).stdout
+            assert json.loads(out)[0].get("xdp", {}).get("mode") == 1, out  # XDP_ATTACHED_DRV
+        with pytest.raises(LiveError, match="no device .nodev."):
+            live.attach_xdp_pass("nodev", v0.netns, backend="rtnetlink")
+    with pytest.raises(ValueError, match="backend"):
+        live.attach_xdp_pass("v0", None, backend="ioctl")

@@ -12,7 +12,8 @@ One concern per module:
 - :mod:`~vnetlab.live.compare`: model against kernel (:func:`compare`, :func:`compare_k`);
 - :mod:`~vnetlab.live.experiments`: :func:`mirror_lab`, :func:`udp_segment_lab`, :func:`veth_gro_lab`,
   :func:`vxlan_lab`;
-- :mod:`~vnetlab.live.profile`: the modelled profile of a running kernel (:func:`running_profile`).
+- :mod:`~vnetlab.live.profile`: the modelled profile of a running kernel (:func:`running_profile`);
+- :mod:`~vnetlab.live.recorded`: recorded runs (data/live/, the lab's data/lab/) to show where labs cannot run.
 
 Nothing here runs at import time and pyroute2 is imported only when the netlink path is used.
 """
@@ -30,7 +31,9 @@ from vnetlab.live.experiments import (
     MirrorRow,
     SideResult,
     TransferRow,
+    bridge_ports,
     mirror_lab,
+    mirror_table,
     transfer_table,
     udp_segment_cases,
     udp_segment_lab,
@@ -39,6 +42,7 @@ from vnetlab.live.experiments import (
 )
 from vnetlab.live.lab import Lab, LiveDevice
 from vnetlab.live.profile import RunningProfile, match_profile, running_profile
+from vnetlab.live.recorded import Reference, lab_runs, lab_runs_table, reference, references
 from vnetlab.live.xdp import attach_xdp_pass, load_xdp_pass
 
 __all__ = [
@@ -55,21 +59,28 @@ __all__ = [
     "Lab",
     "LiveDevice",
     "MirrorRow",
+    "Reference",
     "RunningProfile",
     "SetResult",
     "SideResult",
     "TransferRow",
     "attach_xdp_pass",
     "available",
+    "bridge_ports",
     "compare",
     "compare_k",
     "diagnose",
     "ethtool_k",
     "in_netns",
+    "lab_runs",
+    "lab_runs_table",
     "load_xdp_pass",
     "match_profile",
     "mirror_lab",
+    "mirror_table",
     "read_features",
+    "reference",
+    "references",
     "require",
     "running_profile",
     "set_features",

@@ -96,7 +96,8 @@ def compare_k(
     return Comparison(device=device, agreed=tuple(agreed), differences=tuple(diffs), fields=fields)
 
 
-def _model_k(model_device: Any, with_wanted: bool) -> dict[str, tuple[bool, ...]]:
+def model_ethtool_k(model_device: Any, with_wanted: bool) -> dict[str, tuple[bool, ...]]:
+    """A model device's ``ethtool_k()``, with its wanted bit as a third item when ``with_wanted``."""
     k = model_device.ethtool_k() if hasattr(model_device, "ethtool_k") else dict(model_device)
     if not with_wanted:
         return k
@@ -125,7 +126,7 @@ def compare(
         name, ns = real_device, netns
     fields = tuple(fields)
     with_wanted = "wanted" in fields
-    model_k = _model_k(model_device, with_wanted)
+    model_k = model_ethtool_k(model_device, with_wanted)
     real = read_features(name, netns=ns, backend=backend)
     kernel_k = {n: (s.active, s.fixed, s.wanted) if with_wanted else (s.active, s.fixed)
                 for n, s in real.states.items()}

@@ -10,11 +10,11 @@ import errno
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vnetlab.live.commands import in_netns
-from vnetlab.live.compare import Comparison, compare
+from vnetlab.live.compare import Comparison, compare_k, model_ethtool_k
 from vnetlab.live.lab import Lab, LiveDevice
 from vnetlab.live.profile import running_profile
 
@@ -71,59 +71,137 @@ MIRROR_STEPS: tuple[tuple[str, tuple[tuple, ...]], ...] = (
 
 @dataclass(frozen=True)
 class MirrorRow:
-    """One device after one step: the comparison, or why the model could not follow the kernel."""
+    """One device after one step: the comparison, or why the model could not follow the kernel; ``kernel_k``
+    is what the kernel showed, {feature: (on, fixed, wanted)}."""
 
     step: str
     device: str
     result: Comparison | str
+    kernel_k: Mapping[str, tuple[bool, bool, bool]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def agrees(self) -> bool:
         return not isinstance(self.result, str) and bool(self.result)
 
 
+class _MirrorModel:
+    """MIRROR_DEVICES in vnetlab.netdev for ``kernel``; :meth:`apply` is one step's operation, :attr:`broken`
+    says where the model first refused what the kernel did (every later step then fails)."""
+
+    def __init__(self, kernel: str) -> None:
+        from vnetlab import netdev
+
+        self.net = net = netdev.Namespace(kernel=kernel)
+        self.devices: dict[str, Any] = {}
+        self.devices["v0"], self.devices["v1"] = net.veth("v0", "v1")
+        self.devices["v2"], self.devices["v3"] = net.veth("v2", "v3")
+        self.devices["mv0"] = net.macvlan("mv0", lower=self.devices["v0"])
+        self.devices["br0"] = net.bridge("br0")
+        self.devices["mv1"] = net.macvlan("mv1", lower=self.devices["br0"])
+        self.broken: str | None = None
+
+    def apply(self, label: str, op: tuple) -> None:
+        if self.broken is not None:
+            return
+        try:
+            if op[0] == "master":
+                self.net.set_master(self.devices[op[1]], self.devices[op[2]])
+            else:
+                self.devices[op[1]].ethtool_K(op[2])
+        except Exception as exc:  # the model refused what the kernel did
+            self.broken = f"model failed at {label!r}, {op}: {type(exc).__name__}: {exc}"
+
+    def row(self, label: str, name: str, kernel_k: Mapping[str, tuple[bool, bool, bool]],
+            fields: tuple[str, ...]) -> MirrorRow:
+        if self.broken is not None:
+            return MirrorRow(label, name, self.broken, kernel_k)
+        model_k = model_ethtool_k(self.devices[name], "wanted" in fields)
+        return MirrorRow(label, name, compare_k(model_k, kernel_k, device=name, fields=fields), kernel_k)
+
+
 def mirror_lab(*, kernel: str | None = None, steps: Iterable[tuple[str, tuple[tuple, ...]]] | None = None,
                fields: Iterable[str] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
     """Build MIRROR_DEVICES in a namespace lab and in the model (``kernel``, default the running kernel's
     profile), apply each step to both, compare every feature."""
-    from vnetlab import netdev
-
     kernel = kernel or running_profile()
     steps = MIRROR_STEPS if steps is None else steps
+    fields = tuple(fields)
     rows: list[MirrorRow] = []
     with Lab(tag="mirror") as lab:
-        net = netdev.Namespace(kernel=kernel)
-        model: dict[str, Any] = {}
+        model = _MirrorModel(kernel)
         real: dict[str, LiveDevice] = {}
-        model["v0"], model["v1"] = net.veth("v0", "v1")
-        model["v2"], model["v3"] = net.veth("v2", "v3")
-        model["mv0"] = net.macvlan("mv0", lower=model["v0"])
-        model["br0"] = net.bridge("br0")
-        model["mv1"] = net.macvlan("mv1", lower=model["br0"])
         real["v0"], real["v1"] = lab.veth("v0", "v1")
         real["v2"], real["v3"] = lab.veth("v2", "v3")
         real["mv0"] = lab.macvlan("mv0", lower=real["v0"])
         real["br0"] = lab.bridge("br0")
         real["mv1"] = lab.macvlan("mv1", lower=real["br0"])
-        broken: str | None = None
         for label, operations in steps:
             for op in operations:
                 if op[0] == "master":
                     lab.set_master(real[op[1]], real[op[2]])
                 else:
                     real[op[1]].ethtool_K(op[2])
-                if broken is None:
-                    try:
-                        if op[0] == "master":
-                            net.set_master(model[op[1]], model[op[2]])
-                        else:
-                            model[op[1]].ethtool_K(op[2])
-                    except Exception as exc:  # the model refused what the kernel did: every later step fails
-                        broken = f"model failed at {label!r}, {op}: {type(exc).__name__}: {exc}"
+                model.apply(label, op)
             for name in MIRROR_DEVICES:
-                rows.append(MirrorRow(label, name, broken or compare(model[name], real[name], fields=fields)))
+                states = real[name].features().states
+                kernel_k = {n: (s.active, s.fixed, s.wanted) for n, s in states.items()}
+                rows.append(model.row(label, name, kernel_k, fields))
     return rows
 
+
+def mirror_replay(recorded: Iterable[tuple[str, tuple[tuple, ...], Mapping[str, Mapping[str, tuple]]]], *,
+                  kernel: str, fields: Iterable[str] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
+    """:func:`mirror_lab` against a recorded kernel: each (step label, operations, {device: kernel_k}) applied
+    to the model of ``kernel`` and compared with what that kernel showed then."""
+    fields = tuple(fields)
+    model = _MirrorModel(kernel)
+    rows = []
+    for label, operations, kernel_ks in recorded:
+        for op in operations:
+            model.apply(label, op)
+        rows.extend(model.row(label, name, kernel_ks[name], fields) for name in MIRROR_DEVICES)
+    return rows
+
+
+
+def mirror_table(rows: Iterable[MirrorRow]) -> str:
+    """One line per step of :func:`mirror_lab`: ``agree`` when all devices show the same features in the kernel
+    and the model, else ``DIFFER`` with each differing device's features below; a count at the end."""
+    rows = list(rows)
+    lines = []
+    for step in dict.fromkeys(r.step for r in rows):
+        bad = [r for r in rows if r.step == step and not r.agrees]
+        lines.append(f"{'agree' if not bad else 'DIFFER':6} {step}")
+        lines += [f"       {r.device} {r.result}" for r in bad]
+    lines.append(f"{sum(r.agrees for r in rows)} of {len(rows)} device states agree")
+    return "\n".join(lines)
+
+
+# The two steps of MIRROR_STEPS that turn tx-udp-segmentation off on br0's ports, one and then both.
+BRIDGE_STEPS = ("v1 tx-udp-segmentation off (one bridge port)", "v3 tx-udp-segmentation off (both bridge ports)")
+
+
+def bridge_ports(rows: Iterable[MirrorRow], *, kernel: str) -> str:
+    """br0's ``tx-udp-segmentation`` after each of :data:`BRIDGE_STEPS`, the kernel's (from ``rows``, live or
+    recorded :class:`MirrorRow`) beside a fresh model of ``kernel`` with only the two ports (net/bridge/br_if.c
+    br_features_recompute: a NETIF_F_ONE_FOR_ALL bit stays while one port has it)."""
+    from vnetlab import netdev
+
+    by_step = {r.step: r.kernel_k for r in rows if r.device == "br0"}
+    net = netdev.Namespace(kernel=kernel)
+    br0 = net.bridge("br0")
+    ports = {"v1": net.veth("v0", "v1")[1], "v3": net.veth("v2", "v3")[1]}
+    for port in ports.values():
+        net.set_master(port, br0)
+    lines = []
+    for port, step in zip(("v1", "v3"), BRIDGE_STEPS):
+        ports[port].ethtool_K({"tx-udp-segmentation": False})
+        on, fixed = br0.ethtool_k()["tx-udp-segmentation"]
+        model = ("on" if on else "off") + (" [fixed]" if fixed else "")
+        seen = by_step.get(step)
+        real = "(not run)" if seen is None else ("on" if seen["tx-udp-segmentation"][0] else "off")
+        lines.append(f"ethtool -K {port} tx-udp-segmentation off -> br0: model {model}, kernel {real}")
+    return "\n".join(lines)
 
 _SOL_UDP, _UDP_SEGMENT, _UDP_GRO = 17, 103, 104  # include/linux/socket.h, include/uapi/linux/udp.h
 _ADDR = {4: ("10.77.0.1", "10.77.0.2", 24), 6: ("fd77::1", "fd77::2", 64)}
@@ -434,8 +512,6 @@ def vxlan_lab(lengths: Iterable[tuple[int, int]] = ((14000, 1400), (1400, 0)), *
     """UDP_SEGMENT sends through a vxlan device (vx0 over veth v0, peer v1 with vx1 in another namespace):
     the skbs that cross the veth (v1's rx_packets) and the datagrams the socket behind vx1 reads, kernel
     beside vnetlab (netdev.Namespace.vxlan, xmit.send's encapsulation and hw_enc_features rule)."""
-    from vnetlab import netdev, udp
-
     kernel = kernel or running_profile()
     rows = []
     with Lab(tag="vxlan", timeout=120) as lab:
@@ -453,8 +529,6 @@ def vxlan_lab(lengths: Iterable[tuple[int, int]] = ((14000, 1400), (1400, 0)), *
         lab.neigh(vxs[0], inner[1], lab.link_json(vxs[1])["address"])
         lab.neigh(vxs[1], inner[0], lab.link_json(vxs[0])["address"])
         for length, gso in lengths:
-            import socket
-
             rx = _socket_in(pair.rx_ns, 4)
             tx = _socket_in(pair.tx_ns, 4)
             try:
@@ -473,15 +547,19 @@ def vxlan_lab(lengths: Iterable[tuple[int, int]] = ((14000, 1400), (1400, 0)), *
             finally:
                 tx.close()
                 rx.close()
-            net = netdev.Namespace(kernel=kernel)
-            v0, _v1 = net.veth("v0", "v1")
-            vx0 = net.vxlan("vx0", vni=42, underlay=v0)
-            s = udp.udp_sendmsg(vx0, length, gso_size=gso)
-            if s.error or s.tx is None or s.tx.peer_rx is None:
-                m = SideResult(s.error)
-            else:
-                # the socket behind vx1 reads one datagram per segment (a plain socket segments a GSO skb)
-                m = SideResult(None, s.datagrams, (None,) * len(s.datagrams), len(s.tx.peer_rx.paths), None)
-            rows.append(TransferRow("vxlan over veth", length, gso, 4, False, k, m))
-            del socket
+            rows.append(TransferRow("vxlan over veth", length, gso, 4, False, k, _model_vxlan(kernel, length, gso)))
     return rows
+
+
+def _model_vxlan(kernel: str, length: int, gso_size: int) -> SideResult:
+    """vnetlab's side of :func:`vxlan_lab`: vx0 (VNI 42) on a veth, one UDP send through it."""
+    from vnetlab import netdev, udp
+
+    net = netdev.Namespace(kernel=kernel)
+    v0, _v1 = net.veth("v0", "v1")
+    vx0 = net.vxlan("vx0", vni=42, underlay=v0)
+    s = udp.udp_sendmsg(vx0, length, gso_size=gso_size)
+    if s.error or s.tx is None or s.tx.peer_rx is None:
+        return SideResult(s.error)
+    # the socket behind vx1 reads one datagram per segment (a plain socket segments a GSO skb)
+    return SideResult(None, s.datagrams, (None,) * len(s.datagrams), len(s.tx.peer_rx.paths), None)

@@ -62,7 +62,10 @@ def _attach_rtnetlink(ifname: str, fd: int) -> None:
     import socket
     import struct
 
-    index = socket.if_nametoindex(ifname)
+    try:
+        index = socket.if_nametoindex(ifname)
+    except OSError:
+        raise LiveError(f"attaching XDP: no device {ifname!r} in this network namespace") from None
     # struct ifinfomsg: family, pad, type, index, flags, change
     body = struct.pack("=BBHiII", socket.AF_UNSPEC, 0, 0, index, 0, 0)
     body += _nla(_IFLA_XDP | _NLA_F_NESTED, _nla(_IFLA_XDP_FD, struct.pack("=i", fd)))
