@@ -82,18 +82,20 @@ def test_transfer_table_one_line_per_case_kernel_beside_model():
           S(None, (1472, 1472, 1), (None,) * 3, 3, None)),
     ]
     lines = live.transfer_table(rows).splitlines()
-    assert len(lines) == 4
+    assert len(lines) == 5
     assert lines[0].split() == ["send", "kernel", "model"]
-    # the format the docstring gives: errno; "N recv ×first [gso G], S skb [(P NAPI)]"; agree / DIFFER first
-    assert lines[1].split() == ["agree", "129", "B,", "UDP_SEGMENT", "1", "EINVAL", "EINVAL"]
+    # the format the docstring gives: errno; "N recv ×first [gso G], S skb [(P NAPI)]"; agree / DIFFER first;
+    # "(same)" where the model agrees, else the model's result on a line of its own under the kernel's
+    assert lines[1].split() == ["agree", "129", "B,", "UDP_SEGMENT", "1", "EINVAL", "(same)"]
     assert lines[2].startswith("agree  14000 B, UDP_SEGMENT 1400")
-    assert lines[2].count("1 recv ×14000 gso 1400, 1 skb (1 NAPI)") == 2
-    assert lines[3].startswith("DIFFER 2945 B, UDP_SEGMENT 1472")
-    assert "3 recv ×1472, 1 skb " in lines[3] and lines[3].endswith("3 recv ×1472, 3 skb")
+    assert lines[2].count("1 recv ×14000 gso 1400, 1 skb (1 NAPI)") == 1 and lines[2].endswith("(same)")
+    assert lines[3].startswith("DIFFER 2945 B, UDP_SEGMENT 1472") and lines[3].endswith("3 recv ×1472, 1 skb")
+    assert lines[4].split() == ["model:", "3", "recv", "×1472,", "3", "skb"]
     # the kernel column starts at the same place on every line: 6 + 1 (mark) + 33 + 1 (case)
     assert lines[0].index("kernel") == lines[1].index("EINVAL") == lines[3].index("3 recv") == 41
+    assert lines[4].index("3 recv") == 41 and max(map(len, lines)) <= 100
     by_receiver = live.transfer_table([T("gro on", 14000, 1400, 4, True, S("EIO"), S("EIO"))], by="receiver")
-    assert by_receiver.splitlines()[1].split() == ["agree", "gro", "on", "EIO", "EIO"]
+    assert by_receiver.splitlines()[1].split() == ["agree", "gro", "on", "EIO", "(same)"]
 
 
 def test_transfer_table_bad_input_names_the_parameter():

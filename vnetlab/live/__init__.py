@@ -42,7 +42,7 @@ from vnetlab.live.experiments import (
 )
 from vnetlab.live.lab import Lab, LiveDevice
 from vnetlab.live.profile import RunningProfile, match_profile, running_profile
-from vnetlab.live.recorded import Reference, lab_runs, lab_runs_table, reference, references
+from vnetlab.live.recorded import Reference, Session, lab_runs, lab_runs_table, reference, references, session
 from vnetlab.live.xdp import attach_xdp_pass, load_xdp_pass
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "MirrorRow",
     "Reference",
     "RunningProfile",
+    "Session",
     "SetResult",
     "SideResult",
     "TransferRow",
@@ -83,6 +84,7 @@ __all__ = [
     "references",
     "require",
     "running_profile",
+    "session",
     "set_features",
     "transfer_table",
     "udp_segment_cases",

@@ -271,7 +271,8 @@ def _side_text(r: SideResult) -> str:
 
 def transfer_table(rows: Iterable[TransferRow], *, by: str = "send") -> str:
     """One line per transfer of :func:`udp_segment_lab`, :func:`veth_gro_lab` or :func:`vxlan_lab`: ``agree``
-    or ``DIFFER``, the case, then the running kernel's result beside the model's.
+    or ``DIFFER``, the case, then the kernel's result and the model's: "(same)" where they agree, else the model's
+    on a line of its own under the kernel's (so that a table fits 100 columns).
 
     A result is the send's errno, or the datagrams the receiver read (recvmsg calls × the first one's size, and
     UDP_GRO's gso_size cmsg) and the skbs the receiving veth took in (how many through its NAPI poll).
@@ -281,13 +282,18 @@ def transfer_table(rows: Iterable[TransferRow], *, by: str = "send") -> str:
     if by not in _TABLE_BY:
         raise ValueError(f"by={by!r} must be one of {', '.join(_TABLE_BY)}: name each line by the send (payload "
                          "and UDP_SEGMENT) or by the receiver's configuration")
-    lines = [f"{'':6} {by:33} {'kernel':39} model"]
+    lines = [f"{'':6} {by:33} {'kernel':40} model"]
     for r in rows:
         if not isinstance(r, TransferRow):
             raise ValueError(f"rows must hold live.TransferRow (from udp_segment_lab, veth_gro_lab or vxlan_lab), "
                              f"got {type(r).__name__}")
         case = r.label if by == "receiver" else f"{r.length} B, UDP_SEGMENT {r.gso_size}"
-        lines.append(f"{'agree' if r.agrees else 'DIFFER':6} {case:33} {_side_text(r.kernel):39} {_side_text(r.model)}")
+        kernel = _side_text(r.kernel)
+        if r.agrees:  # within 100 columns: the model's column repeats nothing
+            lines.append(f"{'agree':6} {case:33} {kernel:40} (same)")
+        else:
+            lines.append(f"{'DIFFER':6} {case:33} {kernel}")
+            lines.append(f"{'':6} {'model:':>33} {_side_text(r.model)}")
     return "\n".join(lines)
 
 

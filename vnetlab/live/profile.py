@@ -63,6 +63,18 @@ class RunningProfile(str):
         return (f"RunningProfile({self.profile!r}, release={self.release!r}, closeness={self.closeness!r}, "
                 f"may_differ={self.may_differ!r})")
 
+    def short(self, width: int = 100) -> str:
+        """The release, the profile, the closeness and the rules that may differ, wrapped at ``width``."""
+        import textwrap
+
+        if self.closeness == "exact":
+            text = f"{self.release} -> {self.profile}, exact"
+        else:
+            differ = (", ".join(self.may_differ) or "none known") if self.closeness == "nearest" else (
+                f"any of its {len(self.may_differ)}")
+            text = f"{self.release} -> {self.profile}, {self.closeness}; rules that may differ: {differ}"
+        return textwrap.fill(text, width, subsequent_indent="    ")
+
     def line(self) -> str:
         """One line for a reader: the release, the profile, exact or what may differ."""
         if self.closeness == "exact":

@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -44,7 +45,8 @@ from vnetlab.live.experiments import (
 )
 from vnetlab.live.profile import RunningProfile, running_profile
 
-__all__ = ["LabRun", "Reference", "lab_runs", "lab_runs_table", "record", "reference", "references"]
+__all__ = ["LabRun", "Reference", "Session", "lab_runs", "lab_runs_table", "record", "reference", "references",
+           "session"]
 
 SCHEMA = 1
 #: The transfer experiments a record holds, by name: (function, keyword arguments) as notebook 60 runs them.
@@ -304,3 +306,79 @@ def lab_runs_table() -> str:
         lines.append(f"{r.kernel:37} {r.release:19} {r.dated:19} {seen}")
     return "\n".join(lines)
 
+
+
+# -------------------------------------------------------------------------------------------------------------
+# This kernel or the recorded run: what notebook 60 runs
+# -------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Session:
+    """Where notebook 60's experiments run: on this kernel (``live``) or from the recorded run ``ref``, and the
+    model profile they are compared with. Made by :func:`session`."""
+
+    live: bool
+    features_here: bool  # this kernel's device features are readable (no root needed for that)
+    profile: str
+    running: RunningProfile | None  # this kernel's profile, on Linux
+    reason: str  # what the live path can or cannot do here
+    ref: Reference | None
+
+    def __str__(self) -> str:
+        lines = [self.running.line() if self.running is not None else
+                 f"Not Linux ({sys.platform}): no running kernel to ask."]
+        if self.live:
+            lines.append(f"Live labs: yes ({self.reason.rstrip('.')}). Sections 3-6 run on this kernel.")
+        else:
+            lines.append(f"Live labs: no. {self.reason}")
+            assert self.ref is not None
+            lines.append(f"Sections 3-6 show the run recorded on {self.ref.label()}.")
+        # text outputs of the notebooks stay within 100 columns
+        return "\n".join(textwrap.fill(line, 100, subsequent_indent="  ") for line in lines)
+
+    def _ref(self) -> Reference:
+        assert self.ref is not None
+        return self.ref
+
+    def lo(self) -> DeviceFeatures:
+        """The loopback device's features: this kernel's, or the recorded ones."""
+        from vnetlab.live.device_features import read_features
+
+        return read_features("lo") if self.features_here else self._ref().lo()
+
+    def mirror(self) -> list[MirrorRow]:
+        return mirror_lab(kernel=self.profile) if self.live else self._ref().mirror()
+
+    def transfers(self, name: str) -> list[TransferRow]:
+        """One of :data:`TRANSFERS`, run as notebook 60 runs it, or its recorded rows."""
+        if not self.live:
+            return self._ref().transfers(name)
+        run = {"udp_segment": lambda: udp_segment_lab(kernel=self.profile),
+               "veth_gro": lambda: veth_gro_lab(udp_gro=True, kernel=self.profile),
+               "veth_gro_plain": lambda: veth_gro_lab(udp_gro=False, kernel=self.profile),
+               "vxlan": lambda: vxlan_lab(kernel=self.profile)}
+        if name not in run:
+            raise ValueError(f"name={name!r} must be one of {', '.join(TRANSFERS)}")
+        return run[name]()
+
+
+def session() -> Session:
+    """This kernel when the labs can run here and it is not older than every profile (an older kernel lacks
+    features the experiments switch); else the newest recorded run, with why."""
+    from vnetlab.live.capability import available
+
+    cap = available(labs=True)
+    linux = sys.platform.startswith("linux")
+    running = running_profile() if linux else None
+    features_here = bool(available(labs=False))
+    reason = cap.reason
+    live = bool(cap)
+    if live and running is not None and running.closeness == "older":
+        live, reason = False, ("This kernel is older than every modelled profile; the experiments switch features "
+                               "it may not have.")
+    if live:
+        assert running is not None
+        return Session(True, features_here, str(running), running, reason, None)
+    ref = reference()
+    return Session(False, features_here, str(ref.profile), running, reason, ref)
