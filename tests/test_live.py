@@ -617,3 +617,46 @@ def test_xdp_attach_without_pyroute2(can_build_labs):
             live.attach_xdp_pass("nodev", v0.netns, backend="rtnetlink")
     with pytest.raises(ValueError, match="backend"):
         live.attach_xdp_pass("v0", None, backend="ioctl")
+
+
+def _no_labs(monkeypatch, reason="vnetlab.live cannot build labs: this process runs as uid 1000"):
+    from vnetlab.live import capability
+
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {True: live.Capability(False, reason),
+                                                          False: live.Capability(False, "no features")})
+
+
+def test_session_without_labs_shows_the_recorded_run(monkeypatch):
+    """What notebook 60 does for an ordinary user: two lines of why, then the recorded run in every section."""
+    _no_labs(monkeypatch)
+    run = live.session()
+    ref = live.reference()
+    assert not run.live and run.ref == ref and run.profile == ref.profile
+    text = str(run)
+    assert "Live labs: no. vnetlab.live cannot build labs: this process runs as uid 1000" in text
+    assert f"Sections 3-6 show the run recorded on Linux {ref.release}" in text.replace("\n  ", " ")
+    assert max(map(len, text.splitlines())) <= 100
+    assert run.mirror() == ref.mirror() and all(r.agrees for r in run.mirror())
+    assert [r.key() for r in (x.kernel for x in run.transfers("vxlan"))] == [
+        r.key() for r in (x.kernel for x in ref.transfers("vxlan"))]
+    assert run.lo().source == "recorded"  # features not readable here either
+
+
+def test_session_off_linux_and_on_a_kernel_older_than_every_profile(monkeypatch):
+    from vnetlab.live import capability, recorded
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {})
+    run = live.session()
+    assert not run.live and run.running is None and "Not Linux (darwin)" in str(run)
+    assert "needs Linux" in run.reason and run.lo().source == "recorded"
+    with pytest.raises(LiveUnavailable, match="darwin"):
+        live.running_profile()
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {True: live.Capability(True, "labs here", "netlink", True),
+                                                          False: live.Capability(True, "features", "netlink")})
+    real = live.running_profile
+    monkeypatch.setattr(recorded, "running_profile", lambda *a: real(*a) if a else real("4.19.0-27-amd64"))
+    old = live.session()
+    assert not old.live and "older than every modelled profile" in old.reason and old.ref is not None
+    assert "4.19.0-27-amd64 -> model profile 5.10 (older than every profile" in str(old).replace("\n  ", " ")
