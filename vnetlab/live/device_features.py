@@ -22,7 +22,7 @@ from vnetlab.live.profile import running_profile
 @dataclass(frozen=True)
 class DeviceFeatures(EthtoolK):
     """All features of one real device (vnetlab.ethtool.EthtoolK) with where they were read: ``netns`` and
-    ``source`` ("netlink" or "ethtool")."""
+    ``source`` ("netlink", "ethtool", or "recorded" for a recorded run's device)."""
 
     netns: str | None = None
     source: str = "netlink"
