@@ -137,19 +137,20 @@ def _expected() -> dict:
         "40.1": -(-24000 // 1200),
         # drivers/net/macvlan.c (Debian 6.1/6.12) macvlan_fix_features: features |= ALWAYS_ON_FEATURES, which hold
         # NETIF_F_GSO_SOFTWARE (with GSO_UDP_L4 since v5.11): mv0 passes, eth0 (USO off) segments in software:
-        # __udp_gso_segment cuts ceil(23000 / 1000) skbs. The running 6.18 kernel shows the same: a macvlan keeps
+        # __udp_gso_segment cuts ceil(26400 / 1200) skbs. The running 6.18 kernel shows the same: a macvlan keeps
         # tx-udp-segmentation "on [fixed]" after its veth turned it off.
-        "40.2": -(-23000 // 1000),
+        "40.2": -(-26400 // 1200),
         # the running 6.18 kernel (notebook 60's bridge cell, two veth ports, v1 off): br0 keeps it "on";
         # net/bridge/br_if.c br_features_recompute + net/core/dev.c netdev_increment_features: a ONE_FOR_ALL bit
         # is kept if any port has it
         "40.3": True,
         # QEMU lab, Debian 6.1: `ethtool -k eth0.10` on virtio_net has one of the three features skb_gso_ok needs off,
-        # so validate_xmit_skb segments there: skb_segment_list (net/core/skbuff.c) unchains all 27 members
-        "40.4": 27 if vlan_off else 1,
+        # so validate_xmit_skb segments there: skb_segment_list (net/core/skbuff.c) unchains every member, one per
+        # 1472-byte datagram of the 39,744 bytes
+        "40.4": 39744 // 1472 if vlan_off else 1,
         # QEMU lab, 5.10-2e4ef10f5850 (Debian 5.10.223 + the patch): __skb_gso_segment ran at br0 for br0's route,
-        # so br0 hands eth0 the segments: ceil(13000 / 1000) (__udp_gso_segment)
-        "40.5": -(-13000 // 1000) if _lab_segmented_at("5.10-2e4ef10f5850", "br0") == ["br0"] else 1,
+        # so br0 hands eth0 the segments: ceil(11700 / 900) (__udp_gso_segment)
+        "40.5": -(-11700 // 900) if _lab_segmented_at("5.10-2e4ef10f5850", "br0") == ["br0"] else 1,
         # v5.10: GSO_FRAGLIST is not in NETIF_F_GSO_SOFTWARE (include/linux/netdev_features.h) nor in bond_setup's
         # hw_features (drivers/net/bonding/bond_main.c), so bond0 segments with skb_segment_list: one skb per
         # datagram of a full fraglist GRO skb of 1200-byte datagrams

@@ -388,7 +388,7 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              hint="with GRO_UDP_FWD udp4_gro_receive() aggregates without a socket; skb_gro_receive() then refuses "
              "a packet once p->len (the first packet from its IP header, then each merged payload) plus the new "
              "payload would reach 65536, and udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX (64) packets"),
-    Exercise("30.4", "arm64 with 64 KiB pages, kernel 6.1, bulk TCP at MTU 1500 (MSS 1448: the copy path leaves only "
+    Exercise("30.4", "arm64 with 64 KiB pages (PAGE_SIZE 65536), kernel 6.1, bulk TCP at MTU 1500 (MSS 1448: the copy path leaves only "
              "the Ethernet header in each head): how many packets sit in the first sk_buff of a GRO skb?",
              lambda: _first_skb_packets("eth_hlen", "6.1", "arm64-64k"), "packets",
              hint="skb_gro_receive() moves a header-only packet's frags over, one slot each, and the first packet's "
@@ -401,8 +401,8 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "skb; vlan_dev_fix_features() keeps NETIF_F_GSO_SOFTWARE, so look at what 5.10's "
              "NETIF_F_GSO_SOFTWARE contains, and at how many segments __udp_gso_segment() cuts"),
     Exercise("40.2", "Kernel 6.1: a macvlan mv0 on the router NIC, then `ethtool -K eth0 tx-udp-segmentation off`. "
-             "An application sends 23,000 bytes with UDP_SEGMENT 1000 through mv0: how many skbs does eth0's driver "
-             "get?", lambda: _driver_skbs("6.1", "macvlan", 23000, 1000, {"tx-udp-segmentation": False}), "skbs",
+             "An application sends 26,400 bytes with UDP_SEGMENT 1200 through mv0: how many skbs does eth0's driver "
+             "get?", lambda: _driver_skbs("6.1", "macvlan", 26400, 1200, {"tx-udp-segmentation": False}), "skbs",
              hint="macvlan_fix_features() adds ALWAYS_ON_OFFLOADS, which include NETIF_F_GSO_SOFTWARE, whatever "
              "the lower device has: which device in the stack lacks GSO_UDP_L4 after the ethtool command, and how "
              "many segments does __udp_gso_segment() cut there?"),
@@ -410,16 +410,16 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "tx-udp-segmentation still on for br0? (True/False)", lambda: _bridge_udp_after_port_off(2),
              hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL; br_features_recompute() clears it and "
              "netdev_increment_features() adds it back for each port: how many ports must have it?"),
-    Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC, after the patch: a fraglist GSO skb of 27 "
-             "datagrams (what rx-gro-list built from a short burst) is sent to eth0.10. How many skbs does eth0.10 "
-             "hand down to eth0?", lambda: _vlan_fraglist_skbs_down("6.1", 27), "skbs",
+    Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC, after the patch: a fraglist GSO skb that "
+             "rx-gro-list built from a short burst of 1472-byte datagrams, 39,744 bytes of UDP payload, is sent to "
+             "eth0.10. How many skbs does eth0.10 hand down to eth0?", lambda: _vlan_fraglist_skbs_down("6.1", 27), "skbs",
              hint="skb_gso_ok() asks for the NETIF_F_GSO_* bit of every SKB_GSO type and, for an skb with a "
              "frag_list, NETIF_F_FRAGLIST; vlan_dev_fix_features() takes that one from the real device's "
              "vlan_features. Where it is missing, skb_segment_list() unchains every frag_list member"),
     Exercise("40.5", "The lab's one-patch pair (Debian 5.10.223 with and without 2e4ef10f5850, a QEMU virtio_net "
-             "NIC eth0 without USO): an application sends 13,000 bytes with UDP_SEGMENT 1000 through a bridge br0 "
+             "NIC eth0 without USO): an application sends 11,700 bytes with UDP_SEGMENT 900 through a bridge br0 "
              "whose only port is eth0. With the patch, how many skbs does br0 hand to eth0?",
-             lambda: _bridge_skbs_down("5.10-2e4ef10f5850", 13000, 1000), "skbs",
+             lambda: _bridge_skbs_down("5.10-2e4ef10f5850", 11700, 900), "skbs",
              hint="the patch put GSO_UDP_L4 into NETIF_F_GSO_SOFTWARE and with it into NETIF_F_ONE_FOR_ALL; "
              "br_features_recompute() clears every ONE_FOR_ALL bit and re-adds it only if some port has it: "
              "does br0 still take the GSO skb whole?"),
