@@ -30,11 +30,11 @@ class Exercise:
 # --------------------------------------------------------------------------------------------------
 # Answers, from the models
 
-def _pct_gain() -> float:
+def _ns_per_packet_after() -> float:
+    """The seed's one receive CPU, at 100 % softirq, spread over the patched rate: nanoseconds per packet."""
     from vnetlab import cost
 
-    m = cost.seed_measurement()
-    return round(100 * (m.patched_pps / m.baseline_pps - 1), 1)
+    return round(1e9 / cost.seed_measurement().patched_pps, 1)
 
 
 def _path(payload_len: int, kernel: str = DEFAULT_KERNEL, **kw: Any) -> str:
@@ -49,10 +49,16 @@ def _skb_attr(payload_len: int, attr: str, kernel: str = DEFAULT_KERNEL, l4: str
     return getattr(rx.receive(payload_len, kernel=kernel, l4=l4).skb, attr)
 
 
-def _tailroom(payload_len: int) -> int:
+def _tailroom(payload_len: int, buf_len: int | None = None) -> int:
     from vnetlab import rx
 
-    return rx.receive(payload_len).tailroom
+    return rx.receive(payload_len, buf_len=buf_len).tailroom
+
+
+def _truesize_in(payload_len: int, buf_len: int) -> int:
+    from vnetlab import rx
+
+    return rx.receive(payload_len, buf_len=buf_len).skb.truesize
 
 
 def _small_xdp_buffer() -> int:
@@ -70,6 +76,13 @@ def _buffers_per_page_frag(arch: str, frag_size: int) -> int:
     return next(i for i, n in enumerate(lens) if n != first) + 1
 
 
+def _last_buffer(frag_size: int, arch: str = DEFAULT_ARCH) -> int:
+    """The buffer add_recvbuf_mergeable() extends with the page frag's hole (MTU 1500)."""
+    from vnetlab import rx
+
+    return rx.mergeable_buf_lens(_buffers_per_page_frag(arch, frag_size), arch=arch, frag_size=frag_size)[-1]
+
+
 def _largest_payload(buf_len: int, arch: str = DEFAULT_ARCH) -> int:
     from vnetlab import rx
 
@@ -83,17 +96,12 @@ def _largest_payload(buf_len: int, arch: str = DEFAULT_ARCH) -> int:
     return best if best is not None else -1
 
 
-def _largest_frame_ppc() -> int:
+def _full_mtu_build_skb_share(arch: str = DEFAULT_ARCH, frag_size: int = 32768) -> float:
+    """Share of full-MTU frames (1514 bytes) that get build_skb over the buffers one page frag is carved into."""
     from vnetlab import rx
 
-    return max(f for f in range(14, 1525) if rx.page_to_skb(f, 1536, arch="ppc64le").path == "build_skb")
-
-
-def _full_mtu_build_skb_share() -> float:
-    from vnetlab import rx
-
-    lens = rx.mergeable_buf_lens(21 * 10)
-    return round(sum(rx.page_to_skb(1514, t).path == "build_skb" for t in lens) / len(lens), 3)
+    lens = rx.mergeable_buf_lens(_buffers_per_page_frag(arch, frag_size), arch=arch, frag_size=frag_size)
+    return round(sum(rx.page_to_skb(1514, t, arch=arch).path == "build_skb" for t in lens) / len(lens), 3)
 
 
 def _steady_stream_path(payload_len: int, mtu: int, packets: int = 500) -> str:
@@ -305,9 +313,10 @@ _PAGE_TO_SKB = ("page_to_skb() (drivers/net/virtio_net.c) builds the skb around 
                 "SKB_DATA_ALIGN(sizeof(struct skb_shared_info))")
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in [
-    Exercise("00.1", "By how many percent did the build_skb patch raise the receive rate in its own benchmark "
-             "(956,864 -> 1,158,465 pps)? One decimal.", _pct_gain, "%", 0.05,
-             hint="the gain is patched / baseline - 1, as a percentage, rounded to one decimal"),
+    Exercise("00.1", "Seed 1 did all its receive work on one CPU at 100 % softirq. After the patch (1,158,465 "
+             "packets per second), how many nanoseconds of that CPU did one packet take on average? One decimal.",
+             _ns_per_packet_after, "ns", 0.05,
+             hint="one CPU busy for a whole second is 10^9 ns, shared by every packet received in that second"),
     Exercise("00.2", "Kernel 6.1, x86_64, a 1536-byte mergeable buffer: a full-size frame arrives (1472-byte UDP "
              "payload, a 1500-byte IP packet). What truesize does its sk_buff carry?",
              lambda: _skb_attr(1472, "truesize"), "bytes",
@@ -324,15 +333,17 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              lambda: _skb_attr(1000, "len", l4="tcp"), "bytes",
              hint="skb->len counts every byte from the Ethernet header on: ETH_HLEN, the IPv4 header without "
              "options, the TCP header with its options, then the payload"),
-    Exercise("05.2", "Kernel 5.12's copy path (0f6925b3e8da) for that frame: how many bytes are in the linear part "
-             "(skb_headlen)?", lambda: _skb_attr(1000, "headlen", kernel="5.12"), "bytes",
-             hint="when the frame does not fit in the small head, 5.12's page_to_skb() copies only the link-layer "
-             "header and leaves the rest in the page frag"),
-    Exercise("10.1", "x86_64, kernel 6.1, mergeable 1536-byte buffer: what tailroom does page_to_skb compute for a "
-             "1000-byte UDP payload?", lambda: _tailroom(1000), "bytes",
-             hint="tailroom = truesize - headroom - hdr_padded_len - len, where len is the whole Ethernet frame"),
-    Exercise("10.2", "What truesize does the sk_buff built around that 1536-byte buffer carry?",
-             lambda: _skb_attr(1000, "truesize"), "bytes",
+    Exercise("05.2", "The same TCP frame on mainline 5.10, before 0f6925b3e8da: how many of its bytes stay in the "
+             "page frag (skb->data_len)?", lambda: _skb_attr(1000, "data_len", kernel="5.10", l4="tcp"), "bytes",
+             hint="mainline 5.10's page_to_skb() copies as much of the frame as its napi_alloc_skb(GOOD_COPY_LEN) head "
+             "holds, GOOD_COPY_LEN bytes, and leaves the rest of skb->len in frag 0"),
+    Exercise("10.1", "x86_64, kernel 6.1, MTU 1500: a 1200-byte UDP payload lands in the last buffer of a 32 KiB page "
+             "frag, the one that took the hole. What tailroom does page_to_skb() compute?",
+             lambda: _tailroom(1200, buf_len=_last_buffer(32768)), "bytes",
+             hint="tailroom = truesize - headroom - hdr_padded_len - len, where len is the whole Ethernet frame and "
+             "truesize is that last buffer's (section 2)"),
+    Exercise("10.2", "What truesize does the sk_buff that build_skb() makes around that last buffer carry?",
+             lambda: _truesize_in(1200, _last_buffer(32768)), "bytes",
              hint="build_skb() charges SKB_TRUESIZE() of the buffer minus its skb_shared_info: the data area plus "
              "SKB_DATA_ALIGN(sizeof(struct sk_buff)) and SKB_DATA_ALIGN(sizeof(struct skb_shared_info))"),
     Exercise("10.3", "Small mode with an XDP program on x86_64: how many bytes does add_recvbuf_small take per "
@@ -352,13 +363,15 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
     Exercise("20.1", "The largest IPv4 UDP payload that still gets build_skb in a 2048-byte buffer (x86_64, 6.1)?",
              lambda: _largest_payload(2048), "bytes",
              hint=_PAGE_TO_SKB + "; the frame is the payload plus the Ethernet, IPv4 and UDP headers"),
-    Exercise("20.2", "ppc64le, 1536-byte buffer: the largest frame that gets build_skb?", _largest_frame_ppc, "bytes",
+    Exercise("20.2", "ppc64le, kernel 6.1, a 2048-byte mergeable buffer: the largest IPv4 UDP payload that still gets "
+             "build_skb?", lambda: _largest_payload(2048, arch="ppc64le"), "bytes",
              hint="SKB_DATA_ALIGN() rounds sizeof(struct skb_shared_info) up to SMP_CACHE_BYTES, and ppc64 has "
-             "128-byte cache lines"),
-    Exercise("20.3", "Full-MTU frames (1514 bytes), buffers carved from 32 KiB frags: what fraction of them get "
-             "build_skb? Three decimals.", _full_mtu_build_skb_share, "", 0.0005,
+             "128-byte cache lines; the frame is the payload plus the Ethernet, IPv4 and UDP headers"),
+    Exercise("20.3", "arm64 with 64 KiB pages, kernel 6.1, MTU 1500: the page frag is one 64 KiB page. What fraction "
+             "of full-MTU frames (1514 bytes) get build_skb? Three decimals.",
+             lambda: _full_mtu_build_skb_share("arm64-64k", 65536), "", 0.0005,
              hint="only a buffer that add_recvbuf_mergeable() extended with the page frag's hole has room for "
-             "skb_shared_info behind a full-size frame; count those per frag"),
+             "skb_shared_info behind a full-size frame; count the buffers one frag gives (exercise 10.4)"),
     Exercise("20.4", "MTU 9000, mergeable buffers, kernel 6.1: a long steady stream of 3000-byte UDP payloads has "
              "grown the buffers to fit. Which path do these packets take?", lambda: _steady_stream_path(3000, 9000),
              hint="get_mergeable_buf_len() sizes each buffer from the EWMA of packet length (rounded up to "
