@@ -358,8 +358,8 @@ def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 116
     for r in rows:
         lines.append(f"{r.payload:7} {r.frame_len:5}  {cell(r.before):34} {cell(r.after)}")
     agree = sum(r.before.agrees and r.after.agrees for r in rows)
-    lines.append(f"measured = modelled on both kernels for {agree} of {len(rows)} payloads ({name} mode; "
-                 f"one Debian 6.1 source and config, the build_skb branch the only difference)")
+    lines.append(f"measured = modelled on both kernels for {agree} of {len(rows)} payloads ({name} mode;")
+    lines.append("one Debian 6.1.192 source and config, the build_skb branch the only difference)")
     return "\n".join(lines)
 
 
