@@ -118,13 +118,18 @@ def _expected() -> dict:
         # page_to_skb: frame <= 4096 - 12 - SKB_DATA_ALIGN(shinfo); payload = frame - 42
         "20.5": _align(VNET_HDR_MRG + min(ETH_HLEN + 9000, 4096 - VNET_HDR_MRG), 64) - VNET_HDR_MRG - SHINFO_ALIGNED
         - (ETH_HLEN + IPV4_HLEN + UDP_HLEN),
-        # skb_gro_receive (net/core/gro.c, 6.1), MAX_SKB_FRAGS 17: case 2 steals a head_frag head into one slot, the
-        # first packet keeps its head: 1 + 17
-        "30.1": 1 + 17,
-        # skb_gro_receive (net/core/skbuff.c, 5.10): a page-frag head plus one frag takes two slots: 1 + 17 // 2
-        "30.2": 1 + 17 // 2,
-        # udp4_gro_receive (net/ipv4/udp_offload.c): no socket, no GRO_UDP_FWD / GRO_FRAGLIST: no aggregation
-        "30.3": 0.0,
+        # net/core/skbuff.c skb_gro_receive (v5.10) case 2: a merged packet with a page-frag head (headlen > offset,
+        # head_frag) gives its stolen head one slot and its one page frag another; the first packet's 128-byte head
+        # is the GRO skb's linear part and its frag the first slot; PSH ends the flow (tcp_gro_receive flush)
+        "30.1": 1 + 2 * (6 - 1),
+        # net/core/gro.c skb_gro_receive (6.1): refuse once p->len + len >= gro_max_size (65536); p->len starts at
+        # the first packet from its IP header (20 + 32 + 1000) and grows by each merged payload (1000): merge k is
+        # refused once p->len after k - 1 merges plus 1000 reaches 65536
+        "30.2": 1 + max(k for k in range(100) if IPV4_HLEN + 32 + 1000 + 1000 * k < 65536),
+        # net/ipv4/udp_offload.c udp4_gro_receive (6.1): NETIF_F_GRO_UDP_FWD aggregates without a socket;
+        # udp_gro_receive_segment pulls the UDP header, so skb_gro_receive adds 1200 per packet to p->len
+        # (IP + UDP + 1200 for the first) below 65536, and UDP_GRO_CNT_MAX (64) is not reached
+        "30.3": min(UDP_GRO_CNT_MAX, 1 + max(k for k in range(100) if IPV4_HLEN + UDP_HLEN + 1200 + 1200 * k < 65536)),
         # include/linux/skbuff.h (Debian 6.1): MAX_SKB_FRAGS = 65536/PAGE_SIZE + 1 but at least 16 -> 16 on 64 KiB;
         # skb_gro_receive case 1: each header-only packet's one frag takes one slot, the first packet's included
         "30.4": 16,
@@ -133,23 +138,32 @@ def _expected() -> dict:
         # validate_xmit_skb segments at eth0.10; net/ipv4/udp_offload.c __udp_gso_segment: one segment per gso_size
         "40.1": -(-24000 // 1200),
         # drivers/net/macvlan.c (Debian 6.1/6.12) macvlan_fix_features: features |= ALWAYS_ON_FEATURES, which hold
-        # NETIF_F_GSO_SOFTWARE (with GSO_UDP_L4 since v5.11): mv0 passes, eth0 (USO off) segments. The running 6.18
-        # kernel shows the same: a macvlan keeps tx-udp-segmentation "on [fixed]" after its veth turned it off.
-        "40.2": "eth0",
+        # NETIF_F_GSO_SOFTWARE (with GSO_UDP_L4 since v5.11): mv0 passes, eth0 (USO off) segments in software:
+        # __udp_gso_segment cuts ceil(26400 / 1200) skbs. The running 6.18 kernel shows the same: a macvlan keeps
+        # tx-udp-segmentation "on [fixed]" after its veth turned it off.
+        "40.2": -(-26400 // 1200),
         # the running 6.18 kernel (notebook 60's bridge cell, two veth ports, v1 off): br0 keeps it "on";
         # net/bridge/br_if.c br_features_recompute + net/core/dev.c netdev_increment_features: a ONE_FOR_ALL bit
         # is kept if any port has it
         "40.3": True,
-        # QEMU lab, Debian 6.1: `ethtool -k eth0.10` on virtio_net, the one of the three features that is off
-        "40.4": vlan_off[0],
-        # QEMU lab, 5.10-2e4ef10f5850 (Debian 5.10.223 + the patch): where __skb_gso_segment ran for br0's route
-        "40.5": _lab_segmented_at("5.10-2e4ef10f5850", "br0")[0],
-        # v5.10: GSO_FRAGLIST is not in NETIF_F_GSO_SOFTWARE, so vlan_dev_fix_features leaves the VLAN without it
-        "50.1": "eth0.10",
-        # the lab's eth0.10 on virtio_net (6.1) has tx-scatter-gather-fraglist off (40.4): skb_gso_ok fails there
-        "50.2": "eth0.10",
-        # skb_gro_receive_list (net/core/gro.c, 6.1): 1472-byte datagrams under the 65536 cap
-        "50.3": _udp_fraglist_gro_packets(1472),
+        # QEMU lab, Debian 6.1: `ethtool -k eth0.10` on virtio_net has one of the three features skb_gso_ok needs off,
+        # so validate_xmit_skb segments there: skb_segment_list (net/core/skbuff.c) unchains every member, one per
+        # 1472-byte datagram of the 39,744 bytes
+        "40.4": 39744 // 1472 if vlan_off else 1,
+        # QEMU lab, 5.10-2e4ef10f5850 (Debian 5.10.223 + the patch): __skb_gso_segment ran at br0 for br0's route,
+        # so br0 hands eth0 the segments: ceil(11700 / 900) (__udp_gso_segment)
+        "40.5": -(-11700 // 900) if _lab_segmented_at("5.10-2e4ef10f5850", "br0") == ["br0"] else 1,
+        # v5.10: GSO_FRAGLIST is not in NETIF_F_GSO_SOFTWARE (include/linux/netdev_features.h) nor in bond_setup's
+        # hw_features (drivers/net/bonding/bond_main.c), so bond0 segments with skb_segment_list: one skb per
+        # datagram of a full fraglist GRO skb of 1200-byte datagrams
+        "50.1": _udp_fraglist_gro_packets(1200),
+        # net/core/dev.c: one dev_queue_xmit at eth0.10 (the routed skb), then vlan_dev_hard_start_xmit calls
+        # dev_queue_xmit on eth0 once per segment of the full GRO skb of 1400-byte datagrams
+        "50.2": 1 + _udp_fraglist_gro_packets(1400),
+        # the link (1 Gbps, the seed's "1 Gbps / link speed") carries 1200-byte payloads in frames of
+        # 1200 + UDP 8 + IPv4 20 + Ethernet 14 + VLAN 4 + 24 (preamble, FCS, gap: IEEE 802.3); before c3df39ac9b0e
+        # only the head of each GRO skb is NATed: divide by N
+        "50.3": round(1e9 * 1200 / (1200 + 8 + 20 + 14 + 4 + 24) / _udp_fraglist_gro_packets(1200) / 1e6, 1),
         # c3df39ac9b0e's commit message ("UDP/IP header of UDP GROed frag_skbs are not updated even after NAT
         # forwarding") and Lobakin's mail of 15 Jan 2021: only the head of each fraglist GRO skb is translated
         "50.4": round(1 / 20, 3),

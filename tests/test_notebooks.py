@@ -137,8 +137,8 @@ def _exercises() -> list[tuple[Path, int, str]]:
 
 # Exercises that still copy a number printed above them or use a constant the notebook never gives (issue 17);
 # nbb (30-50) and live (60) rewrite them. Strict: a fixed exercise fails here until the lead drops it from the list.
-COPIES_PENDING = {"30.1", "30.2", "30.3", "40.2", "40.4", "40.5", "50.1", "50.2", "50.3"}
-CONSTANTS_PENDING = {"30.4", "50.5", "60.1", "60.2"}
+COPIES_PENDING: set[str] = set()  # 00-20 rewritten on nba, 30-50 on nbb
+CONSTANTS_PENDING = {"60.1", "60.2"}
 # Answers from a closed set of names: printed everywhere as the vocabulary, so "printed above" cannot judge them.
 VOCABULARY = set(rx.PATHS)  # True/False are skipped too
 
@@ -211,12 +211,12 @@ def test_student_copy_is_current_and_answers_nothing(path):
     assert "](../glossary.md)" in "\n".join(c.source for c in got.cells if c.cell_type == "markdown")
 
 
-OBJECTIVES_PENDING = {"30", "40", "50", "60"}  # nbb (30-50) and live (60) add theirs (issue 17)
+OBJECTIVES_PENDING = {"60"}  # live (60) adds its own (issue 17)
 
 
 @pytest.mark.parametrize("path", [
     pytest.param(p, id=p.name, marks=pytest.mark.xfail(p.name[:2] in OBJECTIVES_PENDING, strict=True,
-                                                        reason="issue 17: objectives added by nbb/live"))
+                                                        reason="issue 17: objectives added by live"))
     for p in NOTEBOOKS])
 def test_overview_states_two_to_four_learning_objectives(path):
     """plan_conventions: each Overview has a "You will be able to:" list of 2-4 objectives (The Carpentries)."""

@@ -201,3 +201,14 @@ def test_lost_segments_is_the_one_1_in_n_number():
     # Debian 5.10.223 carries 3d6df63a5cbe: every datagram NATed, the whole link's goodput
     fixed = router.lost_segments(kernel="5.10.223")
     assert fixed.delivered == 1.0 and fixed.goodput_bps == pytest.approx(payload_bps, rel=1e-9)
+
+
+def test_readme_quotes_the_one_lost_segments_number():
+    # the README cannot call router.lost_segments(); it states its number, and this keeps the two the same
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    ls = router.lost_segments()
+    assert f"`router.lost_segments()`, {ls.full_goodput_bps / 1e6:,.0f} Mbps of UDP payload / {ls.n} ≈ {ls.mbps} Mbps" \
+        in readme
+    assert "≈ 23 Mbps" not in readme and "1 Gbps / 44" not in readme

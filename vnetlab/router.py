@@ -431,8 +431,8 @@ class LostSegments:
 
     def describe(self) -> str:
         """One line that says how the number is made (an inference from the model, not a measurement)."""
-        return (f"1 in {round(1 / self.delivered)} datagrams NATed (N = {self.n} per GRO skb of {self.gso_size}-byte "
-                f"datagrams): {self.full_goodput_bps / 1e6:,.0f} Mbps of UDP payload on a "
+        return (f"kernel {self.kernel}: 1 in {round(1 / self.delivered)} datagrams NATed (N = {self.n} per GRO skb of "
+                f"{self.gso_size}-byte datagrams)\n{self.full_goodput_bps / 1e6:,.0f} Mbps of UDP payload on a "
                 f"{self.link_bps / 1e9:g} Gbps link / {round(1 / self.delivered)} = {self.mbps} Mbps")
 
 
