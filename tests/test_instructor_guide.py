@@ -4,9 +4,8 @@ three hours."""
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
-
-import nbformat
 
 from vnetlab import exercises
 
@@ -15,6 +14,10 @@ GUIDE = ROOT / "docs" / "instructor_guide.md"
 _spec = importlib.util.spec_from_file_location("answer_key", ROOT / "docs" / "answer_key.py")  # a script
 answer_key = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(answer_key)
+_plan_spec = importlib.util.spec_from_file_location("plan", ROOT / "tools" / "plan.py")
+plan = importlib.util.module_from_spec(_plan_spec)
+sys.modules["plan"] = plan  # dataclasses look their module up
+_plan_spec.loader.exec_module(plan)
 
 
 def test_answer_key_is_current():
@@ -41,14 +44,12 @@ def test_every_predict_question_is_in_the_key():
                 assert all(line.rstrip() in text for line in answer.splitlines())
 
 
-def test_schedule_covers_every_notebook_in_about_three_hours():
-    text = GUIDE.read_text().split("## Schedule", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| (\d\d|—) \|(.*?)\| (\d+) min \|", text, re.M)
+def test_schedule_covers_every_notebook_and_states_its_total():
+    text = plan.section(GUIDE.read_text(), "## Schedule")
     linked = {m for m in re.findall(r"\(\.\./notebooks/([^)]+\.ipynb)\)", text)}
     assert linked == {p.name for p in answer_key.notebooks()}
     assert all((ROOT / "notebooks" / name).exists() for name in linked)
-    total = sum(int(minutes) for _, _, minutes in rows)
-    assert 165 <= total <= 195, total
+    total = sum(core for core, _ in plan.guide_table().values())  # set-up, break and every notebook's core path
     assert f"**{total} min**" in text
 
 
@@ -57,38 +58,10 @@ def test_guide_names_the_regenerate_commands():
     assert "tools/nbtools.py student" in text and "docs/answer_key.py" in text
 
 
-def _guide_minutes() -> dict[str, int]:
-    text = GUIDE.read_text().split("## Schedule", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| (\d\d|—) \|(.*?)\| (\d+) min \|", text, re.M)
-    minutes = {num: int(m) for num, _, m in rows if num != "—"}
-    minutes["set-up"] = next(int(m) for num, what, m in rows if num == "—" and "set-up" in what)
-    return minutes
-
-
-def _readme_minutes() -> dict[str, int]:
-    text = (ROOT / "README.md").read_text().split("## The notebooks", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `?(\d\d)_\w+`? \|.*\| (\d+) min \|$|^\| (set-up) \|.*\| (\d+) min \|$", text, re.M)
-    return {(a or c): int(b or d) for a, b, c, d in rows}
-
-
-def _notebook00_minutes() -> dict[str, int]:
-    nb = nbformat.read(answer_key.notebooks()[0], as_version=4)
-    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    rows = re.findall(r"^\| \[?(\d\d|set-up)\b.*\| (\d+) min \|$", text, re.M)
-    return {num: int(m) for num, m in rows}
-
-
-def _time_to_learn() -> dict[str, int]:
-    found = {}
-    for path in answer_key.notebooks():
-        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
-        found[path.name[:2]] = int(re.search(r"\*\*Time to learn\*\*: (\d+) minutes", text).group(1))
-    return found
-
-
 def test_one_set_of_timings_set_up_included():
-    guide = _guide_minutes()
-    assert "set-up" in guide and set(guide) - {"set-up"} == {p.name[:2] for p in answer_key.notebooks()}
-    assert _readme_minutes() == guide
-    assert _notebook00_minutes() == guide
-    assert _time_to_learn() == {k: v for k, v in guide.items() if k != "set-up"}
+    """The README, the guide and notebook 00 state the same times (tests/test_plan.py checks them against the
+    notebooks' headings, tools/plan.py)."""
+    guide = plan.guide_table()
+    assert guide.pop("break") == (plan.BREAK_MIN, 0)
+    assert set(guide) == {"set-up", *(p.name[:2] for p in answer_key.notebooks())}
+    assert plan.readme_table() == guide == plan.notebook00_table()

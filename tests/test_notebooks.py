@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from vnetlab import exercises
+from vnetlab import exercises, rx
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("nbtools", ROOT / "tools" / "nbtools.py")  # a script, not the package
@@ -26,7 +26,8 @@ SECTIONS = ("## Overview", "## Prerequisites", "## Imports", "## Exercises", "##
 GLOSSARY_TERMS = ("sk_buff", "linear part", "headroom", "tailroom", "frags", "frag_list", "truesize", "head_frag",
                   "skb_shared_info", "page frag", "NAPI", "GRO", "GSO", "TSO", "USO", "fraglist GSO", "EWMA",
                   "GOOD_COPY_LEN", "vnet header", "XDP", "NETIF_F", "hw_features", "wanted_features", "ethtool -k",
-                  "ethtool -K", "[fixed]")
+                  "ethtool -K", "[fixed]", "hwaccel", "order-N pages", "DODGY", "ts, fr", "TCG", "net-next", "kprobe",
+                  "inferred")
 
 
 def _read(path: Path):
@@ -123,23 +124,75 @@ def _shown_text(cell) -> str:
     return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", []))
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_some_exercise_asks_a_new_case(path):
-    """At least one exercise per notebook whose answer is printed nowhere above it (golden outputs and text)."""
-    golden = _read(nbtools.golden_path(path))
-    new = []
-    for i, cell in enumerate(golden.cells):
-        if nbtools.EXERCISE not in _tags(cell):
-            continue
-        key = nbtools.CHECK_CALL.search(golden.cells[i + 1].source)["key"]
-        answer = exercises.solution(key)
-        above = "\n".join(_shown_text(c) for c in golden.cells[:i])
-        if isinstance(answer, bool):
-            continue  # True/False is printed everywhere; such a question cannot be judged this way
-        shown = str(answer) if not isinstance(answer, float) else f"{answer:g}"
-        if not re.search(rf"(?<![\w.]){re.escape(shown)}(?![\w]|\.\d)", above):
-            new.append(key)
-    assert new, f"{path.name}: every exercise's answer is printed above it"
+def _exercises() -> list[tuple[Path, int, str]]:
+    """(notebook, index of the exercise cell in its golden copy, key) for every exercise of every notebook."""
+    found = []
+    for path in NOTEBOOKS:
+        cells = _read(nbtools.golden_path(path)).cells
+        for i, cell in enumerate(cells):
+            if nbtools.EXERCISE in _tags(cell):
+                found.append((path, i, nbtools.CHECK_CALL.search(cells[i + 1].source)["key"]))
+    return found
+
+
+# Exercises that still copy a number printed above them or use a constant the notebook never gives (issue 17);
+# nbb (30-50) and live (60) rewrite them. Strict: a fixed exercise fails here until the lead drops it from the list.
+COPIES_PENDING: set[str] = set()  # 00-20 rewritten on nba, 30-50 on nbb
+CONSTANTS_PENDING = {"60.1", "60.2"}
+# Answers from a closed set of names: printed everywhere as the vocabulary, so "printed above" cannot judge them.
+VOCABULARY = set(rx.PATHS)  # True/False are skipped too
+
+
+def _param(item: tuple[Path, int, str], pending: set[str]):
+    path, i, key = item
+    return pytest.param(path, i, key, id=key, marks=pytest.mark.xfail(
+        key in pending, strict=True, reason="issue 17: rewritten by nbb/live"))
+
+
+def _printed(value, text: str) -> bool:
+    if isinstance(value, str):
+        return re.search(rf"(?<![\w.+-]){re.escape(value)}(?![\w+-]|\.\w)", text) is not None
+    if isinstance(value, float):
+        shown = {f"{value:g}"} | {f"{value:.{d}f}" for d in (1, 2, 3) if round(value, d) == value}
+    else:
+        shown = {str(value), f"{value:,}"}
+    return any(re.search(rf"(?<![\w.]){re.escape(s)}(?![\w]|\.\d)", text) for s in shown)
+
+
+def test_printed_finds_numbers_and_names():
+    assert _printed(482, "tailroom 482 bytes") and not _printed(482, "1482 bytes") and not _printed(48, "4.8")
+    assert _printed(1448, "MSS 1,448") and _printed(0.023, "share 0.023") and not _printed(0.023, "0.0231")
+    assert _printed("eth0.10", "at eth0.10: cut") and not _printed("eth0", "eth0.10")
+
+
+@pytest.mark.parametrize(("path", "index", "key"), [_param(e, COPIES_PENDING) for e in _exercises()])
+def test_every_exercise_asks_something_new(path, index, key):
+    """The answer the checker wants is printed nowhere above the exercise: not in markdown, not in the golden output
+    of any cell above it (plan_conventions, issue 17)."""
+    answer = exercises.solution(key)
+    if isinstance(answer, bool) or isinstance(answer, str) and answer in VOCABULARY:
+        pytest.skip(f"{key}'s answer {answer!r} is a word of the vocabulary")
+    cells = _read(nbtools.golden_path(path)).cells
+    above = "\n".join(_shown_text(c) for c in cells[:index])
+    assert not _printed(answer, above), f"{key}: its answer {answer!r} is printed above it"
+
+
+_CONSTANT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")  # UDP_GRO_CNT_MAX, VIRTIO_XDP_HEADROOM, NET_IP_ALIGN
+
+
+@pytest.mark.parametrize(("path", "index", "key"), [_param(e, CONSTANTS_PENDING) for e in _exercises()])
+def test_every_constant_an_exercise_names_is_given_before_it(path, index, key):
+    """Each kernel constant the question or its hint names appears above the exercise (text, code or output) or in
+    the exercise's own statement, so an attendee can work it out; a hint that sends the reader to a kernel file for
+    it ("look that constant up in include/...") gives it by reference."""
+    ex = exercises.EXERCISES[key]
+    cells = _read(nbtools.golden_path(path)).cells
+    above = "\n".join(_shown_text(c) + "\n" + (c.source if c.cell_type == "code" else "") for c in cells[:index])
+    looked_up = set(_CONSTANT.findall(ex.hint.split("look that constant up", 1)[0][-120:])) if (
+        "look that constant up" in ex.hint) else set()
+    missing = sorted(n for n in set(_CONSTANT.findall(ex.question + " " + ex.hint)) - looked_up
+                     if n not in above)
+    assert not missing, f"{key} needs {missing}, which the notebook never gives above it"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -156,6 +209,22 @@ def test_student_copy_is_current_and_answers_nothing(path):
             name = nbtools.CHECK_CALL.search(code[i + 1].source)["name"]
             assert cell.source == nbtools.placeholder(name)  # defines the checker's name: Run All works
     assert "](../glossary.md)" in "\n".join(c.source for c in got.cells if c.cell_type == "markdown")
+
+
+OBJECTIVES_PENDING = {"60"}  # live (60) adds its own (issue 17)
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p.name, marks=pytest.mark.xfail(p.name[:2] in OBJECTIVES_PENDING, strict=True,
+                                                        reason="issue 17: objectives added by live"))
+    for p in NOTEBOOKS])
+def test_overview_states_two_to_four_learning_objectives(path):
+    """plan_conventions: each Overview has a "You will be able to:" list of 2-4 objectives (The Carpentries)."""
+    text = "\n".join(c.source for c in _read(path).cells if c.cell_type == "markdown")
+    overview = text.split("## Overview", 1)[1].split("## Prerequisites", 1)[0]
+    assert "You will be able to:" in overview
+    items = re.findall(r"^- .+", overview.split("You will be able to:", 1)[1].split("\n\n", 1)[0], re.M)
+    assert 2 <= len(items) <= 4, items
 
 
 def test_glossary_defines_every_term():

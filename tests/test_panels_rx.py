@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from vnetlab import rx
+from vnetlab.profiles import arch as arch_profile
 from vnetlab.viz.style import new_figure, regions
 from vnetlab.widgets import base, gropanels, rxpanels
 from vnetlab.widgets.base import SizeSlider, png_width
@@ -265,3 +266,48 @@ def test_float_slider_and_default_rows():
     before = p.image.value
     s.value = 20.0
     assert p.error is None and p.image.value != before
+
+
+def test_window_slider_moves_a_cache_line_every_few_pixels():
+    """Issue 17: the window panel's buffer slider spanned 4 pages (on ppc64le 256 KiB, ~750 B per pixel). It spans
+    the buffers get_mergeable_buf_len() gives (up to the 4 KiB page it clamps to, drivers/net/virtio_net.c) in
+    L1_CACHE_BYTES steps, so a drag moves one step every few pixels of a ~400 px slider; typed values still work."""
+    for arch in ("x86_64", "ppc64le", "mips32"):
+        p = rxpanels.window_panel(arch=arch)
+        s = p.controls["buf_len"]
+        assert s.min <= 1536 and s.max >= 4096 - s.step and s.step == arch_profile(arch).l1_cache_bytes
+        assert (s.max - s.min) / 400 <= 10, (arch, s.min, s.max)  # bytes per pixel of a 400-pixel slider
+        assert (s.max - s.min) // s.step <= 120  # at least ~3 pixels per step
+    p = rxpanels.window_panel()
+    p.controls["arch"].value = "ppc64le"
+    assert p.controls["buf_len"].step == 128 and p.controls["buf_len"].max == 4096
+    p.controls["buf_len"].readout.value = 16384  # typed beyond the slider: the model still draws it
+    assert p.error is None and p.state.params["buf_len"] == 16384
+
+
+def test_buffer_control_in_small_mode_says_why_it_does_nothing():
+    """A typed buffer truesize in small mode blanked the figure (the model refuses a pinned small buffer): the
+    panel keeps the driver's buffer, greys the control out and says why, in the model's words."""
+    p = rxpanels.packet_panel()
+    p.controls["buf_len"].readout.value = 2048
+    p.controls["mode"].value = "small"
+    assert p.error is None and p.image.layout.display is None
+    assert "has no effect in small mode" in p.message.value or "has no effect in small mode" in p.state.text
+    assert "add_recvbuf_small sizes every buffer the same" in p.state.text
+    assert p.controls["buf_len"].slider.disabled and p.controls["buf_len"].readout.disabled
+    p.controls["mode"].value = "mergeable"
+    assert not p.controls["buf_len"].slider.disabled and "Note:" not in p.state.text
+    assert p.state.result.buffers[0].truesize == 2048
+
+
+def test_mtu_with_xdp_says_why_the_tailroom_does_not_move():
+    """With XDP, page_to_skb() (5.13-6.2) counts PAGE_SIZE as the buffer's truesize, so the MTU slider moves
+    nothing but the payload range: the panel says so; on 6.18 XDP_PASS bypasses page_to_skb()'s test."""
+    a = rxpanels.packet_panel_state(xdp=True, mtu=1500)
+    b = rxpanels.packet_panel_state(xdp=True, mtu=9000)
+    assert a.result.tailroom == b.result.tailroom  # the model: nothing moves
+    assert "counts PAGE_SIZE (4096 B)" in a.text and "the MTU only sets the payload range" in a.text
+    assert "build_skb_from_xdp_buff" in rxpanels.packet_panel_state(xdp=True, kernel="6.18", view="skb").text
+    assert "Note:" not in rxpanels.packet_panel_state().text
+    paths = rxpanels.packet_panel_state(view="paths", xdp=True)
+    assert paths.extra["notes"] and "6.1" in paths.text

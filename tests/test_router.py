@@ -184,3 +184,31 @@ def test_throughput_is_link_capped_and_sensitivity_moves():
     table = router.sensitivity(router.router_scenario(kernel="5.10"), r, router.RouterCosts.from_table(cpu_hz=100e6))
     lo, hi = table["skb_segment_list_per_seg"]
     assert hi > lo
+
+
+def test_lost_segments_is_the_one_1_in_n_number():
+    # kernel-facts F: before c3df39ac9b0e only the head of each fraglist GRO skb is NATed; N = 44 for 1472-byte
+    # datagrams (skb_gro_receive_list keeps p->len < 65536: 44 * 1500 = 66000 > 65536 counts from the IP header,
+    # so 43 + head = 44 is max_gro_segs). Goodput: 1 Gbps (the seed's "1 Gbps / link speed") carrying 1472-byte
+    # payloads in 1518-byte VLAN frames (+ 24 bytes of preamble, FCS and gap, IEEE 802.3), divided by 44.
+    ls = router.lost_segments()
+    assert ls.n == 44 and ls.delivered == pytest.approx(1 / 44)
+    payload_bps = 1e9 * 1472 / (1472 + 8 + 20 + 14 + 4 + 24)
+    assert ls.full_goodput_bps == pytest.approx(payload_bps, rel=1e-9)
+    assert ls.goodput_bps == pytest.approx(payload_bps / 44, rel=1e-9)
+    assert ls.mbps == 22
+    assert "1 in 44" in ls.describe() and "= 22 Mbps" in ls.describe()
+    # Debian 5.10.223 carries 3d6df63a5cbe: every datagram NATed, the whole link's goodput
+    fixed = router.lost_segments(kernel="5.10.223")
+    assert fixed.delivered == 1.0 and fixed.goodput_bps == pytest.approx(payload_bps, rel=1e-9)
+
+
+def test_readme_quotes_the_one_lost_segments_number():
+    # the README cannot call router.lost_segments(); it states its number, and this keeps the two the same
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    ls = router.lost_segments()
+    assert f"`router.lost_segments()`, {ls.full_goodput_bps / 1e6:,.0f} Mbps of UDP payload / {ls.n} ≈ {ls.mbps} Mbps" \
+        in readme
+    assert "≈ 23 Mbps" not in readme and "1 Gbps / 44" not in readme

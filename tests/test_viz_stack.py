@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import ipywidgets
 import pytest
 
-from vnetlab import cost, gro
+from vnetlab import cost, gro, router
 from vnetlab.viz import costfig, featuregrid, grofig, labfig, routerfig, stacks
 from vnetlab.viz.style import MIN_FONT, regions
 from vnetlab.widgets import explorer, gropanels, stackpanels
@@ -229,6 +229,8 @@ def test_router_story_numbers_and_bars():
     assert story.packets_per_gro_skb == 44
     assert story.delivery_model == tuple(1 / n for n in story.delivery_n)
     assert found["story:mechanism_before"].get_height() == pytest.approx(story.model_before / 44)
+    # the bar is the workbook's one "1 Gbps / N" number, router.lost_segments(), not a second computation
+    assert story.mechanism_before == router.lost_segments().goodput_bps
     # the measured ratio 1/50 lies within 15 % of the mechanism's 1/44 and far from the cost-only bound
     assert story.measured_ratio == pytest.approx(story.model_ratio, rel=0.15)
     assert story.bound_gap < 10 < 50
@@ -258,6 +260,14 @@ def test_router_panel_state_and_widget():
     assert regions(s.figure)["router:5.10"].get_height() == pytest.approx(s.extra["throughput"].goodput_bps)
     lost = stackpanels.router_panel_state(kernel="5.10", drop_untranslated=True)
     assert lost.extra["throughput"].translated_fraction == pytest.approx(1 / 44)
+    assert "changes nothing" not in lost.text
+    # where every datagram is NATed the tick changes no bar: the panel says why (the kernel has c3df39ac9b0e,
+    # udp_gso_list_nat_fix; or nothing resegments the skb), never silently
+    fixed = stackpanels.router_panel_state(kernel="6.1", nic="virtio_net", drop_untranslated=True)
+    assert fixed.extra["throughput"].translated_fraction == 1 and "changes nothing here" in fixed.text
+    assert "udp_gso_list_nat_fix" in fixed.text
+    whole = stackpanels.router_panel_state(kernel="5.11", drop_untranslated=True)
+    assert "changes nothing here" in whole.text and "takes it whole" in whole.text
     panel = stackpanels.router_panel()
     panel.controls["kernel"].value = "5.11"
     assert panel.error is None and panel.state.result.segmented_at is None

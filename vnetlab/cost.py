@@ -436,18 +436,19 @@ class Calibration:
 
     def report(self) -> str:
         m = self.measurement
-        lines = [f"Calibration to fb32856b16ad's measurement: {m.traffic.label}, kernel rules "
-                 f"{m.baseline_kernel} -> {m.patched_kernel}, one CPU at 100% softirq (ns/packet = 1e9/pps)",
+        lines = [f"Calibration to fb32856b16ad's measurement: {m.traffic.label},",
+                 f"  kernel rules {m.baseline_kernel} -> {m.patched_kernel}, one CPU at 100% softirq "
+                 "(ns/packet = 1e9/pps)",
                  f"  measured: {m.baseline_pps:,.0f} pps ({1e9 / m.baseline_pps:.1f} ns) -> {m.patched_pps:,.0f} pps "
                  f"({1e9 / m.patched_pps:.1f} ns), +{100 * (m.patched_pps / m.baseline_pps - 1):.1f}%"]
         for name, costs, fitted in (("1-parameter fit (baseline only)", self.one_param, (STACK_OP,)),
                                     ("2-parameter fit (both, exact)", self.two_param, (STACK_OP, MISS_OP))):
             b, p = self.predicted_pps(costs)
-            vals = ", ".join(f"{op} = {costs[op]:.1f} ns (prior {self.prior[op]:.1f})" for op in fitted)
-            lines.append(f"  {name}: {vals}")
-            lines.append(f"    baseline {b:,.0f} pps (residual {b - m.baseline_pps:+,.0f}), patched {p:,.0f} pps "
-                         f"(residual {p - m.patched_pps:+,.0f} pps, {100 * (p / m.patched_pps - 1):+.2f}%, "
-                         f"{1e9 / p - 1e9 / m.patched_pps:+.1f} ns/packet)")
+            lines.append(f"  {name}:")
+            lines.extend(f"    {op} = {costs[op]:.1f} ns (prior {self.prior[op]:.1f})" for op in fitted)
+            lines.append(f"    baseline {b:,.0f} pps (residual {b - m.baseline_pps:+,.0f})")
+            lines.append(f"    patched {p:,.0f} pps (residual {p - m.patched_pps:+,.0f} pps, "
+                         f"{100 * (p / m.patched_pps - 1):+.2f}%, {1e9 / p - 1e9 / m.patched_pps:+.1f} ns/packet)")
         return "\n".join(lines)
 
 
@@ -496,21 +497,19 @@ def predictions(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequ
 
 
 def predictions_table(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequence[str] = KERNELS) -> str:
-    """Text table: kpps per case and kernel, with the path mix and packets per GRO skb."""
+    """Text table: kpps per case and kernel, with the path mix and packets per GRO skb; each case's label on a
+    line of its own so that eight kernels fit in 100 columns."""
     res = predictions(costs, kernels=kernels)
     cases = prediction_cases()
-    head = f"{'case':44s}" + "".join(f"{k:>10s}" for k in kernels)
-    lines = ["Predicted receive rate, kpps on one CPU (2-parameter calibration unless given costs)", head]
+    lines = ["Predicted receive rate, kpps on one CPU (2-parameter calibration unless given costs)",
+             f"{'':20}" + "".join(f"{k:>9s}" for k in kernels)]
     for name, t in cases.items():
-        lines.append(f"{t.label:44s}" + "".join(f"{res[(name, k)].pps / 1e3:10.0f}" for k in kernels))
-        paths = []
-        for k in kernels:
-            pc = res[(name, k)].ops.path_counts
-            n = res[(name, k)].ops.packets
-            paths.append(f"{100 * pc['build_skb'] / n:9.1f}%")
-        lines.append(f"{'  build_skb share':44s}" + "".join(f"{p:>10s}" for p in paths))
-        lines.append(f"{'  packets per GRO skb':44s}"
-                     + "".join(f"{res[(name, k)].ops.packets_per_gro_skb:10.2f}" for k in kernels))
+        lines.append(t.label)
+        lines.append(f"{'  kpps':20}" + "".join(f"{res[(name, k)].pps / 1e3:9.0f}" for k in kernels))
+        shares = [100 * res[(name, k)].ops.path_counts["build_skb"] / res[(name, k)].ops.packets for k in kernels]
+        lines.append(f"{'  build_skb share %':20}" + "".join(f"{v:9.1f}" for v in shares))
+        lines.append(f"{'  packets/GRO skb':20}"
+                     + "".join(f"{res[(name, k)].ops.packets_per_gro_skb:9.2f}" for k in kernels))
     return "\n".join(lines)
 
 

@@ -30,11 +30,11 @@ class Exercise:
 # --------------------------------------------------------------------------------------------------
 # Answers, from the models
 
-def _pct_gain() -> float:
+def _ns_per_packet_after() -> float:
+    """The seed's one receive CPU, at 100 % softirq, spread over the patched rate: nanoseconds per packet."""
     from vnetlab import cost
 
-    m = cost.seed_measurement()
-    return round(100 * (m.patched_pps / m.baseline_pps - 1), 1)
+    return round(1e9 / cost.seed_measurement().patched_pps, 1)
 
 
 def _path(payload_len: int, kernel: str = DEFAULT_KERNEL, **kw: Any) -> str:
@@ -49,10 +49,16 @@ def _skb_attr(payload_len: int, attr: str, kernel: str = DEFAULT_KERNEL, l4: str
     return getattr(rx.receive(payload_len, kernel=kernel, l4=l4).skb, attr)
 
 
-def _tailroom(payload_len: int) -> int:
+def _tailroom(payload_len: int, buf_len: int | None = None) -> int:
     from vnetlab import rx
 
-    return rx.receive(payload_len).tailroom
+    return rx.receive(payload_len, buf_len=buf_len).tailroom
+
+
+def _truesize_in(payload_len: int, buf_len: int) -> int:
+    from vnetlab import rx
+
+    return rx.receive(payload_len, buf_len=buf_len).skb.truesize
 
 
 def _small_xdp_buffer() -> int:
@@ -70,6 +76,13 @@ def _buffers_per_page_frag(arch: str, frag_size: int) -> int:
     return next(i for i, n in enumerate(lens) if n != first) + 1
 
 
+def _last_buffer(frag_size: int, arch: str = DEFAULT_ARCH) -> int:
+    """The buffer add_recvbuf_mergeable() extends with the page frag's hole (MTU 1500)."""
+    from vnetlab import rx
+
+    return rx.mergeable_buf_lens(_buffers_per_page_frag(arch, frag_size), arch=arch, frag_size=frag_size)[-1]
+
+
 def _largest_payload(buf_len: int, arch: str = DEFAULT_ARCH) -> int:
     from vnetlab import rx
 
@@ -83,17 +96,12 @@ def _largest_payload(buf_len: int, arch: str = DEFAULT_ARCH) -> int:
     return best if best is not None else -1
 
 
-def _largest_frame_ppc() -> int:
+def _full_mtu_build_skb_share(arch: str = DEFAULT_ARCH, frag_size: int = 32768) -> float:
+    """Share of full-MTU frames (1514 bytes) that get build_skb over the buffers one page frag is carved into."""
     from vnetlab import rx
 
-    return max(f for f in range(14, 1525) if rx.page_to_skb(f, 1536, arch="ppc64le").path == "build_skb")
-
-
-def _full_mtu_build_skb_share() -> float:
-    from vnetlab import rx
-
-    lens = rx.mergeable_buf_lens(21 * 10)
-    return round(sum(rx.page_to_skb(1514, t).path == "build_skb" for t in lens) / len(lens), 3)
+    lens = rx.mergeable_buf_lens(_buffers_per_page_frag(arch, frag_size), arch=arch, frag_size=frag_size)
+    return round(sum(rx.page_to_skb(1514, t, arch=arch).path == "build_skb" for t in lens) / len(lens), 3)
 
 
 def _steady_stream_path(payload_len: int, mtu: int, packets: int = 500) -> str:
@@ -134,11 +142,30 @@ def _first_skb_packets(shape: str, kernel: str, arch: str = DEFAULT_ARCH) -> int
     return gro.aggregate_trace(skbs, l4="tcp", kernel=kernel, arch=arch).packets_in_first_skb(0)
 
 
-def _gro_share_of_seed_gain() -> float:
-    from vnetlab import cost
+def _burst_nr_frags(shape: str, kernel: str, packets: int) -> int:
+    """nr_frags of the GRO skb after a TCP burst of ``packets`` MSS-1448 packets whose last carries PSH."""
+    from vnetlab import gro
 
-    b = cost.breakdown(cost.seed_traffic(), "5.11", "5.13")
-    return round(100 * b.gro_saved_ns / b.total_saved_ns, 1)
+    skbs = gro.head_case_flow(shape, 1448, packets, kernel=kernel)
+    flags = [("ACK",)] * (packets - 1) + [("ACK", "PSH")]
+    return gro.aggregate_trace(skbs, l4="tcp", kernel=kernel, tcp_flags=flags).skbs[0].nr_frags
+
+
+def _tcp_packets_per_gro_skb(shape: str, kernel: str, mss: int) -> int:
+    """Packets in one full TCP GRO skb (skb_gro_receive's gro_max_size limit) for heads of kind ``shape``."""
+    from vnetlab import gro
+
+    skbs = gro.head_case_flow(shape, mss, 2 * (65536 // mss), kernel=kernel)
+    return gro.aggregate_trace(skbs, l4="tcp", kernel=kernel).packets_per_skb()[0]
+
+
+def _udp_packets_per_gro_skb(payload_len: int, kernel: str, features: frozenset[str]) -> int:
+    """Packets per GRO skb of a UDP flow without a socket on a device with ``features``, never flushed by NAPI."""
+    from vnetlab import gro
+
+    s = gro.simulate_stream(6400, payload_len, l4="udp", kernel=kernel, udp_gro=False, features=features,
+                            napi_budget=None)
+    return round(s.packets / s.gro_skbs)
 
 
 def _vlan_skbs_down(kernel: str, length: int, gso_size: int) -> int:
@@ -150,22 +177,6 @@ def _vlan_skbs_down(kernel: str, length: int, gso_size: int) -> int:
     vlan = net.vlan("eth0.10", lower=eth, vid=10)
     sent = udp.udp_sendmsg(vlan, length, gso_size=gso_size)
     return sent.tx.hop("eth0.10").skbs_out
-
-
-def _udp_gso_segmented_at(kernel: str, upper: str, nic: str,
-                          settings: dict[str, dict[str, bool]] | None = None) -> str:
-    """Where a UDP GSO skb (payload in frags) sent to the top of a stack is segmented in software."""
-    from vnetlab.viz import featuregrid, stacks
-
-    grid = featuregrid.feature_grid(stacks.build_stack(kernel=kernel, upper=upper, nic=nic, settings=settings))
-    return grid.segmented_at("udp_gso") or "no device"
-
-
-def _lab_gso_model(kernel: str, route_dev: str) -> str:
-    """The model's segmentation point for a lab UDP_SEGMENT case (labdata.gso_rows: the lab's own NIC)."""
-    from vnetlab import labdata
-
-    return next(r.model for r in labdata.gso_rows("gso", kernel) if r.route_dev == route_dev)
 
 
 def _bridge_udp_after_port_off(ports: int) -> bool:
@@ -189,17 +200,6 @@ def _virtio_vlan(kernel: str) -> tuple[Any, Any]:
     return eth, net.vlan("eth0.10", lower=eth, vid=10)
 
 
-def _vlan_fraglist_blocker(kernel: str) -> str:
-    """The one feature skb_gso_ok() needs for a UDP fraglist GSO skb that the VLAN on virtio_net lacks."""
-    from vnetlab import features
-
-    _, vlan = _virtio_vlan(kernel)
-    needed = ["GSO_UDP_L4", "GSO_FRAGLIST", "FRAGLIST"]  # net_gso_ok for both SKB_GSO types, + FRAGLIST for frag_list
-    state = vlan.ethtool_k()
-    missing = [features.ethtool_name(n, kernel) for n in needed if not state[features.ethtool_name(n, kernel)][0]]
-    return missing[0] if len(missing) == 1 else ", ".join(missing)
-
-
 def _vlan_uso_after_tx_off(kernel: str) -> bool:
     eth, vlan = _virtio_vlan(kernel)
     eth.ethtool_K({"tx-checksum-ip-generic": False})
@@ -215,16 +215,61 @@ def _udp_seg_without_csum(kernel: str) -> bool:
     return v0.ethtool_k()["tx-udp-segmentation"][0]
 
 
-def _router(kernel: str, nic: str, gro_mode: str) -> str | None:
+def _router(kernel: str, nic: str, gro_mode: str, upper: str = "vlan") -> str | None:
     from vnetlab import router
 
-    return router.router_scenario(kernel=kernel, nic=nic, gro=gro_mode).segmented_at
+    return router.router_scenario(kernel=kernel, nic=nic, gro=gro_mode, upper=upper).segmented_at
 
 
-def _router_segments() -> int:
+def _router_skbs_down(kernel: str, upper: str, gso_size: int) -> int:
+    """skbs the upper device hands to eth0 (the router NIC) for one full fraglist GRO skb (router_scenario)."""
     from vnetlab import router
 
-    return router.router_scenario(kernel="5.10", nic="router", gro="fraglist").wire_packets
+    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", upper=upper, gso_size=gso_size)
+    return next(h.skbs_out for h in r.hops if h.name != "eth0")
+
+
+def _router_ops(kernel: str, upper: str, gso_size: int, op: str) -> int:
+    """One operation count of the router for one full fraglist GRO skb (RouterResult.ops, the cost model's)."""
+    from vnetlab import router
+
+    r = router.router_scenario(kernel=kernel, nic="router", gro="fraglist", upper=upper, gso_size=gso_size)
+    return r.ops[op]
+
+
+def _lost_segments_mbps(gso_size: int) -> float:
+    from vnetlab import router
+
+    return round(router.lost_segments(gso_size=gso_size).goodput_bps / 1e6, 1)
+
+
+def _driver_skbs(kernel: str, upper: str, length: int, gso_size: int, eth0: dict[str, bool]) -> int:
+    """skbs eth0's driver gets for one UDP_SEGMENT send through ``upper`` on the router NIC after ``eth0``'s
+    ethtool -K settings."""
+    from vnetlab import netdev, udp
+
+    net = netdev.Namespace(kernel=kernel)
+    eth = net.nic("eth0", driver="router")
+    top = net.macvlan("mv0", lower=eth) if upper == "macvlan" else net.vlan("eth0.10", lower=eth, vid=10)
+    eth.ethtool_K(eth0)
+    return udp.udp_sendmsg(top, length, gso_size=gso_size).tx.hop("eth0").skbs_out
+
+
+def _vlan_fraglist_skbs_down(kernel: str, segs: int) -> int:
+    """skbs a VLAN on virtio_net hands to eth0 for one fraglist GSO skb of ``segs`` 1472-byte datagrams."""
+    from vnetlab import router
+
+    r = router.router_scenario(kernel=kernel, nic="virtio_net", gro="fraglist", upper="vlan", segs=segs)
+    return next(h.skbs_out for h in r.hops if h.name == "eth0.10")
+
+
+def _bridge_skbs_down(lab_kernel: str, length: int, gso_size: int) -> int:
+    """skbs br0 (one port: the lab's virtio_net eth0) hands to eth0 for one UDP_SEGMENT send (labdata.gso_model's
+    stack for that lab kernel)."""
+    from vnetlab import labdata, udp
+
+    net, _ = labdata.gso_model(labdata.load("gso", lab_kernel), "br0", lab_kernel)
+    return udp.udp_sendmsg(net["br0"], length, gso_size=gso_size).tx.hop("br0").skbs_out
 
 
 def _nat_share(kernel: str, *, gso_size: int | None = None, segs: int | None = None, ip: int = 4) -> float:
@@ -260,7 +305,6 @@ def _largest_udp_segment_send(kernel: str, gso_size: int) -> int:
     return lo
 
 
-
 # --------------------------------------------------------------------------------------------------
 # The exercises
 
@@ -269,9 +313,10 @@ _PAGE_TO_SKB = ("page_to_skb() (drivers/net/virtio_net.c) builds the skb around 
                 "SKB_DATA_ALIGN(sizeof(struct skb_shared_info))")
 
 EXERCISES: dict[str, Exercise] = {e.key: e for e in [
-    Exercise("00.1", "By how many percent did the build_skb patch raise the receive rate in its own benchmark "
-             "(956,864 -> 1,158,465 pps)? One decimal.", _pct_gain, "%", 0.05,
-             hint="the gain is patched / baseline - 1, as a percentage, rounded to one decimal"),
+    Exercise("00.1", "Seed 1 did all its receive work on one CPU at 100 % softirq. After the patch (1,158,465 "
+             "packets per second), how many nanoseconds of that CPU did one packet take on average? One decimal.",
+             _ns_per_packet_after, "ns", 0.05,
+             hint="one CPU busy for a whole second is 10^9 ns, shared by every packet received in that second"),
     Exercise("00.2", "Kernel 6.1, x86_64, a 1536-byte mergeable buffer: a full-size frame arrives (1472-byte UDP "
              "payload, a 1500-byte IP packet). What truesize does its sk_buff carry?",
              lambda: _skb_attr(1472, "truesize"), "bytes",
@@ -288,15 +333,17 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              lambda: _skb_attr(1000, "len", l4="tcp"), "bytes",
              hint="skb->len counts every byte from the Ethernet header on: ETH_HLEN, the IPv4 header without "
              "options, the TCP header with its options, then the payload"),
-    Exercise("05.2", "Kernel 5.12's copy path (0f6925b3e8da) for that frame: how many bytes are in the linear part "
-             "(skb_headlen)?", lambda: _skb_attr(1000, "headlen", kernel="5.12"), "bytes",
-             hint="when the frame does not fit in the small head, 5.12's page_to_skb() copies only the link-layer "
-             "header and leaves the rest in the page frag"),
-    Exercise("10.1", "x86_64, kernel 6.1, mergeable 1536-byte buffer: what tailroom does page_to_skb compute for a "
-             "1000-byte UDP payload?", lambda: _tailroom(1000), "bytes",
-             hint="tailroom = truesize - headroom - hdr_padded_len - len, where len is the whole Ethernet frame"),
-    Exercise("10.2", "What truesize does the sk_buff built around that 1536-byte buffer carry?",
-             lambda: _skb_attr(1000, "truesize"), "bytes",
+    Exercise("05.2", "The same TCP frame on mainline 5.10, before 0f6925b3e8da: how many of its bytes stay in the "
+             "page frag (skb->data_len)?", lambda: _skb_attr(1000, "data_len", kernel="5.10", l4="tcp"), "bytes",
+             hint="mainline 5.10's page_to_skb() copies as much of the frame as its napi_alloc_skb(GOOD_COPY_LEN) head "
+             "holds, GOOD_COPY_LEN bytes, and leaves the rest of skb->len in frag 0"),
+    Exercise("10.1", "x86_64, kernel 6.1, MTU 1500: a 1200-byte UDP payload lands in the last buffer of a 32 KiB page "
+             "frag, the one that took the hole. What tailroom does page_to_skb() compute?",
+             lambda: _tailroom(1200, buf_len=_last_buffer(32768)), "bytes",
+             hint="tailroom = truesize - headroom - hdr_padded_len - len, where len is the whole Ethernet frame and "
+             "truesize is that last buffer's (section 2)"),
+    Exercise("10.2", "What truesize does the sk_buff that build_skb() makes around that last buffer carry?",
+             lambda: _truesize_in(1200, _last_buffer(32768)), "bytes",
              hint="build_skb() charges SKB_TRUESIZE() of the buffer minus its skb_shared_info: the data area plus "
              "SKB_DATA_ALIGN(sizeof(struct sk_buff)) and SKB_DATA_ALIGN(sizeof(struct skb_shared_info))"),
     Exercise("10.3", "Small mode with an XDP program on x86_64: how many bytes does add_recvbuf_small take per "
@@ -316,13 +363,15 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
     Exercise("20.1", "The largest IPv4 UDP payload that still gets build_skb in a 2048-byte buffer (x86_64, 6.1)?",
              lambda: _largest_payload(2048), "bytes",
              hint=_PAGE_TO_SKB + "; the frame is the payload plus the Ethernet, IPv4 and UDP headers"),
-    Exercise("20.2", "ppc64le, 1536-byte buffer: the largest frame that gets build_skb?", _largest_frame_ppc, "bytes",
+    Exercise("20.2", "ppc64le, kernel 6.1, a 2048-byte mergeable buffer: the largest IPv4 UDP payload that still gets "
+             "build_skb?", lambda: _largest_payload(2048, arch="ppc64le"), "bytes",
              hint="SKB_DATA_ALIGN() rounds sizeof(struct skb_shared_info) up to SMP_CACHE_BYTES, and ppc64 has "
-             "128-byte cache lines"),
-    Exercise("20.3", "Full-MTU frames (1514 bytes), buffers carved from 32 KiB frags: what fraction of them get "
-             "build_skb? Three decimals.", _full_mtu_build_skb_share, "", 0.0005,
+             "128-byte cache lines; the frame is the payload plus the Ethernet, IPv4 and UDP headers"),
+    Exercise("20.3", "arm64 with 64 KiB pages, kernel 6.1, MTU 1500: the page frag is one 64 KiB page. What fraction "
+             "of full-MTU frames (1514 bytes) get build_skb? Three decimals.",
+             lambda: _full_mtu_build_skb_share("arm64-64k", 65536), "", 0.0005,
              hint="only a buffer that add_recvbuf_mergeable() extended with the page frag's hole has room for "
-             "skb_shared_info behind a full-size frame; count those per frag"),
+             "skb_shared_info behind a full-size frame; count the buffers one frag gives (exercise 10.4)"),
     Exercise("20.4", "MTU 9000, mergeable buffers, kernel 6.1: a long steady stream of 3000-byte UDP payloads has "
              "grown the buffers to fit. Which path do these packets take?", lambda: _steady_stream_path(3000, 9000),
              hint="get_mergeable_buf_len() sizes each buffer from the EWMA of packet length (rounded up to "
@@ -333,16 +382,26 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              lambda: _steady_stream_window_top(8972, 9000), "bytes",
              hint="get_mergeable_buf_len() clamps the average to PAGE_SIZE - hdr_len before it aligns to "
              "L1_CACHE_BYTES; in that buffer, " + _PAGE_TO_SKB),
-    Exercise("30.1", "MAX_SKB_FRAGS 17, TCP MSS 1448, build_skb heads (6.1): how many packets sit in the first "
-             "sk_buff of a GRO skb?", lambda: _first_skb_packets("build_skb", "6.1"), "packets",
-             hint="skb_gro_receive() steals a head_frag head into one frag slot; the first packet's head is the GRO "
-             "skb's own linear part"),
-    Exercise("30.2", "The same with 128-byte page-frag heads plus one frag (5.10)?",
-             lambda: _first_skb_packets("pagefrag128", "5.10"), "packets",
-             hint="each merged packet now needs a slot for its stolen head and one for its page frag"),
-    Exercise("30.3", "Which share (in %) of the seed benchmark's gain comes from GRO?", _gro_share_of_seed_gain, "%",
-             0.05, hint="does udp4_gro_receive() aggregate packets for a port with no socket and no UDP_GRO?"),
-    Exercise("30.4", "arm64 with 64 KiB pages, kernel 6.1, bulk TCP at MTU 1500 (MSS 1448: the copy path leaves only "
+    Exercise("30.1", "Kernel 5.10 (128-byte page-frag heads plus one frag), TCP MSS 1448: a burst of 6 packets of one "
+             "flow, the last with PSH, so GRO flushes the skb after it. How many frag slots (nr_frags) does the GRO "
+             "skb use?", lambda: _burst_nr_frags("pagefrag128", "5.10", 6), "frags",
+             hint="skb_gro_receive() case 2: a merged packet whose head is a page fragment gives its stolen head one "
+             "slot and its page frag another; the first packet's head is the GRO skb's own linear part, its frag "
+             "already sits in a slot"),
+    Exercise("30.2", "Kernel 6.1, build_skb heads, bulk TCP with MSS 1000 (20-byte IPv4 header, 32-byte TCP header "
+             "with timestamps): how many packets make one GRO skb?",
+             lambda: _tcp_packets_per_gro_skb("build_skb", "6.1", 1000), "packets",
+             hint="skb_gro_receive() refuses a packet once p->len + its payload would reach gro_max_size (65536); "
+             "p->len counts the first packet from its IP header (headers and payload), each merged packet adds "
+             "only its payload; the frag slots do not limit it, a full sk_buff continues on frag_list"),
+    Exercise("30.3", "A flow of 1200-byte UDP datagrams to a port with no socket, kernel 6.1, but the "
+             "receiving device has rx-udp-gro-forwarding on (NETIF_F_GRO_UDP_FWD) and the packets come faster than "
+             "NAPI drains the ring (no flush at the end of a poll): how many packets make one GRO skb?",
+             lambda: _udp_packets_per_gro_skb(1200, "6.1", frozenset({"GRO", "GRO_UDP_FWD"})), "packets",
+             hint="with GRO_UDP_FWD udp4_gro_receive() aggregates without a socket; skb_gro_receive() then refuses "
+             "a packet once p->len (the first packet from its IP header, then each merged payload) plus the new "
+             "payload would reach 65536, and udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX (64) packets"),
+    Exercise("30.4", "arm64 with 64 KiB pages (PAGE_SIZE 65536), kernel 6.1, bulk TCP at MTU 1500 (MSS 1448: the copy path leaves only "
              "the Ethernet header in each head): how many packets sit in the first sk_buff of a GRO skb?",
              lambda: _first_skb_packets("eth_hlen", "6.1", "arm64-64k"), "packets",
              hint="skb_gro_receive() moves a header-only packet's frags over, one slot each, and the first packet's "
@@ -355,34 +414,45 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "skb; vlan_dev_fix_features() keeps NETIF_F_GSO_SOFTWARE, so look at what 5.10's "
              "NETIF_F_GSO_SOFTWARE contains, and at how many segments __udp_gso_segment() cuts"),
     Exercise("40.2", "Kernel 6.1: a macvlan mv0 on the router NIC, then `ethtool -K eth0 tx-udp-segmentation off`. "
-             "At which device is a UDP GSO skb sent to mv0 segmented now?",
-             lambda: _udp_gso_segmented_at("6.1", "macvlan", "router", {"eth0": {"tx-udp-segmentation": False}}),
+             "An application sends 26,400 bytes with UDP_SEGMENT 1200 through mv0: how many skbs does eth0's driver "
+             "get?", lambda: _driver_skbs("6.1", "macvlan", 26400, 1200, {"tx-udp-segmentation": False}), "skbs",
              hint="macvlan_fix_features() adds ALWAYS_ON_OFFLOADS, which include NETIF_F_GSO_SOFTWARE, whatever "
-             "the lower device has: which device in the stack lacks GSO_UDP_L4 after the ethtool command?"),
+             "the lower device has: which device in the stack lacks GSO_UDP_L4 after the ethtool command, and how "
+             "many segments does __udp_gso_segment() cut there?"),
     Exercise("40.3", "6.18: a bridge br0 with two veth ports, v1 and v3; `ethtool -K v1 tx-udp-segmentation off`. Is "
              "tx-udp-segmentation still on for br0? (True/False)", lambda: _bridge_udp_after_port_off(2),
              hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL; br_features_recompute() clears it and "
              "netdev_increment_features() adds it back for each port: how many ports must have it?"),
-    Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC: which feature, as `ethtool -k` names it, is "
-             "off on the VLAN so that a UDP fraglist GRO skb is still segmented there?",
-             lambda: _vlan_fraglist_blocker("6.1"),
+    Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC, after the patch: a fraglist GSO skb that "
+             "rx-gro-list built from a short burst of 1472-byte datagrams, 39,744 bytes of UDP payload, is sent to "
+             "eth0.10. How many skbs does eth0.10 hand down to eth0?", lambda: _vlan_fraglist_skbs_down("6.1", 27), "skbs",
              hint="skb_gso_ok() asks for the NETIF_F_GSO_* bit of every SKB_GSO type and, for an skb with a "
-             "frag_list, one more feature; vlan_dev_fix_features() takes that one from the real device's "
-             "vlan_features"),
+             "frag_list, NETIF_F_FRAGLIST; vlan_dev_fix_features() takes that one from the real device's "
+             "vlan_features. Where it is missing, skb_segment_list() unchains every frag_list member"),
     Exercise("40.5", "The lab's one-patch pair (Debian 5.10.223 with and without 2e4ef10f5850, a QEMU virtio_net "
-             "NIC eth0 without USO): UDP_SEGMENT datagrams are sent through a bridge br0 whose only port is eth0. "
-             "Without the patch eth0 segmented them. With the patch, which device segments them?",
-             lambda: _lab_gso_model("5.10-2e4ef10f5850", "br0"),
+             "NIC eth0 without USO): an application sends 11,700 bytes with UDP_SEGMENT 900 through a bridge br0 "
+             "whose only port is eth0. With the patch, how many skbs does br0 hand to eth0?",
+             lambda: _bridge_skbs_down("5.10-2e4ef10f5850", 11700, 900), "skbs",
              hint="the patch put GSO_UDP_L4 into NETIF_F_GSO_SOFTWARE and with it into NETIF_F_ONE_FOR_ALL; "
-             "br_features_recompute() clears every ONE_FOR_ALL bit and re-adds it only if some port has it"),
-    Exercise("50.1", "5.10 router, UDP fraglist GRO, VLAN on the router NIC: at which device is the GRO skb "
-             "segmented?", lambda: _router("5.10", "router", "fraglist"),
-             hint="which device's features lack GSO_FRAGLIST before 2e4ef10f5850?"),
-    Exercise("50.2", "6.1, the same but the VLAN sits on a virtio_net NIC: where now?",
-             lambda: _router("6.1", "virtio_net", "fraglist"),
-             hint="a fraglist skb needs NETIF_F_FRAGLIST as well as NETIF_F_GSO_FRAGLIST (skb_gso_ok)"),
-    Exercise("50.3", "How many packets leave the 5.10 router for one GRO skb?", _router_segments, "packets",
-             hint="segmentation neither adds nor drops datagrams: count what GRO merged"),
+             "br_features_recompute() clears every ONE_FOR_ALL bit and re-adds it only if some port has it: "
+             "does br0 still take the GSO skb whole?"),
+    Exercise("50.1", "Kernel 5.10, the router with a bond bond0 (eth0, the router NIC, its only slave) instead of the "
+             "VLAN, and the sender's datagrams carry 1200 bytes: how many skbs does bond0 hand to eth0 for one full "
+             "fraglist GRO skb?", lambda: _router_skbs_down("5.10", "bond", 1200), "skbs",
+             hint="does 5.10's bond advertise GSO_FRAGLIST (NETIF_F_GSO_SOFTWARE before 2e4ef10f5850, bond_setup's "
+             "hw_features)? If not, skb_segment_list() gives one skb per datagram: count the datagrams that "
+             "skb_gro_receive_list() merges while p->len stays below 65536 (IP + UDP headers once, then payloads)"),
+    Exercise("50.2", "Kernel 5.10, the VLAN router of section 1, but 1400-byte datagrams: how many times is "
+             "dev_queue_xmit() called for one full fraglist GRO skb (the cost model's dev_queue_xmit count)?",
+             lambda: _router_ops("5.10", "vlan", 1400, "dev_queue_xmit"), "calls",
+             hint="the routed skb enters the VLAN through dev_queue_xmit(); if eth0.10 segments it, each segment "
+             "takes vlan_dev_hard_start_xmit() and dev_queue_xmit() on eth0. Count the datagrams that "
+             "skb_gro_receive_list() merges while p->len stays below 65536"),
+    Exercise("50.3", "Mainline 5.10 (no c3df39ac9b0e), the VLAN router of section 1 filling its 1 Gbps link, but with "
+             "1200-byte datagrams: what goodput (Mbps of UDP payload, one decimal) reaches the far end if only the "
+             "NATed datagrams count?", lambda: _lost_segments_mbps(1200), "Mbps", 0.05,
+             hint="router.lost_segments(): the link-bound UDP goodput (1 Gbps, each frame with VLAN, IP and UDP "
+             "headers and 24 bytes of preamble, FCS and gap) divided by N, the datagrams per full GRO skb"),
     Exercise("50.4", "Mainline 5.10 (before c3df39ac9b0e, 3d6df63a5cbe in 5.10.15): the router's GRO skbs hold 20 "
              "datagrams each, NAT rewrites the GRO skb, the VLAN segments it with skb_segment_list(). Which "
              "fraction of the datagrams leave with the translated addresses? Three decimals.",

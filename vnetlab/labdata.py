@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -290,8 +292,8 @@ def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 116
     for r in rows:
         lines.append(f"{r.payload:7} {r.frame_len:5}  {cell(r.before):34} {cell(r.after)}")
     agree = sum(r.before.agrees and r.after.agrees for r in rows)
-    lines.append(f"measured = modelled on both kernels for {agree} of {len(rows)} payloads ({name} mode; "
-                 f"one Debian 6.1 source and config, the build_skb branch the only difference)")
+    lines.append(f"measured = modelled on both kernels for {agree} of {len(rows)} payloads ({name} mode;")
+    lines.append("one Debian 6.1.192 source and config, the build_skb branch the only difference)")
     return "\n".join(lines)
 
 
@@ -572,12 +574,31 @@ def router_rows(kernels: Iterable[str] | None = None) -> list[RouterRow]:
     return rows
 
 
+def kernel_label(kernel: str) -> str:
+    """How the tables name a lab kernel: a stock one by its Debian release ("Debian 5.10.223", never a bare "5.10",
+    which in the workbook means mainline v5.10), a built one by its id and what it is."""
+    lk = _lab_kernel(kernel)
+    if lk.kind == "stock":
+        m = re.search(r"\((\d+\.\d+\.\d+)", lk.description)
+        return f"Debian {m[1] if m else lk.model} (stock image)"
+    # a built kernel is Debian's source of the stock kernel its id starts with (5.10-plain: Debian 5.10.223's)
+    base = LAB_KERNELS.get(lk.id.split("-", 1)[0])
+    source = kernel_label(base.id).split(" (", 1)[0] + " source, " if base and base.kind == "stock" else ""
+    return f"{lk.id} ({source}built): {lk.description}"
+
+
 def router_table(kernels: Iterable[str] | None = None) -> str:
-    """Datagrams arriving intact after the NAT router, measured beside predicted, per kernel and case."""
-    lines = [f"{'kernel':38} {'case':18} {'sent':>5} {'fwd':>5} {'GRO skbs':>8} {'N':>5} {'seg. at':12} "
-             f"{'intact':>6} {'pred.':>6} {'ratio':>6} {'pred. 1/N':>9}"]
+    """Datagrams arriving intact after the NAT router, measured beside predicted: one block per kernel (its label
+    on a line of its own), one row per case, at most 100 columns."""
+    head = (f"  {'case':18} {'sent':>5} {'fwd':>5} {'GRO skbs':>8} {'N':>5} {'seg. at':12} {'intact':>6} "
+            f"{'pred.':>6} {'ratio':>6} {'pred. 1/N':>9}")
+    lines = [head]
+    last = None
     for r in router_rows(kernels):
-        lines.append(f"{r.kernel:38} {r.case:18} {r.sent:5} {r.forwarded:5} {r.gro_skbs:8} "
+        if r.kernel != last:
+            lines.append(textwrap.shorten(kernel_label(r.kernel), width=100, placeholder=" ..."))
+            last = r.kernel
+        lines.append(f"  {r.case:18} {r.sent:5} {r.forwarded:5} {r.gro_skbs:8} "
                      f"{r.mean_packets_per_gro_skb:5.1f} {r.segmented_at[:12]:12} {r.intact:6} {r.predicted_intact:6} "
                      f"{r.measured_ratio:6.3f} {r.predicted_ratio_full:9.3f}{'' if r.agrees else '  <- differs'}")
     return "\n".join(lines)
@@ -648,5 +669,6 @@ def rate_table(before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> st
     if ib and ia and ib.insn_per_packet and ia.insn_per_packet:
         lines.append(f"instructions per packet before/after: {ib.insn_per_packet / ia.insn_per_packet:.3f}")
     lines.append(f"model (vnetlab.cost, calibrated): {m['6.1 / 6.1-no-build-skb']:.3f} for this pair, "
-                 f"{m['5.13 / 5.12']:.3f} for 5.13/5.12; the seed measured 1,158,465 / 956,864 = 1.211")
+                 f"{m['5.13 / 5.12']:.3f} for 5.13/5.12;")
+    lines.append("the seed measured 1,158,465 / 956,864 = 1.211")
     return "\n".join(lines)

@@ -31,7 +31,8 @@ from vnetlab.xmit import Hop, TxResult, send
 
 __all__ = [
     "COST_OF_OP", "GRO_MODES", "LIMITATIONS", "UPPERS", "RouterCosts", "RouterResult", "RouterThroughput",
-    "egress_stack", "router_gap", "router_gap_requirements", "router_scenario", "router_throughput", "sensitivity",
+    "LostSegments", "egress_stack", "lost_segments", "router_gap", "router_gap_requirements", "router_scenario",
+    "router_throughput", "sensitivity",
 ]
 
 
@@ -238,9 +239,8 @@ What this throughput model can and cannot tell you.
   only the MAC header to each segment, so after NAT only the head segment of each fraglist GRO skb carried
   translated addresses (kernel rule udp_gso_list_nat_fix; the lab measured exactly one translated datagram
   per GRO skb on Debian 5.10 with the fix reverted, lab/README.md). If the receiver discarded the rest,
-  goodput would be about link speed / segments per GRO skb (1 Gbps / 44 = 23 Mbps).
-  router_throughput(..., drop_untranslated=True) shows it. Whether that happened on the author's setup is
-  not known.
+  goodput would be about the link's UDP goodput / segments per GRO skb: lost_segments() computes it (the
+  one number the workbook quotes). Whether that happened on the author's setup is inferred, not measured.
 """
 
 
@@ -400,3 +400,54 @@ def router_gap_requirements(before: RouterResult, after: RouterResult, costs: Ro
                 lo = mid
         out[name] = base * hi
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The "1 Gbps / N" number: one function, quoted everywhere
+
+
+@dataclass(frozen=True)
+class LostSegments:
+    """The delivery the untranslated-segment mechanism leaves (:func:`lost_segments`).
+
+    ``n``: datagrams per fraglist GRO skb (max_gro_segs); ``delivered``: NATed / sent, from router_scenario
+    (1/N without the NAT fix); ``link_bps``: the link (data/router_costs.toml); ``full_goodput_bps``: the
+    model's UDP payload goodput with every datagram counted (link-bound); ``goodput_bps``: the same with only
+    the NATed datagrams counted (router_throughput(drop_untranslated=True)).
+    """
+
+    kernel: str
+    gso_size: int
+    n: int
+    delivered: float
+    link_bps: float
+    full_goodput_bps: float
+    goodput_bps: float
+
+    @property
+    def mbps(self) -> int:
+        """``goodput_bps`` in whole Mbps: the number every notebook quotes."""
+        return round(self.goodput_bps / 1e6)
+
+    def describe(self) -> str:
+        """One line that says how the number is made (an inference from the model, not a measurement)."""
+        return (f"kernel {self.kernel}: 1 in {round(1 / self.delivered)} datagrams NATed (N = {self.n} per GRO skb of "
+                f"{self.gso_size}-byte datagrams)\n{self.full_goodput_bps / 1e6:,.0f} Mbps of UDP payload on a "
+                f"{self.link_bps / 1e9:g} Gbps link / {round(1 / self.delivered)} = {self.mbps} Mbps")
+
+
+def lost_segments(*, kernel: str | Kernel = "5.10", nic: str = "router", upper: str = "vlan", gso_size: int = 1472,
+                  ip: int = 4, costs: RouterCosts | None = None) -> LostSegments:
+    """Goodput of the seed's VLAN NAT router when only the NATed datagrams count: the workbook's "1 Gbps / N".
+
+    Before c3df39ac9b0e (v5.11-rc7; 3d6df63a5cbe in 5.10.15) __udp_gso_segment_list() (net/ipv4/udp_offload.c)
+    left every segment but the head with its un-NATed header (kernel rule udp_gso_list_nat_fix), so a router
+    that fills its link delivers 1 datagram in N usable. The default is mainline 5.10 with 1472-byte datagrams,
+    N = 44: the link-bound goodput (UDP payload, not the link's raw 1 Gbps) divided by 44.
+    """
+    c = costs or RouterCosts.from_table()
+    r = router_scenario(kernel=kernel, nic=nic, gro="fraglist", upper=upper, gso_size=gso_size, ip=ip)
+    full = router_throughput(r, c)
+    lost = router_throughput(r, c, drop_untranslated=True)
+    return LostSegments(r.kernel, r.gso_size, r.packets_in, lost.translated_fraction, c["link_bps"],
+                        full.goodput_bps, lost.goodput_bps)

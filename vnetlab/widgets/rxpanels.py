@@ -28,7 +28,7 @@ __all__ = [
     "skb_panel_state", "skb_panel",
     "paths_panel_state", "paths_panel",
     "threshold_panel_state", "threshold_panel",
-    "window_panel_state", "window_panel",
+    "window_panel_state", "window_panel", "window_slider_range", "control_notes",
     "carving_panel_state", "carving_panel",
 ]
 
@@ -41,16 +41,38 @@ PACKET_VIEWS = (("buffer", "receive buffer"), ("skb", "sk_buff"), ("paths", "sam
 # --------------------------------------------------------------------------------------------------
 # Plain state functions (tested without a frontend)
 
+def control_notes(*, mode: str, mtu: int, kernel: str, arch: str, xdp: bool, buf_len: int) -> list[str]:
+    """Why a control of the packet panel changes nothing in the figure for these settings (shown in the panel)."""
+    notes = []
+    if buf_len and mode != "mergeable":
+        try:  # the model's own reason: it refuses a pinned buffer in small and big mode
+            rx.receive(0, mode=mode, mtu=mtu, kernel=kernel, arch=arch, xdp=xdp, buf_len=buf_len)
+        except ValueError as e:
+            notes.append(f"buffer truesize {buf_len} B has no effect in {mode} mode ({e}); the panel uses the "
+                         "driver's buffer")
+    if xdp and mode == "mergeable":
+        k, a = kernel_profile(kernel), arch_profile(arch, kernel)
+        if k.rule("xdp_pass_path") == "build_skb_from_xdp_buff":
+            notes.append(f"XDP on {kernel}: XDP_PASS goes through build_skb_from_xdp_buff() (6.3+), not "
+                         "page_to_skb()'s tailroom test, so the buffer truesize and the MTU do not change the path")
+        elif k.rule("xdp_truesize") == "page_size":
+            notes.append(f"XDP on {kernel}: page_to_skb() counts PAGE_SIZE ({a.page_size} B) as the truesize of a "
+                         "buffer with XDP headroom, so neither the buffer truesize nor the MTU moves the tailroom; "
+                         "the MTU only sets the payload range")
+    return notes
+
+
 def _receive(payload_len: int, l4: str, mtu: int, mode: str, kernel: str, arch: str, xdp: bool,
              buf_len: int) -> rx.RxResult:
-    # buf_len 0 means "as the driver carves it" (mergeable buffers at the EWMA floor).
+    # buf_len 0 means "as the driver carves it"; small and big mode size their buffers themselves (control_notes).
     return rx.receive(payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
-                      buf_len=buf_len or None)
+                      buf_len=(buf_len or None) if mode == "mergeable" else None)
 
 
-def _summary(r: rx.RxResult) -> str:
+def _summary(r: rx.RxResult, notes: list[str] = ()) -> str:
     return (f"<b>{r.path}</b> &mdash; {html.escape(r.reason)}<br>skb: {html.escape(r.skb.describe())}"
-            + "".join(f"<br><i>{html.escape(n)}</i>" for n in r.notes))
+            + "".join(f"<br><i>{html.escape(n)}</i>" for n in r.notes)
+            + "".join(f"<br><b>Note:</b> {html.escape(n)}" for n in notes))
 
 
 def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
@@ -58,9 +80,10 @@ def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1
                        fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_rx_buffer() of its first receive buffer."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
+    notes = control_notes(mode=mode, mtu=mtu, kernel=kernel, arch=arch, xdp=xdp, buf_len=buf_len)
     figure = memory.draw_rx_buffer(r, l4=l4, mtu=mtu, fig=fig)
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
-                           buf_len=buf_len), figure, _summary(r), r)
+                           buf_len=buf_len), figure, _summary(r, notes), r, extra={"notes": notes})
 
 
 def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
@@ -68,26 +91,30 @@ def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500
                     fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_skb() of the sk_buff it produced."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
+    notes = control_notes(mode=mode, mtu=mtu, kernel=kernel, arch=arch, xdp=xdp, buf_len=buf_len)
     figure = memory.draw_skb(r, mtu=mtu, fig=fig)
-    text = _summary(r) + "".join(f"<br>{html.escape(line)}" for line in memory.skb_caption(r))
+    text = _summary(r, notes) + "".join(f"<br>{html.escape(line)}" for line in memory.skb_caption(r))
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
-                           buf_len=buf_len), figure, text, r)
+                           buf_len=buf_len), figure, text, r, extra={"notes": notes})
 
 
 def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                       kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL, arch: str = DEFAULT_ARCH,
                       xdp: bool = False, buf_len: int = 0, fig: Figure | None = None) -> PanelState:
     """The same packet on two kernels: memory.draw_paths_side_by_side()."""
-    kw: dict[str, Any] = dict(mtu=mtu, mode=mode, arch=arch, xdp=xdp, buf_len=buf_len or None)
+    kw: dict[str, Any] = dict(mtu=mtu, mode=mode, arch=arch, xdp=xdp,
+                              buf_len=(buf_len or None) if mode == "mergeable" else None)
     results = [rx.receive(payload_len, l4=l4, kernel=k, **kw) for k in (old_kernel, kernel)]
+    notes = [n for k in dict.fromkeys((old_kernel, kernel))
+             for n in control_notes(mode=mode, mtu=mtu, kernel=k, arch=arch, xdp=xdp, buf_len=buf_len)]
     figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, **kw)
     r0 = results[0]
     text = (f"{payload_len} B {l4.upper()} payload (frame {r0.frame_len} B), {r0.mode} mode, {r0.arch}; "
             "each row has one byte scale for both kernels.<br>") + "<br>".join(
         f"kernel {r.kernel}: <b>{r.path}</b>, skb->truesize {r.skb.truesize} B, nr_frags {r.skb.nr_frags} &mdash; "
-        f"{html.escape(r.reason)}" for r in results)
+        f"{html.escape(r.reason)}" for r in results) + "".join(f"<br><b>Note:</b> {html.escape(n)}" for n in notes)
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, old_kernel=old_kernel,
-                           arch=arch, xdp=xdp, buf_len=buf_len), figure, text, results)
+                           arch=arch, xdp=xdp, buf_len=buf_len), figure, text, results, extra={"notes": notes})
 
 
 _VIEW_STATES = {"buffer": buffer_panel_state, "skb": skb_panel_state, "paths": paths_panel_state}
@@ -202,6 +229,8 @@ def _follow_packet(panel: Panel) -> None:
     except ValueError:
         return  # the model names the bad kernel/arch pair when the panel updates
     c["buf_len"].set_range(lo, hi, step)  # type: ignore[attr-defined]
+    pinned_ok = c["mode"].value == "mergeable"  # small and big mode size every buffer themselves
+    c["buf_len"].slider.disabled = c["buf_len"].readout.disabled = not pinned_ok  # type: ignore[attr-defined]
     if "view" in c and "old_kernel" in c:
         c["old_kernel"].layout.display = None if c["view"].value == "paths" else "none"
 
@@ -258,22 +287,36 @@ def threshold_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, x
     })
 
 
+# The window panel's slider spans the mergeable buffers the topic is about (the 1536-byte floor, the 2048 and 2560
+# hole buffers, up to the 4 KiB page get_mergeable_buf_len clamps to): a drag moves one cache line every few pixels.
+WINDOW_SLIDER_RANGE = (512, 4096)
+
+
+def window_slider_range(arch: str, kernel: str) -> tuple[int, int, int]:
+    """(lo, hi, step) of the window panel's buffer slider: :data:`WINDOW_SLIDER_RANGE` in L1_CACHE_BYTES steps
+    (get_mergeable_buf_len aligns every buffer to it); any other truesize can be typed in the box."""
+    step = _buffer_range(arch, kernel)[2]
+    lo, hi = WINDOW_SLIDER_RANGE
+    return -(-lo // step) * step, hi // step * step, step
+
+
 def _follow_arch(panel: Panel) -> None:
-    """Buffer truesize steps by the arch's L1_CACHE_BYTES up to 4 pages (a pinned mergeable buffer)."""
+    """Buffer truesize steps by the arch's L1_CACHE_BYTES."""
     c = panel.controls
     try:
-        lo, hi, step = _buffer_range(c["arch"].value, c["kernel"].value)
+        lo, hi, step = window_slider_range(c["arch"].value, c["kernel"].value)
     except ValueError:
         return
-    c["buf_len"].set_range(step, 4 * hi, step)  # type: ignore[attr-defined]
+    c["buf_len"].set_range(lo, hi, step)  # type: ignore[attr-defined]
 
 
 def window_panel(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                  arch: str = DEFAULT_ARCH) -> Panel:
     """The path against the payload for one buffer truesize (the 87..1162 window at 1536 B)."""
-    _, page, step = _buffer_range(arch, kernel)
+    lo, hi, step = window_slider_range(arch, kernel)
     return Panel(window_panel_state, {
-        "buf_len": size_slider(buf_len, step, 4 * page, "buffer truesize (B)", step=step),
+        "buf_len": size_slider(buf_len, lo, hi, f"buffer truesize (B, slider {lo}..{hi}; type others)", step=step,
+                               width="560px"),
         "l4": choice(l4, ("udp", "tcp"), "L4"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
@@ -74,6 +75,17 @@ def stack_panel(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str =
 # Router
 
 
+def _why_all_nated(rr: Any) -> str:
+    """Why every datagram of this router leaves with the NATed header (the panel says so when the tick does nothing)."""
+    if rr.gro_skbs != 1 or rr.packets_in == 1:
+        return "GRO did not aggregate, so NAT rewrote every packet itself"
+    if rr.segmented_at is None and rr.received is None:
+        return "nothing resegments the GRO skb in software: the NIC's driver takes it whole"
+    rule = "udp_gso_list_nat_fix" if rr.ip == 4 else "udp6_gso_list_nat_fix"
+    return (f"kernel {rr.kernel} has the NAT fix ({rule}: c3df39ac9b0e for IPv4), so every segment gets the head's "
+            "addresses; choose mainline 5.10 to see the lost segments")
+
+
 def router_panel_state(*, kernel: str = stacks.PATCH_KERNELS[0], nic: str = "router", gro: str = "fraglist",
                        upper: str = "vlan", drop_untranslated: bool = False, segs: int = 44, gso_size: int = 1472,
                        fig: Figure | None = None) -> PanelState:
@@ -94,6 +106,8 @@ def router_panel_state(*, kernel: str = stacks.PATCH_KERNELS[0], nic: str = "rou
             f"<b>{thr.goodput_bps / 1e6:,.0f} Mbps</b> ("
             f"{f'only {rr.nat_translated} of {rr.wire_packets} NATed, ' if thr.translated_fraction < 1 else ''}"
             f"packet rate {thr.bound}-bound, {thr.cycles_per_packet:,.0f} cycles/packet)"
+            + (f"<br><b>count only NATed changes nothing here</b>: {html.escape(_why_all_nated(rr))}"
+               if drop_untranslated and thr.translated_fraction >= 1 else "")
             + "".join(f"<br><i>{html.escape(n)}</i>" for n in rr.notes))
     return PanelState(dict(kernel=kernel, nic=nic, gro=gro, upper=upper, drop_untranslated=drop_untranslated,
                            segs=segs, gso_size=gso_size), figure, text, rr, extra={"throughput": thr})

@@ -1,0 +1,102 @@
+"""tools/plan.py: the workshop's plan read from the notebooks' headings (plan_conventions: every numbered section and
+the Exercises heading say "(core, M min)" or "(optional, M min)"), and one set of times in README's notebooks
+table, the instructor guide's schedule and notebook 00's plan table; the core path fits three hours."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("plan", ROOT / "tools" / "plan.py")  # a script, not the package
+plan = importlib.util.module_from_spec(_spec)
+sys.modules["plan"] = plan  # dataclasses look their module up
+_spec.loader.exec_module(plan)
+
+# Notebooks whose headings other helpers are still timing (nbb: 30, 40, 50; live: 60). The lead empties this after
+# merging their branches; strict, so a notebook that is done fails here until it leaves the list.
+PENDING = {"60"}  # 00-20 timed on nba, 30-50 on nbb
+PLANS = plan.workshop()
+
+
+def _pending(key: str):
+    return pytest.param(key, marks=pytest.mark.xfail(key in PENDING, strict=True,
+                                                     reason="headings not timed yet (nbb/live)"))
+
+
+def _notebook(tmp_path: Path, *markdown: str) -> Path:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(m) for m in markdown])
+    path = tmp_path / "42_example.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_reads_core_and_optional_minutes(tmp_path):
+    path = _notebook(tmp_path,
+                     "# 42 · Example\n## Overview\n- **Time to learn**: 14 minutes on the core path (+9 optional), "
+                     "of which 3 for the overview and summary.",
+                     "## 1. One (core, 5 min)\ntext\n### 1.1 a subsection carries no minutes",
+                     "## 2. Two (optional, 7 min)",
+                     "## Exercises (core, 6 min)\n**42.1** a question\n**42.2** (optional, 2 min) another",
+                     "**42.3** (optional) a third\n## Summary")
+    p = plan.read(path)
+    assert (p.core, p.optional) == (3 + 5 + 6, 7 + 2)
+    assert p.problems == []
+    assert [s.kind for s in p.sections] == ["core", "optional", "core", "optional", "optional"]
+
+
+def test_untimed_heading_and_wrong_total_are_problems(tmp_path):
+    path = _notebook(tmp_path, "- **Time to learn**: 10 minutes on the core path, of which 2 for the overview and "
+                     "summary.", "## 1. One\n## 2. Two (core, 4 min)\n## Exercises (core, 3 min)")
+    p = plan.read(path)
+    assert p.core == 2 + 4 + 3
+    assert any("'## 1. One'" in s for s in p.problems)
+    assert any("says 10 min, its headings add up to 9 min" in s for s in p.problems)
+    assert any("Time to learn" in s for s in plan.read(_notebook(tmp_path, "## Exercises (core, 3 min)")).problems)
+
+
+def test_table_minutes_reads_every_table_layout():
+    text = "\n".join([
+        "| notebook | what | core (optional) |", "|---|---|---|",
+        "| set-up | the open command | 10 min |",
+        "| `00_welcome_and_map` | the changes | 12 min (+3) |",
+        "| [05](05_primer.ipynb) | primer | 8 min |",
+        "| 10 | [Receive](../notebooks/10_x.ipynb) | 20 min (+5) | demonstrate 1536 bytes |",
+        "| — | break | 10 min | |",
+        "| | | **150 min** | |"])
+    assert plan.table_minutes(text) == {"set-up": (10, 0), "00": (12, 3), "05": (8, 0), "10": (20, 5),
+                                        "break": (10, 0)}
+    assert plan.fmt(12, 3) == "12 min (+3)" and plan.fmt(8) == "8 min"
+
+
+@pytest.mark.parametrize("key", [_pending(k) for k in PLANS])
+def test_notebook_times_every_section(key):
+    assert PLANS[key].problems == []
+
+
+@pytest.mark.parametrize("key", [_pending(k) for k in PLANS])
+def test_readme_guide_and_notebook00_state_the_notebooks_minutes(key):
+    want = PLANS[key].minutes
+    tables = {"README": plan.readme_table(), "guide": plan.guide_table(), "00": plan.notebook00_table()}
+    assert {name: t.get(key) for name, t in tables.items()} == dict.fromkeys(tables, want)
+
+
+def test_set_up_and_break_agree():
+    for table in (plan.readme_table(), plan.guide_table(), plan.notebook00_table()):
+        assert table["set-up"] == (plan.SET_UP_MIN, 0)
+    assert plan.guide_table()["break"] == (plan.BREAK_MIN, 0)
+    assert set(plan.readme_table()) == set(plan.notebook00_table()) == {"set-up", *PLANS}
+    assert set(plan.guide_table()) == {"set-up", "break", *PLANS}
+
+
+@pytest.mark.xfail(bool(PENDING), strict=True, reason=f"notebooks {sorted(PENDING)} not timed yet")
+def test_core_path_fits_three_hours():
+    assert [p for k in PLANS for p in PLANS[k].problems] == []
+    total = plan.core_total(PLANS)
+    assert total <= plan.WORKSHOP_MIN, total
+    guide = plan.section(plan.GUIDE.read_text(), "## Schedule")
+    assert f"**{total} min**" in guide  # the schedule's total row: the core path
+    assert f"{total} minutes" in plan.section(plan.README.read_text(), "## The notebooks")
+    assert plan.problems(PLANS) == []
