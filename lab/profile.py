@@ -69,6 +69,8 @@ def _key(version: str) -> tuple[int, ...]:
 
 def _needs(rule: str, rules: dict[str, Any]) -> bool:
     """Whether the model reads hand-written ``rule`` for a kernel with these probed rules."""
+    if rule == "sk_buff_size_64":
+        return True  # vnetlab.profiles.arch: a kernel's own sizeof(struct sk_buff) beats the arch default
     if rule == "small_head_request":
         return rules.get("napi_head", {}).get("value") == "small_head_cache"  # vnetlab.rx.small_head_cache_size
     return False
@@ -100,6 +102,9 @@ def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dic
         out[probe.table][kernel_id][probe.rule] = {"value": f.value, "source": f.source(tree.label)}
     committed = _committed("kernels")
     old = committed.get(kernel_id, {})
+    if "released" in old:
+        # the date names the release the profile models (a kernel.org tag or a Debian upload), kept as committed
+        out["kernels"][kernel_id]["released"] = old["released"]
     for rule, why in HAND_WRITTEN.items():
         if rule == "sk_buff_size_64" and btf is not None:
             out["kernels"][kernel_id][rule] = btf_size(btf, "sk_buff", tree.label)
@@ -109,8 +114,12 @@ def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dic
             continue
         else:
             # not decidable and not yet committed: the nearest older profile's value, said so
-            donor = max((k for k in committed if k != "meta" and rule in committed[k] and k != kernel_id
-                         and "probe" not in committed[k][rule] and _key(k) <= _key(tree.version)), key=_key)
+            donors = [k for k in committed if k != "meta" and rule in committed[k] and k != kernel_id
+                      and "probe" not in committed[k][rule] and _key(k)[:2] == _key(tree.version)[:2]
+                      and _key(k) <= _key(tree.version)]
+            if not donors:
+                continue
+            donor = max(donors, key=_key)
             leaf = committed[donor][rule]
             out["kernels"][kernel_id][rule] = {
                 "value": leaf["value"], "source": f"taken from profile {donor} ({leaf['source']})",
