@@ -548,7 +548,9 @@ def _where(tree: Tree, probe: Probe, function: str) -> Finding:
 
 
 def _receive_list_flush(tree: Tree, probe: Probe) -> Finding:
-    file = next(f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive_list\("))
+    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive_list\(")), None)
+    if file is None:
+        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive_list")
     start, lines = tree.body(file, "skb_gro_receive_list")
     for k, ln in enumerate(lines):
         if "65536" in ln:

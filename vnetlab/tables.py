@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -25,6 +25,7 @@ class Section:
     name: str
     values: Mapping[str, Any]
     sources: Mapping[str, str]
+    probes: Mapping[str, str] = field(default_factory=dict)  # field -> "none: <why>" for hand-written rules
 
     def __getitem__(self, field: str) -> Any:
         try:
@@ -106,9 +107,12 @@ def parse_table(name: str, text: str) -> Table:
             raise TableError(f"data/{name}.toml: top-level {sec_name!r} must be a [section]")
         values: dict[str, Any] = {}
         sources: dict[str, str] = {}
-        for field, raw in body.items():
-            values[field], sources[field] = _leaf(name, f"[{sec_name}]", field, raw)
-        sections[sec_name] = Section(name, sec_name, values, sources)
+        probes: dict[str, str] = {}
+        for key, raw in body.items():
+            values[key], sources[key] = _leaf(name, f"[{sec_name}]", key, raw)
+            if isinstance(raw, dict) and "probe" in raw:
+                probes[key] = raw["probe"]
+        sections[sec_name] = Section(name, sec_name, values, sources, probes)
     return Table(name, sections, meta)
 
 
