@@ -156,3 +156,36 @@ def test_7x_profiles_load_everywhere():
     for k in ("7.2.12", "7.3.4"):
         assert vnetlab.arch("x86_64", kernel=k).sk_buff_size == 232  # BTF of Debian's 7.x images (pahole)
         assert vnetlab.features.table(k).bits["GSO_ACCECN"] == 35
+
+
+def test_5_10_262_differs_from_5_10_223_where_the_trees_do():
+    # Debian linux-source-5.10 5.10.262-1 vs 5.10.223-1, read by the probes (kernel-facts G/H): the EMSGSIZE
+    # MTU check (udp.c: hlen + min_t(int, datalen, cork->gso_size) > cork->fragsize), the IPv6 fraglist NAT fix,
+    # the bond's GSO_SOFTWARE (ALL_TSO | GSO_SCTP in 5.10, so no UDP_L4) and the inert GRO_UDP_FWD bit.
+    old, new = kernel("5.10.223"), kernel("5.10.262")
+    assert (old.rule("udp_gso_mtu_check"), new.rule("udp_gso_mtu_check")) == ("gso_size", "min_datalen")
+    assert (old.rule("udp6_gso_list_nat_fix"), new.rule("udp6_gso_list_nat_fix")) == (False, True)
+    assert (old.rule("bond_gso_software"), new.rule("bond_gso_software")) == (False, True)
+    from vnetlab import features, netdev
+
+    for k, has in (("5.10.223", True), ("5.10.262", False)):
+        ns = netdev.Namespace(kernel=k)
+        bond = ns.bond("bond0")
+        ns.set_master(ns.nic("eth1", driver="router"), bond)
+        assert ("GSO_UDP_L4" in bond.hw_features, "GSO_UDP_L4" in bond.features) == (has, has), k
+    assert "GRO_UDP_FWD" not in features.names("5.10.223") and features.bit("GRO_UDP_FWD", "5.10.262") == 59
+    assert vnetlab.tables.load_table("gro")["5.10.262"]["gro_udp_fwd"] is False  # no test in udp_gro_receive
+
+
+def test_corrected_dates_and_credits():
+    import tomllib
+
+    data = Path(__file__).parent.parent / "data"
+    text = (data / "kernels.toml").read_text() + (data / "gro.toml").read_text()
+    assert "mainline v6.8" not in text and "since v6.8" not in text  # 24ab059d2ebd is v6.7
+    assert "1382e3b6a350, v6.11" not in text and "128', v6.11" not in text  # 1382e3b6a350 is v6.9
+    assert "arrived in 5.17" not in text  # hash report (virtio_net_hdr_v1_hash) is v5.18
+    gro_toml = tomllib.loads((data / "gro.toml").read_text())
+    # NETIF_F_GRO_UDP_FWD: 6f1c0ea133a6 and 36707061d6ba are Alexander Lobakin's (the v4 mails), Suggested-by Abeni
+    assert "Alexander Lobakin" in gro_toml["5.12"]["gro_udp_fwd"]["source"]
+    assert "Paolo Abeni)" not in text
