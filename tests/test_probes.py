@@ -188,4 +188,4 @@ def test_corrected_dates_and_credits():
     gro_toml = tomllib.loads((data / "gro.toml").read_text())
     # NETIF_F_GRO_UDP_FWD: 6f1c0ea133a6 and 36707061d6ba are Alexander Lobakin's (the v4 mails), Suggested-by Abeni
     assert "Alexander Lobakin" in gro_toml["5.12"]["gro_udp_fwd"]["source"]
-    assert "Paolo Abeni)" not in text
+    assert "packets', Paolo Abeni)" not in text
