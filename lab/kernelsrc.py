@@ -108,12 +108,11 @@ def toml_sections(tree: Path, profile: str, label: str) -> str:
 
 
 def compare(tree: Path, profile: str) -> list[str]:
-    from vnetlab.tables import load_table
+    from vnetlab.features import expanded
 
-    table = load_table("netdev_features")
     diffs = []
     for suffix, values in read_tree(tree).items():
-        have = table[f"{profile}{suffix}"].values
+        have = {name: value for name, (value, _) in expanded(profile, suffix).items()}
         for k in sorted(set(values) | set(have)):
             a, b = values.get(k), have.get(k)
             if suffix == ".masks" and isinstance(a, list) and isinstance(b, list):

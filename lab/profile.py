@@ -135,6 +135,43 @@ def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dic
     return out
 
 
+def feature_base(kernel_id: str, version: str) -> str | None:
+    """The profile a new feature table is written against: the committed one's _base, else the nearest older."""
+    committed = _committed("netdev_features")
+    if kernel_id in committed:
+        return committed[kernel_id].get("_base", {}).get("value")
+    older = [k for k in committed if k != "meta" and k.replace(".", "").isdigit() and _key(k) < _key(version)]
+    return max(older, key=_key) if older else None
+
+
+def as_changes(feats: dict[str, dict[str, Any]], kernel_id: str, base: str | None) -> dict[str, dict[str, Any]]:
+    """Whole feature sections -> only what moved from ``base`` (data/netdev_features.toml's form)."""
+    from vnetlab.features import expanded
+
+    if base is None:
+        return feats
+    out: dict[str, dict[str, Any]] = {}
+    for suffix in ("", ".ethtool", ".masks", ".skb_gso"):
+        whole = feats[f"{kernel_id}{suffix}"]
+        have = expanded(base, suffix)
+        sec: dict[str, Any] = {}
+        if suffix == "":
+            sec["_base"] = {"value": base, "source": f"the kernel profile {kernel_id} is read against: only what "
+                                                     f"moved from {base} is listed"}
+        for name, leaf in whole.items():
+            old = have.get(name, (None,))[0]
+            same = sorted(old) == sorted(leaf["value"]) if isinstance(old, list) and isinstance(leaf["value"], list) \
+                else old == leaf["value"]
+            if not same:
+                sec[name] = leaf
+        anysrc = next(iter(whole.values()))["source"] if whole else kernel_id
+        for name in have:
+            if name not in whole:
+                sec[name] = {"value": False, "source": f"absent from {kernel_id} (read as: {anysrc})"}
+        out[f"{kernel_id}{suffix}"] = sec
+    return out
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -172,11 +209,16 @@ def write_sections(table: str, sections: dict[str, dict[str, dict[str, Any]]]) -
 
 
 def compare(derived: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    from vnetlab.features import SUFFIXES, expanded
+
     diffs = []
     for table, sections in derived.items():
         committed = _committed(table)
         for name, body in sections.items():
             have = committed.get(name)
+            if table == "netdev_features" and have is not None:
+                kid, suffix = next((name.removesuffix(s), s) for s in reversed(SUFFIXES) if name.endswith(s))
+                have = {n: {"value": v} for n, (v, _) in expanded(kid, suffix).items()}
             if have is None:
                 diffs.append(f"data/{table}.toml has no [{name}]")
                 continue
@@ -217,6 +259,8 @@ def run(a: argparse.Namespace) -> int:
         sys.stderr.write(f"[profile] {time.monotonic() - t0:.1f} s\n")
         return 1 if diffs else 0
     if a.write:
+        derived["netdev_features"] = as_changes(derived["netdev_features"], kernel_id,
+                                                feature_base(kernel_id, tree.version))
         for table, sections in derived.items():
             write_sections(table, sections)
         sys.stdout.write(f"wrote profile {kernel_id} ({tree.label}) into data/kernels.toml, gro.toml, "
