@@ -189,3 +189,14 @@ def test_corrected_dates_and_credits():
     # NETIF_F_GRO_UDP_FWD: 6f1c0ea133a6 and 36707061d6ba are Alexander Lobakin's (the v4 mails), Suggested-by Abeni
     assert "Alexander Lobakin" in gro_toml["5.12"]["gro_udp_fwd"]["source"]
     assert "packets', Paolo Abeni)" not in text
+
+
+@pytest.mark.parametrize("xdp, lens", [(False, [1536, 2560, 1536, 2560]), (True, [4096, 4096])])
+def test_7x_mergeable_buffers_from_the_page_pool(xdp, lens):
+    # Debian 7.3.4 add_recvbuf_mergeable: alloc_len = len + room; page_pool_alloc_va (include/net/page_pool/
+    # helpers.h page_pool_alloc_netmem) on order-0 pages (virtnet_create_page_pools: pp_params.order = 0):
+    # 1536 at offset 0, 1536 at 1536, and as 3072 + 1536 > 4096 the second gets 4096 - 1536 = 2560; with XDP,
+    # len = PAGE_SIZE - room and (alloc_len << 1) > PAGE_SIZE takes the whole page; ctx = len + room.
+    assert rx.mergeable_buf_lens(len(lens), kernel="7.3.4", xdp=xdp) == lens
+    # 6.12.117 still carves a 32 KiB skb_page_frag_refill frag: 20 x 1536, then 2048 (the hole rule)
+    assert rx.mergeable_buf_lens(21, kernel="6.12.117")[-2:] == [1536, 2048]

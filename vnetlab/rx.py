@@ -408,6 +408,17 @@ def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, r
     return (length + a.l1_cache_bytes - 1) // a.l1_cache_bytes * a.l1_cache_bytes
 
 
+def rq_frag_size(k: Kernel, a: Arch) -> int:
+    """The memory mergeable buffers are carved from: skb_page_frag_refill's SKB_FRAG_PAGE_ORDER compound page (32 KiB,
+    or one page where PAGE_SIZE is larger), or from 7.x (kernel rule rx_page_pool) one page of the rq's page_pool,
+    whose order virtnet_create_page_pools sets (rx_frag_order, 0). page_pool_alloc_va hands the rest of the page to
+    the buffer that leaves too little for another, as the hole rule does (include/net/page_pool/helpers.h
+    page_pool_alloc_netmem)."""
+    if k.rules.get("rx_page_pool", False):
+        return a.page_size << int(k.rule("rx_frag_order"))
+    return max(a.page_size, SKB_FRAG_PAGE_SIZE)
+
+
 class PageFrag:
     """rq->alloc_frag refilled by skb_page_frag_refill (net/core/sock.c): 32 KiB compound pages, or order 0."""
 
@@ -459,16 +470,17 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int =
                        arch: str | Arch = DEFAULT_ARCH, ring_size: int = RX_QUEUE_SIZE) -> list[int]:
     """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them.
 
-    ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
-    where PAGE_SIZE is larger, as skb_page_frag_refill)."""
+    ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: rq_frag_size, i.e. order 3,
+    or one page where PAGE_SIZE is larger, as skb_page_frag_refill; one page for a 7.x page_pool)."""
     k, a = _resolve(kernel, arch)
     _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
     _check_mergeable_hdr_len(hdr_len, k)
     _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
     if frag_size is None:
-        frag_size = max(a.page_size, SKB_FRAG_PAGE_SIZE)
-    _check_choice("frag_size", frag_size, sorted({a.page_size, max(a.page_size, SKB_FRAG_PAGE_SIZE)}),
-                  "skb_page_frag_refill takes an order-3 (32 KiB) compound page, or falls back to one page")
+        frag_size = rq_frag_size(k, a)
+    _check_choice("frag_size", frag_size, sorted({a.page_size, rq_frag_size(k, a)}),
+                  "skb_page_frag_refill takes an order-3 (32 KiB) compound page, or falls back to one page; "
+                  "a 7.x page_pool gives pages of order rx_frag_order")
     avg = 0 if avg_pkt_len is None else _check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
                                                       "the EWMA of received packet length (ewma_pkt_len_read)")
     min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size, big_packets=mtu > ETH_DATA_LEN)
@@ -635,7 +647,7 @@ def _virtio_net_hdr_to_skb(skb: Skb, mss: int, *, l4: str, ip: int) -> None:
 def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
             mtu: int = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
             arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = MRG_RXBUF_HDR_LEN,
-            frag_size: int = SKB_FRAG_PAGE_SIZE, guest_gso: bool = True, gso_size: int | None = None) -> RxResult:
+            frag_size: int | None = None, guest_gso: bool = True, gso_size: int | None = None) -> RxResult:
     """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
 
     Mergeable buffers are carved from a fresh page frag at the EWMA floor (min_buf_len), the state of a
@@ -657,8 +669,9 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
 
 
 def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: int, xdp: bool, k: Kernel, a: Arch,
-             buf_len: int | None, hdr_len: int, frag_size: int, guest_gso: bool) -> RxResult:
+             buf_len: int | None, hdr_len: int, frag_size: int | None, guest_gso: bool) -> RxResult:
     frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+    frag_size = rq_frag_size(k, a) if frag_size is None else frag_size
     if mode == "small":
         if mtu > ETH_DATA_LEN:
             raise ValueError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
@@ -709,7 +722,7 @@ class RxQueue:
 
     def __init__(self, *, ring_size: int = RX_QUEUE_SIZE, budget: int = NAPI_POLL_WEIGHT, mtu: int = ETH_DATA_LEN,
                  hdr_len: int = MRG_RXBUF_HDR_LEN,
-                 frag_size: int = SKB_FRAG_PAGE_SIZE, xdp: bool = False, guest_gso: bool = True,
+                 frag_size: int | None = None, xdp: bool = False, guest_gso: bool = True,
                  kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> None:
         self.k, self.a = _resolve(kernel, arch)
         _check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
@@ -719,6 +732,7 @@ class RxQueue:
         self.guest_gso = guest_gso
         self.min_buf_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size,
                                                  big_packets=mtu > ETH_DATA_LEN or guest_gso)
+        frag_size = rq_frag_size(self.k, self.a) if frag_size is None else frag_size  # 7.x: one page_pool page
         self.frag = PageFrag(frag_size if frag_size >= self.a.page_size else self.a.page_size, self.a)
         self.ewma = Ewma()
         self.posted: list[RxBuffer] = []
