@@ -132,6 +132,27 @@ def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dic
             sec[name] = {"value": v, "source": src}
         feats[f"{kernel_id}{suffix}"] = sec
     out["netdev_features"] = feats
+    out["arches"] = derive_arches(tree)
+    return out
+
+
+def derive_arches(tree: Tree) -> dict[str, dict[str, Any]]:
+    """Each committed arch profile with what the tree decides replaced, the rest marked hand-written."""
+    from lab.probes import ARCH_CONFIG, ARCH_HAND_WRITTEN, arch_findings
+
+    committed = _committed("arches")
+    out: dict[str, dict[str, Any]] = {}
+    for arch, body in committed.items():
+        if arch == "meta":
+            continue
+        sec = {k: dict(v) for k, v in body.items()}
+        for f in arch_findings(tree, arch):
+            sec[f.rule] = {"value": f.value, "source": f.source(tree.label)}
+        for field, leaf in sec.items():
+            why = ARCH_HAND_WRITTEN.get(field) or ARCH_CONFIG.get((arch, field))
+            if why and "probe" not in leaf and not any(f.rule == field for f in arch_findings(tree, arch)):
+                leaf["probe"] = f"none: {why}"
+        out[arch] = sec
     return out
 
 
@@ -199,7 +220,7 @@ def write_sections(table: str, sections: dict[str, dict[str, dict[str, Any]]]) -
     text = path.read_text()
     for name, body in sections.items():
         new = section_text(name, body)
-        m = re.search(rf'^\["{re.escape(name)}"\]\n(?:(?!\[).*\n|\n)*?(?=^\[|\Z)', text, re.M)
+        m = re.search(rf'^\[("?){re.escape(name)}\1\]\n(?:(?!\[).*\n|\n)*?(?=^\[|\Z)', text, re.M)
         if m:
             text = text[:m.start()] + new + "\n" + text[m.end():].lstrip("\n")
         else:

@@ -200,3 +200,17 @@ def test_7x_mergeable_buffers_from_the_page_pool(xdp, lens):
     assert rx.mergeable_buf_lens(len(lens), kernel="7.3.4", xdp=xdp) == lens
     # 6.12.117 still carves a 32 KiB skb_page_frag_refill frag: 20 x 1536, then 2048 (the hole rule)
     assert rx.mergeable_buf_lens(21, kernel="6.12.117")[-2:] == [1536, 2048]
+
+
+@pytest.mark.parametrize("arch, field, value", [
+    ("x86_64", "net_ip_align", 0),  # arch/x86/include/asm/processor.h: #define NET_IP_ALIGN 0
+    ("ppc64le", "net_ip_align", 0),  # arch/powerpc/include/asm/processor.h, under CONFIG_PPC64
+    ("ppc64le", "l1_cache_bytes", 128),  # arch/powerpc/include/asm/cache.h: CONFIG_PPC64 L1_CACHE_SHIFT 7
+    ("mips32", "net_ip_align", 2),  # no override in arch/mips: include/linux/skbuff.h #define NET_IP_ALIGN 2
+])
+def test_arch_probes(arch, field, value):
+    from lab.probes import arch_findings
+
+    found = {f.rule: f.value for f in arch_findings(Tree(KSRC / "7.3.4"), arch)}
+    assert found[field] == value
+    assert vnetlab.tables.load_table("arches")[arch][field] == value
