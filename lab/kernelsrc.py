@@ -108,11 +108,12 @@ def toml_sections(tree: Path, profile: str, label: str) -> str:
 
 
 def compare(tree: Path, profile: str) -> list[str]:
-    from vnetlab.features import expanded
+    from vnetlab.tables import load_table
 
+    table = load_table("netdev_features")
     diffs = []
     for suffix, values in read_tree(tree).items():
-        have = {name: value for name, (value, _) in expanded(profile, suffix).items()}
+        have = table[f"{profile}{suffix}"].values
         for k in sorted(set(values) | set(have)):
             a, b = values.get(k), have.get(k)
             if suffix == ".masks" and isinstance(a, list) and isinstance(b, list):

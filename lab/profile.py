@@ -23,6 +23,7 @@ from typing import Any
 
 from lab import kernelsrc
 from lab.probes import FILES, HAND_WRITTEN, PROBES, ProbeError, Tree
+from vnetlab.tables import parse_table
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 WORK = Path(__file__).resolve().parent / "work"
@@ -167,14 +168,13 @@ def feature_base(kernel_id: str, version: str) -> str | None:
 
 def as_changes(feats: dict[str, dict[str, Any]], kernel_id: str, base: str | None) -> dict[str, dict[str, Any]]:
     """Whole feature sections -> only what moved from ``base`` (data/netdev_features.toml's form)."""
-    from vnetlab.features import expanded
-
     if base is None:
         return feats
+    tables = parse_table("netdev_features", (DATA / "netdev_features.toml").read_text())  # expanded sections
     out: dict[str, dict[str, Any]] = {}
     for suffix in ("", ".ethtool", ".masks", ".skb_gso"):
         whole = feats[f"{kernel_id}{suffix}"]
-        have = expanded(base, suffix)
+        have = {n: (v, "") for n, v in tables[f"{base}{suffix}"].values.items()}
         sec: dict[str, Any] = {}
         if suffix == "":
             sec["_base"] = {"value": base, "source": f"the kernel profile {kernel_id} is read against: only what "
@@ -230,16 +230,14 @@ def write_sections(table: str, sections: dict[str, dict[str, dict[str, Any]]]) -
 
 
 def compare(derived: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
-    from vnetlab.features import SUFFIXES, expanded
-
     diffs = []
     for table, sections in derived.items():
         committed = _committed(table)
+        expanded = parse_table(table, (DATA / f"{table}.toml").read_text())  # netdev_features: whole sections
         for name, body in sections.items():
             have = committed.get(name)
-            if table == "netdev_features" and have is not None:
-                kid, suffix = next((name.removesuffix(s), s) for s in reversed(SUFFIXES) if name.endswith(s))
-                have = {n: {"value": v} for n, (v, _) in expanded(kid, suffix).items()}
+            if have is not None and name in expanded:
+                have = {n: {"value": v} for n, v in expanded[name].values.items()}
             if have is None:
                 diffs.append(f"data/{table}.toml has no [{name}]")
                 continue

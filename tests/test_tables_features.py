@@ -11,6 +11,9 @@ import pytest
 
 from vnetlab import features as F
 from vnetlab.errors import TableError
+from vnetlab.tables import load_table, parse_table
+
+SUFFIXES = ("", ".ethtool", ".masks", ".skb_gso")
 
 FULL = "7c7faf2"  # data/netdev_features.toml with every kernel's four sections whole
 ROOT = Path(__file__).parent.parent
@@ -28,9 +31,9 @@ def full():
 
 @pytest.mark.parametrize("k", F.known_kernels())
 def test_expanded_tables_equal_the_whole_tables(full, k):
-    for suffix in F.SUFFIXES:
-        expanded = {name: value for name, (value, _) in F.expanded(k, suffix).items()}
-        assert expanded == {name: leaf["value"] for name, leaf in full[f"{k}{suffix}"].items()}, (k, suffix)
+    data = load_table("netdev_features")  # vnetlab.tables expands the _base chains: every reader sees whole sections
+    for suffix in SUFFIXES:
+        assert dict(data[f"{k}{suffix}"].values) == {n: leaf["value"] for n, leaf in full[f"{k}{suffix}"].items()}
     t = F.table(k)
     bits = {n: leaf["value"] for n, leaf in full[k].items()}
     raw = {n: leaf["value"] for n, leaf in full[f"{k}.masks"].items()}
@@ -39,27 +42,26 @@ def test_expanded_tables_equal_the_whole_tables(full, k):
 
 
 def test_every_kernel_but_the_oldest_lists_only_its_changes():
-    from vnetlab.tables import load_table
+    import tomllib
 
-    data = load_table("netdev_features")
-    roots = [k for k in F.known_kernels() if "_base" not in data[k]]
+    raw = tomllib.loads((ROOT / "data" / "netdev_features.toml").read_text())
+    roots = [k for k in F.known_kernels() if "_base" not in raw[k]]
     assert roots == ["5.10"]
     # 6.18 moved FCOE_CRC/SCTP_CRC up for GSO_ACCECN (35); 7.2.12 dropped HW_TLS_RECORD (Debian 7.2/7.3 trees)
-    assert set(data["6.18"].values) == {"_base", "GSO_ACCECN", "FCOE_CRC", "SCTP_CRC"}
-    assert data["7.2.12"]["HW_TLS_RECORD"] is False and "HW_TLS_RECORD" not in F.names("7.2.12")
+    assert set(raw["6.18"]) == {"_base", "GSO_ACCECN", "FCOE_CRC", "SCTP_CRC"}
+    assert raw["7.2.12"]["HW_TLS_RECORD"]["value"] is False and "HW_TLS_RECORD" not in F.names("7.2.12")
     assert "HW_TLS_RECORD" in F.names("6.18")
 
 
-def test_a_removal_of_what_the_base_lacks_is_refused(monkeypatch):
-    from vnetlab import tables
-
+def test_a_removal_of_what_the_base_lacks_is_refused():
     text = (ROOT / "data" / "netdev_features.toml").read_text().replace(
         '["5.11"]\n', '["5.11"]\nNOT_A_FEATURE = { value = false, source = "s" }\n', 1)
-    parsed = tables.parse_table("netdev_features", text)
-    monkeypatch.setattr(F, "load_table", lambda name: parsed)
-    F.expanded.cache_clear()
-    try:
-        with pytest.raises(TableError, match="NOT_A_FEATURE removes what 5.10 does not have"):
-            F.expanded("5.11")
-    finally:
-        F.expanded.cache_clear()
+    with pytest.raises(TableError, match=r"\[5.11\].NOT_A_FEATURE = false removes what 5.10 does not have"):
+        parse_table("netdev_features", text)
+
+
+def test_a_base_that_does_not_exist_is_refused():
+    text = (ROOT / "data" / "netdev_features.toml").read_text().replace('value = "6.12", source = "the kernel',
+                                                                         'value = "6.13", source = "the kernel', 1)
+    with pytest.raises(TableError, match=r"_base must name a kernel"):
+        parse_table("netdev_features", text)

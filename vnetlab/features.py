@@ -90,64 +90,25 @@ def _resolve_mask(version: str, name: str, raw: Mapping[str, object], bits: Mapp
     return result
 
 
-SUFFIXES = ("", ".ethtool", ".masks", ".skb_gso")
-
-
-@functools.cache
-def expanded(version: str, suffix: str = "") -> Mapping[str, tuple[object, str]]:
-    """name -> (value, source) of section ["<version><suffix>"] with its base chain applied.
-
-    data/netdev_features.toml gives its oldest kernel whole; every other kernel names a ``_base`` in ["V"] and lists
-    only what moved from it (a new or changed value with V's source, or ``false`` for an entry V no longer has)."""
-    if suffix not in SUFFIXES:
-        raise ValueError(f"suffix must be one of {SUFFIXES}, got {suffix!r}")
-    data = load_table("netdev_features")
-    head = data[version]
-    base = head.get("_base")
-    out: dict[str, tuple[object, str]] = {}
-    if base is not None:
-        if not isinstance(base, str) or base not in data or base == version:
-            raise TableError(f"data/netdev_features.toml: [\"{version}\"]._base must name another kernel, got {base!r}")
-        out.update(expanded(base, suffix))
-    own = data[f"{version}{suffix}"]
-    for name, value in own.values.items():
-        if name == "_base":
-            continue
-        if value is False:  # an entry the base has and this kernel does not
-            if name not in out:
-                raise TableError(f"data/netdev_features.toml: [\"{version}{suffix}\"].{name} removes what "
-                                 f"{base} does not have")
-            del out[name]
-        else:
-            out[name] = (value, own.source(name))
-    return out
-
-
-def _typed(version: str, suffix: str, kind: type) -> dict[str, object]:
-    out = {}
-    for name, (value, _) in expanded(version, suffix).items():
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise TableError(f"data/netdev_features.toml: [\"{version}{suffix}\"].{name} must be {kind.__name__}, "
-                             f"got {value!r}")
-        out[name] = value
-    return out
-
-
 @functools.cache
 def _table(version: str) -> FeatureTable:
-    bits: dict[str, int] = _typed(version, "", int)  # type: ignore[assignment]
+    data = load_table("netdev_features")
+    bits_sec = data[version]
+    bits = {name: bits_sec.typed(name, int) for name in bits_sec.values}
     by_bit = {b: n for n, b in bits.items()}
     if len(by_bit) != len(bits):
         raise TableError(f"data/netdev_features.toml: [\"{version}\"] gives two features the same bit")
-    ethtool: dict[str, str] = _typed(version, ".ethtool", str)  # type: ignore[assignment]
+    eth_sec = data[f"{version}.ethtool"]
+    ethtool = {name: eth_sec.typed(name, str) for name in eth_sec.values}
     for name in ethtool:
         if name not in bits:
             raise TableError(f"data/netdev_features.toml: [\"{version}.ethtool\"].{name} is not a feature of {version}")
-    raw_masks = {name: value for name, (value, _) in expanded(version, ".masks").items()}
-    masks = {name: _resolve_mask(version, name, raw_masks, bits) for name in raw_masks}
-    skb_gso: dict[str, int] = _typed(version, ".skb_gso", int)  # type: ignore[assignment]
-    sources = {name: src for name, (_, src) in expanded(version, "").items()}
-    sources.update({f"mask:{n}": src for n, (_, src) in expanded(version, ".masks").items()})
+    mask_sec = data[f"{version}.masks"]
+    masks = {name: _resolve_mask(version, name, mask_sec.values, bits) for name in mask_sec.values}
+    gso_sec = data[f"{version}.skb_gso"]
+    skb_gso = {name: gso_sec.typed(name, int) for name in gso_sec.values}
+    sources = {name: bits_sec.source(name) for name in bits}
+    sources.update({f"mask:{n}": mask_sec.source(n) for n in masks})
     return FeatureTable(
         kernel=version, bits=bits, by_bit=by_bit, ethtool=ethtool,
         from_ethtool={v: k for k, v in ethtool.items()}, masks=masks, skb_gso=skb_gso, sources=sources,
