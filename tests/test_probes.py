@@ -229,3 +229,11 @@ def test_profiles_without_a_tree_are_named():
             assert r in rules.probes or r == "released" or "BTF" in src or any(
                 s in src for s in (".c:", ".h:", "Kconfig:")), (k, r)
     assert derived == {"5.10.223", "5.10.262", "6.1", "6.12", "6.12.117", "7.2.12", "7.3.4"}
+
+
+def test_7x_keeps_the_private_fixedid_bit():
+    # Debian 7.3.4 include/linux/skbuff.h:677 `__SKB_GSO_TCP_FIXEDID = 1 << 3,` and :714 `SKB_GSO_TCP_FIXEDID = 1 << 30,`
+    # (lab.kernelsrc read the "__" name as TCP_FIXEDID and lost bit 3 before).
+    for k in ("6.18", "7.2.12", "7.3.4"):
+        gso = vnetlab.features.table(k).skb_gso
+        assert (gso["__TCP_FIXEDID"], gso["TCP_FIXEDID"], gso["TCP_FIXEDID_INNER"]) == (3, 30, 31), k
