@@ -232,7 +232,7 @@ def test_profiles_without_a_tree_are_named():
 
 
 def test_7x_keeps_the_private_fixedid_bit():
-    # Debian 7.3.4 include/linux/skbuff.h:677 `__SKB_GSO_TCP_FIXEDID = 1 << 3,` and :714 `SKB_GSO_TCP_FIXEDID = 1 << 30,`
+    # Debian 7.3.4 include/linux/skbuff.h:677 `__SKB_GSO_TCP_FIXEDID = 1 << 3,`, :714 `SKB_GSO_TCP_FIXEDID = 1 << 30,`
     # (lab.kernelsrc read the "__" name as TCP_FIXEDID and lost bit 3 before).
     for k in ("6.18", "7.2.12", "7.3.4"):
         gso = vnetlab.features.table(k).skb_gso

@@ -14,6 +14,9 @@ from vnetlab.errors import TableError
 from vnetlab.tables import load_table, parse_table
 
 SUFFIXES = ("", ".ethtool", ".masks", ".skb_gso")
+# Corrected after FULL, from the trees: Debian 7.2.12/7.3.4 include/linux/skbuff.h `__SKB_GSO_TCP_FIXEDID = 1 << 3`
+# (lab.kernelsrc had read it as the public TCP_FIXEDID, which bit 30 then overwrote).
+CORRECTED = {(k, ".skb_gso"): {"__TCP_FIXEDID": 3} for k in ("7.2.12", "7.3.4")}
 
 FULL = "7c7faf2"  # data/netdev_features.toml with every kernel's four sections whole
 ROOT = Path(__file__).parent.parent
@@ -33,7 +36,8 @@ def full():
 def test_expanded_tables_equal_the_whole_tables(full, k):
     data = load_table("netdev_features")  # vnetlab.tables expands the _base chains: every reader sees whole sections
     for suffix in SUFFIXES:
-        assert dict(data[f"{k}{suffix}"].values) == {n: leaf["value"] for n, leaf in full[f"{k}{suffix}"].items()}
+        want = {n: leaf["value"] for n, leaf in full[f"{k}{suffix}"].items()} | CORRECTED.get((k, suffix), {})
+        assert dict(data[f"{k}{suffix}"].values) == want, (k, suffix)
     t = F.table(k)
     bits = {n: leaf["value"] for n, leaf in full[k].items()}
     raw = {n: leaf["value"] for n, leaf in full[f"{k}.masks"].items()}
