@@ -78,14 +78,20 @@ def _needs(rule: str, rules: dict[str, Any]) -> bool:
 
 
 def btf_size(vmlinux: Path, struct: str, label: str) -> dict[str, Any]:
-    """sizeof(struct) from the BTF of a kernel image's vmlinux (or /sys/kernel/btf/vmlinux), read with pahole."""
+    """sizeof(struct) from the BTF of a kernel image's vmlinux (or /sys/kernel/btf/vmlinux), read with pahole.
+    A vmlinuz (bzImage, e.g. Debian's linux-binary-*/usr/lib/modules/<release>/vmlinuz) is decompressed first."""
+    release = sorted(vmlinux.resolve().parent.glob("usr/lib/modules/*/vmlinuz"))
+    image = f"the {release[0].parent.name} image's vmlinux" if release else str(vmlinux)
+    if vmlinux.name.startswith("vmlinuz") and vmlinux.read_bytes()[:4] != b"\x7fELF":
+        from lab.kernels import extract_vmlinux
+
+        image = f"the {vmlinux.parent.name} image's vmlinux (from its vmlinuz)"
+        vmlinux = extract_vmlinux(vmlinux, WORK / f"vmlinux-{vmlinux.parent.name}")
     out = subprocess.run(["pahole", "-C", struct, str(vmlinux)], capture_output=True, text=True, timeout=300,
                          errors="replace").stdout
     m = re.search(r"/\* size: (\d+),", out)
     if not m:
         raise SystemExit(f"pahole found no struct {struct} in {vmlinux}")
-    release = sorted(vmlinux.resolve().parent.glob("usr/lib/modules/*/vmlinuz"))
-    image = f"the {release[0].parent.name} image's vmlinux" if release else str(vmlinux)
     return {"value": int(m.group(1)), "source": f"BTF of {image} (the binary package built from {label}), "
                                                 f"pahole -C {struct}: /* size: {m.group(1)} */"}
 
@@ -263,7 +269,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--kernel", help="profile id (default: the tree's version, e.g. 7.3.4)")
     ap.add_argument("--compare", action="store_true", help="report where the committed profile and the tree disagree")
     ap.add_argument("--write", action="store_true", help="write the sections into data/*.toml")
-    ap.add_argument("--btf", type=Path, help="the kernel image's vmlinux (BTF) for sizeof(struct sk_buff)")
+    ap.add_argument("--btf", type=Path,
+                    help="the kernel image's vmlinux or vmlinuz (its BTF gives sizeof(struct sk_buff))")
 
 
 def run(a: argparse.Namespace) -> int:
