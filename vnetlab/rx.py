@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # numpy is imported lazily: `import vnetlab.rx` stays light (
 GOOD_COPY_LEN = 128
 GOOD_PACKET_LEN = ETH_HLEN + VLAN_HLEN + ETH_DATA_LEN
 VIRTIO_XDP_HEADROOM = 256
-# sizeof(struct padded_vnet_hdr): a v1_hash header (20) plus char padding[12].
+# sizeof(struct padded_vnet_hdr) from v5.18 (c1ddc42da2b2): a v1_hash header (20) plus char padding[12]; before
+# v5.18 it is a mrg_rxbuf header (12) plus char padding[4] = 16. Per kernel: padded_vnet_hdr_len(k).
 PADDED_VNET_HDR_LEN = 32
 # sizeof(struct virtio_net_hdr_mrg_rxbuf): the header MRG_RXBUF or VERSION_1 negotiates (virtnet_probe), the
 # default hdr_len everywhere; also what 5.x get_mergeable_buf_len adds (drivers/net/virtio_net.c).
@@ -232,11 +233,25 @@ def _new_page(size: int, label: str) -> Page:
     return Page(next(_PAGE_IDS), size, label)
 
 
+def padded_vnet_hdr_len(k: Kernel) -> int:
+    """sizeof(struct padded_vnet_hdr) in drivers/net/virtio_net.c: 16 before v5.18, 32 from c1ddc42da2b2 (v5.18)."""
+    return int(k.rule("padded_vnet_hdr_len"))
+
+
+def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
+    """The longest frame a big-mode chain of ``pages`` pages holds: sg[0] = hdr_len bytes, sg[1] from
+    sizeof(padded_vnet_hdr) to the page end, then whole pages (add_recvbuf_big). The kernel's own test differs
+    (receive_big_len_check): len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded", 6.1.159+ /
+    6.12.97+), len > pages * PAGE_SIZE ("pages", 6.12.58..96), or none in receive_big ("none", 5.10; page_to_skb
+    drops a remainder over MAX_SKB_FRAGS * PAGE_SIZE); none of them lets through a frame the buffer cannot hold."""
+    return pages * a.page_size - padded_vnet_hdr_len(k)
+
+
 def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
     """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
     if mode == "mergeable":
         return MRG_RXBUF_HDR_LEN if k.rule("mergeable_hdr_padded_len") == "mrg_rxbuf" else hdr_len
-    return PADDED_VNET_HDR_LEN
+    return padded_vnet_hdr_len(k)
 
 
 def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
@@ -272,11 +287,11 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
         _check_int("truesize", truesize, a.page_size, a.page_size,
                    f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})")
         pages = big_pages if big_pages is not None else a.max_skb_frags + 1
-        max_frame = pages * a.page_size - PADDED_VNET_HDR_LEN
+        max_frame = receive_big_max_frame(pages, hdr_len, k, a)
         _check_int("frame_len", frame_len, ETH_HLEN, max_frame,
-                   "receive_big drops len > (big_packets_num_skbfrags + 1) * PAGE_SIZE - sizeof(padded_vnet_hdr) "
-                   f"+ hdr_len "
-                   f"= frame {max_frame} with {pages} pages")
+                   f"a big-mode chain of {pages} pages holds (big_packets_num_skbfrags + 1) * PAGE_SIZE - "
+                   f"sizeof(padded_vnet_hdr) ({padded_vnet_hdr_len(k)} in {k.version}) = frame {max_frame}; "
+                   f"receive_big's own bound in {k.version}: {k.rule('receive_big_len_check')}")
     else:
         _check_int("truesize", truesize, 1, 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)")
         room = headroom and a.skb_data_align(headroom + a.skb_shared_info_size)
@@ -393,6 +408,17 @@ def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, r
     return (length + a.l1_cache_bytes - 1) // a.l1_cache_bytes * a.l1_cache_bytes
 
 
+def rq_frag_size(k: Kernel, a: Arch) -> int:
+    """The memory mergeable buffers are carved from: skb_page_frag_refill's SKB_FRAG_PAGE_ORDER compound page (32 KiB,
+    or one page where PAGE_SIZE is larger), or from 7.x (kernel rule rx_page_pool) one page of the rq's page_pool,
+    whose order virtnet_create_page_pools sets (rx_frag_order, 0). page_pool_alloc_va hands the rest of the page to
+    the buffer that leaves too little for another, as the hole rule does (include/net/page_pool/helpers.h
+    page_pool_alloc_netmem)."""
+    if k.rules.get("rx_page_pool", False):
+        return a.page_size << int(k.rule("rx_frag_order"))
+    return max(a.page_size, SKB_FRAG_PAGE_SIZE)
+
+
 class PageFrag:
     """rq->alloc_frag refilled by skb_page_frag_refill (net/core/sock.c): 32 KiB compound pages, or order 0."""
 
@@ -444,16 +470,17 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int =
                        arch: str | Arch = DEFAULT_ARCH, ring_size: int = RX_QUEUE_SIZE) -> list[int]:
     """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them.
 
-    ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
-    where PAGE_SIZE is larger, as skb_page_frag_refill)."""
+    ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: rq_frag_size, i.e. order 3,
+    or one page where PAGE_SIZE is larger, as skb_page_frag_refill; one page for a 7.x page_pool)."""
     k, a = _resolve(kernel, arch)
     _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
     _check_mergeable_hdr_len(hdr_len, k)
     _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
     if frag_size is None:
-        frag_size = max(a.page_size, SKB_FRAG_PAGE_SIZE)
-    _check_choice("frag_size", frag_size, sorted({a.page_size, max(a.page_size, SKB_FRAG_PAGE_SIZE)}),
-                  "skb_page_frag_refill takes an order-3 (32 KiB) compound page, or falls back to one page")
+        frag_size = rq_frag_size(k, a)
+    _check_choice("frag_size", frag_size, sorted({a.page_size, rq_frag_size(k, a)}),
+                  "skb_page_frag_refill takes an order-3 (32 KiB) compound page, or falls back to one page; "
+                  "a 7.x page_pool gives pages of order rx_frag_order")
     avg = 0 if avg_pkt_len is None else _check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
                                                       "the EWMA of received packet length (ewma_pkt_len_read)")
     min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size, big_packets=mtu > ETH_DATA_LEN)
@@ -583,7 +610,7 @@ def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = 
     result = page_to_skb(frame_len, a.page_size, mode="big", hdr_len=hdr_len, kernel=k, arch=a,
                          big_pages=skbfrags + 1, page=first)
     result.buffers = (RxBuffer(first, 0, 0,
-                               (skbfrags + 1) * a.page_size - PADDED_VNET_HDR_LEN + hdr_len, a.page_size),)
+                               receive_big_max_frame(skbfrags + 1, hdr_len, k, a) + hdr_len, a.page_size),)
     return result
 
 
@@ -620,7 +647,7 @@ def _virtio_net_hdr_to_skb(skb: Skb, mss: int, *, l4: str, ip: int) -> None:
 def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
             mtu: int = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
             arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = MRG_RXBUF_HDR_LEN,
-            frag_size: int = SKB_FRAG_PAGE_SIZE, guest_gso: bool = True, gso_size: int | None = None) -> RxResult:
+            frag_size: int | None = None, guest_gso: bool = True, gso_size: int | None = None) -> RxResult:
     """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
 
     Mergeable buffers are carved from a fresh page frag at the EWMA floor (min_buf_len), the state of a
@@ -642,8 +669,9 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
 
 
 def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: int, xdp: bool, k: Kernel, a: Arch,
-             buf_len: int | None, hdr_len: int, frag_size: int, guest_gso: bool) -> RxResult:
+             buf_len: int | None, hdr_len: int, frag_size: int | None, guest_gso: bool) -> RxResult:
     frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+    frag_size = rq_frag_size(k, a) if frag_size is None else frag_size
     if mode == "small":
         if mtu > ETH_DATA_LEN:
             raise ValueError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
@@ -694,7 +722,7 @@ class RxQueue:
 
     def __init__(self, *, ring_size: int = RX_QUEUE_SIZE, budget: int = NAPI_POLL_WEIGHT, mtu: int = ETH_DATA_LEN,
                  hdr_len: int = MRG_RXBUF_HDR_LEN,
-                 frag_size: int = SKB_FRAG_PAGE_SIZE, xdp: bool = False, guest_gso: bool = True,
+                 frag_size: int | None = None, xdp: bool = False, guest_gso: bool = True,
                  kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> None:
         self.k, self.a = _resolve(kernel, arch)
         _check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
@@ -704,6 +732,7 @@ class RxQueue:
         self.guest_gso = guest_gso
         self.min_buf_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size,
                                                  big_packets=mtu > ETH_DATA_LEN or guest_gso)
+        frag_size = rq_frag_size(self.k, self.a) if frag_size is None else frag_size  # 7.x: one page_pool page
         self.frag = PageFrag(frag_size if frag_size >= self.a.page_size else self.a.page_size, self.a)
         self.ewma = Ewma()
         self.posted: list[RxBuffer] = []
@@ -868,7 +897,7 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
                 t = int(trues if trues.ndim == 0 else trues[i])
                 raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {t} "
                                  f"with a {hdr_len}-byte header): a length error in receive_mergeable")
-        elif int(frames.max()) > (a.max_skb_frags + 1) * a.page_size - PADDED_VNET_HDR_LEN:
+        elif int(frames.max()) > receive_big_max_frame(a.max_skb_frags + 1, hdr_len, k, a):
             raise ValueError(f"frame_lens has {int(frames.max())}: more than receive_big accepts")
     if has_build and a.net_ip_align == 0:
         # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(shinfo).
