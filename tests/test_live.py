@@ -191,7 +191,7 @@ def test_running_profile():
     # the modelled profile with the same major.minor, else the newest older one (vnetlab.profiles known_kernels)
     assert live.running_profile("6.18.44-fc-v669") == "6.18"
     assert live.running_profile("6.1.0-57-amd64") == "6.1"
-    assert live.running_profile("6.13.0") == "6.12"
+    assert live.running_profile("6.13.0") == "6.12.117"  # the newest older profile: Debian 6.12.117 > 6.12.95
     assert live.running_profile("5.11.0") == "5.11"
     with pytest.raises(ValueError, match="release="):
         live.running_profile("linux-6.1")
