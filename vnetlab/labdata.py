@@ -82,6 +82,8 @@ LAB_KERNELS: dict[str, LabKernel] = {k.id: k for k in [
     LabKernel("5.10", "stock", "5.10.223", "Debian 11 bullseye linux-image-amd64 (5.10.223-1)"),
     LabKernel("6.1", "stock", "6.1", "Debian 12 bookworm linux-image-amd64 (6.1.192-3, bookworm-security)"),
     LabKernel("6.12", "stock", "6.12", "Debian 12 bookworm-backports linux-image-amd64 (6.12.95-1~bpo12+1)"),
+    LabKernel("7.2.12", "stock", "7.2.12", "Debian 14 forky linux-image-amd64 (7.2.12-1)"),
+    LabKernel("7.3.4", "stock", "7.3.4", "Debian 13 trixie-backports linux-image-amd64 (7.3.4-1~bpo13+1)"),
     LabKernel("6.1-plain", "built", "6.1", "Debian linux-source-6.1 with the lab config, unpatched",
               pair="6.1-no-build-skb"),
     LabKernel("6.1-no-build-skb", "built", "6.1",
