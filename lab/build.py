@@ -21,12 +21,12 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from lab.debian import Apt, deb_field, unpack
-from lab.kernels import STOCK
+from lab.debian import Apt, Suite, deb_field, unpack
 from lab.util import log, sh
+from vnetlab import labkernels
+from vnetlab.labkernels import LabKernel
 
 LAB = Path(__file__).resolve().parent
 CONFIG_FRAGMENT = LAB / "configs" / "lab.config"
@@ -34,37 +34,9 @@ PATCHES = LAB / "patches"
 BUILD_TIMEOUT = 4 * 3600
 
 
-@dataclass(frozen=True)
-class Variant:
-    """A lab-built kernel: the Debian source of ``base`` with ``patches`` applied on top of ``parent``."""
-
-    name: str
-    base: str  # the stock kernel whose source package is used ("5.10", "6.1")
-    parent: str | None  # the variant whose patches this one extends (None: Debian's source as it is)
-    patches: tuple[str, ...]  # files in lab/patches/, applied in order after the parent's
-    description: str
-
-    @property
-    def all_patches(self) -> tuple[str, ...]:
-        chain = VARIANTS[self.parent].all_patches if self.parent else ()
-        return chain + self.patches
-
-
-VARIANTS = {v.name: v for v in [
-    Variant("5.10-plain", "5.10", None, (),
-            "Debian 5.10 source with the lab config, unpatched: the pair partner of every 5.10 variant"),
-    Variant("5.10-revert-3d6df63a5cbe", "5.10", "5.10-plain", ("5.10-revert-3d6df63a5cbe.patch",),
-            "5.10 without the NAT fraglist fix (__udpv4_gso_segment_list_csum): v5.10.14's UDP fraglist GSO"),
-    Variant("5.10-2e4ef10f5850", "5.10", "5.10-plain", ("5.10-2e4ef10f5850.patch",),
-            "5.10 with NETIF_F_GSO_SOFTWARE += GSO_UDP_L4 | GSO_FRAGLIST (Lobakin, v5.11)"),
-    Variant("5.10-2e4ef10f5850-revert-3d6df63a5cbe", "5.10", "5.10-2e4ef10f5850", ("5.10-revert-3d6df63a5cbe.patch",),
-            "5.10 with 2e4ef10f5850 and without the NAT fraglist fix"),
-    Variant("6.1-plain", "6.1", None, (),
-            "Debian 6.1 source with the lab config, unpatched: the pair partner of 6.1-no-build-skb"),
-    Variant("6.1-no-build-skb", "6.1", "6.1-plain", ("6.1-no-build-skb.patch",),
-            "6.1 with page_to_skb's build_skb branch (fb32856b16ad and its 5.13 fixes) taken out: every "
-            "frame takes the napi_alloc_skb copy path"),
-]}
+#: The one-patch builds of the one catalogue (vnetlab.labkernels): name -> its LabKernel (base, parent,
+#: patches, description).
+VARIANTS: dict[str, LabKernel] = {kid: labkernels.lab_kernel(kid) for kid in labkernels.built_ids()}
 
 
 def build_root(work: Path) -> Path:
@@ -84,9 +56,10 @@ def products_of(name: str, work: Path) -> Path:
 
 def source_package(base: str, work: Path) -> tuple[Path, str, str]:
     """(tarball, package, version) of Debian's linux-source-<base> for the stock kernel's suite."""
-    stock = STOCK[base]
+    stock = labkernels.lab_kernel(base)
+    suite = Suite(stock.suite, stock.archive)
     pkg = f"linux-source-{base}"
-    deb = Apt(stock.suite, work).download(pkg, work / "debs" / stock.suite.name)
+    deb = Apt(suite, work).download(pkg, work / "debs" / suite.name)
     tree = work / "srcdeb"
     tarball = tree / "usr" / "src" / f"{pkg}.tar.xz"
     unpack(deb, tree, tarball)

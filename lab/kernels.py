@@ -14,26 +14,30 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.debian import SECURITY, Apt, Suite, deb_field, unpack
+from lab import build
+from lab.debian import Apt, Suite, deb_field, unpack
 from lab.util import sh
+from vnetlab import labkernels
+from vnetlab.labkernels import LabKernel
 
 
 @dataclass(frozen=True)
 class Stock:
-    """A Debian kernel: ``linux-image-amd64`` of ``suite`` names the linux-image-<abi>-amd64 package booted."""
+    """A Debian kernel: ``package`` (``linux-image-amd64``) of ``suite`` names the linux-image-<abi>-amd64 booted."""
 
     id: str  # the lab's kernel id: the data goes to data/lab/<id>/
     suite: Suite
     description: str
+    package: str = "linux-image-amd64"
 
 
-STOCK = {s.id: s for s in [
-    Stock("5.10", Suite("bullseye"), "Debian 11 bullseye's kernel (5.10.y stable with Debian's patches)"),
-    Stock("6.1", Suite("bookworm-security", SECURITY), "Debian 12 bookworm's kernel (6.1.y, security suite)"),
-    Stock("6.12", Suite("bookworm-backports"), "Debian 12 bookworm-backports' kernel (6.12.y)"),
-    Stock("7.2.12", Suite("forky"), "Debian 14 forky's kernel (7.2.y; split into linux-binary/modules/base)"),
-    Stock("7.3.4", Suite("trixie-backports"), "Debian 13 trixie-backports' kernel (7.3.y; split packages)"),
-]}
+def stock_of(lk: LabKernel) -> Stock:
+    """The apt side of a stock catalogue entry: its suite, from its archive."""
+    return Stock(lk.id, Suite(lk.suite, lk.archive), lk.description, lk.package)
+
+
+#: The stock kernels of the one catalogue (vnetlab.labkernels), with the apt suite each comes from.
+STOCK = {kid: stock_of(labkernels.lab_kernel(kid)) for kid in labkernels.stock_ids()}
 
 
 def fetch_stock(kid: str, work: Path) -> dict:
@@ -46,11 +50,11 @@ def fetch_stock(kid: str, work: Path) -> dict:
     stock = STOCK[kid]
     apt = Apt(stock.suite, work)
     debs = work / "debs" / stock.suite.name
-    meta = apt.download("linux-image-amd64", debs)
+    meta = apt.download(stock.package, debs)
     depends = deb_field(meta, "Depends")
     m = re.search(r"(linux-image-[0-9][^ ,(|]*-amd64)", depends)
     if not m:
-        raise SystemExit(f"linux-image-amd64 ({stock.suite.name}) depends on {depends!r}: no linux-image-*-amd64")
+        raise SystemExit(f"{stock.package} ({stock.suite.name}) depends on {depends!r}: no linux-image-*-amd64")
     image_pkg = m.group(1)
     deb = apt.download(image_pkg, debs)
     release = image_pkg.removeprefix("linux-image-")
@@ -107,18 +111,16 @@ def resolve(kid: str, work: Path) -> dict:
     """The kernel of id ``kid``: a stock image (fetched) or a lab build (built if missing)."""
     if kid in STOCK:
         return fetch_stock(kid, work)
-    from lab import build
-
-    if kid not in build.VARIANTS:
-        raise SystemExit(f"unknown kernel {kid!r}; stock: {', '.join(STOCK)}; built: {', '.join(build.VARIANTS)}")
+    if kid not in labkernels.built_ids():
+        raise SystemExit(f"unknown kernel {kid!r}; stock: {', '.join(STOCK)}; "
+                         f"built: {', '.join(labkernels.built_ids())}")
     build.build(kid, work)
     return build.kernel_files(kid, work)
 
 
 def known_ids() -> list[str]:
-    from lab import build
-
-    return list(STOCK) + list(build.VARIANTS)
+    """Every lab kernel id, in catalogue order (vnetlab.labkernels.KERNELS)."""
+    return list(labkernels.KERNELS)
 
 
 def extract_vmlinux(vmlinuz: Path, out: Path) -> Path:

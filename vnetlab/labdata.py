@@ -7,9 +7,9 @@ fix 3d6df63a5cbe). Each (kernel, configuration) is one file ``data/lab/<kernel>/
 ``vnetlab.data/lab/``), naming the kernel package, version (and for builds the patches, config and compiler)
 and the exact QEMU command line.
 
-Each lab kernel is checked against a vnetlab kernel profile (:data:`LAB_KERNELS`): the stock kernels against
-the profile of that Debian kernel, a one-patch build against its base profile with the rules its patch
-changes (:func:`model_kernel`).
+Each lab kernel is checked against a vnetlab kernel profile (the catalogue vnetlab.labkernels, here
+:data:`LAB_KERNELS`): the stock kernels against the profile of that Debian kernel, a one-patch build against its
+base profile with the rules its patch changes (:func:`model_kernel`).
 
     >>> from vnetlab import labdata
     >>> labdata.lab_kernels()                              # doctest: +SKIP
@@ -26,7 +26,7 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -34,9 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from vnetlab import ethtool
 from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel
-from vnetlab.profiles import kernel as _profile
-from vnetlab.tables import Section
+from vnetlab.labkernels import DEFAULT_LAB_KERNEL, KERNELS, LabKernel, lab_kernel, model_kernel
+from vnetlab.profiles import Kernel
 
 if TYPE_CHECKING:  # the models are imported where used: importing labdata stays light
     from vnetlab.netdev import Namespace
@@ -52,86 +51,19 @@ PROBE_PARAMS = {"csum": "CSUM", "host_tso4": "HOST_TSO4", "host_tso6": "HOST_TSO
 
 
 # --------------------------------------------------------------------------------------------------
-# The lab's kernels and the model profile each one is checked against
+# The lab's kernels and the model profile each one is checked against (the catalogue: vnetlab.labkernels)
 
-@dataclass(frozen=True)
-class LabKernel:
-    """A kernel the lab measured: where it comes from and which vnetlab profile models it.
-
-    ``overrides``: rule -> (value, source) that the kernel's one patch changes in its base profile
-    (data/kernels.toml rules). ``pair``: the other kernel of a one-patch pair (same source, same config).
-    """
-
-    id: str
-    kind: str  # "stock" (Debian's image) or "built" (the lab's one-patch build of Debian's source)
-    model: str  # the vnetlab profile (data/kernels.toml section) whose rules apply
-    description: str
-    overrides: Mapping[str, tuple[Any, str]] = field(default_factory=dict)
-    pair: str | None = None
-
-
-_NAT_REVERTED = {"udp_gso_list_nat_fix": (
-    False, "lab/patches/5.10-revert-3d6df63a5cbe.patch: net/ipv4/udp_offload.c __udp_gso_segment_list returns "
-           "skb_segment_list()'s segments unchanged (v5.10.14 behaviour)")}
-
-#: Every lab kernel and its model. The 2e4ef10f5850 builds use the 5.11 profile: data/netdev_features.toml
-#: 5.11 differs from 5.10.223 only in NETIF_F_GSO_SOFTWARE (+GSO_UDP_L4, +GSO_FRAGLIST), which is exactly
-#: what the patch changes, and data/gro.toml 5.11 equals 5.10.223 (tests/test_lab_data.py checks both).
-#: Their receive path (5.11's copy128 page_to_skb vs 5.10.223's ETH_HLEN copy) is not measured.
-LAB_KERNELS: dict[str, LabKernel] = {k.id: k for k in [
-    LabKernel("5.10", "stock", "5.10.223", "Debian 11 bullseye linux-image-amd64 (5.10.223-1)"),
-    LabKernel("6.1", "stock", "6.1", "Debian 12 bookworm linux-image-amd64 (6.1.192-3, bookworm-security)"),
-    LabKernel("6.12", "stock", "6.12", "Debian 12 bookworm-backports linux-image-amd64 (6.12.95-1~bpo12+1)"),
-    LabKernel("7.2.12", "stock", "7.2.12", "Debian 14 forky linux-image-amd64 (7.2.12-1)"),
-    LabKernel("7.3.4", "stock", "7.3.4", "Debian 13 trixie-backports linux-image-amd64 (7.3.4-1~bpo13+1)"),
-    LabKernel("6.1-plain", "built", "6.1", "Debian linux-source-6.1 with the lab config, unpatched",
-              pair="6.1-no-build-skb"),
-    LabKernel("6.1-no-build-skb", "built", "6.1",
-              "the same with page_to_skb's build_skb branch taken out (fb32856b16ad and its 5.13 fixes)",
-              {"page_to_skb": ("copy_eth_hlen", "lab/patches/6.1-no-build-skb.patch: drivers/net/virtio_net.c "
-                                                "page_to_skb without the build_skb branch: napi_alloc_skb("
-                                                "GOOD_COPY_LEN), copy the frame if it fits, else ETH_HLEN")},
-              pair="6.1-plain"),
-    LabKernel("5.10-plain", "built", "5.10.223", "Debian linux-source-5.10 with the lab config, unpatched",
-              pair="5.10-2e4ef10f5850"),
-    LabKernel("5.10-revert-3d6df63a5cbe", "built", "5.10.223", "5.10-plain without the NAT fraglist fix",
-              _NAT_REVERTED, pair="5.10-plain"),
-    LabKernel("5.10-2e4ef10f5850", "built", "5.11", "5.10-plain with 2e4ef10f5850 (NETIF_F_GSO_SOFTWARE "
-              "+= GSO_UDP_L4 | GSO_FRAGLIST)", pair="5.10-plain"),
-    LabKernel("5.10-2e4ef10f5850-revert-3d6df63a5cbe", "built", "5.11",
-              "5.10-2e4ef10f5850 without the NAT fraglist fix", _NAT_REVERTED, pair="5.10-2e4ef10f5850"),
-]}
-#: The lab kernel shown by default: the stock Debian kernel that profiles.DEFAULT_KERNEL models.
-DEFAULT_LAB_KERNEL = next(k.id for k in LAB_KERNELS.values() if k.kind == "stock" and k.model == DEFAULT_KERNEL)
+#: Every lab kernel and its model (vnetlab.labkernels.KERNELS, the one catalogue).
+LAB_KERNELS: Mapping[str, LabKernel] = KERNELS
 
 
 def _lab_kernel(kernel: str) -> LabKernel:
-    if kernel not in LAB_KERNELS:
-        raise ValueError(f"kernel={kernel!r} is not a lab kernel; known: {', '.join(LAB_KERNELS)}")
-    return LAB_KERNELS[kernel]
+    return lab_kernel(kernel)
 
 
 def model_profile(kernel: str) -> str:
     """The vnetlab profile version a lab kernel is checked against (without its patch's rule changes)."""
     return _lab_kernel(kernel).model
-
-
-@cache
-def model_kernel(kernel: str) -> Kernel:
-    """The vnetlab Kernel for a lab kernel: its base profile with the rules its one patch changes.
-
-    Pass it as ``kernel=`` to vnetlab.rx (whose rules it carries); models that look kernels up by version
-    string (netdev, xmit, features) take :func:`model_profile` instead."""
-    lk = _lab_kernel(kernel)
-    base = _profile(lk.model)
-    if not lk.overrides:
-        return base
-    values = dict(base.rules.values)
-    sources = dict(base.rules.sources)
-    for rule, (value, source) in lk.overrides.items():
-        base.rule(rule)  # the rule must exist in the base profile
-        values[rule], sources[rule] = value, source
-    return Kernel(base.version, Section(base.rules.table, f"{base.rules.name} ({kernel})", values, sources))
 
 
 def rule(kernel: str, name: str) -> Any:

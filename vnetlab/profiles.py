@@ -38,14 +38,35 @@ def _version_key(version: str) -> tuple[int, ...]:
 @functools.total_ordering
 @dataclass(frozen=True, eq=False)
 class Kernel:
-    """One kernel release and the rules it really had (data/kernels.toml)."""
+    """One kernel release and the rules it really had (data/kernels.toml).
+
+    ``name`` is empty for a profile as data/kernels.toml has it, and a lab kernel's id
+    (``"5.10-revert-3d6df63a5cbe"``) for that profile with its patch's rule overrides
+    (:meth:`with_overrides`); two kernels are equal when version and name are.
+    """
 
     version: str
     rules: Section = field(repr=False)
+    name: str = ""
 
     @property
     def key(self) -> tuple[int, ...]:
         return _version_key(self.version)
+
+    @property
+    def label(self) -> str:
+        """The version, and the lab kernel's id where a patch's overrides apply ("5.10.223 (5.10-plain)")."""
+        return f"{self.version} ({self.name})" if self.name else self.version
+
+    def with_overrides(self, name: str, overrides: Mapping[str, tuple[Any, str]]) -> Kernel:
+        """This profile with ``overrides`` (rule -> (value, source)) replacing its rules, named ``name``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty lab kernel id, got {name!r}")
+        values, sources = dict(self.rules.values), dict(self.rules.sources)
+        for rule, (value, source) in overrides.items():
+            self.rule(rule)  # an override replaces a rule the profile has; a new name is a typo
+            values[rule], sources[rule] = value, source
+        return Kernel(self.version, Section(self.rules.table, f"{self.rules.name} ({name})", values, sources), name)
 
     def rule(self, name: str) -> Any:
         return self.rules[name]
@@ -54,8 +75,10 @@ class Kernel:
         return self.rules.source(name)
 
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, Kernel):
+            return self.key == other.key and self.name == other.name
         other_key = _coerce_key(other)
-        return NotImplemented if other_key is None else self.key == other_key
+        return NotImplemented if other_key is None else self.key == other_key and not self.name
 
     def __lt__(self, other: object) -> bool:
         other_key = _coerce_key(other)
@@ -64,7 +87,7 @@ class Kernel:
         return self.key < other_key
 
     def __hash__(self) -> int:
-        return hash(self.key)
+        return hash((self.key, self.name))
 
     def __str__(self) -> str:
         return self.version

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from vnetlab import labdata, rx
+from vnetlab import labdata, labkernels, rx
 from vnetlab.viz.style import (
     COLORS,
     FIG_WIDTH,
@@ -48,8 +48,8 @@ __all__ = ["RxBand", "RxMark", "rx_bands", "rx_marks", "draw_rx_measured", "Rati
 #: seed 1 before/after on one base: Debian's 6.1 source and the lab config, page_to_skb's build_skb branch the
 #: only difference (lab/patches/6.1-no-build-skb.patch)
 SEED1_PAIR = ("6.1-no-build-skb", "6.1-plain")
-#: Debian's own kernel images the lab booted
-STOCK_KERNELS = ("5.10", "6.1", "6.12")
+#: Debian's own kernel images the lab booted and measured (the stock kernels of vnetlab.labkernels with data)
+STOCK_KERNELS = tuple(k for k in labdata.lab_kernels() if k in labkernels.stock_ids())
 MRG_HDR_LEN = 12  # sizeof(struct virtio_net_hdr_mrg_rxbuf): the lab's NICs negotiate MRG_RXBUF / VERSION_1
 
 # How a number was obtained, with the colour and hatch that mark it in every figure here.
@@ -142,7 +142,7 @@ _ROLE = {"6.1-no-build-skb": "before: Debian's 6.1 source without the build_skb 
 
 
 def _kernel_title(kernel: str) -> str:
-    lk = labdata.LAB_KERNELS[kernel]
+    lk = labkernels.lab_kernel(kernel)
     return f"{kernel} ({_ROLE.get(kernel, lk.description)}), profile {lk.model}"
 
 
