@@ -28,6 +28,7 @@ from pathlib import Path
 
 from lab import build as lab_build
 from lab import experiments, guestfs, kernels, parse, qemu
+from lab import profile as lab_profile
 from lab.util import log, sh
 
 LAB = Path(__file__).resolve().parent
@@ -187,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="build one-patch kernels (no boot): " + ", ".join(lab_build.VARIANTS))
     b.add_argument("names", nargs="*")
     b.add_argument("--work", type=Path, default=WORK)
+    lab_profile.add_arguments(sub.add_parser("profile", help="derive a kernel's profile from its source tree"))
     args = ap.parse_args(argv)
+    if args.cmd == "profile":
+        return lab_profile.run(args)
     if args.cmd == "parse":
         return reparse(args.work, args.out, args.kernel or list(experiments.PLAN))
     if args.cmd == "build":

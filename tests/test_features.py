@@ -20,7 +20,7 @@ from vnetlab.errors import UnknownFeatureError
 from vnetlab.features import FeatureSet
 from vnetlab.live import running_profile
 
-KERNELS = ("5.10", "5.10.223", "5.11", "5.12", "5.13", "6.1", "6.12", "6.18")
+KERNELS = ("5.10", "5.10.223", "5.11", "5.12", "5.13", "6.1", "6.12", "6.18", "7.2.12", "7.3.4")
 
 
 def test_known_kernels():
@@ -76,7 +76,7 @@ def test_gso_software_before_and_after_the_patch():
     assert bits("6.18") == [16, 18, 19, 20, 30, 33, 34, 35]
 
 
-@pytest.mark.parametrize("k,last", [(k, 35 if k == "6.18" else 34) for k in KERNELS])
+@pytest.mark.parametrize("k,last", [(k, 35 if k in ("6.18", "7.2.12", "7.3.4") else 34) for k in KERNELS])
 def test_gso_mask_range(k, last):
     assert F.mask("GSO_MASK", kernel=k).bits == (1 << (last + 1)) - (1 << 16)
 

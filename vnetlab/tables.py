@@ -78,10 +78,13 @@ class Table:
 
 
 def _leaf(table: str, where: str, field: str, raw: Any) -> tuple[Any, str]:
-    if not isinstance(raw, dict) or set(raw) != {"value", "source"}:
+    # probe = "none: <why>" marks a rule no probe in lab/probes.py can decide from a source tree.
+    if not isinstance(raw, dict) or not {"value", "source"} <= set(raw) <= {"value", "source", "probe"}:
         raise TableError(
             f"data/{table}.toml: {where}.{field} must be {{ value = ..., source = \"...\" }}, got {raw!r}"
         )
+    if "probe" in raw and not (isinstance(raw["probe"], str) and raw["probe"].startswith("none: ")):
+        raise TableError(f"data/{table}.toml: {where}.{field} probe must be \"none: <why no probe decides it>\"")
     source = raw["source"]
     if not isinstance(source, str) or not source.strip():
         raise TableError(f"data/{table}.toml: {where}.{field} has an empty source")

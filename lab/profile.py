@@ -1,0 +1,225 @@
+"""``python -m lab profile TREE [--kernel ID] [--compare] [--write]``: a kernel's whole profile from its source tree.
+
+TREE is a kernel source directory, or a Debian ``linux-source-X.Y_*.deb`` (only the files the probes read,
+lab.probes.FILES, are taken out of it, under lab/work/trees/<version>/). Every rule of data/kernels.toml and
+data/gro.toml comes from a probe in lab.probes (value, and the file:line and line it matched); the NETIF_F tables
+of data/netdev_features.toml come from lab.kernelsrc. Rules no probe decides (lab.probes.HAND_WRITTEN) keep the
+committed value and say so with ``probe = "none: <why>"``.
+
+Without options it prints the TOML sections. ``--compare`` prints where the committed profile ID and the tree
+disagree and exits 1 if they do. ``--write`` puts the sections into data/*.toml (replacing profile ID's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from lab import kernelsrc
+from lab.probes import FILES, HAND_WRITTEN, PROBES, ProbeError, Tree
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+WORK = Path(__file__).resolve().parent / "work"
+
+
+def extract(deb: Path, dest: Path = WORK / "trees") -> Path:
+    """The tree inside a linux-source .deb, with only lab.probes.FILES (and the Debian changelog) unpacked."""
+    listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"\./(usr/src/(linux-source-[\d.]+)\.tar\.xz)", listing)
+    if not m:
+        raise SystemExit(f"{deb} holds no usr/src/linux-source-*.tar.xz")
+    member, top = m.group(1), m.group(2)
+    version = re.search(r"_([^_]+)_all\.deb$", deb.name)
+    out = dest / (version.group(1).split("-")[0] if version else top)
+    tree = out / top
+    if (tree / "Makefile").exists():
+        return tree
+    out.mkdir(parents=True, exist_ok=True)
+    names = [f"{top}/{f}" for f in FILES]
+    fsys = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+    inner = subprocess.Popen(["tar", "-xO", f"./{member}"], stdin=fsys.stdout, stdout=subprocess.PIPE)
+    # tar exits non-zero for members a version does not have (vxlan.c vs vxlan/vxlan_core.c): that is expected
+    subprocess.run(["tar", "-xJ", "-C", str(out), "--ignore-failed-read", *names], stdin=inner.stdout,
+                   stderr=subprocess.DEVNULL, timeout=900)
+    fsys.wait()
+    inner.wait()
+    fsys = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+    log = subprocess.run(["tar", "-xO", "--wildcards", "./usr/share/doc/*/changelog.Debian.gz"], stdin=fsys.stdout,
+                         capture_output=True, timeout=300).stdout
+    fsys.wait()
+    (tree / "changelog.Debian.gz").write_bytes(log)
+    if not (tree / "Makefile").exists():
+        raise SystemExit(f"extracting {deb} gave no {tree}/Makefile")
+    return tree
+
+
+def _committed(table: str) -> dict[str, dict[str, Any]]:
+    return tomllib.loads((DATA / f"{table}.toml").read_text())
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def _needs(rule: str, rules: dict[str, Any]) -> bool:
+    """Whether the model reads hand-written ``rule`` for a kernel with these probed rules."""
+    if rule == "small_head_request":
+        return rules.get("napi_head", {}).get("value") == "small_head_cache"  # vnetlab.rx.small_head_cache_size
+    return False
+
+
+def btf_size(vmlinux: Path, struct: str, label: str) -> dict[str, Any]:
+    """sizeof(struct) from the BTF of a kernel image's vmlinux (or /sys/kernel/btf/vmlinux), read with pahole."""
+    out = subprocess.run(["pahole", "-C", struct, str(vmlinux)], capture_output=True, text=True, timeout=300,
+                         errors="replace").stdout
+    m = re.search(r"/\* size: (\d+),", out)
+    if not m:
+        raise SystemExit(f"pahole found no struct {struct} in {vmlinux}")
+    release = sorted(vmlinux.resolve().parent.glob("usr/lib/modules/*/vmlinuz"))
+    image = f"the {release[0].parent.name} image's vmlinux" if release else str(vmlinux)
+    return {"value": int(m.group(1)), "source": f"BTF of {image} (the binary package built from {label}), "
+                                                f"pahole -C {struct}: /* size: {m.group(1)} */"}
+
+
+def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """{table: {section: {rule: {"value", "source"[, "probe"]}}}} for profile ``kernel_id`` from ``tree``."""
+    out: dict[str, dict[str, dict[str, Any]]] = {"kernels": {kernel_id: {}}, "gro": {kernel_id: {}}}
+    for probe in PROBES:
+        try:
+            f = probe.run(tree)
+        except ProbeError:
+            if probe.rule == "config_max_skb_frags_default":
+                continue  # only kernels with CONFIG_MAX_SKB_FRAGS (6.3+) have the rule
+            raise
+        out[probe.table][kernel_id][probe.rule] = {"value": f.value, "source": f.source(tree.label)}
+    committed = _committed("kernels")
+    old = committed.get(kernel_id, {})
+    for rule, why in HAND_WRITTEN.items():
+        if rule == "sk_buff_size_64" and btf is not None:
+            out["kernels"][kernel_id][rule] = btf_size(btf, "sk_buff", tree.label)
+        elif rule in old:
+            out["kernels"][kernel_id][rule] = {**old[rule], "probe": f"none: {why}"}
+        elif rule in out["kernels"][kernel_id] or not _needs(rule, out["kernels"][kernel_id]):
+            continue
+        else:
+            # not decidable and not yet committed: the nearest older profile's value, said so
+            donor = max((k for k in committed if k != "meta" and rule in committed[k] and k != kernel_id
+                         and "probe" not in committed[k][rule] and _key(k) <= _key(tree.version)), key=_key)
+            leaf = committed[donor][rule]
+            out["kernels"][kernel_id][rule] = {
+                "value": leaf["value"], "source": f"taken from profile {donor} ({leaf['source']})",
+                "probe": f"none: {why}; not yet read for {tree.label}"}
+    feats: dict[str, dict[str, Any]] = {}
+    for suffix, values in kernelsrc.read_tree(tree.root).items():
+        sec = {}
+        for name, v in values.items():
+            src = kernelsrc.SOURCES[suffix].format(name=name) + f", {tree.label}"
+            sec[name] = {"value": v, "source": src}
+        feats[f"{kernel_id}{suffix}"] = sec
+    out["netdev_features"] = feats
+    return out
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def section_text(name: str, body: dict[str, dict[str, Any]]) -> str:
+    lines = [f'["{name}"]']
+    for rule, leaf in body.items():
+        lines.append(f"{rule} = {_toml_value(leaf)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_sections(table: str, sections: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Replace (or append) each section in data/<table>.toml, keeping everything else byte for byte."""
+    path = DATA / f"{table}.toml"
+    text = path.read_text()
+    for name, body in sections.items():
+        new = section_text(name, body)
+        m = re.search(rf'^\["{re.escape(name)}"\]\n(?:(?!\[).*\n|\n)*?(?=^\[|\Z)', text, re.M)
+        if m:
+            text = text[:m.start()] + new + "\n" + text[m.end():].lstrip("\n")
+        else:
+            text = text.rstrip("\n") + "\n\n" + new
+    tomllib.loads(text)  # never write a file the loader would refuse
+    path.write_text(text)
+
+
+def compare(derived: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    diffs = []
+    for table, sections in derived.items():
+        committed = _committed(table)
+        for name, body in sections.items():
+            have = committed.get(name)
+            if have is None:
+                diffs.append(f"data/{table}.toml has no [{name}]")
+                continue
+            for rule in sorted(set(body) | set(have)):
+                a = body.get(rule, {}).get("value")
+                b = have.get(rule, {}).get("value")
+                if isinstance(a, list) and isinstance(b, list) and table == "netdev_features":
+                    a, b = sorted(a), sorted(b)
+                if a != b:
+                    where = body[rule]["source"] if rule in body else "(no probe in the tree)"
+                    diffs.append(f"[{name}].{rule}: tree {a!r}, committed {b!r}  <- {where}")
+    return diffs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lab profile", description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("tree", type=Path, help="kernel source directory or a linux-source-X.Y .deb")
+    ap.add_argument("--kernel", help="profile id (default: the tree's version, e.g. 7.3.4)")
+    ap.add_argument("--compare", action="store_true", help="report where the committed profile and the tree disagree")
+    ap.add_argument("--write", action="store_true", help="write the sections into data/*.toml")
+    ap.add_argument("--btf", type=Path, help="the kernel image's vmlinux (BTF) for sizeof(struct sk_buff)")
+
+
+def run(a: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    root = extract(a.tree) if a.tree.suffix == ".deb" else a.tree
+    tree = Tree(root)
+    kernel_id = a.kernel or tree.version
+    derived = derive(tree, kernel_id, a.btf)
+    if a.compare:
+        diffs = compare(derived)
+        sys.stdout.write("\n".join(diffs) + "\n" if diffs else f"{tree.label} agrees with profile {kernel_id}\n")
+        sys.stderr.write(f"[profile] {time.monotonic() - t0:.1f} s\n")
+        return 1 if diffs else 0
+    if a.write:
+        for table, sections in derived.items():
+            write_sections(table, sections)
+        sys.stdout.write(f"wrote profile {kernel_id} ({tree.label}) into data/kernels.toml, gro.toml, "
+                         "netdev_features.toml\n")
+    else:
+        for table, sections in derived.items():
+            sys.stdout.write(f"# data/{table}.toml\n")
+            for name, body in sections.items():
+                sys.stdout.write(section_text(name, body) + "\n")
+    sys.stderr.write(f"[profile] {time.monotonic() - t0:.1f} s\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
