@@ -181,6 +181,10 @@ def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
         elif kind in ("links", "mergeable_rx_buffer_size_after", "kprobe_events", "nft", "router_links",
                       "rate_setup", "rate_interrupts"):
             res[kind] = _lines(lines)
+        elif kind == "slab":
+            # "cache object_size" per line; no number where the kernel has no such cache (< 6.3) or no SLUB sysfs
+            res["slab_object_size"] = {p[0]: int(p[1]) for p in (line.split() for line in lines)
+                                       if len(p) == 2 and p[1].isdigit()}
         elif kind == "mergeable_rx_buffer_size":
             res["mergeable_rx_buffer_size_before"] = _lines(lines)
         elif kind == "router_ethtool":
