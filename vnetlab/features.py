@@ -16,9 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from vnetlab.errors import TableError, UnknownFeatureError, UnknownKernelError
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel, table_kernels
 from vnetlab.profiles import kernel as _kernel
-from vnetlab.tables import load_table
 
 # include/linux/netdev_features.h: NETIF_F_GSO_SHIFT = NETIF_F_TSO_BIT = 16 in every modelled version.
 GSO_SHIFT = 16
@@ -33,7 +32,7 @@ MASK_NAMES = (
 class FeatureTable:
     """Everything data/netdev_features.toml says about one kernel."""
 
-    kernel: str
+    kernel: str  # the version whose sections these are
     bits: Mapping[str, int]
     by_bit: Mapping[int, str]
     ethtool: Mapping[str, str]
@@ -41,34 +40,23 @@ class FeatureTable:
     masks: Mapping[str, int]
     skb_gso: Mapping[str, int]
     sources: Mapping[str, str]
-
-    @property
-    def all_bits(self) -> int:
-        return functools.reduce(lambda a, b: a | (1 << b), self.bits.values(), 0)
+    all_bits: int = 0
 
 
 def known_kernels() -> tuple[str, ...]:
     """Kernel versions with a feature table, oldest first."""
-    table = load_table("netdev_features")
-    versions = [s for s in table if "." in s and s.replace(".", "").isdigit()]
-    return tuple(sorted(versions, key=lambda v: tuple(int(p) for p in v.split("."))))
+    return table_kernels("netdev_features")
 
 
-def _version(kernel: str | Kernel) -> str:
+def resolve(kernel: str | Kernel) -> Kernel:
+    """The Kernel that ``kernel`` names (a Kernel is itself: a lab kernel keeps its patch's rules)."""
     if isinstance(kernel, Kernel):
-        version = kernel.version
-    elif isinstance(kernel, str):
-        version = kernel.removeprefix("v")
-    else:
+        return kernel
+    if not isinstance(kernel, str):
         raise UnknownKernelError(
             f"kernel must be a version string such as '6.18', got {kernel!r}; known: {', '.join(known_kernels())}"
         )
-    if version not in known_kernels():
-        raise UnknownKernelError(
-            f"kernel={version!r} has no NETIF_F table; known: {', '.join(known_kernels())}"
-        )
-    _kernel(version)  # the kernel profile must exist as well (data/kernels.toml)
-    return version
+    return _kernel(kernel)
 
 
 def _resolve_mask(version: str, name: str, raw: Mapping[str, object], bits: Mapping[str, int],
@@ -90,34 +78,42 @@ def _resolve_mask(version: str, name: str, raw: Mapping[str, object], bits: Mapp
     return result
 
 
-@functools.cache
-def _table(version: str) -> FeatureTable:
-    data = load_table("netdev_features")
-    bits_sec = data[version]
+def _build_table(k: Kernel) -> FeatureTable:
+    version = k.version
+    if not k.has_table("netdev_features"):
+        raise UnknownKernelError(f"kernel={version!r} has no NETIF_F table; known: {', '.join(known_kernels())}")
+    bits_sec = k.table("netdev_features")
     bits = {name: bits_sec.typed(name, int) for name in bits_sec.values}
     by_bit = {b: n for n, b in bits.items()}
     if len(by_bit) != len(bits):
         raise TableError(f"data/netdev_features.toml: [\"{version}\"] gives two features the same bit")
-    eth_sec = data[f"{version}.ethtool"]
+    eth_sec = k.table("netdev_features", "ethtool")
     ethtool = {name: eth_sec.typed(name, str) for name in eth_sec.values}
     for name in ethtool:
         if name not in bits:
             raise TableError(f"data/netdev_features.toml: [\"{version}.ethtool\"].{name} is not a feature of {version}")
-    mask_sec = data[f"{version}.masks"]
+    mask_sec = k.table("netdev_features", "masks")
     masks = {name: _resolve_mask(version, name, mask_sec.values, bits) for name in mask_sec.values}
-    gso_sec = data[f"{version}.skb_gso"]
+    gso_sec = k.table("netdev_features", "skb_gso")
     skb_gso = {name: gso_sec.typed(name, int) for name in gso_sec.values}
     sources = {name: bits_sec.source(name) for name in bits}
     sources.update({f"mask:{n}": mask_sec.source(n) for n in masks})
     return FeatureTable(
         kernel=version, bits=bits, by_bit=by_bit, ethtool=ethtool,
         from_ethtool={v: k for k, v in ethtool.items()}, masks=masks, skb_gso=skb_gso, sources=sources,
+        all_bits=functools.reduce(lambda acc, b: acc | (1 << b), bits.values(), 0),
     )
 
 
 def table(kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureTable:
-    """The :class:`FeatureTable` of ``kernel``."""
-    return _table(_version(kernel))
+    """The :class:`FeatureTable` of ``kernel`` (built once per Kernel object and kept on it)."""
+    return resolve(kernel).derived("netdev_features", _build_table)
+
+
+@functools.cache
+def _any_kernel_features() -> frozenset[str]:
+    """Every feature name some modelled kernel has (a name outside it is a typo, not an absent bit)."""
+    return frozenset(n for v in known_kernels() for n in table(v).bits)
 
 
 def _strip(name: str) -> str:
@@ -166,7 +162,7 @@ def mask(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
     key = _strip(name)
     if key not in t.masks:
         raise _unknown("name", name, t.kernel, t.masks)
-    return FeatureSet(t.masks[key], t.kernel)
+    return FeatureSet(t.masks[key], kernel)
 
 
 class FeatureSet:
@@ -178,23 +174,36 @@ class FeatureSet:
     udp_offload.c ask exactly this). A name that no modelled kernel has is a typo and raises
     UnknownFeatureError, as do ``|``, ``&``, ``-`` with such a name and every constructor given a feature the
     kernel lacks (``from_names(["GSO_ACCECN"], kernel="6.1")``).
+
+    ``kernel`` is the resolved :class:`~vnetlab.profiles.Kernel` the set was made for (a lab kernel keeps its
+    patch's rules); sets of kernels with the same feature table combine and compare equal.
     """
 
-    __slots__ = ("_bits", "_kernel")
+    __slots__ = ("_bits", "_k", "_t")
 
     def __init__(self, bits: int, kernel: str | Kernel = DEFAULT_KERNEL) -> None:
-        version = _version(kernel)
-        t = _table(version)
+        k = resolve(kernel)
+        t = table(k)
         if not isinstance(bits, int) or isinstance(bits, bool) or bits < 0:
             raise ValueError(f"bits must be a non-negative int, got {bits!r}")
         stray = bits & ~t.all_bits
         if stray:
             raise ValueError(
                 f"bits={bits:#x} sets bit(s) {[b for b in range(stray.bit_length()) if stray >> b & 1]} "
-                f"that are unused in kernel {version}"
+                f"that are unused in kernel {t.kernel}"
             )
         object.__setattr__(self, "_bits", bits)
-        object.__setattr__(self, "_kernel", version)
+        object.__setattr__(self, "_k", k)
+        object.__setattr__(self, "_t", t)
+
+    @classmethod
+    def _of(cls, bits: int, like: FeatureSet) -> FeatureSet:
+        """A set of ``like``'s kernel from bits already checked against its table (the operators' fast path)."""
+        fs = object.__new__(cls)
+        object.__setattr__(fs, "_bits", bits)
+        object.__setattr__(fs, "_k", like._k)
+        object.__setattr__(fs, "_t", like._t)
+        return fs
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError("FeatureSet is immutable")
@@ -204,10 +213,11 @@ class FeatureSet:
     def from_names(cls, names: Iterable[str], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         if isinstance(names, str):
             names = [names]
+        k = resolve(kernel)
         value = 0
         for name in names:
-            value |= 1 << bit(name, kernel)
-        return cls(value, kernel)
+            value |= 1 << bit(name, k)
+        return cls(value, k)
 
     @classmethod
     def from_bits(cls, bits: int, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
@@ -216,12 +226,13 @@ class FeatureSet:
     @classmethod
     def from_ethtool(cls, settings: Mapping[str, object], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         """From {ethtool name: on} (a bool, or the (on, fixed) tuples of ethtool_k()); the 'on' ones are kept."""
+        k = resolve(kernel)
         value = 0
         for eth, state in settings.items():
             on = state[0] if isinstance(state, tuple) else state
             if on:
-                value |= 1 << bit(from_ethtool_name(eth, kernel), kernel)
-        return cls(value, kernel)
+                value |= 1 << bit(from_ethtool_name(eth, k), k)
+        return cls(value, k)
 
     @classmethod
     def empty(cls, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
@@ -231,18 +242,18 @@ class FeatureSet:
     def coerce(cls, value: object, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         """``value`` as a FeatureSet of ``kernel``: a FeatureSet (of that kernel), a netdev_features_t int, or
         an iterable of NETIF_F names (the prefix may be given)."""
-        version = _version(kernel)
+        k = resolve(kernel)
         if isinstance(value, FeatureSet):
-            if value._kernel != version:
-                raise ValueError(f"features are of kernel {value._kernel}, expected kernel {version}")
+            if value._t.kernel != table(k).kernel:
+                raise ValueError(f"features are of kernel {value._t.kernel}, expected kernel {k.version}")
             return value
         if value is None:
-            return cls(0, version)
+            return cls(0, k)
         if isinstance(value, int) and not isinstance(value, bool):
-            return cls(value, version)
+            return cls(value, k)
         if isinstance(value, str) or not isinstance(value, Iterable):
             raise ValueError(f"features must be a FeatureSet, an int or an iterable of NETIF_F names, got {value!r}")
-        return cls.from_names([_strip(str(n)) for n in value], version)
+        return cls.from_names([_strip(str(n)) for n in value], k)
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -250,46 +261,50 @@ class FeatureSet:
         return self._bits
 
     @property
-    def kernel(self) -> str:
-        return self._kernel
+    def kernel(self) -> Kernel:
+        return self._k
+
+    @property
+    def table(self) -> FeatureTable:
+        return self._t
 
     @property
     def names(self) -> tuple[str, ...]:
-        t = _table(self._kernel)
+        t = self._t
         return tuple(t.by_bit[b] for b in sorted(t.by_bit) if self._bits >> b & 1)
 
     def to_ethtool(self) -> dict[str, bool]:
         """{ethtool name: on} for every feature that has an ethtool string in this kernel."""
-        t = _table(self._kernel)
+        t = self._t
         return {t.ethtool[n]: bool(self._bits >> t.bits[n] & 1) for n in sorted(t.ethtool, key=t.bits.get)}
 
     # -- set protocol --------------------------------------------------------------------------
     def _other(self, other: object) -> int:
         if isinstance(other, FeatureSet):
-            if other._kernel != self._kernel:
-                raise ValueError(f"cannot combine features of kernel {self._kernel} with kernel {other._kernel}")
+            if other._t is not self._t and other._t.kernel != self._t.kernel:
+                raise ValueError(f"cannot combine features of kernel {self._t.kernel} with kernel {other._t.kernel}")
             return other._bits
         if isinstance(other, str):
-            return 1 << bit(other, self._kernel)
+            return 1 << bit(other, self._k)
         if isinstance(other, (set, frozenset, list, tuple)):
-            return FeatureSet.from_names(other, self._kernel)._bits
+            return FeatureSet.from_names(other, self._k)._bits
         return NotImplemented  # type: ignore[return-value]
 
     def __or__(self, other: object) -> FeatureSet:
         o = self._other(other)
-        return NotImplemented if o is NotImplemented else FeatureSet(self._bits | o, self._kernel)
+        return NotImplemented if o is NotImplemented else FeatureSet._of(self._bits | o, self)
 
     def __and__(self, other: object) -> FeatureSet:
         o = self._other(other)
-        return NotImplemented if o is NotImplemented else FeatureSet(self._bits & o, self._kernel)
+        return NotImplemented if o is NotImplemented else FeatureSet._of(self._bits & o, self)
 
     def __sub__(self, other: object) -> FeatureSet:
         o = self._other(other)
-        return NotImplemented if o is NotImplemented else FeatureSet(self._bits & ~o, self._kernel)
+        return NotImplemented if o is NotImplemented else FeatureSet._of(self._bits & ~o, self)
 
     def __xor__(self, other: object) -> FeatureSet:
         o = self._other(other)
-        return NotImplemented if o is NotImplemented else FeatureSet(self._bits ^ o, self._kernel)
+        return NotImplemented if o is NotImplemented else FeatureSet._of(self._bits ^ o, self)
 
     __ror__ = __or__
     __rand__ = __and__
@@ -300,13 +315,14 @@ class FeatureSet:
             return self._bits & o == o
         if not isinstance(item, str):
             return False
-        t = table(self._kernel)
+        t = self._t
         key = _strip(item)
-        if key not in t.bits:
-            if any(key in table(k).bits for k in known_kernels()):
+        b = t.bits.get(key)
+        if b is None:
+            if key in _any_kernel_features():
                 return False  # a feature this kernel does not have (e.g. GRO_UDP_FWD before 5.12)
             raise _unknown("name", item, t.kernel, t.bits)
-        return bool(self._bits >> t.bits[key] & 1)
+        return bool(self._bits >> b & 1)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
@@ -319,7 +335,7 @@ class FeatureSet:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FeatureSet):
-            return self._kernel == other._kernel and self._bits == other._bits
+            return self._t.kernel == other._t.kernel and self._bits == other._bits
         if isinstance(other, (set, frozenset)):
             return set(self.names) == other
         return NotImplemented
@@ -332,10 +348,10 @@ class FeatureSet:
         return o & ~self._bits == 0
 
     def __hash__(self) -> int:
-        return hash((self._kernel, self._bits))
+        return hash((self._t.kernel, self._bits))
 
     def __repr__(self) -> str:
-        return f"FeatureSet({{{', '.join(self.names)}}}, kernel={self._kernel!r})"
+        return f"FeatureSet({{{', '.join(self.names)}}}, kernel={self._k.label!r})"
 
 
 # --- SKB_GSO <-> NETIF_F_GSO ------------------------------------------------------------------------
@@ -353,7 +369,7 @@ def gso_feature(skb_gso: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The NETIF_F name that carries SKB_GSO_<skb_gso>: NETIF_F_x == SKB_GSO_x << NETIF_F_GSO_SHIFT."""
     t = table(kernel)
     key = skb_gso.removeprefix("SKB_GSO_")
-    b = skb_gso_bit(key, t.kernel)
+    b = skb_gso_bit(key, kernel)
     # include/linux/skbuff.h (6.18): SKB_GSO_TCP_FIXEDID{,_INNER} (bits 30/31) are outside the shift range;
     # they mean "IPv4 ID may be mangled" and so need TSO_MANGLEID (= __SKB_GSO_TCP_FIXEDID << 16). UNVERIFIED
     # against net_gso_ok of 6.18, which was not read.
@@ -392,17 +408,22 @@ def can_checksum_protocol(features: FeatureSet, ip: int) -> bool:
 
 # --- feature algebra (include/linux/netdevice.h, net/core/dev.c) -----------------------------------
 
-def _m(name: str, version: str) -> int:
-    return _table(version).masks[name]
+def _tab(kernel: FeatureTable | str | Kernel) -> FeatureTable:
+    return kernel if isinstance(kernel, FeatureTable) else table(kernel)
 
 
-def _b(name: str, version: str) -> int:
-    return 1 << _table(version).bits[name]
+def _m(name: str, t: FeatureTable) -> int:
+    return t.masks[name]
 
 
-def intersect_bits(f1: int, f2: int, version: str) -> int:
+def _b(name: str, t: FeatureTable) -> int:
+    return 1 << t.bits[name]
+
+
+def intersect_bits(f1: int, f2: int, kernel: FeatureTable | str | Kernel) -> int:
     """include/linux/netdevice.h netdev_intersect_features (same 5.10..6.18)."""
-    hw, ip = _b("HW_CSUM", version), _b("IP_CSUM", version) | _b("IPV6_CSUM", version)
+    t = _tab(kernel)
+    hw, ip = _b("HW_CSUM", t), _b("IP_CSUM", t) | _b("IPV6_CSUM", t)
     if (f1 ^ f2) & hw:
         if f1 & hw:
             f1 |= ip
@@ -411,31 +432,33 @@ def intersect_bits(f1: int, f2: int, version: str) -> int:
     return f1 & f2
 
 
-def increment_bits(all_: int, one: int, mask_: int, version: str) -> int:
+def increment_bits(all_: int, one: int, mask_: int, kernel: FeatureTable | str | Kernel) -> int:
     """net/core/dev.c netdev_increment_features (same 5.10..6.18)."""
-    csum, hw = _m("CSUM_MASK", version), _b("HW_CSUM", version)
+    t = _tab(kernel)
+    csum, hw = _m("CSUM_MASK", t), _b("HW_CSUM", t)
     if mask_ & hw:
         mask_ |= csum
-    mask_ |= _b("VLAN_CHALLENGED", version)
-    all_ |= one & (_m("ONE_FOR_ALL", version) | csum) & mask_
-    all_ &= one | ~_m("ALL_FOR_ALL", version)
+    mask_ |= _b("VLAN_CHALLENGED", t)
+    all_ |= one & (_m("ONE_FOR_ALL", t) | csum) & mask_
+    all_ &= one | ~_m("ALL_FOR_ALL", t)
     if all_ & hw:
         all_ &= ~(csum & ~hw)
     return all_
 
 
-def add_tso_bits(features: int, mask_: int, version: str) -> int:
+def add_tso_bits(features: int, mask_: int, kernel: FeatureTable | str | Kernel) -> int:
     """include/linux/netdevice.h netdev_add_tso_features."""
-    return increment_bits(features, _m("ALL_TSO", version) | _m("ALL_FOR_ALL", version), mask_, version)
+    t = _tab(kernel)
+    return increment_bits(features, _m("ALL_TSO", t) | _m("ALL_FOR_ALL", t), mask_, t)
 
 
 def netdev_intersect_features(f1: FeatureSet, f2: FeatureSet) -> FeatureSet:
-    return FeatureSet(intersect_bits(f1.bits, f1._other(f2), f1.kernel), f1.kernel)
+    return FeatureSet._of(intersect_bits(f1.bits, f1._other(f2), f1._t), f1)
 
 
 def netdev_increment_features(all_: FeatureSet, one: FeatureSet, mask_: FeatureSet) -> FeatureSet:
-    return FeatureSet(increment_bits(all_.bits, all_._other(one), all_._other(mask_), all_.kernel), all_.kernel)
+    return FeatureSet._of(increment_bits(all_.bits, all_._other(one), all_._other(mask_), all_._t), all_)
 
 
 def netdev_add_tso_features(features: FeatureSet, mask_: FeatureSet) -> FeatureSet:
-    return FeatureSet(add_tso_bits(features.bits, features._other(mask_), features.kernel), features.kernel)
+    return FeatureSet._of(add_tso_bits(features.bits, features._other(mask_), features._t), features)

@@ -35,7 +35,6 @@ from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Frag, Page, Skb
-from vnetlab.tables import load_table
 
 # include/linux/netdevice.h (6.1): GRO_LEGACY_MAX_SIZE 65536u; GRO_MAX_SIZE (8 * 65535u).
 GRO_LEGACY_MAX_SIZE = 65536
@@ -60,10 +59,8 @@ _FINAL_FLUSH = _FLAG_BIT["URG"] | _FLAG_BIT["PSH"] | _FLAG_BIT["RST"] | _FLAG_BI
 # ---------------------------------------------------------------- parameters
 
 def _rules(k: Kernel) -> Any:
-    table = load_table("gro")
-    if k.version not in table:
-        raise ValueError(f"kernel={k.version!r} has no GRO rules in data/gro.toml; known: {', '.join(table)}")
-    return table[k.version]
+    """The kernel's data/gro.toml section, asked of the Kernel object (Kernel.table)."""
+    return k.table("gro")
 
 
 def _has(features: Any, name: str) -> bool:

@@ -305,7 +305,7 @@ def ethtool_k(doc: Mapping[str, Any], phase: str, step: int, dev: str) -> dict[s
     {name: "on" | "off" | "on fixed" | "off fixed"}."""
     for rec in doc["features"]["ethtool_k"]:
         if (rec["phase"], rec["step"], rec["dev"]) == (phase, step, dev):
-            printed = ethtool.normalize_printed(rec["ethtool_k"], kernel=model_profile(kernel_of(doc)))
+            printed = ethtool.normalize_printed(rec["ethtool_k"], kernel=model_kernel(kernel_of(doc)))
             return {name: str(value) for name, value in printed.items()}
     raise KeyError(f"no ethtool -k of {dev} at {phase}.{step}")
 
@@ -316,12 +316,11 @@ def ethtool_k(doc: Mapping[str, Any], phase: str, step: int, dev: str) -> dict[s
 def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None) -> tuple[Namespace, TxResult]:
     """vnetlab.xmit's TxResult for the lab's UDP_SEGMENT datagram sent through ``route_dev`` on the virtio NIC.
 
-    ``kernel``: a lab kernel id (default: the file's own); its model profile is used."""
+    ``kernel``: a lab kernel id (default: the file's own); its model kernel (profile and patch rules) is used."""
     from vnetlab import xmit
     from vnetlab.netdev import Namespace
 
-    kv = model_profile(kernel_of(doc) if kernel is None else kernel)
-    ns = Namespace(kernel=kv)
+    ns = Namespace(kernel=model_kernel(kernel_of(doc) if kernel is None else kernel))
     eth0 = ns.nic("eth0", driver="virtio_net", **probe_params(doc, "eth0"))
     if route_dev == "eth0.10":
         ns.vlan("eth0.10", lower=eth0, vid=10)
@@ -333,7 +332,7 @@ def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None)
         raise ValueError(f"route_dev={route_dev!r}: the lab sends through eth0, eth0.10, mv0 or br0")
     gso_size, payload = doc["gso"]["gso_size"], doc["gso"]["payloads"][0]
     skb = xmit.gso_skb(l4="udp", segs=-(-payload // gso_size), gso_size=gso_size)
-    return ns, xmit.send(ns[route_dev], skb, kernel=kv)
+    return ns, xmit.send(ns[route_dev], skb)
 
 
 @dataclass(frozen=True)
@@ -476,13 +475,13 @@ def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping
         # no fraglist GRO: each datagram is routed and NATed on its own (1 per skb)
         return RouterCasePrediction(case, egress, False, None, rx_device, "nothing (no GRO skb)", fix, packets,
                                     packets)
-    ns = Namespace(kernel=k.version)
+    ns = Namespace(kernel=k)
     if egress == "virtio_net":
         lower = ns.nic("eth2", driver="virtio_net", **dict(params or QEMU_TAP_PARAMS))
     else:
         lower, _peer = ns.veth("vl0", "vl1")
     vlan = ns.vlan(f"{lower.name}.10", lower=lower, vid=10)
-    tx = xmit.send(vlan, xmit.gso_skb(segs=packets, gso_size=payload, fraglist=True), kernel=k)
+    tx = xmit.send(vlan, xmit.gso_skb(segs=packets, gso_size=payload, fraglist=True))  # the devices carry k
     kept = tx.ops.get("kept_header_segs", 0)
     if tx.segmented_at:
         how = next(h.method for h in tx.hops if h.name == tx.segmented_at)

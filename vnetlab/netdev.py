@@ -19,8 +19,7 @@ from vnetlab import features as F
 from vnetlab.errors import DeviceError, FixedFeatureError, TableError
 from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, UDP_HLEN
-from vnetlab.profiles import DEFAULT_KERNEL
-from vnetlab.profiles import kernel as _kernel
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 
 # include/uapi/linux/if_ether.h ETH_MIN_MTU / ETH_MAX_MTU: ether_setup's default MTU range.
 ETH_MIN_MTU = 68
@@ -55,7 +54,7 @@ class Device:
 
     # -- FeatureSet views ----------------------------------------------------------------------
     def _fs(self, bits: int) -> FeatureSet:
-        return FeatureSet(bits, self.ns.kernel)
+        return FeatureSet._of(bits, self.ns._empty)
 
     features = property(lambda self: self._fs(self._features))
     hw_features = property(lambda self: self._fs(self._hw_features))
@@ -84,7 +83,7 @@ class Device:
     def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
         """{ethtool name: (on, fixed)} as ethtool -k prints it; fixed = not in hw_features or NEVER_CHANGE
         (net/ethtool/features.c / ioctl.c report hw_features & ~NETIF_F_NEVER_CHANGE as changeable)."""
-        t = F.table(self.ns.kernel)
+        t = self.ns._table
         changeable = self._hw_features & ~t.masks["NEVER_CHANGE"]
         out = {}
         for name in sorted(t.ethtool, key=t.bits.get):
@@ -104,7 +103,7 @@ class Device:
         changeable members and is refused only when all the members it would change are fixed ("Could not
         change any device features").
         """
-        t = F.table(self.ns.kernel)
+        t = self.ns._table
         changeable = self._hw_features & ~t.masks["NEVER_CHANGE"]
         strings = ethtool.feature_strings(self.ns.kernel)
         req_mask = req_on = 0
@@ -115,7 +114,7 @@ class Device:
             fixed: list[str] = []
             applied = 0
             for eth in members:
-                b = 1 << t.bits[F.from_ethtool_name(eth, self.ns.kernel)]
+                b = 1 << t.bits[t.from_ethtool[eth]]
                 if not changeable & b:
                     if bool(self._features & b) != on:
                         fixed.append(eth)
@@ -155,7 +154,7 @@ class Device:
         """This device's NETDEV_CHANGEMTU notifier for a lower device."""
 
     def __repr__(self) -> str:
-        return f"<{self.kind} {self.name} kernel={self.ns.kernel}>"
+        return f"<{self.kind} {self.name} kernel={self.ns.kernel.label}>"
 
 
 # --- device types ----------------------------------------------------------------------------------
@@ -273,7 +272,7 @@ class Macvlan(_StackedDevice):
         features &= set_features | ~mv
         mask_ = features
         lower &= features | ~k.m("LRO")
-        features = increment_bits(lower, features, mask_, k.kernel)
+        features = increment_bits(lower, features, mask_, k._table)
         features |= on_feat
         features &= on_feat | mv
         return features
@@ -331,10 +330,10 @@ class Vlan(_StackedDevice):
         old = features
         # net/8021q/vlan_dev.c, vlan_dev_fix_features, 5.10..6.18: intersect with what the real device does
         # for tagged frames, but keep SOFT_FEATURES and GSO_SOFTWARE whatever the real device has.
-        lower = intersect_bits(real._vlan_features | k.m("RXCSUM"), real._features, k.kernel)
+        lower = intersect_bits(real._vlan_features | k.m("RXCSUM"), real._features, k._table)
         if lower & k.m("IP_CSUM", "IPV6_CSUM"):
             lower |= k.m("HW_CSUM")
-        features = intersect_bits(features, lower, k.kernel)
+        features = intersect_bits(features, lower, k._table)
         features |= old & (k.mask("SOFT_FEATURES") | k.mask("GSO_SOFTWARE"))
         features |= k.m_opt("LLTX")
         return features
@@ -371,8 +370,8 @@ class Bridge(Device):
         # net/bridge/br_if.c, br_features_recompute: clear ONE_FOR_ALL, re-add what some port has, add TSO.
         features &= ~k.mask("ONE_FOR_ALL")
         for p in ports:
-            features = increment_bits(features, p._features, mask_, k.kernel)
-        return add_tso_bits(features, mask_, k.kernel)
+            features = increment_bits(features, p._features, mask_, k._table)
+        return add_tso_bits(features, mask_, k._table)
 
     def on_lower_feat_change(self, lower: Device) -> None:
         # net/bridge/br.c, br_device_event NETDEV_FEAT_CHANGE: netdev_update_features(br->dev).
@@ -455,8 +454,8 @@ class Bond(Device):
         features &= ~k.mask("ONE_FOR_ALL")
         features |= k.mask("ALL_FOR_ALL")
         for s in self.lowers:
-            features = increment_bits(features, s._features, mask_, k.kernel)
-        return add_tso_bits(features, mask_, k.kernel)
+            features = increment_bits(features, s._features, mask_, k._table)
+        return add_tso_bits(features, mask_, k._table)
 
     def compute_features(self) -> None:
         """bond_compute_features (6.12.95: netdev_compute_master_upper_features), then netdev_change_features.
@@ -487,12 +486,12 @@ class Bond(Device):
         gso_partial = k.m("GSO_ESP") if k.rule("bond_gso_partial") else 0
         xfrm = self._xfrm_features()
         for s in self.lowers:
-            vlan = increment_bits(vlan, s._vlan_features, vlan_m, k.kernel)
-            enc = increment_bits(enc, s._hw_enc_features, enc_m, k.kernel)
-            xfrm = increment_bits(xfrm, s._hw_enc_features, self._xfrm_features(), k.kernel)
+            vlan = increment_bits(vlan, s._vlan_features, vlan_m, k._table)
+            enc = increment_bits(enc, s._hw_enc_features, enc_m, k._table)
+            xfrm = increment_bits(xfrm, s._hw_enc_features, self._xfrm_features(), k._table)
             if gso_partial:
-                gso_partial = increment_bits(gso_partial, s.gso_partial_features, k.m("GSO_ESP"), k.kernel)
-            mpls = increment_bits(mpls, s._mpls_features, mpls_m, k.kernel)
+                gso_partial = increment_bits(gso_partial, s.gso_partial_features, k.m("GSO_ESP"), k._table)
+            mpls = increment_bits(mpls, s._mpls_features, mpls_m, k._table)
         self._vlan_features = vlan
         # bond_compute_features: hw_enc_features = enc | ENCAP_ALL | VLAN tx tags (v5.10: | GSO_UDP_L4), and
         # with CONFIG_XFRM_OFFLOAD | xfrm_features (5.10.223 bond_main.c:1419, 6.1.192 :1532, 6.12.95 dev.c:11941).
@@ -678,13 +677,21 @@ DRIVERS = {"virtio_net": _probe_virtio_net, "ixgbe": _probe_ixgbe, "router": _pr
 # --- the namespace ---------------------------------------------------------------------------------
 
 class Namespace:
-    """A network namespace of one kernel version holding the devices created in it."""
+    """A network namespace of one kernel holding the devices created in it.
 
-    def __init__(self, kernel: str = DEFAULT_KERNEL) -> None:
-        self._table = F.table(kernel)
-        self.kernel = self._table.kernel
-        self.profile = _kernel(self.kernel)
+    ``kernel`` is a version string or a resolved :class:`~vnetlab.profiles.Kernel` (a lab kernel of
+    vnetlab.labkernels keeps its patch's rules); it is resolved once, here, and every device asks it."""
+
+    def __init__(self, kernel: str | Kernel = DEFAULT_KERNEL) -> None:
+        self.kernel: Kernel = F.resolve(kernel)
+        self._table = F.table(self.kernel)
+        self._empty = FeatureSet(0, self.kernel)
         self.devices: dict[str, Device] = {}
+
+    @property
+    def profile(self) -> Kernel:
+        """The kernel (an alias of :attr:`kernel`, kept for callers of the earlier name)."""
+        return self.kernel
 
     # -- helpers on this kernel's table ----------------------------------------------------------
     def m(self, *names: str) -> int:
@@ -705,13 +712,14 @@ class Namespace:
 
     def rule(self, name: str) -> Any:
         """This kernel's rule ``name`` (data/kernels.toml): how its driver or core code differs from others."""
-        return self.profile.rule(name)
+        return self.kernel.rule(name)
 
     def choice(self, name: str, allowed: tuple[str, ...]) -> str:
         """The rule ``name``, checked to be one of ``allowed`` (a malformed table is a TableError)."""
         value = self.rule(name)
         if value not in allowed:
-            raise TableError(f"data/kernels.toml: [{self.kernel}].{name} must be one of {allowed}, got {value!r}")
+            raise TableError(f"data/kernels.toml: [{self.kernel.version}].{name} must be one of {allowed}, "
+                             f"got {value!r}")
         return str(value)
 
     def __getitem__(self, name: str) -> Device:
@@ -791,7 +799,7 @@ class Namespace:
         if features & m("HW_TLS_RX") and not features & m("RXCSUM"):
             features &= ~m("HW_TLS_RX")
         # netdev_fix_features (2b2bc3bab158, v6.11; kernel rule uso_needs_csum): USO needs a checksum offload.
-        if _kernel(self.kernel).rule("uso_needs_csum") and features & m("GSO_UDP_L4") and not ip_or_hw:
+        if self.kernel.rule("uso_needs_csum") and features & m("GSO_UDP_L4") and not ip_or_hw:
             features &= ~m("GSO_UDP_L4")
         return features
 

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,21 @@ def known_kernels() -> tuple[str, ...]:
     """The kernel versions with rules in data/kernels.toml, oldest first."""
     table = load_table("kernels")
     return tuple(sorted(table, key=_version_key))
+
+
+def kernel_section(table: str, version: str, part: str = "") -> Section | None:
+    """The section of data/<table>.toml for kernel ``version`` (and ``part``), None if it has none.
+
+    The one place a per-kernel table section is found by version: Kernel.table asks it, nothing else does."""
+    t = load_table(table)
+    name = f"{version}.{part}" if part else version
+    return t[name] if name in t else None
+
+
+def table_kernels(table: str) -> tuple[str, ...]:
+    """The kernel versions data/<table>.toml has sections for, oldest first."""
+    versions = {s for s in load_table(table) if s.replace(".", "").isdigit()}
+    return tuple(sorted(versions, key=_version_key))
 
 
 def known_arches() -> tuple[str, ...]:
@@ -48,6 +63,8 @@ class Kernel:
     version: str
     rules: Section = field(repr=False)
     name: str = ""
+    # what modules derive from this kernel's tables (features.FeatureTable, ...), built once per object
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -71,6 +88,27 @@ class Kernel:
     def rule(self, name: str) -> Any:
         return self.rules[name]
 
+    def table(self, table: str, part: str = "") -> Section:
+        """This kernel's section ``part`` of data/<table>.toml ("gro"; "netdev_features" with part "", "ethtool",
+        "masks", "skb_gso"): what modules read instead of looking a version string up themselves."""
+        sec = kernel_section(table, self.version, part)
+        if sec is None:
+            where = f"[{self.version}{'.' + part if part else ''}]"
+            raise UnknownKernelError(f"kernel={self.version!r} has no section {where} in data/{table}.toml; "
+                                     f"known: {', '.join(table_kernels(table))}")
+        return sec
+
+    def has_table(self, table: str) -> bool:
+        return kernel_section(table, self.version) is not None
+
+    def derived(self, key: str, build: Callable[[Kernel], Any]) -> Any:
+        """``build(self)``, computed on first use and kept on this object (a module's view of its tables)."""
+        try:
+            return self._derived[key]
+        except KeyError:
+            value = self._derived[key] = build(self)
+            return value
+
     def source(self, name: str) -> str:
         return self.rules.source(name)
 
@@ -91,6 +129,9 @@ class Kernel:
 
     def __str__(self) -> str:
         return self.version
+
+    def __format__(self, spec: str) -> str:
+        return format(self.version, spec)  # f"{k:8}" pads like the version string it replaced
 
 
 def _coerce_key(other: object) -> tuple[int, ...] | None:
@@ -123,6 +164,24 @@ def kernel(version: str | Kernel) -> Kernel:
             f"kernel must be a version string such as '6.1', got {version!r}; known: {', '.join(known_kernels())}"
         )
     return _kernel(version.removeprefix("v"))
+
+
+def device_kernel(dev: Any, kernel: str | Kernel | None = None) -> Kernel:
+    """The Kernel an operation on ``dev`` runs: ``kernel`` if given, else the device's ``kernel`` (or its
+    namespace's), else the default. A version string naming the device's own version means the device's
+    Kernel, so a lab kernel's rules (labkernels.model_kernel) are kept."""
+    own = None
+    for obj in (dev, getattr(dev, "ns", None)):
+        k = getattr(obj, "kernel", None)
+        if k is not None:
+            own = k if isinstance(k, Kernel) else _resolve_kernel(str(k))
+            break
+    if kernel is None:
+        return own if own is not None else _resolve_kernel(DEFAULT_KERNEL)
+    if isinstance(kernel, Kernel):
+        return kernel
+    k = _resolve_kernel(kernel)
+    return own if own is not None and own.version == k.version else k
 
 
 _resolve_kernel = kernel  # arch() takes a parameter named kernel

@@ -52,7 +52,7 @@ class RouterResult:
     ``notes``: kernel-specific remarks.
     """
 
-    kernel: str
+    kernel: Kernel | str  # the kernel the scenario ran (a lab kernel keeps its patch rules)
     nic: str
     gro: str
     upper: str
@@ -117,7 +117,7 @@ def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
 
     if upper not in UPPERS:
         raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
-    net = netdev.Namespace(kernel=_kernel(kernel).version)
+    net = netdev.Namespace(kernel=_kernel(kernel))
     if nic == VETH:
         if nic_params:
             raise ValueError(f"nic_params must be empty for nic={VETH!r} (a veth has no probe parameters), "
@@ -174,7 +174,7 @@ def router_scenario(
     kv = k.version
     check_ip(ip)
     notes: list[str] = []
-    net, egress, eth = egress_stack(kernel=kv, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
+    net, egress, eth = egress_stack(kernel=k, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
     if gso_size is None:
         gso_size = getattr(egress, "mtu", ETH_DATA_LEN) - IP_HLEN[ip] - UDP_HLEN
     if segs is None:
@@ -183,7 +183,7 @@ def router_scenario(
     if upper == "bridge_forward":
         notes.append("bridged port to port: br_forward -> br_dev_queue_push_xmit -> dev_queue_xmit(eth0); "
                      "br0's features are never consulted (net/bridge/br_forward.c, 6.1)")
-    aggregate = gro == "fraglist" or (gro == "udp_fwd" and "GRO_UDP_FWD" in _features.table(kv).bits)
+    aggregate = gro == "fraglist" or (gro == "udp_fwd" and "GRO_UDP_FWD" in _features.table(k).bits)
     if gro == "udp_fwd" and not aggregate:
         notes.append(f"kernel {kv} has no NETIF_F_GRO_UDP_FWD (added ~5.12): packets are forwarded one by one")
     if aggregate and segs > 1:
@@ -212,7 +212,7 @@ def router_scenario(
         notes.append(f"kernel {kv}: skb_segment_list copies only the MAC header to each frag_list segment and "
                      f"nothing rewrites their IP/UDP headers, so after NAT only the head segment of each GRO skb "
                      f"carries the translated addresses and ports ({rule} = false: {k.source(rule)})")
-    return RouterResult(kv, nic, gro, upper, segs, gso_size, len(skbs), egress.name, tx, translated, tuple(notes),
+    return RouterResult(k, nic, gro, upper, segs, gso_size, len(skbs), egress.name, tx, translated, tuple(notes),
                         ip, received)
 
 

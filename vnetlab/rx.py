@@ -206,7 +206,7 @@ class RxResult:
     shinfo_size: int
     frame_len: int
     mode: str
-    kernel: str
+    kernel: Kernel  # the kernel that received it (a lab kernel with its patch's rules)
     arch: str
     hdr_len: int
     hdr_padded_len: int
@@ -309,7 +309,7 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
                          "(fixed by 'virtio-net: fix pages leaking when building skb in big mode', ~5.15)")
         reason = (f"len {frame_len} > GOOD_COPY_LEN {GOOD_COPY_LEN} and tailroom {tailroom} >= "
                   f"SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) {shinfo}: build_skb around the buffer")
-        return RxResult("build_skb", skb, tailroom, shinfo, frame_len, mode, k.version, a.name, hdr_len, padded,
+        return RxResult("build_skb", skb, tailroom, shinfo, frame_len, mode, k, a.name, hdr_len, padded,
                         reason=reason, notes=tuple(notes))
 
     if tailroom is None:
@@ -349,7 +349,7 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
             remaining -= size
             pg, off = _new_page(a.page_size, "big-mode chain page"), 0
     path = "copy+frag" if skb.frags else "copy"
-    return RxResult(path, skb, tailroom, shinfo, frame_len, mode, k.version, a.name, hdr_len, padded,
+    return RxResult(path, skb, tailroom, shinfo, frame_len, mode, k, a.name, hdr_len, padded,
                     copied=copy, reason=reason + f"; copied {copy} bytes into a {head.kind} head")
 
 
@@ -595,7 +595,7 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
               end_offset=buflen - a.shinfo_size, headroom=headroom, head_kind="build_skb", head_page=page)
     buf = RxBuffer(page, 0, rx_pad + xdp_headroom, hdr_len + GOOD_PACKET_LEN, buflen)
     # Reported as page_to_skb computes tailroom: buffer end minus tail, skb_shared_info included.
-    return RxResult("build_skb", skb, buflen - headroom - frame_len, a.shinfo_size, frame_len, "small", k.version,
+    return RxResult("build_skb", skb, buflen - headroom - frame_len, a.shinfo_size, frame_len, "small", k,
                     a.name,
                     hdr_len, hdr_len, buffers=(buf,),
                     reason=f"receive_small always builds the skb around its {buflen}-byte buffer")
@@ -607,7 +607,7 @@ def _xdp_pass_build_skb(frame_len: int, buf: RxBuffer, hdr_len: int, k: Kernel, 
     skb = Skb(headlen=frame_len, truesize=build_skb_truesize(frag_size, a), head_frag=True,
               end_offset=frag_size - a.shinfo_size, headroom=buf.headroom + hdr_len, head_kind="build_skb",
               head_page=buf.page, head_offset=buf.offset)
-    return RxResult("build_skb", skb, None, a.shinfo_size, frame_len, "mergeable", k.version, a.name, hdr_len, hdr_len,
+    return RxResult("build_skb", skb, None, a.shinfo_size, frame_len, "mergeable", k, a.name, hdr_len, hdr_len,
                     buffers=(buf,), reason="XDP_PASS: build_skb_from_xdp_buff() builds around the whole XDP buffer "
                     "(6.3+), whatever the frame length")
 

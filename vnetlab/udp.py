@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from vnetlab.errors import TableError
 from vnetlab.features import FeatureSet, can_checksum_protocol, mask
 from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, UDP_HLEN
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel, device_kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import check_ip, skb_gso_segment
 from vnetlab.skb import Frag, Page, Skb
@@ -92,7 +92,7 @@ class UdpSend:
     length: int
     gso_size: int
     ip: int
-    kernel: str
+    kernel: Kernel  # the kernel the send ran (a lab kernel with its patch's rules)
     error: str | None
     reason: str
     skb: Skb | None = None
@@ -117,7 +117,7 @@ class UdpSend:
 
 
 def _fail(length: int, gso: int, ip: int, k: Kernel, name: str, reason: str) -> UdpSend:
-    return UdpSend(length, gso, ip, k.version, name, reason)
+    return UdpSend(length, gso, ip, k, name, reason)
 
 
 def _udp_skb(length: int, gso_size: int, ip: int, partial: bool, paged: bool) -> Skb:
@@ -143,7 +143,7 @@ def _udp_skb(length: int, gso_size: int, ip: int, partial: bool, paged: bool) ->
     return skb
 
 
-def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, kernel: str | None = None,
+def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, kernel: str | Kernel | None = None,
                 dontfrag: bool = False, no_check_tx: bool = False, peer_udp_gro: bool = False) -> UdpSend:
     """sendmsg() of ``length`` payload bytes on a UDP socket whose route leaves through ``dev`` (a
     vnetlab.netdev device; its ``mtu`` is the route MTU, its ``features`` decide checksum offload).
@@ -154,7 +154,7 @@ def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, ker
     step looks the socket up). The checks run in the order the kernel makes them, each citing its source.
     """
     check_ip(ip)
-    kv = _kernel(kernel or getattr(getattr(dev, "ns", None), "kernel", None) or DEFAULT_KERNEL)
+    kv = device_kernel(dev, kernel)
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise ValueError(f"length must be a non-negative int (bytes of UDP payload), got {length!r}")
     if isinstance(gso_size, bool) or not isinstance(gso_size, int):
@@ -185,10 +185,10 @@ def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, ker
         # __ip6_append_data: maxnonfragsize = sizeof(ipv6hdr) + IPV6_MAXPLEN (ip6_sk_ignore_df) -> 65535 of UDP
         if ulen > IP_MAX_MTU:
             return _fail(length, gso_size, ip, kv, "EMSGSIZE", f"__ip6_append_data: {ulen} B of UDP > IPV6_MAXPLEN")
-    feats = FeatureSet.coerce(getattr(dev, "features", None), kv.version)
+    feats = FeatureSet.coerce(getattr(dev, "features", None), kv)
     # __ip_append_data / __ip6_append_data: CHECKSUM_PARTIAL when the first skb holds it all and the route
     # device offloads the checksum (IP_CSUM | HW_CSUM, IPV6_CSUM | HW_CSUM)
-    partial = ulen + IP_HLEN[ip] <= amtu and can_checksum_protocol(feats & mask("CSUM_MASK", kv.version), ip)
+    partial = ulen + IP_HLEN[ip] <= amtu and can_checksum_protocol(feats & mask("CSUM_MASK", kv), ip)
     if gso_size:
         datalen = length
         if _mss_check_is_min(kv):
@@ -214,10 +214,10 @@ def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, ker
     skb = _udp_skb(length, gso_size, ip, partial, paged=bool(gso_size))
     # net/ipv4/ip_output.c __ip_make_skb: a local datagram longer than the route MTU leaves without DF and is
     # fragmented (ip_fragment) unless IP_PMTUDISC_DO, which __ip_append_data already refused above
-    tx = send(dev, skb, kernel=kv.version, ip=ip, df=dontfrag, local_udp=True, udp_gro=peer_udp_gro)
+    tx = send(dev, skb, kernel=kv, ip=ip, df=dontfrag, local_udp=True, udp_gro=peer_udp_gro)
     reason = (f"GSO skb of {skb.gso_segs} segments of {gso_size} B" if skb.is_gso()
               else "one datagram" + (" (gso_size set, datalen <= gso_size: no GSO)" if gso_size else ""))
-    return UdpSend(length, gso_size, ip, kv.version, None, reason, skb, tx)
+    return UdpSend(length, gso_size, ip, kv, None, reason, skb, tx)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: int = 4,
     gsos: list[int | None] = []
     segmented = kept = 0
     hdr = IP_HLEN[ip] + UDP_HLEN  # after eth_type_trans the skb starts at the IP header
-    feats = FeatureSet.from_names(["SG"], k.version) | mask("GSO_SOFTWARE", k.version)
+    feats = FeatureSet.from_names(["SG"], k) | mask("GSO_SOFTWARE", k)
     for skb in skbs:
         if _unexpected_gso(skb, udp_gro, k):
             segmented += 1
@@ -301,12 +301,12 @@ class UdpTransfer:
 
 
 def send_over_veth(dev: object, length: int, *, gso_size: int = 0, udp_gro: bool = False, ip: int = 4,
-                   kernel: str | None = None, dontfrag: bool = False) -> UdpTransfer:
+                   kernel: str | Kernel | None = None, dontfrag: bool = False) -> UdpTransfer:
     """udp_sendmsg on veth ``dev`` into a UDP socket behind its peer (``udp_gro``: that socket set UDP_GRO).
 
     The peer's receive path is :func:`vnetlab.xmit.veth_xmit` (backlog or NAPI + GRO per kernel, XDP and the
     peer's ``gro``, ``rx-udp-gro-forwarding``, ``rx-gro-list`` settings); the socket is :func:`udp_recv`."""
-    kv = kernel or getattr(getattr(dev, "ns", None), "kernel", None) or DEFAULT_KERNEL
+    kv = device_kernel(dev, kernel)
     s = udp_sendmsg(dev, length, gso_size=gso_size, ip=ip, kernel=kv, dontfrag=dontfrag, peer_udp_gro=udp_gro)
     if s.error is not None or s.tx is None or s.tx.peer_rx is None:
         return UdpTransfer(s, None, None)

@@ -38,7 +38,7 @@ from vnetlab.features import (
     skb_gso_ok,
 )
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, UDP_HLEN, VLAN_HLEN
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel, device_kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import (
     SegmentResult,
@@ -88,15 +88,15 @@ class TxDevice:
     features_check: str = "vlan"
     gso_max_segs: int = GSO_MAX_SEGS
     gso_max_size: int = GSO_MAX_SIZE
-    kernel: str = DEFAULT_KERNEL
+    kernel: str | Kernel = DEFAULT_KERNEL
     mtu: int = ETH_DATA_LEN
     gso_partial_features: FeatureSet = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
-        version = _kernel(self.kernel).version
-        object.__setattr__(self, "kernel", version)
+        k = _kernel(self.kernel)  # resolved once: a lab kernel's rules stay with the device
+        object.__setattr__(self, "kernel", k)
         for name in ("features", "vlan_features", "hw_enc_features", "gso_partial_features"):
-            object.__setattr__(self, name, FeatureSet.coerce(getattr(self, name), version))
+            object.__setattr__(self, name, FeatureSet.coerce(getattr(self, name), k))
 
 
 # ndo_features_check per device kind (6.1): macvlan.c, br_device.c, bond_main.c, veth.c, vxlan_core.c and
@@ -126,17 +126,7 @@ def _lower_of(dev: Any, port: Any = None) -> Any:
     return lowers[0] if lowers else None
 
 
-def _dev_kernel(dev: Any, kernel: str | Kernel | None) -> str:
-    if kernel is not None:
-        return _kernel(kernel).version
-    for obj in (dev, getattr(dev, "ns", None)):
-        k = getattr(obj, "kernel", None)
-        if k is not None:
-            return _kernel(str(k)).version
-    return DEFAULT_KERNEL
-
-
-def _fs(dev: Any, attr: str, kernel: str) -> FeatureSet:
+def _fs(dev: Any, attr: str, kernel: Kernel) -> FeatureSet:
     return FeatureSet.coerce(getattr(dev, attr, None), kernel)
 
 
@@ -172,11 +162,10 @@ class FeatureSteps:
         return self.steps[-1][1] if self.steps else self.start
 
 
-def netif_skb_features_steps(dev: Any, skb: Skb, *, kernel: str | None = None, inband_vlan_tags: int = 0,
+def netif_skb_features_steps(dev: Any, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: int = 0,
                              ip: int = 4) -> FeatureSteps:
     """:func:`netif_skb_features` with every intermediate feature set, for the notebook."""
-    kv = _dev_kernel(dev, kernel)
-    k = _kernel(kv)
+    kv = k = device_kernel(dev, kernel)
     check_ip(ip)
     gmask = mask("GSO_MASK", kv)
     start = _fs(dev, "features", kv)
@@ -225,7 +214,7 @@ def netif_skb_features_steps(dev: Any, skb: Skb, *, kernel: str | None = None, i
     return FeatureSteps(start, tuple(steps))
 
 
-def netif_skb_features(dev: Any, skb: Skb, *, kernel: str | None = None, inband_vlan_tags: int = 0,
+def netif_skb_features(dev: Any, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: int = 0,
                        ip: int = 4) -> FeatureSet:
     """The features validate_xmit_skb() uses for ``skb`` on ``dev`` (net/core/dev.c netif_skb_features, 6.1):
     dev->features, gso_features_check, hw_enc_features, the VLAN intersection, ndo_features_check
@@ -258,8 +247,7 @@ def validate_xmit_skb(dev: Any, skb: Skb, *, kernel: str | Kernel | None = None,
     device lacks VLAN TX offload); then segment if netif_needs_gso, else linearize if skb_needs_linearize.
     ``outer``: tunnel header bytes in front of an encapsulated skb (vxlan). A :class:`Kernel` for ``kernel``
     carries its rules (segmentation reads them) into the device's feature tables of that version."""
-    kv = _dev_kernel(dev, kernel)
-    rules = kernel if isinstance(kernel, Kernel) else kv
+    kv = rules = device_kernel(dev, kernel)
     feats = netif_skb_features(dev, skb, kernel=kv, inband_vlan_tags=inband_vlan_tags, ip=ip)
     tag_inserted = False
     if skb.vlan_tag is not None and "HW_VLAN_CTAG_TX" not in feats:
@@ -396,7 +384,7 @@ class VethRx:
     """
 
     device: str
-    kernel: str
+    kernel: Kernel  # the kernel the send ran (a lab kernel with its patch's rules)
     paths: tuple[str, ...]
     gro: bool
     delivered: tuple[Skb, ...]
@@ -424,7 +412,7 @@ class TxResult:
     hops: tuple[Hop, ...]
     ops: Mapping[str, int]
     skbs_to_driver: tuple[Skb, ...] = ()
-    kernel: str = DEFAULT_KERNEL
+    kernel: Kernel | str = DEFAULT_KERNEL  # the Kernel the send ran
     dropped: tuple[tuple[str, str], ...] = ()
     peer_rx: VethRx | None = None
 
@@ -552,8 +540,7 @@ def send(dev: Any, skb: Skb, *, kernel: str | Kernel | None = None, port: Any = 
     ``ops["kept_header_segs"]`` counts segments that left with the IP/UDP header they arrived with
     (:attr:`vnetlab.segment.SegmentResult.kept_headers`).
     """
-    kv = _dev_kernel(dev, kernel)
-    rules = kernel if isinstance(kernel, Kernel) else kv
+    kv = rules = device_kernel(dev, kernel)
     check_ip(ip)
     hops: list[Hop] = []
     ops: Counter[str] = Counter()
@@ -687,7 +674,7 @@ def send(dev: Any, skb: Skb, *, kernel: str | Kernel | None = None, port: Any = 
 # veth: the peer's receive side
 
 
-def veth_napi_active(rcv: Any, kernel: str | None = None) -> bool:
+def veth_napi_active(rcv: Any, kernel: str | Kernel | None = None) -> bool:
     """Whether the receiving veth has NAPI instances (rq->napi set), per kernel (drivers/net/veth.c):
 
     - without the kernel rule veth_napi_for_gro (5.10..5.12, Debian 5.10.223) veth_xmit uses NAPI only with an XDP
@@ -695,14 +682,14 @@ def veth_napi_active(rcv: Any, kernel: str | None = None) -> bool:
     - with it (5.13+, d3256efd8e8b "veth: allow enabling NAPI even without XDP"): an XDP program, or GRO requested
       (veth_gro_requested: NETIF_F_GRO in wanted_features) on the receiver, when it is up.
     """
-    k = _kernel(_dev_kernel(rcv, kernel))
+    k = device_kernel(rcv, kernel)
     xdp = bool(getattr(rcv, "xdp", False))
     if not k.rule("veth_napi_for_gro"):
         return xdp
-    return xdp or "GRO" in FeatureSet.coerce(getattr(rcv, "wanted_features", None), k.version)
+    return xdp or "GRO" in FeatureSet.coerce(getattr(rcv, "wanted_features", None), k)
 
 
-def _eligible_for_gro(dev: Any, rcv: Any, local_udp: bool, kernel: str) -> bool:
+def _eligible_for_gro(dev: Any, rcv: Any, local_udp: bool, kernel: Kernel) -> bool:
     # drivers/net/veth.c veth_skb_is_eligible_for_gro (47e550e0105b, 5.13; same in 6.1 and ≈6.18): the xmit
     # device without ALL_TSO, or a local UDP skb (destructor sock_wfree) towards GRO_FRAGLIST | GRO_UDP_FWD.
     xmit_feats = _fs(dev, "features", kernel)
@@ -711,8 +698,9 @@ def _eligible_for_gro(dev: Any, rcv: Any, local_udp: bool, kernel: str) -> bool:
         local_udp and ("GRO_FRAGLIST" in rcv_feats or "GRO_UDP_FWD" in rcv_feats))
 
 
-def veth_xmit(dev: Any, skbs: Iterable[Skb], *, kernel: str | None = None, ip: int = 4, local_udp: bool = False,
-              udp_gro: bool = False, local_socket: bool = True, fragment_of: Sequence[int] = ()) -> VethRx:
+def veth_xmit(dev: Any, skbs: Iterable[Skb], *, kernel: str | Kernel | None = None, ip: int = 4,
+              local_udp: bool = False, udp_gro: bool = False, local_socket: bool = True,
+              fragment_of: Sequence[int] = ()) -> VethRx:
     """drivers/net/veth.c veth_xmit for ``skbs`` sent on veth ``dev``: what its peer's stack receives.
 
     Per skb: __dev_forward_skb drops it if is_skb_forwardable fails (non-GSO longer than the peer's MTU);
@@ -724,8 +712,7 @@ def veth_xmit(dev: Any, skbs: Iterable[Skb], *, kernel: str | None = None, ip: i
     ``fragment_of[i]`` >= 0 marks skb i as an IP fragment of datagram number ``fragment_of[i]``: GRO leaves
     fragments alone (inet_gro_receive flushes them) and ip_defrag hands up one reassembled datagram.
     """
-    kv = _dev_kernel(dev, kernel)
-    k = _kernel(kv)
+    kv = k = device_kernel(dev, kernel)
     rcv = getattr(dev, "peer", None)
     if rcv is None:
         raise ValueError(f"dev={getattr(dev, 'name', dev)!r} is not a veth with a peer")

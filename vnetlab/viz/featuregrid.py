@@ -1,7 +1,8 @@
 """The per-device feature grid: ``ethtool -k`` for every device of a stack, and where two GSO skbs are segmented.
 
-- :func:`device_cells` reads one device's transmit features the way ``ethtool -k`` prints them (on / off,
-  ``[fixed]`` = not in hw_features or in NETIF_F_NEVER_CHANGE) plus wanted_features, so a feature that was
+- :func:`device_cells` (from vnetlab.viz.featurecells) reads one device's transmit features the way ``ethtool -k``
+  prints them (on / off, ``[fixed]`` = not in hw_features or in NETIF_F_NEVER_CHANGE) plus wanted_features, so a
+  feature that was
   requested (``ethtool -K``) but is off shows as such: "requested on, off" is what ethtool reports as
   ``off [requested on]`` (net/ethtool/features.c ethnl_set_features / ethtool's dump_features).
 - :func:`feature_grid` sends a UDP GSO skb (gso_type UDP_L4, payload in frags, no frag_list) and a fraglist
@@ -26,8 +27,9 @@ from matplotlib.figure import Figure
 
 from vnetlab import features as F
 from vnetlab import xmit
-from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.skb import Skb
+from vnetlab.viz.featurecells import STATE_STYLE, STATES, Cell, cell_style, device_cells
 from vnetlab.viz.stacks import HATCH_COLOR, UPPERS, Stack, cell_label
 from vnetlab.viz.style import DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
@@ -43,61 +45,9 @@ GRID_FEATURES = ("SG", "IP_CSUM", "HW_CSUM", "FRAGLIST", "TSO", "GSO_UDP_L4", "G
 # skb key -> (column title, fraglist?)
 SKB_KINDS = {"udp_gso": ("UDP GSO skb", False), "fraglist": ("fraglist GSO skb", True)}
 
-STATES = ("on", "off", "on, fixed", "off, fixed", "requested on, off")
-# state -> (fill, hatch, word in a stack lamp, words in a grid cell). Fills from Paul Tol's "light" scheme; fixed
-# cells are hatched, a requested-but-off cell has a dashed edge (drawn by the callers), and the words differ.
-STATE_STYLE: dict[str, tuple[str, str | None, str, str]] = {
-    "on": ("#77AADD", None, "on", "on"),
-    "off": ("#FFFFFF", None, "off", "off"),
-    "on, fixed": ("#77AADD", "//", "on [fixed]", "on\nfixed"),
-    "off, fixed": ("#DDDDDD", "//", "off [fixed]", "off\nfixed"),
-    "requested on, off": ("#EEDD88", None, "off [requested on]", "off\nwanted on"),
-}
 # verdict action -> fill (segmented in software stands out; the rest are pale)
 VERDICT_FILL = {"segments": "#EE8866", "linearizes": "#EE8866", "passes": "#FFFFFF", "hw_gso": "#BBCC33",
                 "to_peer": "#DDDDDD", "not_reached": "#FFFFFF"}
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One feature of one device as ethtool -k shows it, plus whether it is in wanted_features."""
-
-    feature: str  # NETIF_F name
-    ethtool: str
-    on: bool
-    fixed: bool
-    wanted: bool
-
-    @property
-    def state(self) -> str:
-        """One of STATES."""
-        if self.fixed:
-            return "on, fixed" if self.on else "off, fixed"
-        if self.on:
-            return "on"
-        return "requested on, off" if self.wanted else "off"
-
-
-def device_cells(dev: Any, names: Sequence[str] = GRID_FEATURES) -> list[Cell]:
-    """The cells of ``names`` that this device's kernel has (NETIF_F_GSO_FRAGLIST is absent before 5.6, ...)."""
-    k = dev.ns.kernel
-    shown = dev.ethtool_k()
-    wanted = dev.wanted_features
-    out = []
-    for n in names:
-        try:
-            eth = F.ethtool_name(n, kernel=k)
-        except ValueError:
-            continue
-        on, fixed = shown[eth]
-        out.append(Cell(n, eth, on, fixed, n in wanted))
-    return out
-
-
-def cell_style(cell: Cell) -> tuple[str, str | None, str]:
-    """(fill, hatch, one-line words) of a cell: the stack lamps' style."""
-    face, hatch, word, _words = STATE_STYLE[cell.state]
-    return face, hatch, word
 
 
 @dataclass(frozen=True)
@@ -131,7 +81,7 @@ class FeatureGrid:
     sent: Mapping[str, tuple[Skb, xmit.TxResult]]  # skb kind -> (skb, xmit.send's result); empty if not sent
 
     @property
-    def kernel(self) -> str:
+    def kernel(self) -> Kernel:
         return self.stack.kernel
 
     def row(self, name: str) -> GridRow:

@@ -26,9 +26,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 from vnetlab import netdev, xmit
-from vnetlab.profiles import DEFAULT_KERNEL
+from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
+from vnetlab.viz.featurecells import cell_style, device_cells
 from vnetlab.viz.style import COLORS, DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
 __all__ = ["NICS", "UPPERS", "PATCH_KERNELS", "STACK_FEATURES", "Stack", "build_stack", "send_gso",
@@ -78,7 +79,7 @@ class Stack:
 
     net: netdev.Namespace
     devices_top_down: tuple[Any, ...]
-    kernel: str
+    kernel: Kernel  # resolved once (build_stack): a lab kernel keeps its patch's rules
     upper: str
     nic: str
 
@@ -112,7 +113,7 @@ def _stack_on(net: netdev.Namespace, kind: str, below: Any) -> Any:
     return master
 
 
-def build_stack(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
+def build_stack(*, kernel: str | Kernel = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
                 nic_params: Mapping[str, Any] | None = None,
                 settings: Mapping[str, Mapping[str, bool]] | None = None) -> Stack:
     """The lower device ``nic`` (a key of NICS: eth0 with a driver profile, or veth0 of a veth pair) with the
@@ -123,9 +124,9 @@ def build_stack(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str =
         raise ValueError(f"upper must be one of {', '.join(UPPERS)} (devices stacked on the NIC), got {upper!r}")
     if nic not in NICS:
         raise ValueError(f"nic must be one of {', '.join(NICS)} (vnetlab.netdev driver profiles), got {nic!r}")
-    kv = _kernel(kernel).version
+    k = _kernel(kernel)
     _label, driver, params = NICS[nic]
-    net = netdev.Namespace(kernel=kv)
+    net = netdev.Namespace(kernel=k)
     if driver == "veth":
         if nic_params:
             raise ValueError(f"nic_params={dict(nic_params)!r}: a veth pair takes no probe parameters")
@@ -135,7 +136,7 @@ def build_stack(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str =
     chain = [below]
     for kind in UPPERS[upper]:
         chain.append(_stack_on(net, kind, chain[-1]))
-    stack = Stack(net, tuple(reversed(chain)), kv, upper, nic)
+    stack = Stack(net, tuple(reversed(chain)), k, upper, nic)
     unknown = set(settings or {}) - {d.name for d in chain}
     if unknown:
         raise ValueError(f"settings names unknown devices {sorted(unknown)}; this stack has "
@@ -155,8 +156,6 @@ def send_gso(stack: Stack, *, segs: int = 44, gso_size: int = 1472, fraglist: bo
 
 def feature_states(dev: Any, names: Sequence[str] = STACK_FEATURES) -> list[tuple[str, str, bool, bool]]:
     """(NETIF_F name, ethtool name, on, fixed) for the features this kernel has, as ethtool -k shows them."""
-    from vnetlab.viz.featuregrid import device_cells
-
     return [(c.feature, c.ethtool, c.on, c.fixed) for c in device_cells(dev, names)]
 
 
@@ -238,8 +237,6 @@ def _aligned(columns: Sequence[_Column]) -> list[_Column]:
 
 def _column(stack: Stack, skb: Skb, tx: xmit.TxResult, width_px: float, *, lamps: bool = True) -> _Column:
     """The texts of one column wrapped to ``width_px`` (the axes' width), and how many feature lamps fit a row."""
-    from vnetlab.viz.featuregrid import cell_style, device_cells
-
     text_w = width_px * (_W - 1.3) / _W  # inside a box
     fl = "FRAGLIST" in skb.gso_type
     if skb.is_gso():
@@ -292,8 +289,6 @@ def _column(stack: Stack, skb: Skb, tx: xmit.TxResult, width_px: float, *, lamps
 def _draw_column(ax: Any, col: str, column: _Column, skb: Skb, tx: xmit.TxResult) -> float:
     """One stack, top (y = 0) down, into axes whose limits are set here (regions added without data-limit updates).
     Returns the lowest y used. Feature lamps: ``column.per_row`` to a row, in the grid's cell style."""
-    from vnetlab.viz.featuregrid import cell_style, device_cells
-
     def arrow(start: tuple[float, float], end: tuple[float, float]) -> None:
         ax.add_artist(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=9, linewidth=0.9))
 
