@@ -448,6 +448,11 @@ def rx_frag_sizes(k: Kernel, a: Arch) -> tuple[int, ...]:
     return tuple(dict.fromkeys((max(a.page_size, SKB_FRAG_PAGE_SIZE), a.page_size)))
 
 
+def rq_frag_size(k: Kernel, a: Arch) -> int:
+    """The memory mergeable buffers are usually carved from: the first of rx_frag_sizes."""
+    return rx_frag_sizes(k, a)[0]
+
+
 def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageFrag | PagePool:
     """A fresh rq allocator for receive buffers as the kernel has it: rq->alloc_frag or rq->page_pool."""
     sizes = rx_frag_sizes(k, a)
