@@ -1,7 +1,7 @@
-"""The guest's initramfs: busybox-static, lab/guest/init, udptool, ip/ethtool/nft with their libraries, modules.
+"""The guest's initramfs: busybox-static, lab/guest/init, udptool, ip/ethtool/tc/nft with their libraries, modules.
 
-Written as a cpio newc archive by this module (no root filesystem image). ip and ethtool are the host's (the
-lab needs Debian's iproute2 and ethtool anyway); nft comes from Debian's nftables .deb and its library
+Written as a cpio newc archive by this module (no root filesystem image). ip, tc and ethtool are the host's
+(the lab needs Debian's iproute2 and ethtool anyway); nft comes from Debian's nftables .deb and its library
 packages, downloaded through the lab's private apt configuration and unpacked with dpkg-deb -x under
 lab/work/userland (never installed on the host).
 """
@@ -127,7 +127,7 @@ def build_initramfs(work: Path, kern: dict, modules: list[str] | None = None) ->
     entries.append(("bin/udptool", 0o100755, udptool.read_bytes()))
     entries.append(("init", 0o100755, (LAB / "guest" / "init").read_bytes()))
     libs: dict[str, Path] = {}
-    for tool in ("ip", "ethtool"):
+    for tool in ("ip", "ethtool", "tc"):  # tc: the sender's qdisc statistics (router stage)
         path = shutil.which(tool) or f"/usr/sbin/{tool}"
         if not Path(path).exists():
             raise SystemExit(f"{tool} is needed on the host (apt-get install -y iproute2 ethtool)")

@@ -449,7 +449,11 @@ def test_router_delivery_matches_the_model(kernel, case):
     row = next(r for r in labdata.router_rows([kernel]) if r.case == case)
     doc = labdata.load("router", kernel)
     c = next(x for x in doc["router"]["cases"] if x["case"] == case)
-    assert row.sent == row.forwarded == doc["router"]["count"]
+    # What the sender's own qdisc dropped (fq_codel's CoDel under TCG, `tc -s qdisc`, recorded since the 7.x runs)
+    # never reaches the router: not a router or model question.
+    q = c.get("sender_qdisc") or {}
+    dropped = q["after"]["dropped"] - q["before"]["dropped"] if q.get("after") and q.get("before") else 0
+    assert row.sent == doc["router"]["count"] and row.forwarded == row.sent - dropped
     segs = labdata.gro_skb_segs(c, doc["router"]["payload"])
     assert sum(segs) == row.forwarded, "every packet eth1 received went up in exactly one GRO skb"
     assert max(segs) <= doc["prediction"]["packets_per_gro_skb"], "no GRO skb beyond the model's N"
