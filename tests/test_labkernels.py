@@ -225,3 +225,24 @@ def test_version_strings_still_work_and_resolve_once():
     assert ns.kernel == "6.18" and ns.kernel is vnetlab.kernel("6.18") and ns.profile is ns.kernel
     a, _b = ns.veth("v0", "v1")
     assert a.features.kernel is ns.kernel and str(a.features.kernel) == "6.18" and f"{ns.kernel:6}|" == "6.18  |"
+
+
+def test_a_profile_is_interchangeable_with_its_version_string_as_a_key():
+    k = vnetlab.kernel("6.1")
+    assert {"6.1": 1}[k] == 1 and k in {"6.1"} and hash(k) == hash("6.1")
+    lab = labkernels.model_kernel(REVERT)
+    assert lab != "5.10.223" and lab != vnetlab.kernel("5.10.223") and lab == labkernels.model_kernel(REVERT)
+    assert len({lab, vnetlab.kernel("5.10.223")}) == 2
+
+
+def test_a_feature_grid_never_resolves_a_kernel_string_again():
+    """Issue 20: features._version ran 17,740 times in 20 feature_grid calls (5.10, vlan on the router NIC);
+    the stack's Kernel is resolved once by build_stack and every device, FeatureSet and send asks it."""
+    from vnetlab import profiles
+
+    st = stacks.build_stack(kernel="5.10", upper="vlan", nic="router")
+    before = profiles._kernel.cache_info()
+    grid = featuregrid.feature_grid(st)
+    after = profiles._kernel.cache_info()
+    assert (after.hits + after.misses) - (before.hits + before.misses) == 0
+    assert grid.segmented_at("udp_gso") == "eth0.10"  # 5.10: GSO_SOFTWARE lacks GSO_UDP_L4 (2e4ef10f5850)

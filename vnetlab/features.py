@@ -5,6 +5,10 @@ this module only reads them. Bits move between versions: LLTX/NETNS_LOCAL sit at
 them unused, GRO_UDP_FWD (59) arrives in 5.12, the HSR bits (60-63) after it, and 6.18 inserts GSO_ACCECN
 at 35, pushing FCOE_CRC/SCTP_CRC up by one and dropping FCOE_MTU.
 
+Every function takes ``kernel=`` as a version string or a resolved :class:`~vnetlab.profiles.Kernel` (a lab
+kernel keeps its patch's rules); the table is built once per Kernel object and kept on it (Kernel.derived), and a
+FeatureSet keeps both, so operations on it never resolve a version again.
+
 The feature algebra of include/linux/netdevice.h and net/core/dev.c (netdev_intersect_features,
 netdev_increment_features, netdev_add_tso_features, net_gso_ok, skb_gso_ok) is here too, on FeatureSets.
 """

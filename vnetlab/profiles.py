@@ -91,11 +91,15 @@ class Kernel:
     def table(self, table: str, part: str = "") -> Section:
         """This kernel's section ``part`` of data/<table>.toml ("gro"; "netdev_features" with part "", "ethtool",
         "masks", "skb_gso"): what modules read instead of looking a version string up themselves."""
+        key = f"table:{table}:{part}"
+        if key in self._derived:
+            return self._derived[key]
         sec = kernel_section(table, self.version, part)
         if sec is None:
             where = f"[{self.version}{'.' + part if part else ''}]"
             raise UnknownKernelError(f"kernel={self.version!r} has no section {where} in data/{table}.toml; "
                                      f"known: {', '.join(table_kernels(table))}")
+        self._derived[key] = sec
         return sec
 
     def has_table(self, table: str) -> bool:
@@ -125,7 +129,8 @@ class Kernel:
         return self.key < other_key
 
     def __hash__(self) -> int:
-        return hash((self.key, self.name))
+        # equal to its version string (a profile) hashes like it, so {"6.1": ...}[kernel("6.1")] finds it
+        return hash((self.version, self.name)) if self.name else hash(self.version)
 
     def __str__(self) -> str:
         return self.version
@@ -276,12 +281,11 @@ def _skb_shared_info_size(pointer_bytes: int, s64_align: int, max_skb_frags: int
 
 
 @functools.cache
-def _arch(name: str, version: str, config_max_skb_frags: int | None) -> Arch:
+def _arch(name: str, k: Kernel, config_max_skb_frags: int | None) -> Arch:
     table = load_table("arches")
     if name not in table:
         raise UnknownArchError(f"arch={name!r} is not a known architecture; known: {', '.join(table)}")
     sec = table[name]
-    k = kernel(version)
     page_size = sec.typed("page_size", int)
     l1 = sec.typed("l1_cache_bytes", int)
     pointer_bytes = sec.typed("pointer_bytes", int)
@@ -321,4 +325,4 @@ def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *, max_skb_fra
         raise UnknownArchError(f"arch must be a name such as 'x86_64', got {name!r}; "
                                f"known: {', '.join(known_arches())}")
     k = _resolve_kernel(kernel)
-    return _arch(name, k.version, max_skb_frags)
+    return _arch(name, k, max_skb_frags)  # the Kernel itself: a lab kernel's rules reach the sizes too
