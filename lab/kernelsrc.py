@@ -71,7 +71,9 @@ def masks(tree: Path, bits: dict[str, int]) -> dict[str, object]:
 
 def skb_gso_bits(tree: Path) -> dict[str, int]:
     text = _strip_comments((tree / "include/linux/skbuff.h").read_text())
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"SKB_GSO_(\w+)\s*=\s*1\s*<<\s*(\d+)", text)}
+    # __SKB_GSO_TCP_FIXEDID (6.18+: bit 3, the public SKB_GSO_TCP_FIXEDID moved to bit 30) keeps its "__" name
+    return {(m.group(1) or "") + m.group(2): int(m.group(3))
+            for m in re.finditer(r"(?<!\w)(__)?SKB_GSO_(\w+)\s*=\s*1\s*<<\s*(\d+)", text)}
 
 
 def read_tree(tree: Path) -> dict[str, dict]:

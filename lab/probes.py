@@ -31,6 +31,8 @@ FILES = (
     "net/ipv4/udp.c", "net/ipv4/udp_offload.c", "net/ipv4/tcp_offload.c",
     "net/8021q/vlan_dev.c", "net/ethtool/common.c", "net/Kconfig",
     "arch/x86/include/asm/processor.h", "arch/arm64/include/asm/processor.h", "arch/powerpc/include/asm/processor.h",
+    "arch/mips/include/asm/processor.h", "arch/x86/include/asm/page_types.h", "arch/arm64/include/asm/cache.h",
+    "arch/powerpc/include/asm/cache.h",
 )
 
 
@@ -548,7 +550,9 @@ def _where(tree: Tree, probe: Probe, function: str) -> Finding:
 
 
 def _receive_list_flush(tree: Tree, probe: Probe) -> Finding:
-    file = next(f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive_list\("))
+    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive_list\(")), None)
+    if file is None:
+        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive_list")
     start, lines = tree.body(file, "skb_gro_receive_list")
     for k, ln in enumerate(lines):
         if "65536" in ln:
@@ -563,3 +567,80 @@ def _receive_list_flush(tree: Tree, probe: Probe) -> Finding:
 def run_all(tree: Tree, tables: Sequence[str] = ("kernels", "gro")) -> list[Finding]:
     """Every probe of ``tables`` on ``tree``."""
     return [p.run(tree) for p in PROBES if p.table in tables]
+
+
+# --- data/arches.toml: the per-architecture constants a source tree decides -----------------------------------
+
+ARCH_DIRS = {"x86_64": "x86", "arm64": "arm64", "arm64-64k": "arm64", "ppc64le": "powerpc", "ppc64le-4k": "powerpc",
+             "mips32": "mips"}
+
+# Arch fields no probe decides, and why.
+ARCH_HAND_WRITTEN = {
+    "pointer_bytes": "the ABI (LP64 or ILP32), not a kernel source constant",
+    "s64_align": "the ABI's alignment of a 64-bit integer, not a kernel source constant",
+    "sk_buff_size": "sizeof(struct sk_buff) depends on the config: from a kernel's BTF (pahole), per kernel in "
+                    "kernels.toml sk_buff_size_64 where read",
+    "description": "prose",
+}
+
+
+def _define(tree: Tree, file: str, macro: str, *, last_before: str | None = None) -> Match | None:
+    lines = tree.lines(file)
+    if lines is None:
+        return None
+    hits = []
+    for i, ln in enumerate(lines):
+        if last_before and re.match(rf"\s*#\s*define\s+{last_before}\b", ln):
+            break
+        if re.match(rf"\s*#\s*define\s+{macro}\s", ln):
+            hits.append(i)
+            if not last_before:
+                break
+    return Match(file, hits[-1] + 1, tree.raw_line(file, hits[-1] + 1)) if hits else None
+
+
+def arch_findings(tree: Tree, arch: str) -> list[Finding]:
+    """net_ip_align (every arch), l1_cache_bytes (where cache.h fixes it) and page_size (x86's fixed PAGE_SHIFT)."""
+    d = ARCH_DIRS[arch]
+    out = []
+    proc = f"arch/{d}/include/asm/processor.h"
+    if not tree.has(proc):
+        return out  # a tree unpacked without this arch's headers decides nothing for it
+    m = _define(tree, proc, "NET_IP_ALIGN")
+    if m is not None:
+        out.append(Finding("arches", "net_ip_align", int(re.search(r"NET_IP_ALIGN\s+(\d+)", m.text).group(1)), m,
+                           "NET_IP_ALIGN", True, "#define NET_IP_ALIGN"))
+    else:  # include/linux/skbuff.h: #ifndef NET_IP_ALIGN / #define NET_IP_ALIGN 2
+        g = _define(tree, "include/linux/skbuff.h", "NET_IP_ALIGN")
+        if g is None:
+            raise ProbeError(f"{tree.label}: include/linux/skbuff.h has no generic NET_IP_ALIGN")
+        out.append(Finding("arches", "net_ip_align", int(re.search(r"NET_IP_ALIGN\s+(\d+)", g.text).group(1)), g,
+                           "NET_IP_ALIGN", True, f"#define NET_IP_ALIGN (none in {proc}: the generic one)"))
+    cache = f"arch/{d}/include/asm/cache.h"
+    if d in ("arm64", "powerpc"):
+        # arm64: one L1_CACHE_SHIFT; powerpc: the CONFIG_PPC64 branch, the last before L1_CACHE_BYTES
+        m = _define(tree, cache, "L1_CACHE_SHIFT", last_before="L1_CACHE_BYTES" if d == "powerpc" else None)
+        n = re.search(r"L1_CACHE_SHIFT\s+\(?(\d+)", m.text) if m is not None else None
+        if m is not None and n is not None:  # a tree unpacked without cache.h leaves the field undecided
+            out.append(Finding("arches", "l1_cache_bytes", 1 << int(n.group(1)), m, "L1_CACHE_SHIFT", True,
+                               "#define L1_CACHE_SHIFT"))
+    if d == "x86":
+        m = _define(tree, "arch/x86/include/asm/page_types.h", "PAGE_SHIFT")
+        n = re.search(r"PAGE_SHIFT\s+(\d+)\b", m.text) if m is not None else None
+        if m is not None and n is not None:  # later trees: PAGE_SHIFT = CONFIG_PAGE_SHIFT (include/vdso/page.h)
+            out.append(Finding("arches", "page_size", 1 << int(n.group(1)), m, "PAGE_SHIFT", True,
+                               "#define PAGE_SHIFT"))
+    return out
+
+
+ARCH_CONFIG = {  # fields a Kconfig choice decides per arch profile (the profile names the choice)
+    ("x86_64", "l1_cache_bytes"): "CONFIG_X86_L1_CACHE_SHIFT (Kconfig; 6 for x86_64 generic)",
+    ("x86_64", "page_size"): "PAGE_SHIFT is CONFIG_PAGE_SHIFT (include/vdso/page.h) in 6.x/7.x trees, not a literal in "
+                             "arch/x86/include/asm/page_types.h any more (12 on x86)",
+    ("mips32", "l1_cache_bytes"): "CONFIG_MIPS_L1_CACHE_SHIFT (Kconfig; platforms choose 4..7)",
+    ("arm64", "page_size"): "CONFIG_ARM64_4K_PAGES (a Kconfig choice)",
+    ("arm64-64k", "page_size"): "CONFIG_ARM64_64K_PAGES (a Kconfig choice)",
+    ("ppc64le", "page_size"): "CONFIG_PPC_64K_PAGES (a Kconfig choice)",
+    ("ppc64le-4k", "page_size"): "CONFIG_PPC_4K_PAGES (a Kconfig choice)",
+    ("mips32", "page_size"): "CONFIG_PAGE_SIZE_4KB (a Kconfig choice)",
+}

@@ -23,6 +23,7 @@ from typing import Any
 
 from lab import kernelsrc
 from lab.probes import FILES, HAND_WRITTEN, PROBES, ProbeError, Tree
+from vnetlab.tables import parse_table
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 WORK = Path(__file__).resolve().parent / "work"
@@ -69,6 +70,8 @@ def _key(version: str) -> tuple[int, ...]:
 
 def _needs(rule: str, rules: dict[str, Any]) -> bool:
     """Whether the model reads hand-written ``rule`` for a kernel with these probed rules."""
+    if rule == "sk_buff_size_64":
+        return True  # vnetlab.profiles.arch: a kernel's own sizeof(struct sk_buff) beats the arch default
     if rule == "small_head_request":
         return rules.get("napi_head", {}).get("value") == "small_head_cache"  # vnetlab.rx.small_head_cache_size
     return False
@@ -100,6 +103,9 @@ def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dic
         out[probe.table][kernel_id][probe.rule] = {"value": f.value, "source": f.source(tree.label)}
     committed = _committed("kernels")
     old = committed.get(kernel_id, {})
+    if "released" in old:
+        # the date names the release the profile models (a kernel.org tag or a Debian upload), kept as committed
+        out["kernels"][kernel_id]["released"] = old["released"]
     for rule, why in HAND_WRITTEN.items():
         if rule == "sk_buff_size_64" and btf is not None:
             out["kernels"][kernel_id][rule] = btf_size(btf, "sk_buff", tree.label)
@@ -109,8 +115,12 @@ def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dic
             continue
         else:
             # not decidable and not yet committed: the nearest older profile's value, said so
-            donor = max((k for k in committed if k != "meta" and rule in committed[k] and k != kernel_id
-                         and "probe" not in committed[k][rule] and _key(k) <= _key(tree.version)), key=_key)
+            donors = [k for k in committed if k != "meta" and rule in committed[k] and k != kernel_id
+                      and "probe" not in committed[k][rule] and _key(k)[:2] == _key(tree.version)[:2]
+                      and _key(k) <= _key(tree.version)]
+            if not donors:
+                continue
+            donor = max(donors, key=_key)
             leaf = committed[donor][rule]
             out["kernels"][kernel_id][rule] = {
                 "value": leaf["value"], "source": f"taken from profile {donor} ({leaf['source']})",
@@ -123,6 +133,63 @@ def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dic
             sec[name] = {"value": v, "source": src}
         feats[f"{kernel_id}{suffix}"] = sec
     out["netdev_features"] = feats
+    out["arches"] = derive_arches(tree)
+    return out
+
+
+def derive_arches(tree: Tree) -> dict[str, dict[str, Any]]:
+    """Each committed arch profile with what the tree decides replaced, the rest marked hand-written."""
+    from lab.probes import ARCH_CONFIG, ARCH_HAND_WRITTEN, arch_findings
+
+    committed = _committed("arches")
+    out: dict[str, dict[str, Any]] = {}
+    for arch, body in committed.items():
+        if arch == "meta":
+            continue
+        sec = {k: dict(v) for k, v in body.items()}
+        for f in arch_findings(tree, arch):
+            sec[f.rule] = {"value": f.value, "source": f.source(tree.label)}
+        for field, leaf in sec.items():
+            why = ARCH_HAND_WRITTEN.get(field) or ARCH_CONFIG.get((arch, field))
+            if why and "probe" not in leaf and not any(f.rule == field for f in arch_findings(tree, arch)):
+                leaf["probe"] = f"none: {why}"
+        out[arch] = sec
+    return out
+
+
+def feature_base(kernel_id: str, version: str) -> str | None:
+    """The profile a new feature table is written against: the committed one's _base, else the nearest older."""
+    committed = _committed("netdev_features")
+    if kernel_id in committed:
+        return committed[kernel_id].get("_base", {}).get("value")
+    older = [k for k in committed if k != "meta" and k.replace(".", "").isdigit() and _key(k) < _key(version)]
+    return max(older, key=_key) if older else None
+
+
+def as_changes(feats: dict[str, dict[str, Any]], kernel_id: str, base: str | None) -> dict[str, dict[str, Any]]:
+    """Whole feature sections -> only what moved from ``base`` (data/netdev_features.toml's form)."""
+    if base is None:
+        return feats
+    tables = parse_table("netdev_features", (DATA / "netdev_features.toml").read_text())  # expanded sections
+    out: dict[str, dict[str, Any]] = {}
+    for suffix in ("", ".ethtool", ".masks", ".skb_gso"):
+        whole = feats[f"{kernel_id}{suffix}"]
+        have = {n: (v, "") for n, v in tables[f"{base}{suffix}"].values.items()}
+        sec: dict[str, Any] = {}
+        if suffix == "":
+            sec["_base"] = {"value": base, "source": f"the kernel profile {kernel_id} is read against: only what "
+                                                     f"moved from {base} is listed"}
+        for name, leaf in whole.items():
+            old = have.get(name, (None,))[0]
+            same = sorted(old) == sorted(leaf["value"]) if isinstance(old, list) and isinstance(leaf["value"], list) \
+                else old == leaf["value"]
+            if not same:
+                sec[name] = leaf
+        anysrc = next(iter(whole.values()))["source"] if whole else kernel_id
+        for name in have:
+            if name not in whole:
+                sec[name] = {"value": False, "source": f"absent from {kernel_id} (read as: {anysrc})"}
+        out[f"{kernel_id}{suffix}"] = sec
     return out
 
 
@@ -153,7 +220,7 @@ def write_sections(table: str, sections: dict[str, dict[str, dict[str, Any]]]) -
     text = path.read_text()
     for name, body in sections.items():
         new = section_text(name, body)
-        m = re.search(rf'^\["{re.escape(name)}"\]\n(?:(?!\[).*\n|\n)*?(?=^\[|\Z)', text, re.M)
+        m = re.search(rf'^\[("?){re.escape(name)}\1\]\n(?:(?!\[).*\n|\n)*?(?=^\[|\Z)', text, re.M)
         if m:
             text = text[:m.start()] + new + "\n" + text[m.end():].lstrip("\n")
         else:
@@ -166,8 +233,11 @@ def compare(derived: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     diffs = []
     for table, sections in derived.items():
         committed = _committed(table)
+        expanded = parse_table(table, (DATA / f"{table}.toml").read_text())  # netdev_features: whole sections
         for name, body in sections.items():
             have = committed.get(name)
+            if have is not None and name in expanded:
+                have = {n: {"value": v} for n, v in expanded[name].values.items()}
             if have is None:
                 diffs.append(f"data/{table}.toml has no [{name}]")
                 continue
@@ -208,6 +278,8 @@ def run(a: argparse.Namespace) -> int:
         sys.stderr.write(f"[profile] {time.monotonic() - t0:.1f} s\n")
         return 1 if diffs else 0
     if a.write:
+        derived["netdev_features"] = as_changes(derived["netdev_features"], kernel_id,
+                                                feature_base(kernel_id, tree.version))
         for table, sections in derived.items():
             write_sections(table, sections)
         sys.stdout.write(f"wrote profile {kernel_id} ({tree.label}) into data/kernels.toml, gro.toml, "

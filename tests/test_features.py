@@ -20,7 +20,7 @@ from vnetlab.errors import UnknownFeatureError
 from vnetlab.features import FeatureSet
 from vnetlab.live import running_profile
 
-KERNELS = ("5.10", "5.10.223", "5.11", "5.12", "5.13", "6.1", "6.12", "6.18", "7.2.12", "7.3.4")
+KERNELS = ("5.10", "5.10.223", "5.10.262", "5.11", "5.12", "5.13", "6.1", "6.12", "6.12.117", "6.18", "7.2.12", "7.3.4")
 
 
 def test_known_kernels():

@@ -86,7 +86,7 @@ def test_kernels_are_ordered_and_known():
 
 
 def test_unknown_kernel_and_arch_errors_list_the_known_ones():
-    with pytest.raises(vnetlab.UnknownKernelError, match="known: 5.10, 5.10.223, 5.11"):
+    with pytest.raises(vnetlab.UnknownKernelError, match="known: 5.10, 5.10.223, 5.10.262, 5.11"):
         vnetlab.kernel("4.19")
     with pytest.raises(ValueError, match="arch='sparc'.*known: x86_64"):
         vnetlab.arch("sparc")

@@ -500,7 +500,8 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
         assert held is not None
         if held.is_flist:
             # net/core/gro.c skb_gro_receive_list: p->len + skb->len >= 65536 refuses (headers included);
-            # the NAPI_GRO_CB(skb)->flush test is in Debian 6.1.192 only (not in 5.10 skbuff.c or mainline 6.18).
+            # NAPI_GRO_CB(skb)->flush refused from the gro.toml rule receive_list_checks_flush (lab/probes.py reads it:
+            # Debian 6.1.192, 6.12.117 and 7.x have the test; 5.10 skbuff.c, 6.12.95 and mainline 6.18 do not).
             if held.p.len + skb.len >= GRO_LEGACY_MAX_SIZE or (flush_skb and list_checks_flush):
                 return None
             _headers_into_head(skb, fp.offset)

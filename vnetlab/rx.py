@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # numpy is imported lazily: `import vnetlab.rx` stays light (
 GOOD_COPY_LEN = 128
 GOOD_PACKET_LEN = ETH_HLEN + VLAN_HLEN + ETH_DATA_LEN
 VIRTIO_XDP_HEADROOM = 256
-# sizeof(struct padded_vnet_hdr): a v1_hash header (20) plus char padding[12].
+# sizeof(struct padded_vnet_hdr) from v5.18 (c1ddc42da2b2): a v1_hash header (20) plus char padding[12]; before
+# v5.18 it is a mrg_rxbuf header (12) plus char padding[4] = 16. Per kernel: padded_vnet_hdr_len(k).
 PADDED_VNET_HDR_LEN = 32
 # sizeof(struct virtio_net_hdr_mrg_rxbuf): the header MRG_RXBUF or VERSION_1 negotiates (virtnet_probe), the
 # default hdr_len everywhere; also what 5.x get_mergeable_buf_len adds (drivers/net/virtio_net.c).
@@ -232,11 +233,25 @@ def _new_page(size: int, label: str) -> Page:
     return Page(next(_PAGE_IDS), size, label)
 
 
+def padded_vnet_hdr_len(k: Kernel) -> int:
+    """sizeof(struct padded_vnet_hdr) in drivers/net/virtio_net.c: 16 before v5.18, 32 from c1ddc42da2b2 (v5.18)."""
+    return int(k.rule("padded_vnet_hdr_len"))
+
+
+def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
+    """The longest frame a big-mode chain of ``pages`` pages holds: sg[0] = hdr_len bytes, sg[1] from
+    sizeof(padded_vnet_hdr) to the page end, then whole pages (add_recvbuf_big). The kernel's own test differs
+    (receive_big_len_check): len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded", 6.1.159+ /
+    6.12.97+), len > pages * PAGE_SIZE ("pages", 6.12.58..96), or none in receive_big ("none", 5.10; page_to_skb
+    drops a remainder over MAX_SKB_FRAGS * PAGE_SIZE); none of them lets through a frame the buffer cannot hold."""
+    return pages * a.page_size - padded_vnet_hdr_len(k)
+
+
 def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
     """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
     if mode == "mergeable":
         return MRG_RXBUF_HDR_LEN if k.rule("mergeable_hdr_padded_len") == "mrg_rxbuf" else hdr_len
-    return PADDED_VNET_HDR_LEN
+    return padded_vnet_hdr_len(k)
 
 
 def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
@@ -272,11 +287,11 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
         _check_int("truesize", truesize, a.page_size, a.page_size,
                    f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})")
         pages = big_pages if big_pages is not None else a.max_skb_frags + 1
-        max_frame = pages * a.page_size - PADDED_VNET_HDR_LEN
+        max_frame = receive_big_max_frame(pages, hdr_len, k, a)
         _check_int("frame_len", frame_len, ETH_HLEN, max_frame,
-                   "receive_big drops len > (big_packets_num_skbfrags + 1) * PAGE_SIZE - sizeof(padded_vnet_hdr) "
-                   f"+ hdr_len "
-                   f"= frame {max_frame} with {pages} pages")
+                   f"a big-mode chain of {pages} pages holds (big_packets_num_skbfrags + 1) * PAGE_SIZE - "
+                   f"sizeof(padded_vnet_hdr) ({padded_vnet_hdr_len(k)} in {k.version}) = frame {max_frame}; "
+                   f"receive_big's own bound in {k.version}: {k.rule('receive_big_len_check')}")
     else:
         _check_int("truesize", truesize, 1, 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)")
         room = headroom and a.skb_data_align(headroom + a.skb_shared_info_size)
@@ -684,7 +699,7 @@ def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = 
     result = page_to_skb(frame_len, a.page_size, mode="big", hdr_len=hdr_len, kernel=k, arch=a,
                          big_pages=skbfrags + 1, page=first)
     result.buffers = (RxBuffer(first, 0, 0,
-                               (skbfrags + 1) * a.page_size - PADDED_VNET_HDR_LEN + hdr_len, a.page_size),)
+                               receive_big_max_frame(skbfrags + 1, hdr_len, k, a) + hdr_len, a.page_size),)
     return result
 
 
@@ -753,6 +768,7 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
 def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: int, xdp: bool, k: Kernel, a: Arch,
              buf_len: int | None, hdr_len: int, frag_size: int | None, guest_gso: bool) -> RxResult:
     frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
+    frag_size = rq_frag_size(k, a) if frag_size is None else frag_size
     if mode == "small":
         if mtu > ETH_DATA_LEN:
             raise ValueError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
@@ -978,7 +994,7 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
                 t = int(trues if trues.ndim == 0 else trues[i])
                 raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {t} "
                                  f"with a {hdr_len}-byte header): a length error in receive_mergeable")
-        elif int(frames.max()) > (a.max_skb_frags + 1) * a.page_size - PADDED_VNET_HDR_LEN:
+        elif int(frames.max()) > receive_big_max_frame(a.max_skb_frags + 1, hdr_len, k, a):
             raise ValueError(f"frame_lens has {int(frames.max())}: more than receive_big accepts")
     if has_build and a.net_ip_align == 0:
         # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(shinfo).

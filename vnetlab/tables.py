@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -25,6 +25,7 @@ class Section:
     name: str
     values: Mapping[str, Any]
     sources: Mapping[str, str]
+    probes: Mapping[str, str] = field(default_factory=dict)  # field -> "none: <why>" for hand-written rules
 
     def __getitem__(self, field: str) -> Any:
         try:
@@ -106,10 +107,62 @@ def parse_table(name: str, text: str) -> Table:
             raise TableError(f"data/{name}.toml: top-level {sec_name!r} must be a [section]")
         values: dict[str, Any] = {}
         sources: dict[str, str] = {}
-        for field, raw in body.items():
-            values[field], sources[field] = _leaf(name, f"[{sec_name}]", field, raw)
-        sections[sec_name] = Section(name, sec_name, values, sources)
-    return Table(name, sections, meta)
+        probes: dict[str, str] = {}
+        for key, raw in body.items():
+            values[key], sources[key] = _leaf(name, f"[{sec_name}]", key, raw)
+            if isinstance(raw, dict) and "probe" in raw:
+                probes[key] = raw["probe"]
+        sections[sec_name] = Section(name, sec_name, values, sources, probes)
+    return Table(name, _expand_bases(name, sections), meta)
+
+
+def _expand_bases(table: str, sections: dict[str, Section]) -> dict[str, Section]:
+    """Sections written as changes against a base, expanded to whole ones.
+
+    A section ["V"] with a field ``_base = "B"`` lists only what moved from kernel B, and so do its suffixed
+    sections ["V.x"] against ["B.x"]: a new or changed value with V's source, or ``false`` for an entry V no longer
+    has (data/netdev_features.toml; lab/profile.py writes it). Every reader sees whole sections."""
+    if not any("_base" in sec.values for sec in sections.values()):
+        return sections
+    done: dict[str, Section] = {}
+
+    def split(sec_name: str) -> tuple[str, str]:
+        head, _, last = sec_name.rpartition(".")
+        return (head, f".{last}") if head and not last.isdigit() else (sec_name, "")
+
+    def full(sec_name: str, seen: tuple[str, ...] = ()) -> Section:
+        if sec_name in done:
+            return done[sec_name]
+        if sec_name in seen:
+            raise TableError(f"data/{table}.toml: [{sec_name}] is its own base")
+        version, suffix = split(sec_name)
+        own = sections[sec_name]
+        head = sections.get(version)
+        base = head.values.get("_base") if head is not None else None
+        if base is None:
+            done[sec_name] = own
+            return own
+        if not isinstance(base, str) or f"{base}{suffix}" not in sections:
+            raise TableError(f"data/{table}.toml: [{version}]._base must name a kernel with a [{base}{suffix}] "
+                             f"section, got {base!r}")
+        parent = full(f"{base}{suffix}", seen + (sec_name,))
+        values, sources, probes = dict(parent.values), dict(parent.sources), dict(parent.probes)
+        for key, value in own.values.items():
+            if key == "_base":
+                continue
+            if value is False and key not in values:
+                raise TableError(f"data/{table}.toml: [{sec_name}].{key} = false removes what {base} does not have")
+            if value is False:  # an entry the base has and this kernel does not
+                del values[key], sources[key]
+                probes.pop(key, None)
+            else:
+                values[key], sources[key] = value, own.sources[key]
+                if key in own.probes:
+                    probes[key] = own.probes[key]
+        done[sec_name] = Section(table, sec_name, values, sources, probes)
+        return done[sec_name]
+
+    return {sec_name: full(sec_name) for sec_name in sections}
 
 
 @cache

@@ -13,8 +13,9 @@ The limits that differ per kernel are rules of data/kernels.toml, each with the 
 (Debian linux-source-5.10 (5.10.223), linux-source-6.1 (6.1.192), linux-source-6.12 (6.12.95) and the ≈6.18
 mirror Kingxukai/linux @ 0291023e7330):
 
-- ``udp_max_segments``: UDP_MAX_SEGMENTS (include/linux/udp.h), 64 (1 << 6) up to 6.10, 128 (1 << 7) from
-  1382e3b6a350 ("net: change maximum number of UDP segments to 128", v6.11), also in 6.1.y (Debian 6.1.192);
+- ``udp_max_segments``: UDP_MAX_SEGMENTS (include/linux/udp.h), 64 (1 << 6) up to 6.8, 128 (1 << 7) from
+  1382e3b6a350 ("net: change maximum number of UDP segments to 128", v6.9; stable 6.8.y and 6.1.107, so in
+  Debian 6.1.192; not in 5.10.y up to 5.10.262);
 - ``udp_gso_mtu_check``: the gso_size-against-MTU check in udp_send_skb / udp_v6_send_skb,
   ``hlen + gso_size > fragsize`` -> EINVAL even for a datagram shorter than gso_size ("gso_size"), until
   235174b2bed8 ("udp: gso: do not drop small packets when PMTU reduces", 2025, in 6.1.y / Debian 6.1.192,
@@ -57,7 +58,7 @@ _PAGE_FRAG = 32768  # include/net/sock.h SKB_FRAG_PAGE_ORDER: sk_page_frag refil
 
 def udp_max_segments(kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     """include/linux/udp.h UDP_MAX_SEGMENTS of ``kernel`` (kernel rule ``udp_max_segments``: 64, or 128 from
-    1382e3b6a350, v6.11, also in 6.1.y)."""
+    1382e3b6a350, v6.9, also in 6.1.y from 6.1.107)."""
     k = _kernel(kernel)
     most = k.rules.typed("udp_max_segments", int)
     if most < 1:

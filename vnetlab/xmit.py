@@ -179,7 +179,7 @@ def netif_skb_features_steps(dev: Any, skb: Skb, *, kernel: str | Kernel | None 
             feats -= gmask
             steps.append((f"gso_features_check: gso_segs {skb.gso_segs} > gso_max_segs {max_segs}", feats))
         # net/core/dev.c gso_features_check: skb->len >= gso_max_size (kernel rule gso_max_size_check: mainline
-        # v6.8, backported to Debian's 5.10.223 and 6.1.192)
+        # 24ab059d2ebd, v6.7; stable 6.6.9, 6.1.70, 5.10.206, so in Debian's 5.10.223 and 6.1.192)
         elif k.rule("gso_max_size_check") and skb.len >= max_size:
             feats -= gmask
             steps.append((f"gso_features_check: len {skb.len} >= gso_max_size {max_size}", feats))
