@@ -1,9 +1,10 @@
 """The kernels the lab boots: Debian's stock images and the lab's one-patch builds (lab/build.py).
 
-A kernel id names one: ``5.10``, ``6.1``, ``6.12`` are Debian's ``linux-image-amd64`` of bullseye,
-bookworm(-security) and bookworm-backports; ``5.10-plain``, ``6.1-no-build-skb``, ... are lab builds. Stock
-images are fetched with ``apt-get download`` through the lab's private apt configuration (lab/debian.py) and
-unpacked with ``dpkg-deb -x``: never installed on the host.
+A kernel id names one: ``5.10``, ``6.1``, ``6.12``, ``7.2.12``, ``7.3.4`` are Debian's ``linux-image-amd64`` of
+bullseye, bookworm(-security), bookworm-backports, forky and trixie-backports (vnetlab.labkernels);
+``5.10-plain``, ``6.1-no-build-skb``, ... are lab builds. Stock images are fetched with ``apt-get download``
+through the lab's private apt configuration (lab/debian.py) and unpacked with ``dpkg-deb -x``: never
+installed on the host. From 7.x the image package is split (linux-binary/modules/base, see fetch_stock).
 """
 
 from __future__ import annotations
