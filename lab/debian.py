@@ -24,7 +24,7 @@ KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 class Suite:
     """One Debian suite the lab takes a kernel from."""
 
-    name: str  # e.g. "bullseye", "bookworm-security", "bookworm-backports"
+    name: str  # bullseye, bookworm(-security, -backports), trixie-backports, forky: deb.debian.org serves them all
     uri: str = MIRROR
 
     def sources_line(self) -> str:

@@ -121,6 +121,8 @@ PLAN = {
     "5.10": RX_CONFIGS + ["hub_mergeable", "router"],
     "6.1": RX_CONFIGS + ["hub_mergeable", "router"],
     "6.12": RX_CONFIGS + ["hub_mergeable", "router"],
+    "7.2.12": RX_CONFIGS + ["hub_mergeable", "router"],
+    "7.3.4": RX_CONFIGS + ["hub_mergeable", "router"],
     "6.1-plain": RX_CONFIGS + ["rate", "insn"],
     "6.1-no-build-skb": RX_CONFIGS + ["rate", "insn"],
     "5.10-plain": ["gso", "router"],
@@ -150,6 +152,6 @@ def guest_conf(cfg: Config, offsets: dict, probes: dict, guest_timeout: int) -> 
         f"OFF_HEAD_FRAG_BYTE={offsets['sk_buff.head_frag.byte']}",
         f"OFF_HEAD_FRAG_BIT={offsets['sk_buff.head_frag.bit']}",
         f"P2S_ARGS='{probes['P2S_ARGS']}'", f"ADD_FRAG_FNS='{probes['ADD_FRAG_FNS']}'",
-        f"NAPI_ALLOC_FNS='{probes['NAPI_ALLOC_FNS']}'", "",
+        f"NAPI_ALLOC_FNS='{probes['NAPI_ALLOC_FNS']}'", f"GRO_FNS='{probes['GRO_FNS']}'", "",
     ]
     return "\n".join(lines)

@@ -1,7 +1,7 @@
-"""The guest's initramfs: busybox-static, lab/guest/init, udptool, ip/ethtool/nft with their libraries, modules.
+"""The guest's initramfs: busybox-static, lab/guest/init, udptool, ip/ethtool/tc/nft with their libraries, modules.
 
-Written as a cpio newc archive by this module (no root filesystem image). ip and ethtool are the host's (the
-lab needs Debian's iproute2 and ethtool anyway); nft comes from Debian's nftables .deb and its library
+Written as a cpio newc archive by this module (no root filesystem image). ip, tc and ethtool are the host's
+(the lab needs Debian's iproute2 and ethtool anyway); nft comes from Debian's nftables .deb and its library
 packages, downloaded through the lab's private apt configuration and unpacked with dpkg-deb -x under
 lab/work/userland (never installed on the host).
 """
@@ -24,6 +24,9 @@ LAB = Path(__file__).resolve().parent
 # for the NICs. Their dependencies (virtio_ring, net_failover, stp, llc, nf_conntrack, ...) come from modules.dep.
 MODULES = ["virtio_pci", "virtio_net", "8021q", "macvlan", "bridge", "veth", "crc32c_generic", "nf_tables",
            "nft_chain_nat", "nft_masq", "nf_nat", "nf_conntrack"]
+# Modules only some kernels have, each with the module that needs it: 6.15+ compute crc32c in lib/crc (built
+# in), so Debian 7.x has neither libcrc32c nor crc32c_generic.
+NEEDED_BY = {"crc32c_generic": "libcrc32c"}
 # nft and the libraries it links (bookworm: nftables -> libnftables1 -> libnftnl11, libjansson4, libxtables12,
 # libgmp10, libmnl0; nft itself -> libedit2 -> libbsd0, libmd0, libtinfo6).
 NFT_DEBS = ["nftables", "libnftables1", "libnftnl11", "libjansson4", "libxtables12", "libgmp10", "libmnl0",
@@ -52,7 +55,7 @@ def module_closure(moddir: Path, wanted: list[str]) -> list[str]:
 
     for name in wanted:
         key = name.replace("-", "_")
-        if key in builtin:
+        if key in builtin or (name in NEEDED_BY and NEEDED_BY[name] not in by_name):
             continue
         if key not in by_name:
             raise SystemExit(f"module {name} is neither in modules.dep nor built in")
@@ -124,7 +127,7 @@ def build_initramfs(work: Path, kern: dict, modules: list[str] | None = None) ->
     entries.append(("bin/udptool", 0o100755, udptool.read_bytes()))
     entries.append(("init", 0o100755, (LAB / "guest" / "init").read_bytes()))
     libs: dict[str, Path] = {}
-    for tool in ("ip", "ethtool"):
+    for tool in ("ip", "ethtool", "tc"):  # tc: the sender's qdisc statistics (router stage)
         path = shutil.which(tool) or f"/usr/sbin/{tool}"
         if not Path(path).exists():
             raise SystemExit(f"{tool} is needed on the host (apt-get install -y iproute2 ethtool)")

@@ -1,9 +1,10 @@
 """The kernels the lab boots: Debian's stock images and the lab's one-patch builds (lab/build.py).
 
-A kernel id names one: ``5.10``, ``6.1``, ``6.12`` are Debian's ``linux-image-amd64`` of bullseye,
-bookworm(-security) and bookworm-backports; ``5.10-plain``, ``6.1-no-build-skb``, ... are lab builds. Stock
-images are fetched with ``apt-get download`` through the lab's private apt configuration (lab/debian.py) and
-unpacked with ``dpkg-deb -x``: never installed on the host.
+A kernel id names one: ``5.10``, ``6.1``, ``6.12``, ``7.2.12``, ``7.3.4`` are Debian's ``linux-image-amd64`` of
+bullseye, bookworm(-security), bookworm-backports, forky and trixie-backports (vnetlab.labkernels);
+``5.10-plain``, ``6.1-no-build-skb``, ... are lab builds. Stock images are fetched with ``apt-get download``
+through the lab's private apt configuration (lab/debian.py) and unpacked with ``dpkg-deb -x``: never
+installed on the host. From 7.x the image package is split (linux-binary/modules/base, see fetch_stock).
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ STOCK = {kid: stock_of(labkernels.lab_kernel(kid)) for kid in labkernels.stock_i
 
 
 def fetch_stock(kid: str, work: Path) -> dict:
-    """Download and unpack the stock image of kernel id ``kid``; returns what the boot needs."""
+    """Download and unpack the stock image of kernel id ``kid``; returns what the boot needs.
+
+    Two Debian layouts: up to 6.x ``linux-image-<abi>`` holds /boot/vmlinuz-<abi>, /boot/config-<abi> and
+    /lib/modules/<abi>; from 7.x it is an empty package depending on ``linux-binary-<abi>`` (vmlinuz),
+    ``linux-modules-<abi>`` (the modules) and ``linux-base-<abi>`` (config, System.map, modules.builtin,
+    modules.order), all under /usr/lib/modules/<abi>/ and without modules.dep (postinst runs depmod)."""
     stock = STOCK[kid]
     apt = Apt(stock.suite, work)
     debs = work / "debs" / stock.suite.name
@@ -54,15 +60,52 @@ def fetch_stock(kid: str, work: Path) -> dict:
     deb = apt.download(image_pkg, debs)
     release = image_pkg.removeprefix("linux-image-")
     tree = work / "kernel" / kid
-    unpack(deb, tree, tree / "boot" / f"vmlinuz-{release}")
-    moddir = tree / "lib" / "modules" / release
+    split = split_packages(deb_field(deb, "Depends"), release)
+    if split:
+        # 7.x: the image is a metapackage; every file is in the split packages, under /usr/lib/modules/<abi>
+        for pkg in split:
+            part = apt.download(pkg, debs)
+            unpack(part, tree, tree / ".unpacked" / pkg)
+            (tree / ".unpacked").mkdir(parents=True, exist_ok=True)
+            (tree / ".unpacked" / pkg).touch()
+        moddir = tree / "usr" / "lib" / "modules" / release
+        vmlinuz, config = moddir / "vmlinuz", moddir / "config"
+    else:
+        unpack(deb, tree, tree / "boot" / f"vmlinuz-{release}")
+        moddir = tree / "lib" / "modules" / release
+        vmlinuz, config = tree / "boot" / f"vmlinuz-{release}", tree / "boot" / f"config-{release}"
+    if not vmlinuz.exists():
+        raise SystemExit(f"{image_pkg} ({stock.suite.name}): no kernel image at {vmlinuz}")
     if not (moddir / "modules.dep").exists():
-        sh(["depmod", "-b", str(tree), release], timeout=300)
-    vmlinuz = tree / "boot" / f"vmlinuz-{release}"
+        depmod(tree, moddir, release)
     return {"kind": "stock", "id": kid, "package": image_pkg, "package_version": deb_field(deb, "Version"),
             "suite": stock.suite.name, "release": release, "vmlinuz": vmlinuz,
             "vmlinux": extract_vmlinux(vmlinuz, work / f"vmlinux-{release}"), "moddir": moddir,
-            "config": tree / "boot" / f"config-{release}"}
+            "config": config, "packages": [image_pkg, *split]}
+
+
+def split_packages(depends: str, release: str) -> list[str]:
+    """The 7.x split of linux-image-<abi>: the linux-binary-, linux-modules- and linux-base-<abi> it depends on
+    (empty for the 5.10..6.12 layout, where the image package holds the files itself)."""
+    want = [f"linux-{part}-{release}" for part in ("binary", "modules", "base")]
+    names = set(re.findall(r"(linux-[a-z]+-[0-9][^ ,(|]*)", depends))
+    have = [w for w in want if w in names]
+    if have and len(have) != len(want):
+        raise SystemExit(f"linux-image-{release} depends on {sorted(names)}: expected all of {want}")
+    return have
+
+
+def depmod(tree: Path, moddir: Path, release: str) -> None:
+    """modules.dep for an unpacked tree. depmod -b BASE reads BASE/lib/modules/<release>; the 7.x packages put
+    the modules in BASE/usr/lib/modules/<release>, so a lib/modules link points depmod there."""
+    if moddir.parent != tree / "lib" / "modules":
+        link = tree / "lib" / "modules"
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(Path("..") / moddir.parent.relative_to(tree))
+    if not shutil.which("depmod"):
+        raise SystemExit("depmod (Debian package kmod) is needed to index the kernel's modules")
+    sh(["depmod", "-b", str(tree), release], timeout=300)
 
 
 def resolve(kid: str, work: Path) -> dict:
@@ -144,6 +187,9 @@ def probes_for(release: str) -> dict:
         # 6.12 page_to_skb(vi, rq, page, offset, len, truesize, headroom)
         p2s = "offset=%cx:u32 len=%r8:u32 truesize=%r9:u32 headroom=$stack1:u32"
     # 6.12: skb_add_rx_frag is an inline wrapper of skb_add_rx_frag_netmem and napi_alloc_skb lost its "__";
-    # the guest probes the first name of each list that the kernel accepts
+    # 7.x: skb_add_rx_frag_netmem is inline too (include/linux/skbuff.h: no probe; nr_frags comes from the
+    # napi_gro_receive_entry tracepoint) and napi_gro_receive is an inline wrapper of gro_receive_skb(gro, skb)
+    # (include/linux/netdevice.h), skb still the second argument. The guest probes the first name of each list
+    # that the kernel accepts.
     return {"P2S_ARGS": p2s, "ADD_FRAG_FNS": "skb_add_rx_frag skb_add_rx_frag_netmem",
-            "NAPI_ALLOC_FNS": "__napi_alloc_skb napi_alloc_skb"}
+            "NAPI_ALLOC_FNS": "__napi_alloc_skb napi_alloc_skb", "GRO_FNS": "napi_gro_receive gro_receive_skb"}

@@ -165,6 +165,7 @@ def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
     sender: dict = {}
     receiver: dict = {}
     gro_list: dict = {}
+    qdisc: dict = {}
     for kind, labels, lines in blocks(console):
         label = labels[0] if labels else ""
         if kind == "kernel":
@@ -181,6 +182,10 @@ def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
         elif kind in ("links", "mergeable_rx_buffer_size_after", "kprobe_events", "nft", "router_links",
                       "rate_setup", "rate_interrupts"):
             res[kind] = _lines(lines)
+        elif kind == "slab":
+            # "cache object_size" per line; no number where the kernel has no such cache (< 6.3) or no SLUB sysfs
+            res["slab_object_size"] = {p[0]: int(p[1]) for p in (line.split() for line in lines)
+                                       if len(p) == 2 and p[1].isdigit()}
         elif kind == "mergeable_rx_buffer_size":
             res["mergeable_rx_buffer_size_before"] = _lines(lines)
         elif kind == "router_ethtool":
@@ -219,6 +224,8 @@ def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
             netdev[label] = parse_netdev(lines)
         elif kind == "snmp":
             snmp[label] = parse_snmp(_lines(lines))
+        elif kind == "qdisc":
+            qdisc[label] = parse_qdisc(_lines(lines))
     res["ethtool_K"] = steps_done
     res["rx_sender"] = sender.get("rx")
     res["receiver_rx"] = receiver.get("rx")
@@ -233,7 +240,7 @@ def parse_console(console: str, cfg: Config, plugin_log: str = "") -> dict:
                            "segmented_at": sorted({e.get("dev") for e in evs if e["event"] == "gso"})})
     for key in [k for k in traces if k.startswith("router.")]:
         res["router"].append(router_case(key, traces[key], sender.get(key, []), receiver.get(key, []),
-                                         gro_list.get(key, []), netdev, snmp))
+                                         gro_list.get(key, []), netdev, snmp, qdisc))
     res["rate"] = rate_runs(sender, netdev, snmp, plugin_log)
     res["done"] = "@@ done" in console
     return res
@@ -259,8 +266,23 @@ def parse_recvlog(lines: list[str]) -> dict:
     return out
 
 
+def parse_qdisc(lines: list[str]) -> dict:
+    """``tc -s qdisc show dev eth0``: the root qdisc's kind, its "Sent ... pkt (dropped N, overlimits M ...)"
+    counters, and the raw lines."""
+    out: dict = {"lines": lines}
+    m = re.match(r"qdisc (\S+)", lines[0]) if lines else None
+    if m:
+        out["kind"] = m.group(1)
+    for line in lines:
+        m = re.search(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+) requeues (\d+)\)", line)
+        if m:
+            out.update(zip(("sent_bytes", "sent_packets", "dropped", "overlimits", "requeues"), map(int, m.groups())))
+            break
+    return out
+
+
 def router_case(key: str, evs: list[dict], sent: list[str], recv: list[str], gro_list: list[str], netdev: dict,
-                snmp: dict) -> dict:
+                snmp: dict, qdisc: dict | None = None) -> dict:
     """One router case: what was sent, the GRO skbs the router's eth1 handed up, where they were segmented,
     what the receiving socket got."""
     name = key.split(".", 1)[1]
@@ -281,6 +303,8 @@ def router_case(key: str, evs: list[dict], sent: list[str], recv: list[str], gro
         "segmented_at": sorted({e.get("dev") + ("" if e.get("tx_path") else " (rx)")
                                 for e in evs if e["event"] == "gso"}),
         "counters_delta": netdev_delta(netdev.get(f"{key}.before", {}), netdev.get(f"{key}.after", {})),
+        # the sender's eth0 qdisc (fq_codel by default) before and after: what it dropped never reached eth1
+        "sender_qdisc": {"before": (qdisc or {}).get(f"{key}.before"), "after": (qdisc or {}).get(f"{key}.after")},
         "receiver_ns": rns,
         "receiver_udp_delta": {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)},
         "receiver": parse_recvlog(recv),

@@ -80,7 +80,8 @@ def write_result(kid: str, cfg: experiments.Config, meta: dict, console: str, ou
     doc["guest"] = {"modules": meta["modules"], "virtio_features": res.get("virtio_features"),
                     "links": res.get("links"), "kprobe_events": res.get("kprobe_events"),
                     "mergeable_rx_buffer_size_before": res.get("mergeable_rx_buffer_size_before"),
-                    "mergeable_rx_buffer_size_after": res.get("mergeable_rx_buffer_size_after")}
+                    "mergeable_rx_buffer_size_after": res.get("mergeable_rx_buffer_size_after"),
+                    "slab_object_size": res.get("slab_object_size")}
     del doc["modules"]
     doc["kernel"] = dict(meta["kernel"], uname_r=res.get("uname_r"), proc_version=res.get("proc_version"))
     if cfg.rx_sizes:

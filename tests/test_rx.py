@@ -387,3 +387,54 @@ def test_receive_conserves_bytes_and_counts_gso_packets(payload, kernel, l4, ip,
     # virtio_net_hdr_to_skb: above the MTU the skb is DODGY GSO with the header's gso_size, segments recomputed
     # by the GSO code as DIV_ROUND_UP(payload, gso_size); a packet within the MTU is one packet.
     assert r.skb.segments(r.frame_len - payload) == (-(-payload // mss) if payload > mss else 1)
+
+
+# --- 7.x: receive buffers from a page_pool (Debian linux-source-7.2 7.2.12 / 7.3 7.3.4, data/lab/7.*) ---------
+
+@pytest.mark.parametrize("kernel", ["7.2.12", "7.3.4"])
+def test_7x_mergeable_buffers_alternate_1536_and_2560(kernel):
+    # add_recvbuf_mergeable -> page_pool_alloc_va on order-0 pages (virtnet_create_page_pools): 1536 at offset 0,
+    # then 1536 at 1536 gets the page's rest (2560) since 3072 + 1536 > 4096 (page_pool_alloc_netmem).
+    # Measured in the lab: every mergeable buffer at the EWMA floor is (0, 1536) or (1536, 2560).
+    assert rx.mergeable_buf_lens(6, kernel=kernel) == [1536, 2560] * 3
+    assert rx.rx_frag_sizes(vnetlab.kernel(kernel), vnetlab.arch("x86_64", kernel)) == (4096,)
+    with pytest.raises(ValueError, match="page_pool"):
+        rx.mergeable_buf_lens(2, frag_size=32768, kernel=kernel)
+
+
+def test_7x_full_mtu_datagrams_take_build_skb_in_every_second_buffer():
+    # frame 1514 in a 2560 buffer: tailroom 2560 - 12 - 1514 = 1034 >= 320 -> build_skb (A.5's order-0 case).
+    r = [rx.receive(1472, kernel="7.2.12", buf_len=b) for b in (1536, 2560)]
+    assert [x.path for x in r] == ["copy+frag", "build_skb"]
+
+
+def test_page_pool_more_than_half_a_page_takes_a_whole_page():
+    # page_pool_alloc_netmem: (*size << 1) > max_size -> a whole page, *size = max_size.
+    assert rx.mergeable_buf_lens(2, avg_pkt_len=2100, kernel="7.2.12") == [4096, 4096]
+    assert rx.mergeable_buf_lens(1, xdp=True, kernel="7.2.12") == [4096]
+
+
+def test_page_pool_fragments_align_to_dma_cache_alignment():
+    # page_pool_alloc_frag_netmem: size = ALIGN(size, dma_get_cache_alignment()): 1 on x86_64, 128 on arm64.
+    # A 1600-byte request: x86_64 fragments at 0 and 1600 (+ the rest: 2496); arm64 steps 1664, rest 2432.
+    assert rx.mergeable_buf_lens(2, avg_pkt_len=1588, kernel="7.2.12") == [1600, 2496]
+    assert rx.mergeable_buf_lens(2, avg_pkt_len=1588, kernel="7.2.12", arch="arm64") == [1600, 2432]
+
+
+def test_7x_small_mode_buffers_alternate_1920_and_2176():
+    # add_recvbuf_small (7.x): page_pool_alloc_va(1920): 0..1920, then 1920 + the rest = 2176; ctx carries it and
+    # receive_small builds around it. Measured: build_skb frag_size 1920 / 2176 alternately (data/lab/7.*/small).
+    assert rx.small_buf_lens(4, kernel="7.2.12") == [1920, 2176, 1920, 2176]
+    assert rx.small_buf_lens(2, kernel="6.18") == [1920, 1920]
+    r = rx.receive_small(1042, kernel="7.2.12", buflen=2176)
+    assert r.skb.truesize == 2176 - 320 + 256 + 320
+    with pytest.raises(ValueError, match="buflen"):
+        rx.receive_small(1042, kernel="6.18", buflen=2176)
+
+
+@pytest.mark.parametrize("kernel", ["7.2.12", "7.3.4"])
+def test_7x_napi_head_is_a_704_byte_small_head(kernel):
+    # Debian's config: GRO_MAX_HEAD_PAD 368 > MAX_TCP_HEADER 320 -> SKB_SMALL_HEAD_CACHE_SIZE 704; measured:
+    # page_to_skb's napi_alloc_skb(128) head has truesize 960 and head_frag 0 (data/lab/7.*/mergeable).
+    h = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=kernel)
+    assert (h.kind, h.head_frag, h.tailroom, h.truesize) == ("small_head_cache", False, 320, 960)

@@ -189,7 +189,8 @@ def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: str
     hl = hdr_len(doc)
     frame = pkt["frame_len"]
     if m == "small":
-        return rx.receive_small(frame, hdr_len=hl, kernel=k)
+        # build_skb's frag_size is the buffer the driver used (7.x page_pool: 1920 or the page's rest, 2176).
+        return rx.receive_small(frame, hdr_len=hl, kernel=k, buflen=pkt.get("build_skb_frag_size"))
     if m == "big":
         guest_gso = bool(virtio_features(doc, "eth1") & {"GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN", "GUEST_UFO"})
         return rx.receive_big(frame, hdr_len=hl, mtu=mtu(doc), guest_gso=guest_gso, kernel=k)
@@ -199,15 +200,15 @@ def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: str
         return rx.page_to_skb(frame, p2s["truesize"], mode="mergeable", hdr_len=hl, headroom=p2s["headroom"],
                               kernel=k)
     # num_buffers > 1: the ring holds buffers in carve order, so the buffers after the measured first one are
-    # the next ones add_recvbuf_mergeable carved from the same 32 KiB page frag (then from a new page) at the
-    # EWMA floor -- the state the whole ring was filled in at probe time.
+    # the next ones add_recvbuf_mergeable carved from the same page frag (32 KiB; 7.x: a page_pool page), then
+    # from a new page, at the EWMA floor -- the state the whole ring was filled in at probe time.
     k, a = rx._resolve(k, "x86_64")
     min_len = rx.mergeable_min_buf_len(mtu=mtu(doc), hdr_len=hl, big_packets=True)
-    frag = rx.PageFrag(32768, a)
+    frag = rx.rx_page_allocator(k, a)
     carved = [rx.carve_mergeable_buffer(frag, 0, min_buf_len=min_len, hdr_len=hl, xdp=False, k=k, a=a)
-              for _ in range(2 * 32768 // 1024)]
+              for _ in range(2 * frag.size // 1024)]
     start = next((i for i, b in enumerate(carved) if b.page is carved[0].page
-                  and b.offset == p2s["offset"] % 32768 and b.truesize == p2s["truesize"]), None)
+                  and b.offset == p2s["offset"] % frag.size and b.truesize == p2s["truesize"]), None)
     if start is None:
         raise ValueError(f"the first buffer (offset {p2s['offset']}, truesize {p2s['truesize']}) is not on the "
                          "model's carve of a page frag at the EWMA floor")

@@ -15,7 +15,7 @@ Two kinds of kernel:
 
     >>> from vnetlab import labkernels
     >>> labkernels.stock_ids()
-    ('5.10', '6.1', '6.12')
+    ('5.10', '6.1', '6.12', '7.2.12', '7.3.4')
     >>> labkernels.model_kernel("5.10-revert-3d6df63a5cbe").rule("udp_gso_list_nat_fix")
     False
 """
@@ -93,6 +93,11 @@ KERNELS: dict[str, LabKernel] = {k.id: k for k in [
               suite="bookworm-security", archive=DEBIAN_SECURITY),
     LabKernel("6.12", "stock", "6.12", "Debian 12 bookworm-backports linux-image-amd64 (6.12.95-1~bpo12+1)",
               suite="bookworm-backports"),
+    LabKernel("7.2.12", "stock", "7.2.12", "Debian 14 forky linux-image-amd64 (7.2.12-1): linux-binary-, "
+              "linux-modules- and linux-base-7.2.12+deb14-amd64 under /usr/lib/modules", suite="forky"),
+    LabKernel("7.3.4", "stock", "7.3.4", "Debian 13 trixie-backports linux-image-amd64 (7.3.4-1~bpo13+1): "
+              "linux-binary-, linux-modules- and linux-base-7.3.4+deb13-amd64 under /usr/lib/modules",
+              suite="trixie-backports"),
     LabKernel("6.1-plain", "built", "6.1", "Debian 6.1 source with the lab config, unpatched: the pair partner of "
               "6.1-no-build-skb", base="6.1", pair="6.1-no-build-skb"),
     LabKernel("6.1-no-build-skb", "built", "6.1", "6.1 with page_to_skb's build_skb branch (fb32856b16ad and its "

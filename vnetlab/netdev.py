@@ -607,9 +607,11 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
             dev._features |= dev._hw_features & k.mask("ALL_TSO") if tso_only else dev._hw_features
     dev._features |= k.m("RXCSUM")
     if guest_tso:
-        # virtnet_probe: GUEST_TSO4/6 -> GRO_HW in features; CTRL_GUEST_OFFLOADS makes it changeable.
+        # virtnet_probe: GUEST_TSO4/6 -> GRO_HW in features.
         dev._features |= k.m("GRO_HW")
-    if ctrl_guest_offloads:
+    if ctrl_guest_offloads and (guest_tso or not k.rule("virtio_gro_hw_needs_guest_gso")):
+        # virtnet_probe: CTRL_GUEST_OFFLOADS makes GRO_HW changeable; 7.x (rule virtio_gro_hw_needs_guest_gso)
+        # only with a guest offload of GUEST_OFFLOAD_GRO_HW_MASK negotiated (guest_tso here), else "off [fixed]".
         dev._hw_features |= k.m("GRO_HW")
     # virtnet_probe: vlan_features = features, copied once here (never FRAGLIST / GSO_FRAGLIST).
     dev._vlan_features = dev._features

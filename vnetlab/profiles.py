@@ -212,6 +212,7 @@ class Arch:
     skb_shared_info_size: int
     shinfo_size: int
     sk_buff_size: int
+    dma_cache_alignment: int = 1  # dma_get_cache_alignment(): ARCH_DMA_MINALIGN where the arch defines it, else 1
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -307,6 +308,7 @@ def _arch(name: str, k: Kernel, config_max_skb_frags: int | None) -> Arch:
         # sizeof(struct sk_buff) is config- and version-dependent: a kernel's own 64-bit figure wins where known.
         sk_buff_size=(k.rules.typed("sk_buff_size_64", int) if pointer_bytes == 8 and "sk_buff_size_64" in k.rules
                       else sec.typed("sk_buff_size", int)),
+        dma_cache_alignment=sec.typed("dma_cache_alignment", int),
         description=str(sec.get("description", "")),
         sources=dict(sec.sources),
     )

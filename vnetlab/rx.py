@@ -408,17 +408,6 @@ def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, r
     return (length + a.l1_cache_bytes - 1) // a.l1_cache_bytes * a.l1_cache_bytes
 
 
-def rq_frag_size(k: Kernel, a: Arch) -> int:
-    """The memory mergeable buffers are carved from: skb_page_frag_refill's SKB_FRAG_PAGE_ORDER compound page (32 KiB,
-    or one page where PAGE_SIZE is larger), or from 7.x (kernel rule rx_page_pool) one page of the rq's page_pool,
-    whose order virtnet_create_page_pools sets (rx_frag_order, 0). page_pool_alloc_va hands the rest of the page to
-    the buffer that leaves too little for another, as the hole rule does (include/net/page_pool/helpers.h
-    page_pool_alloc_netmem)."""
-    if k.rules.get("rx_page_pool", False):
-        return a.page_size << int(k.rule("rx_frag_order"))
-    return max(a.page_size, SKB_FRAG_PAGE_SIZE)
-
-
 class PageFrag:
     """rq->alloc_frag refilled by skb_page_frag_refill (net/core/sock.c): 32 KiB compound pages, or order 0."""
 
@@ -435,13 +424,82 @@ class PageFrag:
             self.offset = 0
 
 
-def carve_mergeable_buffer(frag: PageFrag, avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, xdp: bool,
+class PagePool:
+    """rq->page_pool of 7.x virtio-net (virtnet_create_page_pools: pages of order pp_params.order) as
+    page_pool_alloc_va() carves it: page_pool_alloc_netmem (include/net/page_pool/helpers.h) over
+    page_pool_alloc_frag_netmem (net/core/page_pool.c), read in Debian linux-source-7.2 (7.2.12) and 7.3 (7.3.4)."""
+
+    def __init__(self, page_bytes: int, a: Arch) -> None:
+        self.size = page_bytes
+        self.page: Page | None = None
+        self.offset = 0  # pool->frag_offset
+        self.arch = a
+
+    def alloc(self, size: int) -> tuple[Page, int, int]:
+        """(page, offset, size) for a request of ``size`` bytes; size comes back as the allocation's real size."""
+        if size << 1 > self.size:
+            # page_pool_alloc_netmem: more than half a page takes a whole page (*size = max_size, *offset = 0).
+            return _new_page(self.size, "page_pool page"), 0, self.size
+        # page_pool_alloc_frag_netmem: size = ALIGN(size, dma_get_cache_alignment()); a new page when it won't fit.
+        step = -(-size // self.arch.dma_cache_alignment) * self.arch.dma_cache_alignment
+        if self.page is None or self.offset + step > self.size:
+            self.page = _new_page(self.size, f"{self.size // 1024} KiB page_pool page")
+            self.offset = 0
+        start = self.offset
+        self.offset = start + step
+        if self.offset + size > self.size:
+            # page_pool_alloc_netmem: "very likely not enough space for another fragment", the rest goes here.
+            size = self.size - start
+            self.offset = self.size
+        return self.page, start, size
+
+
+def rx_frag_sizes(k: Kernel, a: Arch) -> tuple[int, ...]:
+    """The page sizes receive buffers are carved from, the usual one first: skb_page_frag_refill's order-3
+    (32 KiB) compound page or its order-0 fallback (rq->alloc_frag, <= 6.18), or 7.x's page_pool of
+    PAGE_SIZE << pp_params.order pages (rules rx_page_pool, rx_frag_order)."""
+    if k.rule("rx_page_pool"):
+        return (a.page_size << int(k.rule("rx_frag_order")),)
+    return tuple(dict.fromkeys((max(a.page_size, SKB_FRAG_PAGE_SIZE), a.page_size)))
+
+
+def rq_frag_size(k: Kernel, a: Arch) -> int:
+    """The memory mergeable buffers are usually carved from: the first of rx_frag_sizes."""
+    return rx_frag_sizes(k, a)[0]
+
+
+def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageFrag | PagePool:
+    """A fresh rq allocator for receive buffers as the kernel has it: rq->alloc_frag or rq->page_pool."""
+    sizes = rx_frag_sizes(k, a)
+    size = sizes[0] if frag_size is None else frag_size
+    if k.rule("rx_page_pool"):
+        _check_choice("frag_size", size, sizes, f"kernel {k.version} carves receive buffers from a page_pool of "
+                      f"order-{k.rule('rx_frag_order')} pages (virtnet_create_page_pools), not from a page frag")
+        return PagePool(size, a)
+    _check_choice("frag_size", size, sorted(sizes), "skb_page_frag_refill takes an order-3 (32 KiB) compound page, "
+                  "or falls back to one page")
+    return PageFrag(size, a)
+
+
+def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, xdp: bool,
                            k: Kernel, a: Arch) -> RxBuffer:
-    """add_recvbuf_mergeable: one receive buffer carved from the rq page frag, the hole rule included."""
+    """add_recvbuf_mergeable: one receive buffer carved from the rq page frag (or 7.x page_pool), the hole
+    rule included."""
     headroom = VIRTIO_XDP_HEADROOM if xdp else 0
     # add_recvbuf_mergeable: tailroom = headroom ? sizeof(shinfo) : 0; room = SKB_DATA_ALIGN(headroom + tailroom).
     room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0))
     length = get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_buf_len, hdr_len=hdr_len, room=room, a=a)
+    if isinstance(frag, PagePool) != bool(k.rule("rx_page_pool")):
+        raise ValueError(f"frag={type(frag).__name__}: kernel {k.version} carves receive buffers from "
+                         f"{'a page_pool' if k.rule('rx_page_pool') else 'rq->alloc_frag'} (rx_page_allocator)")
+    if isinstance(frag, PagePool):
+        # add_recvbuf_mergeable (Debian 7.2.12/7.3.4): alloc_len = len + room from page_pool_alloc_va, whose
+        # allocation may exceed the request (the page's rest); without XDP len = alloc_len - room.
+        page, start, alloc = frag.alloc(length + room)
+        if not headroom:
+            length = alloc - room
+        truesize = length if k.rule("mergeable_truesize") == "len" else length + room  # ctx: len + room
+        return RxBuffer(page, start, headroom, length, truesize)
     frag.refill(length + room)
     dma = int(k.rule("rq_dma_header"))
     if dma and frag.offset == 0:
@@ -470,21 +528,16 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int =
                        arch: str | Arch = DEFAULT_ARCH, ring_size: int = RX_QUEUE_SIZE) -> list[int]:
     """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them.
 
-    ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: rq_frag_size, i.e. order 3,
-    or one page where PAGE_SIZE is larger, as skb_page_frag_refill; one page for a 7.x page_pool)."""
+    ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
+    where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes)."""
     k, a = _resolve(kernel, arch)
     _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
     _check_mergeable_hdr_len(hdr_len, k)
     _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
-    if frag_size is None:
-        frag_size = rq_frag_size(k, a)
-    _check_choice("frag_size", frag_size, sorted({a.page_size, rq_frag_size(k, a)}),
-                  "skb_page_frag_refill takes an order-3 (32 KiB) compound page, or falls back to one page; "
-                  "a 7.x page_pool gives pages of order rx_frag_order")
+    frag = rx_page_allocator(k, a, frag_size)
     avg = 0 if avg_pkt_len is None else _check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
                                                       "the EWMA of received packet length (ewma_pkt_len_read)")
     min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size, big_packets=mtu > ETH_DATA_LEN)
-    frag = PageFrag(frag_size, a)
     return [carve_mergeable_buffer(frag, avg, min_buf_len=min_len, hdr_len=hdr_len, xdp=xdp, k=k, a=a).truesize
             for _ in range(count)]
 
@@ -507,21 +560,57 @@ def frame_len_for(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool 
     return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + L4_HDR_LEN[l4] + payload_len
 
 
+def small_buf_len(*, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+                  arch: str | Arch = DEFAULT_ARCH) -> int:
+    """add_recvbuf_small's request: SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + xdp_headroom)
+    + SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) (drivers/net/virtio_net.c)."""
+    k, a = _resolve(kernel, arch)
+    check_hdr_len(hdr_len, k)
+    xdp_headroom = VIRTIO_XDP_HEADROOM if xdp else 0
+    return a.skb_data_align(hdr_len + a.net_ip_align + a.net_skb_pad + GOOD_PACKET_LEN + xdp_headroom) + a.shinfo_size
+
+
+def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False,
+                   kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> list[int]:
+    """The buflen receive_small hands build_skb for each successive small-mode buffer from a fresh allocator.
+
+    Up to 6.18 every buffer is the request (skb_page_frag_refill, buflen computed again in receive_small);
+    7.x takes it from a page_pool, whose last fragment of a page gets the page's rest, and receive_small
+    reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom))."""
+    k, a = _resolve(kernel, arch)
+    _check_int("count", count, 0, 10_000_000, "how many buffers to post")
+    want = small_buf_len(hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
+    if not k.rule("rx_page_pool"):
+        return [want] * count
+    pool = rx_page_allocator(k, a)
+    return [pool.alloc(want)[2] for _ in range(count)]
+
+
 def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False,
                   kernel: str | Kernel = DEFAULT_KERNEL,
-                  arch: str | Arch = DEFAULT_ARCH) -> RxResult:
-    """receive_small: build_skb(buf, buflen) around a small-mode buffer, always (drivers/net/virtio_net.c)."""
+                  arch: str | Arch = DEFAULT_ARCH, buflen: int | None = None) -> RxResult:
+    """receive_small: build_skb(buf, buflen) around a small-mode buffer, always (drivers/net/virtio_net.c).
+
+    ``buflen``: the buffer's real size (7.x page_pool: the request or, for a page's last fragment, the page's
+    rest, as small_buf_lens gives them; default the request). Up to 6.18 it is always the request."""
     k, a = _resolve(kernel, arch)
     check_hdr_len(hdr_len, k)
     _check_int("frame_len", frame_len, ETH_HLEN, GOOD_PACKET_LEN,
                f"small-mode buffers hold GOOD_PACKET_LEN ({GOOD_PACKET_LEN}) bytes; longer frames are length errors")
     xdp_headroom = VIRTIO_XDP_HEADROOM if xdp else 0
     rx_pad = a.net_ip_align + a.net_skb_pad  # VIRTNET_RX_PAD
-    # add_recvbuf_small: len = SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + xdp)
-    #                         + SKB_DATA_ALIGN(shinfo).
-    buflen = a.skb_data_align(hdr_len + rx_pad + GOOD_PACKET_LEN + xdp_headroom) + a.shinfo_size
+    want = small_buf_len(hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
+    if buflen is None:
+        buflen = want
+    elif k.rule("rx_page_pool"):
+        # add_recvbuf_small (7.x): page_pool_alloc_va gives the request, or up to the rest of the pool's page.
+        _check_int("buflen", buflen, want, rx_frag_sizes(k, a)[0],
+                   f"a small-mode buffer from the page_pool: the request {want} up to the pool's page")
+    else:
+        _check_int("buflen", buflen, want, want, f"kernel {k.version}'s receive_small computes buflen = {want} "
+                   "again from add_recvbuf_small's formula; only 7.x's page_pool passes the real size in the ctx")
     headroom = rx_pad + xdp_headroom + hdr_len
-    page = _new_page(SKB_FRAG_PAGE_SIZE, "32 KiB rx page frag")
+    page = _new_page(rx_frag_sizes(k, a)[0], "rx page_pool page" if k.rule("rx_page_pool") else "32 KiB rx page frag")
     skb = Skb(headlen=frame_len, truesize=build_skb_truesize(buflen, a), head_frag=True,
               end_offset=buflen - a.shinfo_size, headroom=headroom, head_kind="build_skb", head_page=page)
     buf = RxBuffer(page, 0, rx_pad + xdp_headroom, hdr_len + GOOD_PACKET_LEN, buflen)
@@ -644,6 +733,14 @@ def _virtio_net_hdr_to_skb(skb: Skb, mss: int, *, l4: str, ip: int) -> None:
         skb.gso_segs = 0
 
 
+def _frag_size(frag_size: int | None, k: Kernel, a: Arch) -> int | None:
+    """receive()/RxQueue's frag_size: None for the kernel's usual allocator page; a page frag smaller than
+    PAGE_SIZE is one page (skb_page_frag_refill never takes less)."""
+    if frag_size is None or k.rule("rx_page_pool"):
+        return frag_size
+    return frag_size if frag_size >= a.page_size else a.page_size
+
+
 def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
             mtu: int = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
             arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = MRG_RXBUF_HDR_LEN,
@@ -677,7 +774,8 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
             raise ValueError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
                              "MTU > 1500, so the driver would be in big mode")
         if buf_len is not None:
-            raise ValueError("buf_len cannot be pinned in small mode: add_recvbuf_small sizes every buffer the same")
+            raise ValueError("buf_len cannot be pinned in small mode: add_recvbuf_small sizes the buffers "
+                             "(receive_small(buflen=...) takes one of small_buf_lens)")
         return receive_small(frame, hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
     if mode == "big":
         if buf_len is not None:
@@ -701,7 +799,7 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
                    for _ in range(count)]
     else:
         min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, big_packets=mtu > ETH_DATA_LEN or guest_gso)
-        frag = PageFrag(frag_size if frag_size >= a.page_size else a.page_size, a)
+        frag = rx_page_allocator(k, a, _frag_size(frag_size, k, a))
         buffers = []
         remaining = frame + hdr_len
         while remaining > 0:
@@ -732,8 +830,7 @@ class RxQueue:
         self.guest_gso = guest_gso
         self.min_buf_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size,
                                                  big_packets=mtu > ETH_DATA_LEN or guest_gso)
-        frag_size = rq_frag_size(self.k, self.a) if frag_size is None else frag_size  # 7.x: one page_pool page
-        self.frag = PageFrag(frag_size if frag_size >= self.a.page_size else self.a.page_size, self.a)
+        self.frag = rx_page_allocator(self.k, self.a, _frag_size(frag_size, self.k, self.a))
         self.ewma = Ewma()
         self.posted: list[RxBuffer] = []
         self.polled = 0

@@ -337,7 +337,7 @@ def carve(frag_size: int = 32768, *, count: int | None = None, kernel: str = DEF
     k, a = _kernel(kernel), _arch(arch, kernel)
     rx.mergeable_buf_lens(0, mtu=mtu, frag_size=frag_size, hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)  # validates
     min_len = rx.mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, big_packets=mtu > rx.ETH_DATA_LEN)
-    frag = rx.PageFrag(frag_size, a)
+    frag = rx.rx_page_allocator(k, a, frag_size)  # rq->alloc_frag, or 7.x's rq->page_pool
     headroom = rx.VIRTIO_XDP_HEADROOM if xdp else 0
     room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0)) if xdp else 0
     base = rx.get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_len, hdr_len=hdr_len, room=room, a=a)
@@ -355,9 +355,9 @@ def carve(frag_size: int = 32768, *, count: int | None = None, kernel: str = DEF
 
 
 def _frag_sizes(kernel: str, arch: str) -> list[int]:
-    """The order-3 frag (32 KiB) and the order-0 fallback page, or the page alone where a page is larger."""
-    a = _arch(arch, kernel)
-    return sorted({a.page_size, max(a.page_size, 32768)}, reverse=True)
+    """The order-3 frag (32 KiB) and the order-0 fallback page, or the page alone where a page is larger; 7.x:
+    the page_pool's page (rx.rx_frag_sizes)."""
+    return sorted(rx.rx_frag_sizes(_kernel(kernel), _arch(arch, kernel)), reverse=True)
 
 
 def _frag_name(size: int, page_size: int) -> str:
