@@ -211,6 +211,22 @@ def test_student_copy_is_current_and_answers_nothing(path):
     assert "](../glossary.md)" in "\n".join(c.source for c in got.cells if c.cell_type == "markdown")
 
 
+OBJECTIVES_PENDING = {"60"}  # live (60) adds its own (issue 17)
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p.name, marks=pytest.mark.xfail(p.name[:2] in OBJECTIVES_PENDING, strict=True,
+                                                        reason="issue 17: objectives added by live"))
+    for p in NOTEBOOKS])
+def test_overview_states_two_to_four_learning_objectives(path):
+    """plan_conventions: each Overview has a "You will be able to:" list of 2-4 objectives (The Carpentries)."""
+    text = "\n".join(c.source for c in _read(path).cells if c.cell_type == "markdown")
+    overview = text.split("## Overview", 1)[1].split("## Prerequisites", 1)[0]
+    assert "You will be able to:" in overview
+    items = re.findall(r"^- .+", overview.split("You will be able to:", 1)[1].split("\n\n", 1)[0], re.M)
+    assert 2 <= len(items) <= 4, items
+
+
 def test_glossary_defines_every_term():
     text = nbtools.GLOSSARY.read_text()
     entries = re.findall(r"^\*\*(.+?)\*\*$", text, re.M)
