@@ -401,8 +401,9 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              hint="with GRO_UDP_FWD udp4_gro_receive() aggregates without a socket; skb_gro_receive() then refuses "
              "a packet once p->len (the first packet from its IP header, then each merged payload) plus the new "
              "payload would reach 65536, and udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX (64) packets"),
-    Exercise("30.4", "arm64 with 64 KiB pages (PAGE_SIZE 65536), kernel 6.1, bulk TCP at MTU 1500 (MSS 1448: the copy path leaves only "
-             "the Ethernet header in each head): how many packets sit in the first sk_buff of a GRO skb?",
+    Exercise("30.4", "arm64 with 64 KiB pages (PAGE_SIZE 65536), kernel 6.1, bulk TCP at MTU 1500 (MSS 1448: the "
+             "copy path leaves only the Ethernet header in each head): how many packets sit in the first sk_buff "
+             "of a GRO skb?",
              lambda: _first_skb_packets("eth_hlen", "6.1", "arm64-64k"), "packets",
              hint="skb_gro_receive() moves a header-only packet's frags over, one slot each, and the first packet's "
              "own frag already takes a slot; before 6.3, MAX_SKB_FRAGS depends on PAGE_SIZE "
@@ -425,7 +426,8 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "netdev_increment_features() adds it back for each port: how many ports must have it?"),
     Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC, after the patch: a fraglist GSO skb that "
              "rx-gro-list built from a short burst of 1472-byte datagrams, 39,744 bytes of UDP payload, is sent to "
-             "eth0.10. How many skbs does eth0.10 hand down to eth0?", lambda: _vlan_fraglist_skbs_down("6.1", 27), "skbs",
+             "eth0.10. How many skbs does eth0.10 hand down to eth0?",
+             lambda: _vlan_fraglist_skbs_down("6.1", 39744 // 1472), "skbs",
              hint="skb_gso_ok() asks for the NETIF_F_GSO_* bit of every SKB_GSO type and, for an skb with a "
              "frag_list, NETIF_F_FRAGLIST; vlan_dev_fix_features() takes that one from the real device's "
              "vlan_features. Where it is missing, skb_segment_list() unchains every frag_list member"),
