@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import vnetlab
 from vnetlab import rx
 from vnetlab.profiles import arch as arch_profile
 from vnetlab.viz.style import new_figure, regions
@@ -311,3 +312,14 @@ def test_mtu_with_xdp_says_why_the_tailroom_does_not_move():
     assert "Note:" not in rxpanels.packet_panel_state().text
     paths = rxpanels.packet_panel_state(view="paths", xdp=True)
     assert paths.extra["notes"] and "6.1" in paths.text
+
+
+@pytest.mark.parametrize("kernel", vnetlab.known_kernels())
+def test_carving_panel_takes_every_known_kernel(kernel):
+    """The kernel dropdown offers every profile: 7.x's page_pool (4 KiB pages) used to raise here because the panel
+    asked for a 32 KiB frag. Expected on 7.3.4: buffers alternate 1536 / 2560 in each 4 KiB page, as the lab measured
+    (data/lab/7.3.4/mergeable.json; drivers/net/virtio_net.c add_recvbuf_mergeable, Debian 7.3.4)."""
+    state = rxpanels.carving_panel_state(kernel=kernel)
+    assert state.result and all(isinstance(n, int) and n > 0 for n in state.result)
+    if kernel in ("7.2.12", "7.3.4"):
+        assert state.result[:4] == [1536, 2560, 1536, 2560]

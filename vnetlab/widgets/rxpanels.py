@@ -176,10 +176,10 @@ def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DE
 
 def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500,
                         xdp: bool = False, avg_pkt_len: int = 0, fig: Figure | None = None) -> PanelState:
-    """thresholds.draw_mergeable_carving(): add_recvbuf_mergeable's buffers in a 32 KiB frag and a 4 KiB page."""
-    # the order-3 frag, or the page itself where a page is larger (64 KiB pages: ppc64le, arm64-64k)
-    frag_size = max(arch_profile(arch, kernel).page_size, 32768)
-    lens = rx.mergeable_buf_lens(8, avg_pkt_len=avg_pkt_len, mtu=mtu, frag_size=frag_size, xdp=xdp, kernel=kernel,
+    """thresholds.draw_mergeable_carving(): add_recvbuf_mergeable's buffers as the kernel's rx allocator carves them
+    (a 32 KiB page frag and a 4 KiB page up to 6.18; a page_pool page on 7.x)."""
+    # frag_size=None: the kernel's own rx memory (rx.rx_page_allocator): order-3 frag, larger page or page_pool
+    lens = rx.mergeable_buf_lens(8, avg_pkt_len=avg_pkt_len, mtu=mtu, frag_size=None, xdp=xdp, kernel=kernel,
                                  arch=arch)
     figure = thresholds.draw_mergeable_carving(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len,
                                                fig=fig)
