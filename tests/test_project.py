@@ -22,8 +22,28 @@ def test_readme_has_exactly_two_setup_commands():
     commands = _readme_commands()
     assert len(commands) == 2
     assert all("\n" not in c for c in commands)
-    assert re.search(r"jupyter lab .*notebooks/$", commands[0])
+    assert re.search(r"jupyter lab .*--config=jupyter-settings/jupyter_server_config\.py$", commands[0])
     assert "pytest" in commands[1]
+    # both install the exact versions the tests pass with; the package itself adds nothing (--no-deps)
+    assert "pip install -r requirements.lock && .venv/bin/pip install --no-deps -e ." in commands[0]
+    assert "pip install -q -r requirements-test.lock && .venv/bin/pip install -q --no-deps -e ." in commands[1]
+
+
+def test_the_open_command_config_lands_attendees_in_their_copies():
+    # the file the open command passes: the repository root served (data/, lab/ cited by the notebooks open),
+    # the start page the student copy of 00, JupyterLab's defaults from overrides.json next to it
+    from traitlets.config.loader import PyFileConfigLoader
+
+    settings = ROOT / "jupyter-settings"
+    config = PyFileConfigLoader("jupyter_server_config.py", path=str(settings)).load_config()
+    assert Path(config.ServerApp.root_dir) == ROOT
+    assert config.LabApp.default_url == "/lab/tree/" + open_check.START_NOTEBOOK
+    assert (ROOT / open_check.START_NOTEBOOK).exists()
+    assert Path(config.LabApp.app_settings_dir) == settings
+    import json
+
+    overrides = json.loads((settings / "overrides.json").read_text())
+    assert overrides[open_check.NOTIFICATION_SETTINGS] == open_check.NO_TOAST
 
 
 def test_open_command_starts_as_root():
