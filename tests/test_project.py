@@ -176,3 +176,42 @@ def test_this_environment_runs_the_locked_versions():
         if installed != here[0]:
             wrong[name] = (here[0], installed)
     assert not wrong, f"locked vs installed (re-run the README's test command, or `python3 tools/lock.py`): {wrong}"
+
+
+def test_setup_pages_for_a_room_of_laptops():
+    pages = {name: (ROOT / "docs" / "setup" / f"{name}.md").read_text() for name in ("README", "linux", "macos",
+                                                                                       "windows")}
+    open_command = _readme_commands()[0]
+    assert open_command in pages["linux"]  # the tested path is the README's command itself
+    assert open_command.replace("python3 -m venv", "python3.12 -m venv").replace(" --allow-root", "") in pages["macos"]
+    offline = "pip install --no-index --find-links wheelhouse/ -r requirements.lock"
+    assert all(offline in pages[n] for n in ("README", "linux", "macos"))
+    assert "--no-index --find-links wheelhouse" in pages["windows"]
+    assert "3.9" in pages["macos"] and "too old" in pages["macos"]  # the bundled /usr/bin/python3
+    # the pages say what was not tested here
+    for name in ("macos", "windows"):
+        assert pages[name].startswith(f"# Set-up on {'macOS' if name == 'macos' else 'Windows'}")
+        assert "Not tested here" in pages[name]
+    spec = importlib.util.spec_from_file_location("wheelhouse", ROOT / "tools" / "wheelhouse.py")
+    wheelhouse = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wheelhouse)
+    assert "linux-x86_64" in pages["windows"] and "windows-amd64" in pages["windows"]
+    assert {"linux-x86_64", "windows-amd64"} <= set(wheelhouse.TARGETS)
+
+
+def test_wheelhouse_filters_the_lock_per_platform():
+    # pip download would evaluate the markers on this machine: each laptop platform gets its own pins
+    spec = importlib.util.spec_from_file_location("wheelhouse", ROOT / "tools" / "wheelhouse.py")
+    wheelhouse = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wheelhouse)
+    lock = (ROOT / "requirements.lock").read_text()
+
+    def names(target, python="3.11.9"):
+        text = wheelhouse.pins_for(lock, wheelhouse.TARGETS[target][1], python)
+        return {line.split("==")[0] for line in text.splitlines() if "==" in line}
+
+    assert "pyroute2" in names("linux-x86_64") and "pyroute2" not in names("macos-arm64")
+    assert "appnope" in names("macos-arm64") and "appnope" not in names("linux-x86_64")
+    assert "pywinpty" in names("windows-amd64") and "pexpect" not in names("windows-amd64")
+    every = set(_lock("requirements.lock"))
+    assert names("linux-x86_64") <= every and len(names("linux-x86_64")) >= len(every) - 10
