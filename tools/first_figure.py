@@ -34,9 +34,9 @@ KEEP_ENV = ("PATH", "LANG", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE
 
 
 def fresh_copy(dest: Path) -> Path:
-    """The working tree without anything a run leaves behind (.venv, artifacts, site, caches)."""
-    ignore = shutil.ignore_patterns(".venv", "artifacts", "site", "__pycache__", ".pytest_cache", ".hypothesis",
-                                    "*.egg-info", ".ipynb_checkpoints", ".git")
+    """The working tree without anything a run leaves behind (.venv, artifacts, site, wheelhouse, caches)."""
+    ignore = shutil.ignore_patterns(".venv", "artifacts", "site", "wheelhouse", "__pycache__", ".pytest_cache",
+                                    ".hypothesis", "*.egg-info", ".ipynb_checkpoints", ".git")
     shutil.copytree(ROOT, dest, ignore=ignore)
     return dest
 
