@@ -73,18 +73,22 @@ def host_target() -> tuple[list[str], dict[str, str]]:
 def download(lock: Path, dest: Path, target: str, python: str) -> None:
     tags, environment = host_target() if target == "host" else TARGETS[target]
     # a pin split at a micro release (soupsieve at 3.11.5) needs both files: one pip run per distinct set
-    for requirements in dict.fromkeys(pins_for(lock.read_text(), environment, f"{python}.{micro}")
-                                      for micro in (0, 99)):
-        _download(requirements, dest, target, tags, python)
+    done = set()
+    for micro in (0, 99):
+        requirements = pins_for(lock.read_text(), environment, f"{python}.{micro}")
+        if requirements not in done:
+            done.add(requirements)
+            _download(requirements, dest, target, tags, f"{python}.{micro}")
 
 
 def _download(requirements: str, dest: Path, target: str, tags: list[str], python: str) -> None:
+    """pip download for one target; ``python`` is X.Y.Z, as Requires-Python (soupsieve: >=3.11.5) checks it."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write(requirements)
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--require-hashes", "--no-deps", "-r", f.name,
            "-d", str(dest)]
     if target != "host":
-        abi = "cp" + python.replace(".", "")
+        abi = "cp" + "".join(python.split(".")[:2])
         cmd += ["--only-binary=:all:", "--python-version", python, "--implementation", "cp", "--abi", abi,
                 "--abi", "abi3", "--abi", "none", *(f"--platform={t}" for t in tags)]
     print(f"[wheelhouse] {target} (Python {python}): {requirements.count('==')} pins", flush=True)
