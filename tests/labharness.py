@@ -62,7 +62,8 @@ def sync_playwright() -> Any:  # noqa: ANN401
     try:
         from playwright.sync_api import sync_playwright as sp
     except ImportError as exc:
-        pytest.fail(f"the playwright package is missing: it is a [test] dependency (pip install -e '.[test]'): {exc}")
+        pytest.fail("the playwright package is missing: it is a [test] dependency (the README's test command "
+                    f"installs requirements-test.lock): {exc}")
     return sp
 
 

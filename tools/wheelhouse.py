@@ -70,32 +70,48 @@ def host_target() -> tuple[list[str], dict[str, str]]:
         "platform_machine": platform.machine()}
 
 
-def download(lock: Path, dest: Path, target: str, python: str) -> None:
+def download(lock: Path, dest: Path, target: str, python: str) -> list[str]:
+    """Download the target's files; returns the pins with no binary wheel for it (pip could only build them)."""
     tags, environment = host_target() if target == "host" else TARGETS[target]
     # a pin split at a micro release (soupsieve at 3.11.5) needs both files: one pip run per distinct set
-    done = set()
+    done, missing = set(), []
     for micro in (0, 99):
         requirements = pins_for(lock.read_text(), environment, f"{python}.{micro}")
         if requirements not in done:
             done.add(requirements)
-            _download(requirements, dest, target, tags, f"{python}.{micro}")
+            missing += [m for m in _download(requirements, dest, target, tags, f"{python}.{micro}")
+                        if m not in missing]
+    return missing
 
 
-def _download(requirements: str, dest: Path, target: str, tags: list[str], python: str) -> None:
-    """pip download for one target; ``python`` is X.Y.Z, as Requires-Python (soupsieve: >=3.11.5) checks it."""
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write(requirements)
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--require-hashes", "--no-deps", "-r", f.name,
-           "-d", str(dest)]
-    if target != "host":
-        abi = "cp" + "".join(python.split(".")[:2])
-        cmd += ["--only-binary=:all:", "--python-version", python, "--implementation", "cp", "--abi", abi,
-                "--abi", "abi3", "--abi", "none", *(f"--platform={t}" for t in tags)]
-    print(f"[wheelhouse] {target} (Python {python}): {requirements.count('==')} pins", flush=True)
-    try:
-        subprocess.run(cmd, check=True, timeout=3600)
-    finally:
-        Path(f.name).unlink()
+def _download(requirements: str, dest: Path, target: str, tags: list[str], python: str) -> list[str]:
+    """pip download for one target; ``python`` is X.Y.Z, as Requires-Python (soupsieve: >=3.11.5) checks it.
+    A pin with no wheel for the target is left out and returned (pip stops at the first one, so it retries)."""
+    missing: list[str] = []
+    while True:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write(requirements)
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--require-hashes", "--no-deps", "-r", f.name,
+               "-d", str(dest)]
+        if target != "host":
+            abi = "cp" + "".join(python.split(".")[:2])
+            cmd += ["--only-binary=:all:", "--python-version", python, "--implementation", "cp", "--abi", abi,
+                    "--abi", "abi3", "--abi", "none", *(f"--platform={t}" for t in tags)]
+        print(f"[wheelhouse] {target} (Python {python}): {requirements.count('==')} pins", flush=True)
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        finally:
+            Path(f.name).unlink()
+        if run.returncode == 0:
+            return missing
+        no_wheel = re.search(r"No matching distribution found for (\S+==\S+)", run.stderr)
+        if target == "host" or not no_wheel:
+            sys.stderr.write(run.stderr)
+            raise SystemExit(f"[wheelhouse] pip download failed for {target} (exit {run.returncode})")
+        missing.append(no_wheel[1])
+        print(f"[wheelhouse] {target}: no wheel for {no_wheel[1]}; left out", flush=True)
+        requirements = "".join(block for block in re.split(r"(?m)^(?=\S)", requirements)
+                               if not block.lower().startswith(no_wheel[1].lower() + " "))
 
 
 def main(argv: list[str]) -> int:
@@ -113,12 +129,15 @@ def main(argv: list[str]) -> int:
     if unknown:
         raise ValueError(f"--target: unknown {unknown}; choose host, all or among {list(TARGETS)}")
     args.dest.mkdir(parents=True, exist_ok=True)
-    for target in targets:
-        download(args.lock, args.dest, target, args.python)
+    missing = {target: download(args.lock, args.dest, target, args.python) for target in targets}
     files = list(args.dest.iterdir())
     size = sum(p.stat().st_size for p in files)
     print(f"[wheelhouse] {args.dest}: {len(files)} files, {size / 1e6:.0f} MB")
-    return 0
+    gaps = {t: m for t, m in missing.items() if m}
+    for target, pins in gaps.items():
+        print(f"[wheelhouse] {target}: no wheel on PyPI for {', '.join(pins)}: those laptops build it from source "
+              "(network and a C compiler), so they cannot install offline")
+    return 1 if gaps else 0
 
 
 if __name__ == "__main__":
