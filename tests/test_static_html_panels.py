@@ -68,3 +68,6 @@ def test_static_copy_renders_the_handout_and_links_it(tmp_path):
     assert any("956,864 → 1,158,465" in r for r in rows)
     assert handout.count("<pre>") >= 2 and "requirements.lock" in handout
     assert "http://" not in handout and "https://" not in handout  # readable offline: nothing to fetch
+    body = handout.split("<body>", 1)[1]
+    assert "{" not in body.split("<h1", 1)[0], "style rules leaked into the page text"
+    assert "white-space:pre-wrap" in handout.split("</style>", 1)[0]  # the long commands wrap, no sideways scroll

@@ -287,9 +287,9 @@ def _site_links(html: str) -> str:
 def _page(title: str, body_html: str) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + title + "</title>"
             "<style>body{font:15px/1.5 sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
-            "code{background:#f4f4f4}dt{font-weight:bold;margin-top:.8em}</style></head><body>"
+            "code{background:#f4f4f4}dt{font-weight:bold;margin-top:.8em}"
             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}"
-            "pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap;word-break:break-all}"
+            "pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap;word-break:break-all}</style></head><body>"
             '<nav><a href="index.html">vnetlab: all notebooks</a> · <a href="glossary.html">Glossary</a> · '
             '<a href="handout.html">Handout</a></nav>'
             + body_html + "</body></html>\n")
