@@ -135,18 +135,13 @@ def _exercises() -> list[tuple[Path, int, str]]:
     return found
 
 
-# Exercises that still copy a number printed above them or use a constant the notebook never gives (issue 17);
-# nbb (30-50) and live (60) rewrite them. Strict: a fixed exercise fails here until the lead drops it from the list.
-COPIES_PENDING: set[str] = set()  # 00-20 rewritten on nba, 30-50 on nbb
-CONSTANTS_PENDING = {"60.1", "60.2"}
 # Answers from a closed set of names: printed everywhere as the vocabulary, so "printed above" cannot judge them.
 VOCABULARY = set(rx.PATHS)  # True/False are skipped too
 
 
-def _param(item: tuple[Path, int, str], pending: set[str]):
+def _param(item: tuple[Path, int, str]):
     path, i, key = item
-    return pytest.param(path, i, key, id=key, marks=pytest.mark.xfail(
-        key in pending, strict=True, reason="issue 17: rewritten by nbb/live"))
+    return pytest.param(path, i, key, id=key)
 
 
 def _printed(value, text: str) -> bool:
@@ -165,7 +160,7 @@ def test_printed_finds_numbers_and_names():
     assert _printed("eth0.10", "at eth0.10: cut") and not _printed("eth0", "eth0.10")
 
 
-@pytest.mark.parametrize(("path", "index", "key"), [_param(e, COPIES_PENDING) for e in _exercises()])
+@pytest.mark.parametrize(("path", "index", "key"), [_param(e) for e in _exercises()])
 def test_every_exercise_asks_something_new(path, index, key):
     """The answer the checker wants is printed nowhere above the exercise: not in markdown, not in the golden output
     of any cell above it (plan_conventions, issue 17)."""
@@ -180,7 +175,7 @@ def test_every_exercise_asks_something_new(path, index, key):
 _CONSTANT = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")  # UDP_GRO_CNT_MAX, VIRTIO_XDP_HEADROOM, NET_IP_ALIGN
 
 
-@pytest.mark.parametrize(("path", "index", "key"), [_param(e, CONSTANTS_PENDING) for e in _exercises()])
+@pytest.mark.parametrize(("path", "index", "key"), [_param(e) for e in _exercises()])
 def test_every_constant_an_exercise_names_is_given_before_it(path, index, key):
     """Each kernel constant the question or its hint names appears above the exercise (text, code or output) or in
     the exercise's own statement, so an attendee can work it out; a hint that sends the reader to a kernel file for
@@ -211,13 +206,7 @@ def test_student_copy_is_current_and_answers_nothing(path):
     assert "](../glossary.md)" in "\n".join(c.source for c in got.cells if c.cell_type == "markdown")
 
 
-OBJECTIVES_PENDING = {"60"}  # live (60) adds its own (issue 17)
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p.name, marks=pytest.mark.xfail(p.name[:2] in OBJECTIVES_PENDING, strict=True,
-                                                        reason="issue 17: objectives added by live"))
-    for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_overview_states_two_to_four_learning_objectives(path):
     """plan_conventions: each Overview has a "You will be able to:" list of 2-4 objectives (The Carpentries)."""
     text = "\n".join(c.source for c in _read(path).cells if c.cell_type == "markdown")

@@ -3,6 +3,7 @@ controls driving every view, errors shown instead of a stale figure, the PNG sho
 static fallback (image + summary) where widgets cannot run."""
 
 import base64
+import html
 import io
 
 import matplotlib
@@ -294,7 +295,10 @@ def test_buffer_control_in_small_mode_says_why_it_does_nothing():
     p.controls["mode"].value = "small"
     assert p.error is None and p.image.layout.display is None
     assert "has no effect in small mode" in p.message.value or "has no effect in small mode" in p.state.text
-    assert "add_recvbuf_small sizes every buffer the same" in p.state.text
+    with pytest.raises(ValueError) as refused:  # the model's own reason, which the panel relays
+        rx.receive(1000, mode="small", buf_len=2048)
+    assert "add_recvbuf_small" in str(refused.value)
+    assert html.escape(str(refused.value).split(": ", 1)[1]) in p.state.text
     assert p.controls["buf_len"].slider.disabled and p.controls["buf_len"].readout.disabled
     p.controls["mode"].value = "mergeable"
     assert not p.controls["buf_len"].slider.disabled and "Note:" not in p.state.text

@@ -15,15 +15,7 @@ plan = importlib.util.module_from_spec(_spec)
 sys.modules["plan"] = plan  # dataclasses look their module up
 _spec.loader.exec_module(plan)
 
-# Notebooks whose headings other helpers are still timing (nbb: 30, 40, 50; live: 60). The lead empties this after
-# merging their branches; strict, so a notebook that is done fails here until it leaves the list.
-PENDING = {"60"}  # 00-20 timed on nba, 30-50 on nbb
 PLANS = plan.workshop()
-
-
-def _pending(key: str):
-    return pytest.param(key, marks=pytest.mark.xfail(key in PENDING, strict=True,
-                                                     reason="headings not timed yet (nbb/live)"))
 
 
 def _notebook(tmp_path: Path, *markdown: str) -> Path:
@@ -71,12 +63,12 @@ def test_table_minutes_reads_every_table_layout():
     assert plan.fmt(12, 3) == "12 min (+3)" and plan.fmt(8) == "8 min"
 
 
-@pytest.mark.parametrize("key", [_pending(k) for k in PLANS])
+@pytest.mark.parametrize("key", list(PLANS))
 def test_notebook_times_every_section(key):
     assert PLANS[key].problems == []
 
 
-@pytest.mark.parametrize("key", [_pending(k) for k in PLANS])
+@pytest.mark.parametrize("key", list(PLANS))
 def test_readme_guide_and_notebook00_state_the_notebooks_minutes(key):
     want = PLANS[key].minutes
     tables = {"README": plan.readme_table(), "guide": plan.guide_table(), "00": plan.notebook00_table()}
@@ -91,7 +83,6 @@ def test_set_up_and_break_agree():
     assert set(plan.guide_table()) == {"set-up", "break", *PLANS}
 
 
-@pytest.mark.xfail(bool(PENDING), strict=True, reason=f"notebooks {sorted(PENDING)} not timed yet")
 def test_core_path_fits_three_hours():
     assert [p for k in PLANS for p in PLANS[k].problems] == []
     total = plan.core_total(PLANS)

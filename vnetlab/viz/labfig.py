@@ -138,7 +138,8 @@ def _rx_row(ax: Axes, kernel: str, bands: Sequence[RxBand], marks: Sequence[RxMa
 _ROLE = {"6.1-no-build-skb": "before: Debian's 6.1 source without the build_skb branch",
          "6.1-plain": "after: the same source and config, unpatched",
          "5.10": "Debian 5.10.223, bullseye", "6.1": "Debian 6.1.192, bookworm",
-         "6.12": "Debian 6.12.95, bookworm-backports"}
+         "6.12": "Debian 6.12.95, bookworm-backports", "7.2.12": "Debian 7.2.12, forky",
+         "7.3.4": "Debian 7.3.4, trixie-backports"}
 
 
 def _kernel_title(kernel: str) -> str:
