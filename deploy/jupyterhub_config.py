@@ -53,8 +53,10 @@ c.Spawner.default_url = "/lab/tree/00_welcome_and_map.ipynb"
 c.Spawner.environment = {"PATH": f"{ENV / 'bin'}:/usr/local/bin:/usr/bin:/bin", "MPLBACKEND": "Agg",
                          "VNETLAB_HOSTED": "jupyterhub"}
 c.LocalProcessSpawner.env_keep = ["LANG", "LC_ALL", "TZ"]
-c.Spawner.start_timeout = int(os.environ.get("VNETLAB_HUB_START_TIMEOUT", "120"))
-c.Spawner.http_timeout = int(os.environ.get("VNETLAB_HUB_START_TIMEOUT", "120"))
+# Generous: on a saturated machine a server's start (imports of jupyter_server and its extensions) took minutes in
+# the load test, and the hub kills a server that misses its timeout (deploy/README.md).
+c.Spawner.start_timeout = int(os.environ.get("VNETLAB_HUB_START_TIMEOUT", "300"))
+c.Spawner.http_timeout = int(os.environ.get("VNETLAB_HUB_START_TIMEOUT", "300"))
 # Per attendee (enforced through a cgroup where the machine has one: see vnetlab_hub.py and deploy/README.md).
 c.Spawner.mem_limit = os.environ.get("VNETLAB_HUB_MEM_LIMIT", "1G")
 c.Spawner.cpu_limit = float(os.environ.get("VNETLAB_HUB_CPU_LIMIT", "1"))

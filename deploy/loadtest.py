@@ -88,7 +88,7 @@ class Hub:
 
     @classmethod
     def start(cls, prefix: Path, workdir: Path, *, mem_limit: str = "1G", cpu_limit: float = 1.0,
-              spawn_limit: int = 10, timeout_s: float = 90) -> Hub:
+              spawn_limit: int = 10, start_timeout_s: int = 300, timeout_s: float = 90) -> Hub:
         port, internal, api = free_port(), free_port(), free_port()
         hub = cls(prefix=prefix, state=workdir / "state", homes=workdir / "homes", url=f"http://127.0.0.1:{port}",
                   password=secrets.token_urlsafe(9), admin_password=secrets.token_urlsafe(30))
@@ -100,7 +100,7 @@ class Hub:
                    VNETLAB_HUB_PROXY_API=f"http://127.0.0.1:{api}", VNETLAB_HUB_HOMES=str(hub.homes),
                    VNETLAB_HUB_PASSWORD=hub.password, VNETLAB_HUB_ADMIN_PASSWORD=hub.admin_password,
                    VNETLAB_HUB_ADMIN=ADMIN, VNETLAB_HUB_MEM_LIMIT=mem_limit, VNETLAB_HUB_CPU_LIMIT=str(cpu_limit),
-                   VNETLAB_HUB_SPAWN_LIMIT=str(spawn_limit))
+                   VNETLAB_HUB_SPAWN_LIMIT=str(spawn_limit), VNETLAB_HUB_START_TIMEOUT=str(start_timeout_s))
         hub.log_path = workdir / "hub.log"
         with open(hub.log_path, "w") as log:
             hub.proc = subprocess.Popen([str(HERE / "hub.sh")], env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -238,13 +238,16 @@ class Stats:
     widgets: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     timeouts: list[str] = field(default_factory=list)
+    spawn_retries: int = 0
     notebooks_done: int = 0
     cells_done: int = 0
     current: str = ""
 
 
 class AttendeeError(Exception):
-    pass
+    def __init__(self, text: str, code: int = 0) -> None:
+        super().__init__(text)
+        self.code = code
 
 
 class Kernel:
@@ -349,6 +352,7 @@ class Attendee:
                  notebooks: list[str], keep_kernels: bool = False, first_figure_only: bool = False) -> None:
         self.hub, self.name = hub, name
         self.think_s, self.stop_at = think_s, stop_at
+        self.work_s = float("inf")
         self.notebooks, self.keep_kernels, self.first_figure_only = notebooks, keep_kernels, first_figure_only
         self.http = AsyncHTTPClient(force_instance=True, defaults={"request_timeout": HTTP_TIMEOUT_S,
                                                                   "connect_timeout": HTTP_TIMEOUT_S})
@@ -378,7 +382,7 @@ class Attendee:
             self.cookies[k.strip()] = v.strip()
         if resp.code >= 400 and resp.code != 599 or resp.code == 599:
             raise AttendeeError(f"{method} {path}: HTTP {resp.code} {resp.error or ''} "
-                                f"{(resp.body or b'')[:200]!r}")
+                                f"{(resp.body or b'')[:200]!r}", resp.code)
         return resp
 
     async def login(self, password: str) -> None:
@@ -394,8 +398,17 @@ class Attendee:
         self.token = json.loads(resp.body)["token"]
 
     async def start_server(self, timeout_s: float) -> None:
-        await self.fetch(f"/hub/api/users/{self.name}/server", "POST")
         deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                await self.fetch(f"/hub/api/users/{self.name}/server", "POST")
+                break
+            except AttendeeError as exc:
+                # 429: the hub's concurrent_spawn_limit; a person reloads the page a little later
+                if exc.code != 429 or time.monotonic() > deadline:
+                    raise
+                self.stats.spawn_retries += 1
+                await asyncio.sleep(random.uniform(5, 10))
         while time.monotonic() < deadline:
             user = json.loads((await self.fetch(f"/hub/api/users/{self.name}")).body)
             server = user.get("servers", {}).get("")
@@ -434,6 +447,7 @@ class Attendee:
             st.current = "spawn"
             await self.start_server(spawn_timeout_s)
             st.spawn_s = round(time.monotonic() - self.t0, 3)
+            self.stop_at = min(self.stop_at, time.monotonic() + self.work_s)  # each gets the same work time
             for nb in self.notebooks:
                 if self.time_left() <= 0:
                     break
@@ -559,10 +573,12 @@ async def run_room(hub: Hub, names: list[str], *, duration_s: float, ramp_s: flo
                    spawn_timeout_s: float, notebooks: list[str], first_figure_only: bool = False,
                    keep_kernels: bool = False) -> tuple[list[Stats], Sampler, dict]:
     start = time.monotonic()
-    stop_at = start + duration_s
+    stop_at = start + ramp_s + spawn_timeout_s + duration_s
     uids: dict[str, int] = {}
     attendees = [Attendee(hub, n, think_s=think_s, stop_at=stop_at, notebooks=notebooks,
                           first_figure_only=first_figure_only, keep_kernels=keep_kernels) for n in names]
+    for a in attendees:
+        a.work_s = duration_s
     sampler = Sampler(hub, uids)
 
     async def arrive(i: int, a: Attendee) -> Stats:
@@ -606,6 +622,7 @@ def summarise(n: int, stats: list[Stats], sampler: Sampler, machine: dict) -> di
         "attendees": n,
         "servers_started": len(spawn),
         "spawn_s": {"p50": pct(spawn, 50), "p95": pct(spawn, 95)},
+        "spawn_retries_429": sum(s.spawn_retries for s in stats),
         "first_figure_s": {"p50": pct(first, 50), "p95": pct(first, 95), "count": len(first)},
         "cell_round_trip_s": {"p50": pct(cells, 50), "p95": pct(cells, 95), "count": len(cells)},
         "widget_round_trip_s": {"p50": pct(widgets, 50), "p95": pct(widgets, 95), "count": len(widgets)},
@@ -667,14 +684,15 @@ def one_run(prefix: Path, n: int, args: argparse.Namespace) -> dict:
     existed = existing_accounts()
     workdir = Path(tempfile.mkdtemp(prefix=f"vnetlab-loadtest-{n}-"))
     names = [f"lt{n}x{i:02d}" for i in range(n)]
+    notebooks = [nb for nb in NOTEBOOKS if nb[:2] >= args.start_at]
     before = uptime()
     hub = None
     try:
         hub = Hub.start(prefix, workdir, mem_limit=args.mem_limit, cpu_limit=args.cpu_limit,
-                        spawn_limit=args.spawn_limit)
+                        spawn_limit=args.spawn_limit, start_timeout_s=int(args.spawn_timeout))
         stats, sampler, machine = asyncio.run(run_room(
             hub, names, duration_s=args.duration, ramp_s=args.ramp, think_s=(args.think_min, args.think_max),
-            spawn_timeout_s=args.spawn_timeout, notebooks=NOTEBOOKS))
+            spawn_timeout_s=args.spawn_timeout, notebooks=notebooks))
         result = summarise(n, stats, sampler, machine)
         asyncio.run(delete_hub_users(hub, names))
     finally:
@@ -692,21 +710,25 @@ def one_run(prefix: Path, n: int, args: argparse.Namespace) -> dict:
     result["settings"] = {"duration_s": args.duration, "ramp_s": args.ramp, "think_s": [args.think_min,
                                                                                       args.think_max],
                           "mem_limit": args.mem_limit, "cpu_limit": args.cpu_limit,
-                          "spawn_limit": args.spawn_limit, "notebooks": NOTEBOOKS}
+                          "spawn_limit": args.spawn_limit, "spawn_timeout_s": args.spawn_timeout,
+                          "notebooks": notebooks}
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--attendees", type=int, nargs="+", default=[5, 10, 20, 40])
-    ap.add_argument("--duration", type=float, default=240, help="seconds of work per N after the first arrival")
+    ap.add_argument("--duration", type=float, default=240,
+                    help="seconds of work per attendee, counted from their server being ready")
     ap.add_argument("--ramp", type=float, default=30, help="attendees arrive spread over this many seconds")
     ap.add_argument("--think-min", type=float, default=2)
     ap.add_argument("--think-max", type=float, default=4)
-    ap.add_argument("--spawn-timeout", type=float, default=180)
+    ap.add_argument("--spawn-timeout", type=float, default=300, help="the hub's start timeout too")
     ap.add_argument("--mem-limit", default="1G")
     ap.add_argument("--cpu-limit", type=float, default=1.0)
     ap.add_argument("--spawn-limit", type=int, default=10)
+    ap.add_argument("--start-at", default="00", choices=[nb[:2] for nb in NOTEBOOKS],
+                    help="the first notebook (a room that starts after the break); later ones follow in order")
     ap.add_argument("--prefix", type=Path, default=Path(os.environ.get("VNETLAB_HUB_PREFIX", "/opt/vnetlab-hub")))
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args(argv)
@@ -717,6 +739,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (0 < args.duration <= 3600):
         ap.error("--duration must be in (0, 3600] seconds")
     args.out.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))  # clean up as on Ctrl-C
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = args.out / f"loadtest-{stamp}.json"
     runs = []
     for n in args.attendees:
         print(f"[loadtest] N={n}: {uptime()}", flush=True)
@@ -728,14 +753,17 @@ def main(argv: list[str] | None = None) -> int:
         if result["failures"] or result["timeouts"]:
             print(f"[loadtest]   failures {len(result['failures'])}, timeouts {len(result['timeouts'])}: "
                   f"{(result['failures'] + result['timeouts'])[:3]}", flush=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    out = args.out / f"loadtest-{stamp}.json"
-    out.write_text(json.dumps({"machine": {"cores": os.cpu_count(), "mem_total_mib": mem_total_mib(),
-                                           "kernel": os.uname().release,
-                                           "note": "other work shares this machine: see uptime_before/after"},
-                               "runs": runs}, indent=1) + "\n")
+        write(out, runs)
     print(f"[loadtest] wrote {out}")
     return 0
+
+
+def write(out: Path, runs: list[dict]) -> None:
+    """The results so far (after each N, so an interrupted series keeps what it measured)."""
+    out.write_text(json.dumps({"machine": {"cores": os.cpu_count(), "mem_total_mib": mem_total_mib(),
+                                           "kernel": os.uname().release, "nice": os.nice(0),
+                                           "note": "other work shares this machine: see uptime_before/after"},
+                               "runs": runs}, indent=1) + "\n")
 
 
 def mem_total_mib() -> int:

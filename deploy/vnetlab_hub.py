@@ -11,6 +11,8 @@ not limited and the hub log says so once.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import pwd
 import resource
@@ -33,14 +35,17 @@ def account(hub_name: str) -> str:
 
 
 def ensure_account(name: str, homes: Path) -> pwd.struct_passwd:
-    """The attendee's Unix account, made (no password, no login shell) if missing."""
+    """The attendee's Unix account, made (no password, no login shell) if missing; its home readable by it alone
+    (useradd's mode follows login.defs, 0755 on some systems: attendees would read each other's answers)."""
     try:
-        return pwd.getpwnam(name)
+        pw = pwd.getpwnam(name)
     except KeyError:
         homes.mkdir(parents=True, exist_ok=True)
         subprocess.run(["useradd", "--create-home", "--home-dir", str(homes / name), "--shell", "/usr/sbin/nologin",
                         "--user-group", "--comment", "vnetlab workshop attendee", name], check=True, timeout=30)
-        return pwd.getpwnam(name)
+        pw = pwd.getpwnam(name)
+    os.chmod(pw.pw_dir, 0o700)
+    return pw
 
 
 def copy_notebooks_once(src: Path, dest: Path, uid: int, gid: int) -> bool:
@@ -133,10 +138,15 @@ class WorkshopSpawner(LocalProcessSpawner):
     def account(self) -> str:
         return account(self.user.name)
 
-    def run_pre_spawn_hook(self) -> object:
+    def _prepare(self) -> tuple[Path, bool]:
         pw = ensure_account(self.account, Path(self.homes))
         work = Path(pw.pw_dir) / self.workdir_name
-        if copy_notebooks_once(Path(self.notebooks_src), work, pw.pw_uid, pw.pw_gid):
+        return work, copy_notebooks_once(Path(self.notebooks_src), work, pw.pw_uid, pw.pw_gid)
+
+    async def run_pre_spawn_hook(self) -> object:
+        # useradd and the copy in a thread: the hub's event loop keeps serving the rest of the room meanwhile
+        work, copied = await asyncio.to_thread(self._prepare)
+        if copied:
             self.log.info("copied the student notebooks to %s", work)
         self.notebook_dir = str(work)
         mem, millicores = self.mem_limit or 0, int((self.cpu_limit or 0) * 1000)
@@ -147,7 +157,8 @@ class WorkshopSpawner(LocalProcessSpawner):
             WorkshopSpawner._cgroup_note_logged = True
         elif self._cgroup is not None:
             self.log.info("%s limited to %d MiB, %d millicores: %s", self.account, mem >> 20, millicores, why)
-        return super().run_pre_spawn_hook()
+        result = super().run_pre_spawn_hook()
+        return await result if inspect.isawaitable(result) else result
 
     def make_preexec_fn(self, name: str) -> object:
         setuid = set_user_setuid(self.account)

@@ -97,6 +97,7 @@ def test_two_attendees_reach_a_figure_and_move_a_control():
             assert st.first_figure_s is not None, f"{name} saw no figure in {NOTEBOOK}"
             assert len(st.widgets) == 1, f"{name}: moving a control gave no new image"
             home = Path(pwd.getpwnam(vnetlab_hub.account(name)).pw_dir)
+            assert home.stat().st_mode & 0o077 == 0, f"{home} is open to other attendees"
             assert (home / "vnetlab" / f"{NOTEBOOK}.ipynb").stat().st_uid == pwd.getpwnam(
                 vnetlab_hub.account(name)).pw_uid
         # Beyond the hub's public port (here on loopback too) nothing listens anywhere but on 127.0.0.1.
