@@ -53,7 +53,7 @@ fi
 # The attendees' environment: the lock file's pins (hashes checked), vnetlab itself from this checkout (not
 # editable: attendees cannot change the package under each other), and jupyterhub-singleuser at the hub's version.
 env_src=$( (cat "$REPO/requirements.lock" 2>/dev/null || echo no-lock; echo "$JUPYTERHUB_PIN"; $PY --version;
-            cd "$REPO" && tar -cf - pyproject.toml vnetlab data "deploy/lab-overrides.json" 2>/dev/null) \
+            cd "$REPO" && tar -cf - pyproject.toml vnetlab data jupyter-settings/overrides.json 2>/dev/null) \
           | sha256sum | cut -c1-16)
 if ! stamp_ok env "$env_src"; then
     say "the attendees' environment: $PREFIX/env"
@@ -70,7 +70,11 @@ if ! stamp_ok env "$env_src"; then
     timeout 600 "${pip[@]}" "$JUPYTERHUB_PIN"
     # The workbook's JupyterLab settings as the environment's defaults (no news toast, no update check).
     mkdir -p "$PREFIX/env/share/jupyter/lab/settings"
-    cp "$HERE/lab-overrides.json" "$PREFIX/env/share/jupyter/lab/settings/overrides.json"
+    cp "$REPO/jupyter-settings/overrides.json" "$PREFIX/env/share/jupyter/lab/settings/overrides.json"
+    # Matplotlib's font list, built once here and copied into each new home: every attendee's first import
+    # would otherwise scan the fonts again (seconds of CPU each, the whole room at once).
+    MPLCONFIGDIR="$PREFIX/env/share/vnetlab-hub/matplotlib" timeout 300 "$PREFIX/env/bin/python" \
+        -c 'import matplotlib.font_manager'
     chmod -R a+rX "$PREFIX/env"
     echo "$env_src" > "$PREFIX/env.stamp"
 fi

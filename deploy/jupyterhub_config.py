@@ -43,12 +43,14 @@ c.SharedPasswordAuthenticator.admin_password = os.environ["VNETLAB_HUB_ADMIN_PAS
 c.Authenticator.allow_all = True
 c.Authenticator.username_pattern = USERNAME_PATTERN
 
-# Each attendee: their own Unix account, their own copy of notebooks/student/ (copied once), JupyterLab from ENV.
+# Each attendee: their own Unix account, their own copy of notebooks/student/ (copied once, as ~/vnetlab/student/
+# with the glossary beside it), JupyterLab from ENV.
 c.JupyterHub.spawner_class = "vnetlab_hub.WorkshopSpawner"
 c.WorkshopSpawner.notebooks_src = str(REPO / "notebooks/student")
 c.WorkshopSpawner.homes = os.environ.get("VNETLAB_HUB_HOMES", "/home")
 c.Spawner.cmd = [str(ENV / "bin/jupyterhub-singleuser")]
-c.Spawner.default_url = "/lab/tree/00_welcome_and_map.ipynb"
+c.Spawner.default_url = "/lab/tree/student/00_welcome_and_map.ipynb"
+c.WorkshopSpawner.mpl_cache = str(ENV / "share/vnetlab-hub/matplotlib")  # built by hub.sh
 # ENV's bin first, so the kernel and its subprocesses use the pinned environment; nothing else leaks in.
 c.Spawner.environment = {"PATH": f"{ENV / 'bin'}:/usr/local/bin:/usr/bin:/bin", "MPLBACKEND": "Agg",
                          "VNETLAB_HOSTED": "jupyterhub"}

@@ -50,6 +50,7 @@ NOTEBOOKS = ["00_welcome_and_map", "05_primer_skb_gro_gso", "10_receive_buffers_
              "20_tailroom_thresholds", "30_gro_frag_savings", "40_gso_features",
              "50_vlan_forwarding_resegmentation"]
 MAX_ATTENDEES = 60
+COPY = "student"  # the notebooks' folder in the attendee's copy (deploy/vnetlab_hub.py)
 HTTP_TIMEOUT_S = 60
 CELL_TIMEOUT_S = 180
 WIDGET_TIMEOUT_S = 60
@@ -105,6 +106,15 @@ class Hub:
         with open(hub.log_path, "w") as log:
             hub.proc = subprocess.Popen([str(HERE / "hub.sh")], env=env, stdout=log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            hub.wait_up(port, timeout_s)
+        except BaseException:
+            hub.stop()  # interrupted or failed while starting: nothing left behind
+            raise
+        return hub
+
+    def wait_up(self, port: int, timeout_s: float) -> None:
+        hub = self
         deadline = time.monotonic() + timeout_s
         while True:
             if hub.proc.poll() is not None:
@@ -114,10 +124,9 @@ class Hub:
                     pass
                 import urllib.request
                 urllib.request.urlopen(f"{hub.url}/hub/api/", timeout=5).read()
-                return hub
+                return
             except OSError:
                 if time.monotonic() > deadline:
-                    hub.stop()
                     raise RuntimeError(f"the hub did not answer within {timeout_s} s: {hub.log_tail()}") from None
                 time.sleep(0.5)
 
@@ -213,6 +222,15 @@ def proc_cpu_s(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def proc_kind(pid: int) -> str:
+    """server (jupyterhub-singleuser), kernel (ipykernel) or other (JupyterLab's node/yarn call at start)."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return "other"
+    return "server" if "jupyterhub-singleuser" in cmd else "kernel" if "ipykernel" in cmd else "other"
 
 
 def machine_cpu() -> tuple[int, int]:
@@ -416,13 +434,13 @@ class Attendee:
                 return
             if not user.get("pending") and not server:
                 raise AttendeeError(f"{self.name}'s server failed to start (see the hub log)")
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(2)  # the spawn page's progress stream, approximated: a request every 2 s
         raise TimeoutError(f"{self.name}'s server not ready within {timeout_s} s")
 
     async def open_kernel(self, notebook: str) -> tuple[Kernel, str]:
         base = f"/user/{self.name}"
         resp = await self.fetch(f"{base}/api/sessions", "POST",
-                                {"path": f"{notebook}.ipynb", "name": f"{notebook}.ipynb", "type": "notebook",
+                                {"path": f"{COPY}/{notebook}.ipynb", "name": f"{notebook}.ipynb", "type": "notebook",
                                  "kernel": {"name": "python3"}})
         session = json.loads(resp.body)
         kid = session["kernel"]["id"]
@@ -463,7 +481,7 @@ class Attendee:
 
     async def work_through(self, notebook: str) -> None:
         st = self.stats
-        nb = json.loads((await self.fetch(f"/user/{self.name}/api/contents/{notebook}.ipynb?content=1")).body)
+        nb = json.loads((await self.fetch(f"/user/{self.name}/api/contents/{COPY}/{notebook}.ipynb?content=1")).body)
         cells = [c for c in nb["content"]["cells"] if c["cell_type"] == "code"]
         kernel, session_id = await self.open_kernel(notebook)
         try:
@@ -536,6 +554,8 @@ class Sampler:
         self.per_attendee_rss: dict[str, int] = {}
         self.hub_rss = 0
         self.cpu_s: dict[int, float] = {}
+        self.kind: dict[int, str] = {}
+        self.errors: list[str] = []
         self.hub_cpu_s: dict[int, float] = {}
         self.min_available = None
         self.task: asyncio.Task | None = None
@@ -546,12 +566,14 @@ class Sampler:
             u = uid_of(p)
             if u is not None:
                 by_uid.setdefault(u, []).append(p)
-        for name, uid in self.uids.items():
+        for name, uid in list(self.uids.items()):  # a copy: attendees arriving add to it meanwhile
             rss = pss = 0
             for p in by_uid.get(uid, []):
                 r, s = proc_mem(p)
                 rss, pss = rss + r, pss + s
                 self.cpu_s[p] = max(self.cpu_s.get(p, 0.0), proc_cpu_s(p))
+                if p not in self.kind:
+                    self.kind[p] = proc_kind(p)
             self.per_attendee_pss[name] = max(self.per_attendee_pss.get(name, 0), pss)
             self.per_attendee_rss[name] = max(self.per_attendee_rss.get(name, 0), rss)
         own = [p for ps in self.hub.pids().values() for p in ps]
@@ -565,7 +587,10 @@ class Sampler:
 
     async def loop(self) -> None:
         while True:
-            await asyncio.to_thread(self.sample)
+            try:
+                await asyncio.to_thread(self.sample)
+            except (OSError, ValueError, RuntimeError) as exc:  # one bad sample must not end the sampling
+                self.errors.append(repr(exc))
             await asyncio.sleep(self.every_s)
 
 
@@ -635,9 +660,13 @@ def summarise(n: int, stats: list[Stats], sampler: Sampler, machine: dict) -> di
                                     "rss_peak_p50": round(statistics.median(rss) / mib, 1) if rss else None,
                                     "rss_peak_max": round(max(rss) / mib, 1) if rss else None},
         "memory_hub_rss_peak_mib": round(sampler.hub_rss / mib, 1),
+        "sampler_errors": sampler.errors[:5],
         "memory_min_available_mib": round((sampler.min_available or 0) / mib),
         "cpu": {"machine_busy_fraction": machine["busy_fraction"], "cores": machine["cores"],
                 "attendees_cpu_s": round(attendee_cpu, 1), "hub_cpu_s": round(sum(sampler.hub_cpu_s.values()), 1),
+                "attendees_cpu_s_by_kind": {k: round(sum(c for p, c in sampler.cpu_s.items()
+                                                         if sampler.kind.get(p) == k), 1)
+                                            for k in ("server", "kernel", "other")},
                 "wall_s": machine["wall_s"],
                 "attendee_cores_used": round(attendee_cpu / max(1.0, machine["wall_s"]), 3)},
     }

@@ -48,10 +48,9 @@ def ensure_account(name: str, homes: Path) -> pwd.struct_passwd:
     return pw
 
 
-def copy_notebooks_once(src: Path, dest: Path, uid: int, gid: int) -> bool:
-    """Copy the student notebooks to ``dest`` if it does not exist yet; never touch an existing copy (the attendee's
-    work survives every restart). True if it copied."""
-    if dest.exists():
+def copy_tree_once(src: Path, dest: Path, uid: int, gid: int) -> bool:
+    """Copy ``src`` to ``dest`` if ``dest`` does not exist yet, owned by the attendee. True if it copied."""
+    if dest.exists() or not src.is_dir():
         return False
     tmp = dest.with_name(dest.name + ".copying")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -60,6 +59,24 @@ def copy_notebooks_once(src: Path, dest: Path, uid: int, gid: int) -> bool:
         os.chown(path, uid, gid)
     tmp.rename(dest)  # atomic: a copy interrupted half-way is never mistaken for the attendee's work
     return True
+
+
+def copy_notebooks_once(src: Path, dest: Path, uid: int, gid: int) -> bool:
+    """The student notebooks as ``dest/student/`` with the glossary beside them (their ``../glossary.md`` links),
+    if ``dest`` does not exist yet; an existing copy is never touched (the attendee's work survives every
+    restart). True if it copied."""
+    if dest.exists():
+        return False
+    stage = dest.with_name(dest.name + ".staging")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    shutil.copytree(src, stage / "student")
+    if (src.parent / "glossary.md").exists():
+        shutil.copy(src.parent / "glossary.md", stage / "glossary.md")
+    try:
+        return copy_tree_once(stage, dest, uid, gid)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 class Cgroup:
@@ -125,6 +142,8 @@ class WorkshopSpawner(LocalProcessSpawner):
     """LocalProcessSpawner for workshop attendees: account, notebooks copied once, limits."""
 
     notebooks_src = Unicode(help="The student notebooks every attendee starts from (copied once).").tag(config=True)
+    mpl_cache = Unicode("", help="A prebuilt matplotlib cache copied to each new ~/.cache/matplotlib.").tag(
+        config=True)
     workdir_name = Unicode("vnetlab", help="The copy's folder in the attendee's home.").tag(config=True)
     homes = Unicode("/home", help="Where attendees' home folders are made.").tag(config=True)
     max_processes = Integer(256, help="RLIMIT_NPROC for the attendee's Unix user (all their processes).").tag(
@@ -141,6 +160,10 @@ class WorkshopSpawner(LocalProcessSpawner):
     def _prepare(self) -> tuple[Path, bool]:
         pw = ensure_account(self.account, Path(self.homes))
         work = Path(pw.pw_dir) / self.workdir_name
+        if self.mpl_cache:
+            (Path(pw.pw_dir) / ".cache").mkdir(exist_ok=True)
+            os.chown(Path(pw.pw_dir) / ".cache", pw.pw_uid, pw.pw_gid)
+            copy_tree_once(Path(self.mpl_cache), Path(pw.pw_dir) / ".cache/matplotlib", pw.pw_uid, pw.pw_gid)
         return work, copy_notebooks_once(Path(self.notebooks_src), work, pw.pw_uid, pw.pw_gid)
 
     async def run_pre_spawn_hook(self) -> object:

@@ -61,9 +61,10 @@ def test_copy_notebooks_once_never_overwrites(tmp_path):
     dest.parent.mkdir()
     uid, gid = os.getuid(), os.getgid()
     assert vnetlab_hub.copy_notebooks_once(REPO / "notebooks/student", dest, uid, gid)
-    assert sorted(p.name for p in dest.glob("*.ipynb")) == sorted(p.name for p in
-                                                                   (REPO / "notebooks/student").glob("*.ipynb"))
-    work = dest / f"{NOTEBOOK}.ipynb"
+    assert sorted(p.name for p in (dest / "student").glob("*.ipynb")) == sorted(
+        p.name for p in (REPO / "notebooks/student").glob("*.ipynb"))
+    assert (dest / "glossary.md").read_text() == (REPO / "notebooks/glossary.md").read_text()  # ../glossary.md links
+    work = dest / "student" / f"{NOTEBOOK}.ipynb"
     work.write_text("the attendee's work")
     assert not vnetlab_hub.copy_notebooks_once(REPO / "notebooks/student", dest, uid, gid)
     assert work.read_text() == "the attendee's work"
@@ -98,7 +99,7 @@ def test_two_attendees_reach_a_figure_and_move_a_control():
             assert len(st.widgets) == 1, f"{name}: moving a control gave no new image"
             home = Path(pwd.getpwnam(vnetlab_hub.account(name)).pw_dir)
             assert home.stat().st_mode & 0o077 == 0, f"{home} is open to other attendees"
-            assert (home / "vnetlab" / f"{NOTEBOOK}.ipynb").stat().st_uid == pwd.getpwnam(
+            assert (home / "vnetlab/student" / f"{NOTEBOOK}.ipynb").stat().st_uid == pwd.getpwnam(
                 vnetlab_hub.account(name)).pw_uid
         # Beyond the hub's public port (here on loopback too) nothing listens anywhere but on 127.0.0.1.
         assert listening, "found no listening sockets of the hub's processes"

@@ -22,7 +22,7 @@ def test_values_parse_with_the_workshop_settings():
     assert VALUES["prePuller"]["hook"]["enabled"] and VALUES["prePuller"]["continuous"]["enabled"]
     hook = " ".join(VALUES["singleuser"]["lifecycleHooks"]["postStart"]["exec"]["command"])
     assert "[ -e \"$HOME/vnetlab\" ] ||" in hook and "notebooks/student" in hook  # copied once, never overwritten
-    assert VALUES["singleuser"]["defaultUrl"].endswith("/vnetlab/00_welcome_and_map.ipynb")
+    assert VALUES["singleuser"]["defaultUrl"].endswith("/vnetlab/student/00_welcome_and_map.ipynb")
 
 
 def test_per_user_resources_are_the_measured_sizing():
