@@ -1,8 +1,13 @@
 """JupyterLab and Debian's Chromium for the browser tests (test_browser.py, test_browser_panels.py): one way to start
 them, stop them and talk to them.
 
-JupyterLab runs from this environment on 127.0.0.1 with a fresh token, settings that keep it from writing notebooks
-back (autosave off) or windowing cells away (every output in the DOM), and ``jupyterapp`` exposed to the page.
+JupyterLab runs from a venv made exactly as the README's open command makes it (its venv and pip part, read from
+README.md: the workbook's lock and the package, no [test] extras), so a dependency the workbook lacks fails here
+as it would for a reader; the venv is artifacts/readme-venv/, rebuilt whenever that command, the lock or
+pyproject.toml changes. It serves with the open command's own config (jupyter-settings/: start page, lab
+defaults such as no news toast), on 127.0.0.1 with a fresh token, plus test-only settings that keep it from
+writing notebooks back (autosave off) or windowing cells away (every output in the DOM), and ``jupyterapp``
+exposed to the page. Playwright itself runs from the test venv.
 Chromium is Debian's /usr/bin/chromium driven by playwright (never a downloaded browser), headless, with the flags
 this machine needs: no sandbox as root, no GPU, no background connections to the outside.
 """
@@ -10,12 +15,14 @@ this machine needs: no sandbox as root, no GPU, no background connections to the
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.util
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -23,6 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("open_check", ROOT / "tools" / "open_check.py")  # a script
+open_check = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(open_check)
+README_VENV = ROOT / "artifacts" / "readme-venv"
+VENV_BUILD_TIMEOUT_S = 1800
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -48,8 +62,51 @@ def sync_playwright() -> Any:  # noqa: ANN401
     try:
         from playwright.sync_api import sync_playwright as sp
     except ImportError as exc:
-        pytest.fail(f"the playwright package is missing: it is a [test] dependency (pip install -e '.[test]'): {exc}")
+        pytest.fail("the playwright package is missing: it is a [test] dependency (the README's test command "
+                    f"installs requirements-test.lock): {exc}")
     return sp
+
+
+def readme_install() -> str:
+    """The README open command's venv and pip part: every step of its `&&` chain before `jupyter lab`."""
+    steps = readme_open_command().split(" && ")
+    install = [step for step in steps if not re.search(r"\bjupyter lab\b", step)]
+    assert install and install[0].startswith("python3 -m venv .venv"), f"the open command makes no venv: {steps}"
+    assert all(s.startswith((".venv/bin/pip ", "python3 -m venv ")) for s in install), install
+    return " && ".join(install)
+
+
+def readme_open_command() -> str:
+    return open_check.readme_commands(ROOT / "README.md")[0]
+
+
+def readme_config_args() -> list[str]:
+    """The open command's jupyter lab options that configure the server (its --config file)."""
+    args = [arg for arg in readme_open_command().split(" && ")[-1].split() if arg.startswith("--config=")]
+    return [f"--config={ROOT / arg.split('=', 1)[1]}" for arg in args]  # relative to the clone, as the README runs it
+
+
+def readme_venv() -> Path:
+    """The python of a venv made by the README's open command's install part (at artifacts/readme-venv/)."""
+    install = readme_install()
+    stamp_text = hashlib.sha256("\0".join([install, (ROOT / "requirements.lock").read_text(),
+                                            (ROOT / "pyproject.toml").read_text()]).encode()).hexdigest()
+    stamp = README_VENV / "vnetlab-readme-install.sha256"
+    python = README_VENV / "bin" / "python"
+    if python.exists() and stamp.exists() and stamp.read_text() == stamp_text:
+        return python
+    subprocess.run(["rm", "-rf", str(README_VENV)], check=True)
+    README_VENV.parent.mkdir(parents=True, exist_ok=True)
+    command = re.sub(r"(?<![\w/.])\.venv(?=/|$| )", str(README_VENV), install)  # the same steps, another venv
+    log = README_VENV.parent / "readme-venv.log"
+    with open(log, "w") as out:
+        done = subprocess.run(["bash", "-c", command], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=VENV_BUILD_TIMEOUT_S)
+    if done.returncode:
+        pytest.fail(f"the README's install ({command}) failed with {done.returncode}; see {log}:\n"
+                    + log.read_text()[-2000:])
+    stamp.write_text(stamp_text)
+    return python
 
 
 def free_port() -> int:
@@ -75,21 +132,24 @@ class Lab:
 
 @contextlib.contextmanager
 def jupyterlab(home: Path, root_dir: Path, log_path: Path, *, env: Mapping[str, str | None] = {}) -> Iterator[Lab]:
-    """JupyterLab serving ``root_dir`` until the block ends (then terminated, killed if it must be); ``home`` holds
-    its settings, workspaces and runtime files; ``env`` adds variables to its environment (None removes one)."""
+    """JupyterLab from the README's venv with the README's config, serving ``root_dir`` until the block ends (then
+    terminated, killed if it must be); ``home`` holds its user settings, workspaces and runtime files; ``env`` adds
+    variables to its environment (None removes one)."""
+    python = readme_venv()
     settings = home / "settings"
     for rel, value in LAB_SETTINGS.items():
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
         (settings / rel).write_text(json.dumps(value))
     port, token = free_port(), secrets.token_hex(16)
-    run_env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-                   JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    run_env = dict(os.environ, PATH=f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                   JUPYTER_RUNTIME_DIR=str(home / "runtime"), HOME=str(home))
+    run_env.pop("VIRTUAL_ENV", None)
     for name, value in env.items():
         if value is None:
             run_env.pop(name, None)
         else:
             run_env[name] = value
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+    cmd = [str(python), "-m", "jupyterlab", *readme_config_args(), "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            "--port-retries=0", f"--IdentityProvider.token={token}", "--allow-root", f"--ServerApp.root_dir={root_dir}",
            "--LabApp.expose_app_in_browser=True", f"--LabServerApp.user_settings_dir={settings}",
            f"--LabServerApp.workspaces_dir={home / 'workspaces'}"]

@@ -60,3 +60,34 @@ def test_post_build_if_any_is_an_executable_script():
         if path.exists():
             assert os.access(path, os.X_OK), f"{name} must be executable"
             assert path.read_text().startswith("#!"), f"{name} needs a shebang line"
+
+
+START = "notebooks/student/00_welcome_and_map.ipynb"  # the attendees' copy: exercises as placeholders
+
+
+def _binder_links() -> list[str]:
+    return re.findall(r"https://mybinder\.org/v2/gh/[^\s)\]]+", (ROOT / "README.md").read_text())
+
+
+def test_readme_binder_link_opens_the_student_copy():
+    links = _binder_links()
+    assert links, "README.md has no Binder link (badge recipe)"
+    for link in links:
+        path = re.fullmatch(r"https://mybinder\.org/v2/gh/[^/]+/[^/]+/[^?]+\?urlpath=lab/tree/(\S+)", link)
+        assert path, f"{link}: expected .../v2/gh/OWNER/REPO/REF?urlpath=lab/tree/PATH"
+        assert path[1] == START, f"{link} opens {path[1]}, not the student copy {START}"
+        assert (ROOT / path[1]).exists()
+
+
+def test_readme_says_whether_the_public_url_is_known():
+    # no git remote here: the badge is a recipe with OWNER/REPO, and the README says so instead of inventing one
+    for link in _binder_links():
+        if "/gh/OWNER/REPO/" in link:
+            assert "no public URL" in (ROOT / "README.md").read_text()
+
+
+def test_post_build_installs_the_open_commands_lab_defaults():
+    # the same overrides file as the README's open command (no news toast), copied into the image's JupyterLab
+    script = (ROOT / "postBuild").read_text()
+    assert "jupyter-settings/overrides.json" in script and "share/jupyter/lab/settings" in script
+    assert (ROOT / "jupyter-settings" / "overrides.json").exists()

@@ -1,6 +1,12 @@
 """What a reader sees: every notebook and every student copy in JupyterLab in headless Chromium, then the static
 HTML copy.
 
+JupyterLab runs as the README starts it (tests/labharness.py): from a venv made by the README's open command's
+install part (no [test] extras), with its config, serving the repository root.
+
+The start page: the server's default URL is the student copy of notebook 00, and no toast (JupyterLab's news or
+update notification) covers it; a file a notebook cites (data/, lab/) opens from the served root.
+
 Per notebook (and per student copy):
 - as opened, nothing is answered: no output in any code cell, and no golden text (tests/golden/) in the page;
 - after "Run All Cells": every code cell ran, no error output, no stderr output (JupyterLab's pink box), no figure
@@ -122,9 +128,9 @@ def golden_lines(path: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """JupyterLab from this environment on 127.0.0.1 in notebooks/, as a reader starts it (no extra matplotlib
-    backend), stopped whatever happens."""
-    with labharness.jupyterlab(tmp_path_factory.mktemp("lab"), NOTEBOOK_DIR, ARTIFACTS / "jupyterlab.log",
+    """JupyterLab from the README's venv on 127.0.0.1 serving the repository root, as a reader starts it (no extra
+    matplotlib backend), stopped whatever happens."""
+    with labharness.jupyterlab(tmp_path_factory.mktemp("lab"), ROOT, ARTIFACTS / "jupyterlab.log",
                                env={"MPLBACKEND": None}) as server:
         yield server
 
@@ -282,10 +288,49 @@ def report():
         (ARTIFACTS / "report.json").write_text(json.dumps(summary, indent=1))
 
 
+# Files the notebooks cite, opened from JupyterLab's file browser: a kernel table and a lab measurement.
+CITED_FILES = ["data/kernels.toml", "lab/README.md"]
+
+
+def test_start_page_is_the_student_copy_without_a_toast(lab, browser_context):
+    page = browser_context.new_page()
+    try:
+        page.goto(f"{lab.url}/?token={lab.token}")  # the URL the open command prints, without its path
+        page.wait_for_function(_NOTEBOOK_READY, timeout=RUN_TIMEOUT_MS)
+        start = page.url.split("?", 1)[0]
+        assert start.endswith("/lab/tree/" + labharness.open_check.START_NOTEBOOK), start
+        title = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
+        assert title == labharness.open_check.START_NOTEBOOK
+        # the server hands the page JupyterLab's notification settings with news and update checks off (the
+        # shipped overrides); and no toast of any kind covers the start page a few seconds after start-up
+        assert not labharness.open_check.attendee_view_problems(lab.url, lab.token)
+        page.wait_for_timeout(5000)
+        toasts = page.locator(".Toastify__toast").all_inner_texts()
+        page.screenshot(path=_shot("start-page"))
+        assert not toasts, f"toasts over the start page: {toasts}"
+    finally:
+        _shutdown(page, lab)
+
+
+@pytest.mark.parametrize("rel", CITED_FILES)
+def test_cited_files_open_from_the_served_root(lab, browser_context, rel):
+    assert (ROOT / rel).exists(), rel
+    first = next(line for line in (ROOT / rel).read_text().splitlines() if len(line.strip()) > 8).strip()
+    page = browser_context.new_page()
+    try:
+        page.goto(f"{lab.url}/lab/tree/{rel}?token={lab.token}&reset")
+        page.locator(".jp-FileEditor .cm-content").first.wait_for(timeout=RUN_TIMEOUT_MS)
+        page.wait_for_function("(want) => [...document.querySelectorAll('.jp-FileEditor .cm-content')]"
+                               ".some(e => e.innerText.includes(want))", arg=first[:40],
+                               timeout=ROUND_TRIP_TIMEOUT_MS)
+    finally:
+        page.close()
+
+
 @pytest.mark.parametrize("path", COPIES, ids=_copy_id)
 def test_what_a_reader_sees_in_jupyterlab(lab, browser_context, path):
     name = _copy_id(path)
-    rel = path.relative_to(NOTEBOOK_DIR).as_posix()
+    rel = path.relative_to(ROOT).as_posix()
     before = path.read_bytes()
     static, panels = figure_cells(path)
     secret = golden_lines(path)
@@ -412,5 +457,35 @@ def test_static_html_copy(site, browser_context, path):
             assert shows_image, f"{page_path.name}: panel cell {index} shows no image"
         for link in page.locator("a[href$='.html']").all():
             assert (site / link.get_attribute("href").split("#")[0]).exists(), link.get_attribute("href")
+    finally:
+        page.close()
+
+
+def test_static_handout(site, browser_context):
+    """The handout as the static copy renders it: linked from the index, its key numbers a table, offline."""
+    page = browser_context.new_page()
+    remote: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(("file:", "data:", "blob:")):
+            r.continue_()
+        else:
+            remote.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    try:
+        page.goto((site / "index.html").as_uri())
+        page.locator("a[href='handout.html']").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/handout.html")
+        page.screenshot(path=_shot("html-handout"), full_page=True)
+        assert not remote, f"handout.html asks the network for {remote}"
+        rows = page.locator("table tr")
+        assert rows.count() >= 8
+        assert "956,864 → 1,158,465" in page.locator("table").inner_text()
+        assert page.locator("pre").count() >= 2
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1"), \
+            "the handout scrolls sideways at the test's viewport"
     finally:
         page.close()

@@ -41,3 +41,33 @@ def test_static_html_shows_panel_png_without_widget_js(tmp_path):
     assert "image/png" not in err and "<img" not in err["text/html"]
     # the static figure is an image too, at the width it was drawn for
     assert outputs[3][0]["data"]["image/png"]
+
+
+def _nbtools():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("nbtools", Path(__file__).resolve().parents[1] / "tools" /
+                                                  "nbtools.py")  # a script, not the package
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_static_copy_renders_the_handout_and_links_it(tmp_path):
+    # nbtools.build_site with no notebooks writes just the pages beside them: glossary, handout, index
+    nbtools = _nbtools()
+    written = nbtools.build_site([], tmp_path)
+    assert {p.name for p in written} == {"glossary.html", "handout.html", "index.html"}
+    handout = (tmp_path / "handout.html").read_text()
+    index = (tmp_path / "index.html").read_text()
+    assert 'href="handout.html"' in index and 'href="handout.html"' in handout  # linked, and in the nav
+    # the key numbers as an HTML table (not markdown pipes), the commands as code blocks
+    assert "<table>" in handout and "| What |" not in handout
+    rows = re.findall(r"<tr>(.*?)</tr>", handout, re.S)
+    assert any("956,864 → 1,158,465" in r for r in rows)
+    assert handout.count("<pre>") >= 2 and "requirements.lock" in handout
+    assert "http://" not in handout and "https://" not in handout  # readable offline: nothing to fetch
+    body = handout.split("<body>", 1)[1]
+    assert "{" not in body.split("<h1", 1)[0], "style rules leaked into the page text"
+    assert "white-space:pre-wrap" in handout.split("</style>", 1)[0]  # the long commands wrap, no sideways scroll

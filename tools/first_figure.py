@@ -1,12 +1,14 @@
 """Time to first figure for a new user: a fresh copy of this clone, a fresh home directory (no pip cache, no
 matplotlib font cache, no Jupyter settings), the README's open command, then notebook 00 in headless Chromium with
-Run > Run All Cells until its first figure is drawn.
+Run > Run All Cells until its first figure is drawn. The browser opens the server's start page, as an attendee
+following the printed URL does, and must land on the student copy of notebook 00 with no toast over it.
 
     .venv/bin/python tools/first_figure.py     # needs the test extra (playwright) and Debian's chromium
 
 Prints the install time (until JupyterLab starts), the start-up time (until the server answers), the time from
-opening notebook 00 to its kernel being ready and to its first figure, and the total. The machine's pip settings
-(index, proxy, certificates) are kept, so the install time is this machine's, not PyPI's over any network.
+opening notebook 00 to its kernel being ready and to its first figure, the total, and how many toasts
+(JupyterLab's news/update notifications) showed. The machine's pip settings (index, proxy, certificates) are kept,
+so the install time is this machine's, not PyPI's over any network.
 """
 
 from __future__ import annotations
@@ -32,15 +34,16 @@ KEEP_ENV = ("PATH", "LANG", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE
 
 
 def fresh_copy(dest: Path) -> Path:
-    """The working tree without anything a run leaves behind (.venv, artifacts, site, caches)."""
-    ignore = shutil.ignore_patterns(".venv", "artifacts", "site", "__pycache__", ".pytest_cache", ".hypothesis",
-                                    "*.egg-info", ".ipynb_checkpoints", ".git")
+    """The working tree without anything a run leaves behind (.venv, artifacts, site, wheelhouse, caches)."""
+    ignore = shutil.ignore_patterns(".venv", "artifacts", "site", "wheelhouse", "__pycache__", ".pytest_cache",
+                                    ".hypothesis", "*.egg-info", ".ipynb_checkpoints", ".git")
     shutil.copytree(ROOT, dest, ignore=ignore)
     return dest
 
 
 def first_figure(url: str, token: str, shots: Path) -> dict[str, float | int]:
-    """Open notebook 00 as a reader would, Run All Cells from the menu, wait for the first figure."""
+    """Open the start page as an attendee would (it must be the student copy of notebook 00), Run All Cells from
+    the menu, wait for the first figure."""
     from playwright.sync_api import sync_playwright
 
     times: dict[str, float | int] = {}
@@ -48,9 +51,12 @@ def first_figure(url: str, token: str, shots: Path) -> dict[str, float | int]:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         t0 = time.monotonic()
-        page.goto(f"{url}/lab/tree/{open_check.FIRST_NOTEBOOK}?token={token}")
+        page.goto(f"{url}/?token={token}")
         page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=120_000)
         times["kernel_ready_s"] = round(time.monotonic() - t0, 1)
+        landed = page.url.split("?", 1)[0]
+        if not landed.endswith(f"/lab/tree/{open_check.START_NOTEBOOK}"):
+            raise SystemExit(f"the start page is {landed}, not {open_check.START_NOTEBOOK}")
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
         t1 = time.monotonic()
@@ -62,6 +68,7 @@ def first_figure(url: str, token: str, shots: Path) -> dict[str, float | int]:
         page.wait_for_timeout(500)
         times["stderr_outputs_seen"] = page.locator(
             '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').count()
+        times["toasts_seen"] = page.locator(".Toastify__toast").count()  # the news toast would be one
         page.screenshot(path=str(shots / "first-figure.png"))
         browser.close()
     return times

@@ -13,7 +13,8 @@ Policy (style.md rule 7: readers never see an answer before they run its cell):
     python tools/nbtools.py refresh [NOTEBOOK...]   # execute, write the golden copies, strip, write student copies
     python tools/nbtools.py check                   # report policy violations (exit 1 if any)
     python tools/nbtools.py student                 # write the student copies
-    python tools/nbtools.py html [--out DIR]        # execute every notebook and write static HTML (default site/)
+    python tools/nbtools.py html [--out DIR]        # execute every notebook and write static HTML (default site/),
+                                                    # with the glossary and the handout (site/handout.html)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ STUDENT = NOTEBOOKS / "student"
 GOLDEN_DIR = ROOT / "tests" / "golden"
 SITE = ROOT / "site"
 GLOSSARY = NOTEBOOKS / "glossary.md"
+HANDOUT = ROOT / "docs" / "handout.md"  # the one-page handout, also site/handout.html
 GOLDEN = "nbval-check-output"
 EXERCISE = "exercise"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -285,13 +287,17 @@ def _site_links(html: str) -> str:
 def _page(title: str, body_html: str) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + title + "</title>"
             "<style>body{font:15px/1.5 sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
-            "code{background:#f4f4f4}dt{font-weight:bold;margin-top:.8em}</style></head><body>"
-            '<nav><a href="index.html">vnetlab: all notebooks</a> · <a href="glossary.html">Glossary</a></nav>'
+            "code{background:#f4f4f4}dt{font-weight:bold;margin-top:.8em}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}"
+            "pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap;word-break:break-all}</style></head><body>"
+            '<nav><a href="index.html">vnetlab: all notebooks</a> · <a href="glossary.html">Glossary</a> · '
+            '<a href="handout.html">Handout</a></nav>'
             + body_html + "</body></html>\n")
 
 
 def build_site(paths: list[Path], out: Path) -> list[Path]:
-    """Execute each notebook (nbclient) and write it as static HTML with its figures (nbconvert, no network)."""
+    """Execute each notebook (nbclient) and write it as static HTML with its figures (nbconvert, no network), then
+    the glossary, the handout (docs/handout.md) and the index linking them all."""
     import html as html_lib
 
     from nbconvert import HTMLExporter
@@ -312,11 +318,14 @@ def build_site(paths: list[Path], out: Path) -> list[Path]:
         print(f"wrote {target}")
     glossary = markdown2html_mistune(GLOSSARY.read_text())
     (out / "glossary.html").write_text(_site_links(_page("vnetlab: glossary", glossary)))
+    handout = markdown2html_mistune(HANDOUT.read_text())
+    (out / "handout.html").write_text(_site_links(_page("vnetlab: handout", handout)))
     index = ("<h1>vnetlab: the workbook, executed</h1><p>A static copy of every notebook with its figures, readable "
              "without installing anything. To run the notebooks and move the controls, see the README.</p><ol>"
-             + "".join(items) + '</ol><p><a href="glossary.html">Glossary</a></p>')
+             + "".join(items) + '</ol><p><a href="handout.html">Handout</a>: the two changes, the key numbers and '
+             'the commands, on one page. <a href="glossary.html">Glossary</a></p>')
     (out / "index.html").write_text(_page("vnetlab", index))
-    return [*written, out / "glossary.html", out / "index.html"]
+    return [*written, out / "glossary.html", out / "handout.html", out / "index.html"]
 
 
 def main(argv: list[str]) -> int:

@@ -3,8 +3,12 @@
 CI (``.ci/run``) runs it as root and as a throwaway ordinary user in that user's own copy of the clone, so the
 README's promise is checked both ways. The command is read from README.md (the first ``sh`` block under
 "## Set-up") and run verbatim with ``bash -c`` in a new session; the script waits until the server lists
-itself (``jupyter server list --json``), asks ``/api/status`` and ``/api/contents`` with its token, then stops the
-whole session. It prints when the server process appeared (install done) and when it answered.
+itself (``jupyter server list --json``), then checks with its token what an attendee gets: ``/api/status``
+answers; the served root is the repository (``notebooks/``, ``data/``, ``lab/`` listed, so cited files open);
+the start page (``/`` redirects there, as the printed URL does) is the student copy of notebook 00; and
+JupyterLab's notification settings, as the server hands them to the page, fetch no news and check for no update
+(no toast over the notebook). Then it stops the whole session. It prints when the server process appeared
+(install done) and when it answered.
 
     python3 tools/open_check.py [--timeout SECONDS]     # exit 0 when the server answered, 1 otherwise
 """
@@ -23,7 +27,11 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIRST_NOTEBOOK = "00_welcome_and_map.ipynb"
+# Attendees land in their own copy (exercises as placeholders), never in the solved notebooks/NN_*.ipynb.
+START_NOTEBOOK = "notebooks/student/00_welcome_and_map.ipynb"
+SERVED = ("notebooks", "data", "lab")  # the repository root: the notebooks cite files in data/ and lab/
+NOTIFICATION_SETTINGS = "@jupyterlab/apputils-extension:notification"
+NO_TOAST = {"fetchNews": "false", "checkForUpdates": False}  # JupyterLab 4's news and update toasts
 
 
 def readme_commands(readme: Path = ROOT / "README.md") -> list[str]:
@@ -58,15 +66,47 @@ def _cmdline(pid: int) -> str:
 def _servers(jupyter: Path, env: dict[str, str]) -> list[dict]:
     if not jupyter.exists():
         return []
-    out = subprocess.run([str(jupyter), "server", "list", "--json"], capture_output=True, text=True, env=env,
-                         timeout=30, stdin=subprocess.DEVNULL)
+    try:
+        out = subprocess.run([str(jupyter), "server", "list", "--json"], capture_output=True, text=True, env=env,
+                             timeout=60, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:  # a busy machine: ask again on the next round, within the overall timeout
+        return []
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip().startswith("{")]
 
 
 def _get(url: str, token: str) -> tuple[int, bytes]:
+    status, body, _ = _get_final(url, token)
+    return status, body
+
+
+def _get_final(url: str, token: str) -> tuple[int, bytes, str]:
+    """Status, body and the URL reached after redirects."""
     req = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     with urllib.request.urlopen(req, timeout=10) as resp:
-        return resp.status, resp.read()
+        return resp.status, resp.read(), resp.geturl()
+
+
+def attendee_view_problems(base: str, token: str) -> list[str]:
+    """What is wrong with what an attendee gets from the server at ``base`` (empty: lands right, no toast)."""
+    problems = []
+    _, listing = _get(f"{base}/api/contents", token)
+    names = {item["name"] for item in json.loads(listing)["content"]}
+    if missing := [n for n in SERVED if n not in names]:
+        problems.append(f"the served root lacks {missing} (lists {sorted(names)}): serve the repository root")
+    try:
+        _get(f"{base}/api/contents/{START_NOTEBOOK}?content=0", token)
+    except OSError as exc:
+        problems.append(f"{START_NOTEBOOK} is not served: {exc}")
+    _, _, landed = _get_final(f"{base}/", token)
+    if not landed.split("?", 1)[0].endswith(f"/lab/tree/{START_NOTEBOOK}"):
+        problems.append(f"the start page is {landed}, not the student copy {START_NOTEBOOK}")
+    _, body = _get(f"{base}/lab/api/settings/{NOTIFICATION_SETTINGS}", token)
+    got = json.loads(body)
+    schema = got.get("schema", {}).get("properties", {})
+    effective = {k: got.get("settings", {}).get(k, schema.get(k, {}).get("default")) for k in NO_TOAST}
+    if effective != NO_TOAST:
+        problems.append(f"JupyterLab's {NOTIFICATION_SETTINGS} is {effective}, not {NO_TOAST}: the news toast shows")
+    return problems
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -99,7 +139,8 @@ class Opened:
 
 
 def open_workbook(root: Path, log_path: Path, *, timeout: float, env: dict[str, str] | None = None) -> Opened:
-    """Run the README's open command in ``root`` until its server answers /api/status and lists notebook 00."""
+    """Run the README's open command in ``root`` until its server answers; fail unless it lands an attendee on the
+    student copy of notebook 00, serves the repository root and shows no news toast."""
     command = readme_commands(root / "README.md")[0]
     env = dict(os.environ if env is None else env, BROWSER="true")  # no browser to open here; `true` is a no-op
     t0, last_list = time.monotonic(), 0.0
@@ -129,12 +170,12 @@ def open_workbook(root: Path, log_path: Path, *, timeout: float, env: dict[str, 
             base = server["url"].rstrip("/")
             try:
                 status, _ = _get(f"{base}/api/status", server["token"])
-                _, listing = _get(f"{base}/api/contents", server["token"])
             except OSError:
                 continue
-            names = {item["name"] for item in json.loads(listing)["content"]}
-            if status != 200 or FIRST_NOTEBOOK not in names:
-                raise OpenFailed(f"{base} answered {status} and lists {sorted(names)}")
+            problems = [f"/api/status answered {status}"] if status != 200 else []
+            problems += attendee_view_problems(base, server["token"])
+            if problems:
+                raise OpenFailed(f"{base}: " + "; ".join(problems))
             return Opened(proc, base, server["token"], server.get("root_dir", ""), installed_at,
                           time.monotonic() - t0)
         raise OpenFailed(f"no server answered within {timeout:.0f} s:\n{log_path.read_text()[-3000:]}")
@@ -158,7 +199,7 @@ def main(argv: list[str]) -> int:
         print(f"[open-check] FAIL: {exc}")
         return 1
     opened.stop()
-    print(f"[open-check] OK: {opened.url} root {opened.root_dir} answered /api/status; "
+    print(f"[open-check] OK: {opened.url} root {opened.root_dir} lands on {START_NOTEBOOK}, no news toast; "
           f"install {opened.installed_s:.1f} s, server answering at {opened.answered_s:.1f} s")
     return 0
 
