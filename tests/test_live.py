@@ -15,6 +15,7 @@ import pytest
 
 from vnetlab import ethtool, features, live, netdev
 from vnetlab.errors import FixedFeatureError, LabTimeout, LiveError, LiveUnavailable, UnknownFeatureError
+from vnetlab.live import device_features, netlink
 
 DATA = Path(__file__).parent / "data"
 
@@ -81,18 +82,20 @@ def test_transfer_table_one_line_per_case_kernel_beside_model():
           S(None, (1472, 1472, 1), (None,) * 3, 3, None)),
     ]
     lines = live.transfer_table(rows).splitlines()
-    assert len(lines) == 4
+    assert len(lines) == 5
     assert lines[0].split() == ["send", "kernel", "model"]
-    # the format the docstring gives: errno; "N recv ×first [gso G], S skb [(P NAPI)]"; agree / DIFFER first
-    assert lines[1].split() == ["agree", "129", "B,", "UDP_SEGMENT", "1", "EINVAL", "EINVAL"]
+    # the format the docstring gives: errno; "N recv ×first [gso G], S skb [(P NAPI)]"; agree / DIFFER first;
+    # "(same)" where the model agrees, else the model's result on a line of its own under the kernel's
+    assert lines[1].split() == ["agree", "129", "B,", "UDP_SEGMENT", "1", "EINVAL", "(same)"]
     assert lines[2].startswith("agree  14000 B, UDP_SEGMENT 1400")
-    assert lines[2].count("1 recv ×14000 gso 1400, 1 skb (1 NAPI)") == 2
-    assert lines[3].startswith("DIFFER 2945 B, UDP_SEGMENT 1472")
-    assert "3 recv ×1472, 1 skb " in lines[3] and lines[3].endswith("3 recv ×1472, 3 skb")
+    assert lines[2].count("1 recv ×14000 gso 1400, 1 skb (1 NAPI)") == 1 and lines[2].endswith("(same)")
+    assert lines[3].startswith("DIFFER 2945 B, UDP_SEGMENT 1472") and lines[3].endswith("3 recv ×1472, 1 skb")
+    assert lines[4].split() == ["model:", "3", "recv", "×1472,", "3", "skb"]
     # the kernel column starts at the same place on every line: 6 + 1 (mark) + 33 + 1 (case)
     assert lines[0].index("kernel") == lines[1].index("EINVAL") == lines[3].index("3 recv") == 41
+    assert lines[4].index("3 recv") == 41 and max(map(len, lines)) <= 100
     by_receiver = live.transfer_table([T("gro on", 14000, 1400, 4, True, S("EIO"), S("EIO"))], by="receiver")
-    assert by_receiver.splitlines()[1].split() == ["agree", "gro", "on", "EIO", "EIO"]
+    assert by_receiver.splitlines()[1].split() == ["agree", "gro", "on", "EIO", "(same)"]
 
 
 def test_transfer_table_bad_input_names_the_parameter():
@@ -158,8 +161,8 @@ def test_bad_arguments_name_the_parameter():
 def test_import_without_pyroute2():
     code = (
         "import sys; sys.modules['pyroute2'] = None\n"
-        "import vnetlab.live as live\n"
-        "print(live._pyroute2_error())\n"
+        "import vnetlab.live.netlink as netlink\n"
+        "print(netlink.pyroute2_error())\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "pyroute2 is not importable" in out
@@ -172,8 +175,10 @@ def test_importing_live_does_not_import_pyroute2():
 
 
 def test_not_linux_raises_unavailable(monkeypatch):
-    monkeypatch.setattr(live.sys, "platform", "win32")
-    monkeypatch.setattr(live, "_CAPABILITY_CACHE", {})
+    from vnetlab.live import capability
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {})
     cap = live.available()
     assert not cap and "win32" in cap.reason
     with pytest.raises(LiveUnavailable, match="needs Linux"):
@@ -186,11 +191,98 @@ def test_running_profile():
     # the modelled profile with the same major.minor, else the newest older one (vnetlab.profiles known_kernels)
     assert live.running_profile("6.18.44-fc-v669") == "6.18"
     assert live.running_profile("6.1.0-57-amd64") == "6.1"
-    assert live.running_profile("6.12.117") == "6.12"
     assert live.running_profile("6.13.0") == "6.12"
     assert live.running_profile("5.11.0") == "5.11"
     with pytest.raises(ValueError, match="release="):
-        live.running_profile("4.19.0")
+        live.running_profile("linux-6.1")
+    with pytest.raises(ValueError, match="release must be"):
+        live.running_profile(61)
+
+
+def test_running_profile_every_known_profile_is_exact_and_the_ends_say_so():
+    """Against data/kernels.toml as it is (profiles.known_kernels(), read at call time): a profile's own version
+    is an exact match; older than the oldest and newer than the newest say that any rule may differ."""
+    from vnetlab import profiles
+
+    known = profiles.known_kernels()
+    for v in known:
+        r = live.running_profile(v)
+        assert (r, r.closeness, r.may_differ) == (v, "exact", ()), v
+    old = live.running_profile("4.19.0-27-amd64")
+    assert (old, old.closeness) == (known[0], "older") and "older than every profile" in old.line()
+    assert "rx_copybreak" not in old.may_differ and "page_to_skb" in old.may_differ
+    new = live.running_profile("7.3.4+deb13-amd64")
+    if "7.3.4" in known:  # helper probe's Debian 7.3.4 profile
+        assert (new, new.closeness) == ("7.3.4", "exact")
+    else:
+        assert (new, new.closeness) == (known[-1], "newer") and "Debian's 7.3.4" in new.why
+
+
+def _rules(**changes):
+    base = {"released": "x", "page_to_skb": "copy128", "udp_max_segments": 64, "uso_needs_csum": False}
+    return {**base, **changes}
+
+
+# A profile set like the one helper probe adds (Debian's 5.10.223 and 5.10.262, 6.1.y, 6.12.117, 7.2.12, 7.3.4),
+# with rule values that move between neighbours so that "may differ" has something to name.
+PROFILES = {
+    "5.10": _rules(),
+    "5.10.223": _rules(page_to_skb="copy_eth_hlen"),
+    "5.10.262": _rules(page_to_skb="copy_eth_hlen", udp_max_segments=128),
+    "6.1": _rules(page_to_skb="build_skb"),
+    "6.1.158": _rules(page_to_skb="build_skb", udp_max_segments=128),
+    "6.12.117": _rules(page_to_skb="build_skb", udp_max_segments=128, uso_needs_csum=True),
+    "6.18": _rules(page_to_skb="build_skb", udp_max_segments=128, uso_needs_csum=True),
+    "7.2.12": _rules(page_to_skb="build_skb2", udp_max_segments=128, uso_needs_csum=True),
+    "7.3.4": _rules(page_to_skb="build_skb2", udp_max_segments=128, uso_needs_csum=True),
+}
+
+
+@pytest.mark.parametrize("release,version,profile,closeness,differ", [
+    # Debian 11: the ABI name hides the stable update; the newest Debian 5.10 profile, not mainline 5.10
+    ("5.10.0-32-amd64", None, "5.10.262", "nearest", ("udp_max_segments",)),
+    # ... unless uname -v names the package ("#1 SMP Debian 5.10.223-1 (2024-08-10)")
+    ("5.10.0-32-amd64", "#1 SMP Debian 5.10.223-1 (2024-08-10)", "5.10.223", "exact", ()),
+    ("5.10.0-32-cloud-amd64", "#1 SMP Debian 5.10.262-1 (2025-10-01)", "5.10.262", "exact", ()),
+    # kernel.org's 5.10.223 is the 5.10.223 profile, not "5.10"; a stable between two profiles names both
+    ("5.10.223", None, "5.10.223", "exact", ()),
+    ("5.10.240", None, "5.10.223", "nearest", ("udp_max_segments",)),
+    # only one stable profile of the 6.1 line (mainline 6.1 is not what Debian ships): nothing to compare with
+    ("6.1.0-37-amd64", None, "6.1.158", "nearest", ()),
+    ("6.12.117+deb13-amd64", None, "6.12.117", "exact", ()),
+    ("6.12.48+deb13-amd64", None, "6.12.117", "nearest", ("uso_needs_csum",)),
+    ("7.3.4+deb13-amd64", None, "7.3.4", "exact", ()),
+    ("7.2.12+deb14-arm64", None, "7.2.12", "exact", ()),
+    # Ubuntu 24.04: 6.8 with Ubuntu's updates; between 6.1.158 and 6.12.117, which differ in uso_needs_csum
+    ("6.8.0-45-generic", None, "6.1.158", "nearest", ("uso_needs_csum",)),
+    ("6.8.0-1015-aws", None, "6.1.158", "nearest", ("uso_needs_csum",)),
+    # RHEL 9 and Fedora
+    ("5.14.0-427.13.1.el9_4.x86_64", None, "5.10.262", "nearest", ("page_to_skb", "udp_max_segments")),
+    ("6.11.4-301.fc41.x86_64", None, "6.1.158", "nearest", ("uso_needs_csum",)),
+    ("6.18.44-fc-v1045", None, "6.18", "nearest", ()),
+    ("8.0.1", None, "7.3.4", "newer", ("page_to_skb", "udp_max_segments", "uso_needs_csum")),
+    ("4.19.0-27-amd64", None, "5.10", "older", ("page_to_skb", "udp_max_segments", "uso_needs_csum")),
+])
+def test_running_profile_of_distribution_release_strings(release, version, profile, closeness, differ):
+    r = live.match_profile(release, PROFILES, version)
+    assert (r, r.closeness, r.may_differ) == (profile, closeness, differ)
+    assert isinstance(r, str) and r.profile == profile and r.release == release
+    line = r.line()
+    assert line.startswith(f"kernel {release} -> model profile {profile} (")
+    if closeness == "exact":
+        assert "(exact)" in line
+    elif closeness == "nearest" and differ:
+        assert "nearest: these rules may differ: " + ", ".join(differ) in line
+
+
+def test_running_profile_names_the_distribution():
+    assert "Debian" in live.match_profile("5.10.0-32-amd64", PROFILES).why
+    assert "uname -v" in live.match_profile("5.10.0-32-amd64", PROFILES).why
+    assert "Ubuntu" in live.match_profile("6.8.0-45-generic", PROFILES).why
+    assert "backported" in live.match_profile("5.14.0-427.el9_4.x86_64", PROFILES).why
+    assert "Fedora" in live.match_profile("6.11.4-301.fc41.x86_64", PROFILES).why
+    with pytest.raises(ValueError, match="version must be"):
+        live.match_profile("6.1.0-37-amd64", PROFILES, 1)
 
 
 def test_netlink_works_inside_a_running_event_loop():
@@ -211,7 +303,7 @@ def test_netlink_works_inside_a_running_event_loop():
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "never awaited" not in done.stderr
-    if live._pyroute2_error() is None and sys.platform.startswith("linux"):
+    if netlink.pyroute2_error() is None and sys.platform.startswith("linux"):
         assert done.stdout.split() == ["netlink", "True"]
 
 
@@ -388,7 +480,7 @@ def test_fixed_features_refused_by_kernel_and_model(can_build_labs):
             # NETIF_F_NEVER_CHANGE (vlan-challenged) is outside NETIF_F_ETHTOOL_BITS: asking for it is EINVAL.
             flip = {n: on for n, on in fixed.items() if n != "vlan-challenged"}
             backend = live.available().feature_backend
-            (live._set_netlink if backend == "netlink" else live._set_ethtool)(dev.name, dev.netns, flip)
+            (netlink.set_netlink if backend == "netlink" else device_features.set_ethtool)(dev.name, dev.netns, flip)
             assert dev.features().ethtool_k() == before.ethtool_k(), name
             with pytest.raises(FixedFeatureError) as err:
                 dev.ethtool_K(fixed)
@@ -439,3 +531,132 @@ def test_ci_turns_a_skipped_live_test_into_a_failure(tmp_path):
     assert "1 skipped" in run("")
     capable = live.available(labs=True) and __import__("os").geteuid() == 0
     assert ("1 failed" if capable else "1 skipped") in run("true")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# recorded runs (data/live/, data/lab/): what notebook 60 shows where labs cannot run
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_recorded_run_is_labelled_and_agrees_with_the_model():
+    """data/live/6.18.44-fc-v1045.json: `python -m vnetlab.live record` as root on this machine's 6.18.44."""
+    ref = live.reference()
+    assert ref.release in {r.release for r in live.references()}
+    assert ref.doc["kernel"]["machine"] and ref.recorded[:4].isdigit() and ref.version.startswith("#")
+    label = ref.label()
+    assert ref.release in label and ref.recorded[:10] in label and f"model profile {ref.profile}" in label
+    rows = ref.mirror()
+    assert len(rows) == len(live.MIRROR_STEPS) * len(live.MIRROR_DEVICES) and all(r.agrees for r in rows)
+    for name in ("udp_segment", "veth_gro", "veth_gro_plain", "vxlan"):
+        got = ref.transfers(name)
+        assert got and all(r.agrees for r in got), live.transfer_table(got)
+    assert ref.lo()["tx-scatter-gather"].ethtool_text() == "on [fixed]"  # drivers/net/loopback.c loopback_setup
+    with pytest.raises(ValueError, match="name="):
+        ref.transfers("tcp")
+    with pytest.raises(ValueError, match="release="):
+        live.reference("4.19.0")
+
+
+def test_replay_fails_when_the_model_or_the_record_differs(monkeypatch):
+    """The replay compares for real: a recorded state flipped, or a model rule changed, shows as DIFFER."""
+    import copy
+
+    ref = live.reference()
+    doc = copy.deepcopy(ref.doc)
+    step = next(s for s in doc["mirror"] if s["step"] == live.experiments.BRIDGE_STEPS[1])
+    step["devices"]["br0"]["tx-udp-segmentation"] = "on"  # as if br0 kept USO with no port offering it
+    rows = live.Reference(doc).mirror()
+    bad = [r for r in rows if not r.agrees]
+    assert [(r.step, r.device) for r in bad] == [(step["step"], "br0")]
+    assert "tx-udp-segmentation: model off [requested on], kernel on" in live.mirror_table(rows)
+    assert "kernel on" in live.bridge_ports(rows, kernel=ref.profile).splitlines()[1]
+    doc = copy.deepcopy(ref.doc)
+    case = doc["transfers"]["veth_gro"][4]  # XDP_PASS attached, gro off: 10 skbs, all by NAPI
+    case["kernel"]["napi_skbs"] = 0
+    assert not live.Reference(doc).transfers("veth_gro")[4].agrees
+
+
+def test_lab_runs_name_each_kernel_and_its_date():
+    """data/lab/: every lab kernel with its uname -r and date (Debian's package date from uname -v, or the
+    lab build's date from /proc/version), and its comparisons with the model."""
+    from vnetlab import labdata
+
+    runs = {r.kernel: r for r in live.lab_runs()}
+    assert set(runs) == set(labdata.lab_kernels())
+    assert runs["5.10"].release == "5.10.0-32-amd64" and runs["5.10"].dated == "packaged 2024-08-10"
+    assert runs["5.10-plain"].dated.startswith("built 20")
+    assert all(a == n for r in runs.values() for _what, a, n in r.comparisons)
+    table = live.lab_runs_table().splitlines()
+    assert len(table) == len(runs) + 1 and max(map(len, table)) <= 100
+
+
+def test_record_needs_labs_and_says_so(monkeypatch):
+    from vnetlab.live import capability, recorded
+
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {True: live.Capability(False, "no labs here: uid 1000")})
+    with pytest.raises(LiveUnavailable, match="uid 1000"):
+        recorded.record("/nonexistent/x.json")
+
+
+@pytest.mark.live
+def test_xdp_attach_without_pyroute2(can_build_labs):
+    """The rtnetlink message built by vnetlab.live.xdp (RTM_SETLINK, IFLA_XDP { IFLA_XDP_FD }) attaches the
+    program as pyroute2 does: `ip -j link` shows it on the device (include/uapi/linux/if_link.h IFLA_XDP)."""
+    import json
+
+    with live.Lab(tag="xdp") as lab:
+        v0, v1 = lab.veth("v0", "v1")
+        for dev, backend in ((v0, "rtnetlink"), (v1, "pyroute2")):
+            if backend == "pyroute2" and netlink.pyroute2_error():
+                continue
+            live.attach_xdp_pass(dev.name, dev.netns, backend=backend)
+            out = subprocess.run(["ip", "-n", dev.netns, "-j", "link", "show", "dev", dev.name], capture_output=True,
+                                 text=True, timeout=10, check=True).stdout
+            assert json.loads(out)[0].get("xdp", {}).get("mode") == 1, out  # XDP_ATTACHED_DRV
+        with pytest.raises(LiveError, match="no device .nodev."):
+            live.attach_xdp_pass("nodev", v0.netns, backend="rtnetlink")
+    with pytest.raises(ValueError, match="backend"):
+        live.attach_xdp_pass("v0", None, backend="ioctl")
+
+
+def _no_labs(monkeypatch, reason="vnetlab.live cannot build labs: this process runs as uid 1000"):
+    from vnetlab.live import capability
+
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {True: live.Capability(False, reason),
+                                                          False: live.Capability(False, "no features")})
+
+
+def test_session_without_labs_shows_the_recorded_run(monkeypatch):
+    """What notebook 60 does for an ordinary user: two lines of why, then the recorded run in every section."""
+    _no_labs(monkeypatch)
+    run = live.session()
+    ref = live.reference()
+    assert not run.live and run.ref == ref and run.profile == ref.profile
+    text = str(run)
+    assert "Live labs: no. vnetlab.live cannot build labs: this process runs as uid 1000" in text
+    assert f"Sections 3-6 show the run recorded on Linux {ref.release}" in text.replace("\n  ", " ")
+    assert max(map(len, text.splitlines())) <= 100
+    assert run.mirror() == ref.mirror() and all(r.agrees for r in run.mirror())
+    assert [r.key() for r in (x.kernel for x in run.transfers("vxlan"))] == [
+        r.key() for r in (x.kernel for x in ref.transfers("vxlan"))]
+    assert run.lo().source == "recorded"  # features not readable here either
+
+
+def test_session_off_linux_and_on_a_kernel_older_than_every_profile(monkeypatch):
+    from vnetlab.live import capability, recorded
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {})
+    run = live.session()
+    assert not run.live and run.running is None and "Not Linux (darwin)" in str(run)
+    assert "needs Linux" in run.reason and run.lo().source == "recorded"
+    with pytest.raises(LiveUnavailable, match="darwin"):
+        live.running_profile()
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {True: live.Capability(True, "labs here", "netlink", True),
+                                                          False: live.Capability(True, "features", "netlink")})
+    real = live.running_profile
+    monkeypatch.setattr(recorded, "running_profile", lambda *a: real(*a) if a else real("4.19.0-27-amd64"))
+    old = live.session()
+    assert not old.live and "older than every modelled profile" in old.reason and old.ref is not None
+    assert "4.19.0-27-amd64 -> model profile 5.10 (older than every profile" in str(old).replace("\n  ", " ")

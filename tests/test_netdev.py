@@ -629,9 +629,7 @@ def test_live_veth_macvlan_bridge_vxlan_match_model():
         r0, r1 = lab.veth("v0", "v1")
         rmv = lab.macvlan("mv0", lower=r0)
         rbr = lab.bridge("br0")
-        lab._ip(lab.netns, "link", "add", "vx0", "type", "vxlan", "id", "42", "dstport", "4789", "dev", "v0",
-                "local", "10.0.0.1")
-        rvx = lab.device("vx0")
+        rvx = lab.vxlan("vx0", vni=42, underlay=r0, local="10.0.0.1", up=False)
         for model, real in ((v0, r0), (mv, rmv), (br, rbr), (vx, rvx)):
             assert live.compare(model, real, fields=("on", "fixed", "wanted")), model.name
         lab.set_master(r1, rbr)
