@@ -17,6 +17,7 @@ BTF = "/sys/kernel/btf/vmlinux"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "btf: reads the running kernel's BTF (bpftool and /sys/kernel/btf/vmlinux)")
+    config.addinivalue_line("markers", "hub: starts the workshop hub (deploy/); needs root and node")
 
 
 def _machine_can(kind: str) -> bool:
@@ -25,6 +26,8 @@ def _machine_can(kind: str) -> bool:
         return False
     if kind == "btf":
         return bool(shutil.which("bpftool")) and os.path.exists(BTF)
+    if kind == "hub":
+        return os.geteuid() == 0 and bool(shutil.which("node"))
     from vnetlab import live
 
     return os.geteuid() == 0 and bool(live.available(labs=True))
@@ -38,10 +41,10 @@ def pytest_runtest_makereport(item, call):
         return
     if hasattr(report, "wasxfail"):
         return
-    for kind in ("live", "btf"):
+    for kind in ("live", "btf", "hub"):
         if item.get_closest_marker(kind) is not None and _machine_can(kind):
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             report.outcome = "failed"
             report.longrepr = (f"CI=true and this machine can run {kind} tests (root and network namespaces / "
-                               f"bpftool and BTF), but the test skipped: {reason}")
+                               f"bpftool and BTF / root and node), but the test skipped: {reason}")
             return

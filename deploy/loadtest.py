@@ -1,0 +1,806 @@
+"""Load test of the workshop hub: N simulated attendees on one machine (a benchmark, run by hand, as root).
+
+    sudo .hub/hub/bin/python deploy/loadtest.py --attendees 5 10 20 40 --duration 240
+
+For each N it starts the hub (deploy/hub.sh's configuration, on 127.0.0.1 only, state in a temporary folder), and
+N attendees arrive over --ramp seconds. Each logs in through the hub's login form (the shared password), asks the
+hub's REST API for a token and to start their server, and works through their own copies of notebooks 00-50 as
+people do: every code cell executed over the kernel's websocket (the JupyterLab protocol), a pause of a few seconds
+between actions, and after each cell that shows a panel one control moved (an ipywidgets comm message, as the
+browser sends it) until the panel's new image arrives. Bounded: --duration seconds of work per N, a timeout on
+every request, cell and widget, at most 60 attendees. Measured per N: time to the first figure, cell and widget
+round trips (p50/p95), failures and timeouts, memory per attendee (server + kernels, PSS and RSS) and the hub's
+own, CPU. Everything it started is stopped by process id (the hub, its proxy, every process of the attendees'
+accounts); the accounts and homes it made are removed. Results: deploy/results/loadtest-<time>.json, with the
+machine's load (uptime) before and after: other work on the same machine shows there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pwd
+import random
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.websocket import websocket_connect
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from vnetlab_hub import account  # noqa: E402
+
+NOTEBOOKS = ["00_welcome_and_map", "05_primer_skb_gro_gso", "10_receive_buffers_and_memory_layout",
+             "20_tailroom_thresholds", "30_gro_frag_savings", "40_gso_features",
+             "50_vlan_forwarding_resegmentation"]
+MAX_ATTENDEES = 60
+COPY = "student"  # the notebooks' folder in the attendee's copy (deploy/vnetlab_hub.py)
+HTTP_TIMEOUT_S = 60
+CELL_TIMEOUT_S = 180
+WIDGET_TIMEOUT_S = 60
+CONTROL_MODELS = ("IntSliderModel", "FloatSliderModel", "CheckboxModel", "DropdownModel", "ToggleButtonsModel")
+ADMIN = "instructor"
+
+
+def pct(values: list[float], q: float) -> float | None:
+    """The q-th percentile (nearest rank), or None for no values."""
+    if not values:
+        return None
+    s = sorted(values)
+    return round(s[min(len(s) - 1, max(0, int(round(q / 100 * len(s) + 0.5)) - 1))], 3)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The hub: started from deploy/hub.sh's configuration, stopped by process id
+
+
+@dataclass
+class Hub:
+    prefix: Path
+    state: Path
+    homes: Path
+    url: str
+    password: str
+    admin_password: str
+    proc: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    @classmethod
+    def start(cls, prefix: Path, workdir: Path, *, mem_limit: str = "1G", cpu_limit: float = 1.0,
+              spawn_limit: int = 10, start_timeout_s: int = 300, timeout_s: float = 90) -> Hub:
+        port, internal, api = free_port(), free_port(), free_port()
+        hub = cls(prefix=prefix, state=workdir / "state", homes=workdir / "homes", url=f"http://127.0.0.1:{port}",
+                  password=secrets.token_urlsafe(9), admin_password=secrets.token_urlsafe(30))
+        hub.homes.mkdir(parents=True, exist_ok=True)
+        os.chmod(workdir, 0o755)
+        os.chmod(hub.homes, 0o755)
+        env = dict(os.environ, VNETLAB_HUB_PREFIX=str(prefix), VNETLAB_HUB_STATE=str(hub.state),
+                   VNETLAB_HUB_BIND=hub.url, VNETLAB_HUB_INTERNAL=f"http://127.0.0.1:{internal}",
+                   VNETLAB_HUB_PROXY_API=f"http://127.0.0.1:{api}", VNETLAB_HUB_HOMES=str(hub.homes),
+                   VNETLAB_HUB_PASSWORD=hub.password, VNETLAB_HUB_ADMIN_PASSWORD=hub.admin_password,
+                   VNETLAB_HUB_ADMIN=ADMIN, VNETLAB_HUB_MEM_LIMIT=mem_limit, VNETLAB_HUB_CPU_LIMIT=str(cpu_limit),
+                   VNETLAB_HUB_SPAWN_LIMIT=str(spawn_limit), VNETLAB_HUB_START_TIMEOUT=str(start_timeout_s))
+        hub.log_path = workdir / "hub.log"
+        with open(hub.log_path, "w") as log:
+            hub.proc = subprocess.Popen([str(HERE / "hub.sh")], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            hub.wait_up(port, timeout_s)
+        except BaseException:
+            hub.stop()  # interrupted or failed while starting: nothing left behind
+            raise
+        return hub
+
+    def wait_up(self, port: int, timeout_s: float) -> None:
+        hub = self
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if hub.proc.poll() is not None:
+                raise RuntimeError(f"the hub exited with {hub.proc.returncode}: {hub.log_tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    pass
+                import urllib.request
+                urllib.request.urlopen(f"{hub.url}/hub/api/", timeout=5).read()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the hub did not answer within {timeout_s} s: {hub.log_tail()}") from None
+                time.sleep(0.5)
+
+    def log_tail(self, n: int = 30) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def pids(self) -> dict[str, list[int]]:
+        """The hub's own processes: the hub, the proxy and the culler (the hub's children running as root)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return {}
+        hub_pid = self.proc.pid
+        children = [p for p in all_pids() if ppid(p) == hub_pid]
+        proxy = read_pid(self.state / "jupyterhub-proxy.pid")
+        return {"hub": [hub_pid], "proxy": [proxy] if proxy else [],
+                "services": [p for p in children if p != proxy and uid_of(p) == 0]}
+
+    def stop(self) -> None:
+        """SIGTERM to the hub (it stops the proxy and the servers it started), then by pid whatever is left."""
+        proxy = read_pid(self.state / "jupyterhub-proxy.pid")
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if proxy:
+            stop_pids([proxy])
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def all_pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def uid_of(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def stop_pids(pids: list[int], grace_s: float = 10) -> None:
+    """SIGTERM each pid, then SIGKILL those still there after ``grace_s``."""
+    for p in pids:
+        with_suppress(os.kill, p, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
+        time.sleep(0.2)
+    for p in pids:
+        with_suppress(os.kill, p, signal.SIGKILL)
+
+
+def with_suppress(fn: object, *args: object) -> None:
+    try:
+        fn(*args)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def proc_mem(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of a process in bytes, 0 if it is gone."""
+    rss = pss = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Rss:"):
+                rss = int(line.split()[1]) * 1024
+            elif line.startswith("Pss:"):
+                pss = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return rss, pss
+
+
+def proc_cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def proc_kind(pid: int) -> str:
+    """server (jupyterhub-singleuser), kernel (ipykernel) or other (JupyterLab's node/yarn call at start)."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return "other"
+    return "server" if "jupyterhub-singleuser" in cmd else "kernel" if "ipykernel" in cmd else "other"
+
+
+def machine_cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine."""
+    parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = parts[3] + parts[4]
+    return sum(parts) - idle, sum(parts)
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# One attendee: the hub's login and API, then the kernel protocol over the single-user server's websocket
+
+
+@dataclass
+class Stats:
+    spawn_s: float | None = None
+    first_figure_s: float | None = None
+    cells: list[float] = field(default_factory=list)
+    widgets: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    timeouts: list[str] = field(default_factory=list)
+    spawn_retries: int = 0
+    notebooks_done: int = 0
+    cells_done: int = 0
+    current: str = ""
+
+
+class AttendeeError(Exception):
+    def __init__(self, text: str, code: int = 0) -> None:
+        super().__init__(text)
+        self.code = code
+
+
+class Kernel:
+    """A kernel session over the single-user server's websocket (the legacy JSON/binary frames JupyterLab 4 falls
+    back to without a subprotocol), with the widget models it has opened."""
+
+    def __init__(self, ws: object, session: str) -> None:
+        self.ws = ws
+        self.session = session
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.models: dict[str, dict] = {}
+        self.reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        while True:
+            raw = await self.ws.read_message()
+            if raw is None:
+                await self.queue.put(None)
+                return
+            msg = decode(raw)
+            if msg.get("msg_type") == "comm_open" or msg["header"].get("msg_type") == "comm_open":
+                content = msg["content"]
+                if content.get("target_name") == "jupyter.widget":
+                    state = content["data"].get("state", {})
+                    self.models[content["comm_id"]] = dict(state, _parent=msg["parent_header"].get("msg_id"))
+            await self.queue.put(msg)
+
+    def send(self, channel: str, msg_type: str, content: dict) -> str:
+        msg_id = uuid.uuid4().hex
+        msg = {"header": {"msg_id": msg_id, "msg_type": msg_type, "session": self.session, "username": "loadtest",
+                          "version": "5.3", "date": ""},
+               "parent_header": {}, "metadata": {}, "content": content, "channel": channel, "buffers": []}
+        self.ws.write_message(json.dumps(msg))
+        return msg_id
+
+    async def until_idle(self, msg_id: str, timeout_s: float, *, want_image_of: set[str] | None = None) -> dict:
+        """Messages answering ``msg_id`` until the kernel is idle again: error, outputs seen, and (for a widget
+        change) the first time a new image arrived for one of ``want_image_of``."""
+        out = {"error": None, "figure": False, "widget_view": False, "image_at": None, "stderr": ""}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            msg = await asyncio.wait_for(self.queue.get(), left)
+            if msg is None:
+                raise AttendeeError("the kernel's websocket closed")
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["header"]["msg_type"], msg["content"]
+            if kind in ("display_data", "execute_result"):
+                data = content.get("data", {})
+                out["figure"] |= "image/png" in data
+                out["widget_view"] |= "application/vnd.jupyter.widget-view+json" in data
+            elif kind == "error" or (kind == "execute_reply" and content.get("status") == "error"):
+                out["error"] = out["error"] or f"{content.get('ename')}: {content.get('evalue')}"
+            elif kind == "stream" and content.get("name") == "stderr":
+                out["stderr"] += content.get("text", "")
+            elif kind == "comm_msg" and want_image_of and content.get("comm_id") in want_image_of:
+                data = content.get("data", {})
+                if data.get("method") == "update" and ["value"] in data.get("buffer_paths", []):
+                    out["image_at"] = out["image_at"] or time.monotonic()
+            elif kind == "status" and content.get("execution_state") == "idle":
+                return out
+
+    def close(self) -> None:
+        self.reader.cancel()
+        self.ws.close()
+
+
+def decode(raw: str | bytes) -> dict:
+    """A websocket frame from jupyter_server: JSON text, or the binary form (count, offsets, JSON, buffers)."""
+    if isinstance(raw, str):
+        return json.loads(raw)
+    nbufs = struct.unpack("!I", raw[:4])[0]
+    offsets = list(struct.unpack("!" + "I" * nbufs, raw[4:4 * (nbufs + 1)])) + [len(raw)]
+    msg = json.loads(raw[offsets[0]:offsets[1]].decode())
+    msg["buffers"] = [raw[a:b] for a, b in zip(offsets[1:-1], offsets[2:])]
+    return msg
+
+
+def pick_control(models: dict[str, dict], created_by: str) -> tuple[str, dict] | None:
+    """The first control a cell's panel made, and the state change a person would make to it (one step)."""
+    for comm_id, st in models.items():
+        if st.get("_parent") != created_by or st.get("_model_name") not in CONTROL_MODELS or st.get("disabled"):
+            continue
+        name = st["_model_name"]
+        if name in ("IntSliderModel", "FloatSliderModel"):
+            step = st.get("step") or 1
+            value = st["value"] + step if st["value"] + step <= st["max"] else st["value"] - step
+            return comm_id, {"value": round(value, 6) if name == "FloatSliderModel" else int(value)}
+        if name == "CheckboxModel":
+            return comm_id, {"value": not st["value"]}
+        labels = st.get("_options_labels") or []
+        if len(labels) > 1:
+            return comm_id, {"index": (st.get("index") or 0) + 1 if (st.get("index") or 0) + 1 < len(labels) else 0}
+    return None
+
+
+class Attendee:
+    def __init__(self, hub: Hub, name: str, *, think_s: tuple[float, float], stop_at: float,
+                 notebooks: list[str], keep_kernels: bool = False, first_figure_only: bool = False) -> None:
+        self.hub, self.name = hub, name
+        self.think_s, self.stop_at = think_s, stop_at
+        self.work_s = float("inf")
+        self.notebooks, self.keep_kernels, self.first_figure_only = notebooks, keep_kernels, first_figure_only
+        self.http = AsyncHTTPClient(force_instance=True, defaults={"request_timeout": HTTP_TIMEOUT_S,
+                                                                  "connect_timeout": HTTP_TIMEOUT_S})
+        self.cookies: dict[str, str] = {}
+        self.token = ""
+        self.stats = Stats()
+        self.t0 = 0.0
+
+    async def fetch(self, path: str, method: str = "GET", body: object = None, *, form: bool = False,
+                    auth: bool = True, follow: bool = False) -> object:
+        headers = {}
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        if auth and self.token:
+            headers["Authorization"] = f"token {self.token}"
+        if "_xsrf" in self.cookies:
+            headers["X-XSRFToken"] = self.cookies["_xsrf"]
+        if body is not None:
+            body = urlencode(body) if form else json.dumps(body)
+            headers["Content-Type"] = "application/x-www-form-urlencoded" if form else "application/json"
+        elif method in ("POST", "PUT", "PATCH"):
+            body = ""
+        req = HTTPRequest(self.hub.url + path, method=method, body=body, headers=headers, follow_redirects=follow)
+        resp = await self.http.fetch(req, raise_error=False)
+        for value in resp.headers.get_list("Set-Cookie"):
+            k, v = value.split(";", 1)[0].split("=", 1)
+            self.cookies[k.strip()] = v.strip()
+        if resp.code >= 400 and resp.code != 599 or resp.code == 599:
+            raise AttendeeError(f"{method} {path}: HTTP {resp.code} {resp.error or ''} "
+                                f"{(resp.body or b'')[:200]!r}", resp.code)
+        return resp
+
+    async def login(self, password: str) -> None:
+        """The hub's login form (as a browser posts it), then a token from the hub's REST API."""
+        await self.fetch("/hub/login", auth=False)
+        resp = await self.fetch("/hub/login?next=", "POST", {"username": self.name, "password": password,
+                                                            "_xsrf": self.cookies.get("_xsrf", "")},
+                                form=True, auth=False)
+        if resp.code != 302 or not any(k.startswith("jupyterhub-session") for k in self.cookies):
+            raise AttendeeError(f"login as {self.name} refused (HTTP {resp.code})")
+        resp = await self.fetch(f"/hub/api/users/{self.name}/tokens", "POST",
+                                {"note": "loadtest", "expires_in": 3600}, auth=False)
+        self.token = json.loads(resp.body)["token"]
+
+    async def start_server(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                await self.fetch(f"/hub/api/users/{self.name}/server", "POST")
+                break
+            except AttendeeError as exc:
+                # 429: the hub's concurrent_spawn_limit; a person reloads the page a little later
+                if exc.code != 429 or time.monotonic() > deadline:
+                    raise
+                self.stats.spawn_retries += 1
+                await asyncio.sleep(random.uniform(5, 10))
+        while time.monotonic() < deadline:
+            user = json.loads((await self.fetch(f"/hub/api/users/{self.name}")).body)
+            server = user.get("servers", {}).get("")
+            if server and server.get("ready"):
+                return
+            if not user.get("pending") and not server:
+                raise AttendeeError(f"{self.name}'s server failed to start (see the hub log)")
+            await asyncio.sleep(2)  # the spawn page's progress stream, approximated: a request every 2 s
+        raise TimeoutError(f"{self.name}'s server not ready within {timeout_s} s")
+
+    async def open_kernel(self, notebook: str) -> tuple[Kernel, str]:
+        base = f"/user/{self.name}"
+        resp = await self.fetch(f"{base}/api/sessions", "POST",
+                                {"path": f"{COPY}/{notebook}.ipynb", "name": f"{notebook}.ipynb", "type": "notebook",
+                                 "kernel": {"name": "python3"}})
+        session = json.loads(resp.body)
+        kid = session["kernel"]["id"]
+        url = self.hub.url.replace("http", "ws", 1) + f"{base}/api/kernels/{kid}/channels?session_id={uuid.uuid4()}"
+        ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {self.token}"},
+                                                 request_timeout=HTTP_TIMEOUT_S, connect_timeout=HTTP_TIMEOUT_S),
+                                     max_message_size=256 << 20)
+        return Kernel(ws, uuid.uuid4().hex), session["id"]
+
+    async def think(self) -> None:
+        await asyncio.sleep(random.uniform(*self.think_s))
+
+    def time_left(self) -> float:
+        return self.stop_at - time.monotonic()
+
+    async def run(self, password: str, spawn_timeout_s: float) -> Stats:
+        st = self.stats
+        self.t0 = time.monotonic()
+        try:
+            st.current = "login"
+            await self.login(password)
+            st.current = "spawn"
+            await self.start_server(spawn_timeout_s)
+            st.spawn_s = round(time.monotonic() - self.t0, 3)
+            self.stop_at = min(self.stop_at, time.monotonic() + self.work_s)  # each gets the same work time
+            for nb in self.notebooks:
+                if self.time_left() <= 0:
+                    break
+                st.current = nb
+                await self.work_through(nb)
+                if st.first_figure_s is not None and self.first_figure_only:
+                    break
+        except TimeoutError as exc:
+            st.timeouts.append(f"{st.current}: {exc or 'timed out'}")
+        except (AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+            st.failures.append(f"{st.current}: {type(exc).__name__}: {exc}")
+        return st
+
+    async def work_through(self, notebook: str) -> None:
+        st = self.stats
+        nb = json.loads((await self.fetch(f"/user/{self.name}/api/contents/{COPY}/{notebook}.ipynb?content=1")).body)
+        cells = [c for c in nb["content"]["cells"] if c["cell_type"] == "code"]
+        kernel, session_id = await self.open_kernel(notebook)
+        try:
+            for i, cell in enumerate(cells):
+                if self.time_left() <= 0:
+                    return
+                code = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                start = time.monotonic()
+                msg_id = kernel.send("shell", "execute_request",
+                                     {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                                      "allow_stdin": False, "stop_on_error": True})
+                try:
+                    out = await kernel.until_idle(msg_id, CELL_TIMEOUT_S)
+                except TimeoutError:
+                    raise TimeoutError(f"cell {i} of {notebook} took over {CELL_TIMEOUT_S} s") from None
+                st.cells.append(round(time.monotonic() - start, 3))
+                st.cells_done += 1
+                if out["error"]:
+                    st.failures.append(f"{notebook} cell {i}: {out['error']}")
+                    return
+                if (out["figure"] or out["widget_view"]) and st.first_figure_s is None:
+                    st.first_figure_s = round(time.monotonic() - self.t0, 3)
+                    if self.first_figure_only and not out["widget_view"]:
+                        continue
+                if out["widget_view"]:
+                    await self.think()
+                    await self.move_control(kernel, msg_id, f"{notebook} cell {i}")
+                    if self.first_figure_only:
+                        return
+                await self.think()
+            st.notebooks_done += 1
+        finally:
+            kernel.close()
+            if not self.keep_kernels:
+                await self.fetch(f"/user/{self.name}/api/sessions/{session_id}", "DELETE")
+
+    async def move_control(self, kernel: Kernel, cell_msg: str, where: str) -> None:
+        """One control of the panel the cell made moved by one step, as the browser's widget manager sends it; the
+        round trip ends when the panel's new image arrives."""
+        choice = pick_control(kernel.models, cell_msg)
+        images = {cid for cid, s in kernel.models.items()
+                  if s.get("_parent") == cell_msg and s.get("_model_name") == "ImageModel"}
+        if choice is None or not images:
+            return  # a widget without a control and an image (a plain output widget): nothing to move
+        comm_id, state = choice
+        start = time.monotonic()
+        msg_id = kernel.send("shell", "comm_msg", {"comm_id": comm_id, "data": {"method": "update", "state": state,
+                                                                                "buffer_paths": []}})
+        try:
+            out = await kernel.until_idle(msg_id, WIDGET_TIMEOUT_S, want_image_of=images)
+        except TimeoutError:
+            raise TimeoutError(f"{where}: no new image within {WIDGET_TIMEOUT_S} s of moving a control") from None
+        if out["error"] or out["image_at"] is None:
+            self.stats.failures.append(f"{where}: moving {state} gave {out['error'] or 'no new image'}")
+            return
+        self.stats.widgets.append(round(out["image_at"] - start, 3))
+        kernel.models[comm_id].update(state)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# One run with N attendees, and its measurements
+
+
+class Sampler:
+    """Memory and CPU of the hub's processes and of each attendee's account, every ``every_s`` seconds."""
+
+    def __init__(self, hub: Hub, uids: dict[str, int], every_s: float = 5) -> None:
+        self.hub, self.uids, self.every_s = hub, uids, every_s
+        self.per_attendee_pss: dict[str, int] = {}
+        self.per_attendee_rss: dict[str, int] = {}
+        self.hub_rss = 0
+        self.cpu_s: dict[int, float] = {}
+        self.kind: dict[int, str] = {}
+        self.errors: list[str] = []
+        self.hub_cpu_s: dict[int, float] = {}
+        self.min_available = None
+        self.task: asyncio.Task | None = None
+
+    def sample(self) -> None:
+        by_uid: dict[int, list[int]] = {}
+        for p in all_pids():
+            u = uid_of(p)
+            if u is not None:
+                by_uid.setdefault(u, []).append(p)
+        for name, uid in list(self.uids.items()):  # a copy: attendees arriving add to it meanwhile
+            rss = pss = 0
+            for p in by_uid.get(uid, []):
+                r, s = proc_mem(p)
+                rss, pss = rss + r, pss + s
+                self.cpu_s[p] = max(self.cpu_s.get(p, 0.0), proc_cpu_s(p))
+                if p not in self.kind:
+                    self.kind[p] = proc_kind(p)
+            self.per_attendee_pss[name] = max(self.per_attendee_pss.get(name, 0), pss)
+            self.per_attendee_rss[name] = max(self.per_attendee_rss.get(name, 0), rss)
+        own = [p for ps in self.hub.pids().values() for p in ps]
+        self.hub_rss = max(self.hub_rss, sum(proc_mem(p)[0] for p in own))
+        for p in own:
+            self.hub_cpu_s[p] = max(self.hub_cpu_s.get(p, 0.0), proc_cpu_s(p))
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+                self.min_available = avail if self.min_available is None else min(self.min_available, avail)
+
+    async def loop(self) -> None:
+        while True:
+            try:
+                await asyncio.to_thread(self.sample)
+            except (OSError, ValueError, RuntimeError) as exc:  # one bad sample must not end the sampling
+                self.errors.append(repr(exc))
+            await asyncio.sleep(self.every_s)
+
+
+async def run_room(hub: Hub, names: list[str], *, duration_s: float, ramp_s: float, think_s: tuple[float, float],
+                   spawn_timeout_s: float, notebooks: list[str], first_figure_only: bool = False,
+                   keep_kernels: bool = False) -> tuple[list[Stats], Sampler, dict]:
+    start = time.monotonic()
+    stop_at = start + ramp_s + spawn_timeout_s + duration_s
+    uids: dict[str, int] = {}
+    attendees = [Attendee(hub, n, think_s=think_s, stop_at=stop_at, notebooks=notebooks,
+                          first_figure_only=first_figure_only, keep_kernels=keep_kernels) for n in names]
+    for a in attendees:
+        a.work_s = duration_s
+    sampler = Sampler(hub, uids)
+
+    async def arrive(i: int, a: Attendee) -> Stats:
+        await asyncio.sleep(ramp_s * i / max(1, len(attendees)))
+        task = asyncio.ensure_future(a.run(hub.password, spawn_timeout_s))
+        while not task.done():
+            with_account = account(a.name)
+            try:
+                uids.setdefault(a.name, pwd.getpwnam(with_account).pw_uid)
+            except KeyError:
+                pass
+            await asyncio.wait([task], timeout=1)
+        return task.result()
+
+    cpu0, t0 = machine_cpu(), time.monotonic()
+    sampler.task = asyncio.ensure_future(sampler.loop())
+    hard_limit = duration_s + ramp_s + spawn_timeout_s + CELL_TIMEOUT_S + 30
+    try:
+        stats = await asyncio.wait_for(asyncio.gather(*(arrive(i, a) for i, a in enumerate(attendees))), hard_limit)
+    finally:
+        sampler.task.cancel()
+        await asyncio.to_thread(sampler.sample)
+        for a in attendees:
+            a.http.close()
+    cpu1, t1 = machine_cpu(), time.monotonic()
+    machine = {"busy_fraction": round((cpu1[0] - cpu0[0]) / max(1, cpu1[1] - cpu0[1]), 3),
+               "wall_s": round(t1 - t0, 1), "cores": os.cpu_count()}
+    return stats, sampler, machine
+
+
+def summarise(n: int, stats: list[Stats], sampler: Sampler, machine: dict) -> dict:
+    cells = [c for s in stats for c in s.cells]
+    widgets = [w for s in stats for w in s.widgets]
+    first = [s.first_figure_s for s in stats if s.first_figure_s is not None]
+    spawn = [s.spawn_s for s in stats if s.spawn_s is not None]
+    pss = list(sampler.per_attendee_pss.values())
+    rss = list(sampler.per_attendee_rss.values())
+    attendee_cpu = sum(sampler.cpu_s.values())
+    mib = 1 << 20
+    return {
+        "attendees": n,
+        "servers_started": len(spawn),
+        "spawn_s": {"p50": pct(spawn, 50), "p95": pct(spawn, 95)},
+        "spawn_retries_429": sum(s.spawn_retries for s in stats),
+        "first_figure_s": {"p50": pct(first, 50), "p95": pct(first, 95), "count": len(first)},
+        "cell_round_trip_s": {"p50": pct(cells, 50), "p95": pct(cells, 95), "count": len(cells)},
+        "widget_round_trip_s": {"p50": pct(widgets, 50), "p95": pct(widgets, 95), "count": len(widgets)},
+        "failures": [f"{a}: {f}" for a, s in zip(range(n), stats) for f in s.failures],
+        "timeouts": [f"{a}: {t}" for a, s in zip(range(n), stats) for t in s.timeouts],
+        "notebooks_done": [s.notebooks_done for s in stats],
+        "cells_done": sum(s.cells_done for s in stats),
+        "memory_per_attendee_mib": {"pss_peak_p50": round(statistics.median(pss) / mib, 1) if pss else None,
+                                    "pss_peak_max": round(max(pss) / mib, 1) if pss else None,
+                                    "rss_peak_p50": round(statistics.median(rss) / mib, 1) if rss else None,
+                                    "rss_peak_max": round(max(rss) / mib, 1) if rss else None},
+        "memory_hub_rss_peak_mib": round(sampler.hub_rss / mib, 1),
+        "sampler_errors": sampler.errors[:5],
+        "memory_min_available_mib": round((sampler.min_available or 0) / mib),
+        "cpu": {"machine_busy_fraction": machine["busy_fraction"], "cores": machine["cores"],
+                "attendees_cpu_s": round(attendee_cpu, 1), "hub_cpu_s": round(sum(sampler.hub_cpu_s.values()), 1),
+                "attendees_cpu_s_by_kind": {k: round(sum(c for p, c in sampler.cpu_s.items()
+                                                         if sampler.kind.get(p) == k), 1)
+                                            for k in ("server", "kernel", "other")},
+                "wall_s": machine["wall_s"],
+                "attendee_cores_used": round(attendee_cpu / max(1.0, machine["wall_s"]), 3)},
+    }
+
+
+def remove_accounts(names: list[str], existed: set[str]) -> None:
+    """Stop every process of the accounts this run made (by pid), then delete the accounts and their homes."""
+    for name in names:
+        acct = account(name)
+        if acct in existed:
+            continue
+        try:
+            uid = pwd.getpwnam(acct).pw_uid
+        except KeyError:
+            continue
+        stop_pids([p for p in all_pids() if uid_of(p) == uid], grace_s=5)
+        subprocess.run(["userdel", "--remove", acct], capture_output=True, timeout=60)
+
+
+def existing_accounts() -> set[str]:
+    return {p.pw_name for p in pwd.getpwall()}
+
+
+async def delete_hub_users(hub: Hub, names: list[str]) -> None:
+    admin = Attendee(hub, ADMIN, think_s=(0, 0), stop_at=0, notebooks=[])
+    try:
+        await admin.login(hub.admin_password)
+        for n in names:
+            try:
+                await admin.fetch(f"/hub/api/users/{n}/server", "DELETE")
+            except AttendeeError:
+                pass
+            try:
+                await admin.fetch(f"/hub/api/users/{n}", "DELETE")
+            except AttendeeError:
+                pass
+    except (AttendeeError, OSError):
+        pass
+    finally:
+        admin.http.close()
+
+
+def one_run(prefix: Path, n: int, args: argparse.Namespace) -> dict:
+    existed = existing_accounts()
+    workdir = Path(tempfile.mkdtemp(prefix=f"vnetlab-loadtest-{n}-"))
+    names = [f"lt{n}x{i:02d}" for i in range(n)]
+    notebooks = [nb for nb in NOTEBOOKS if nb[:2] >= args.start_at]
+    before = uptime()
+    hub = None
+    try:
+        hub = Hub.start(prefix, workdir, mem_limit=args.mem_limit, cpu_limit=args.cpu_limit,
+                        spawn_limit=args.spawn_limit, start_timeout_s=int(args.spawn_timeout))
+        stats, sampler, machine = asyncio.run(run_room(
+            hub, names, duration_s=args.duration, ramp_s=args.ramp, think_s=(args.think_min, args.think_max),
+            spawn_timeout_s=args.spawn_timeout, notebooks=notebooks))
+        result = summarise(n, stats, sampler, machine)
+        asyncio.run(delete_hub_users(hub, names))
+    finally:
+        if hub is not None:
+            hub.stop()
+        remove_accounts(names, existed)
+        left = [p for p in all_pids() if uid_of(p) in {u.pw_uid for u in pwd.getpwall()
+                                                       if u.pw_name in {account(x) for x in names}}]
+        if hub is not None and hub.log_path is not None and hub.log_path.exists():
+            (args.out / "logs").mkdir(parents=True, exist_ok=True)
+            shutil.copy(hub.log_path, args.out / "logs" / f"hub-{n}.log")
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["uptime_before"], result["uptime_after"] = before, uptime()
+    result["left_running"] = left
+    result["settings"] = {"duration_s": args.duration, "ramp_s": args.ramp, "think_s": [args.think_min,
+                                                                                      args.think_max],
+                          "mem_limit": args.mem_limit, "cpu_limit": args.cpu_limit,
+                          "spawn_limit": args.spawn_limit, "spawn_timeout_s": args.spawn_timeout,
+                          "notebooks": notebooks}
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--attendees", type=int, nargs="+", default=[5, 10, 20, 40])
+    ap.add_argument("--duration", type=float, default=240,
+                    help="seconds of work per attendee, counted from their server being ready")
+    ap.add_argument("--ramp", type=float, default=30, help="attendees arrive spread over this many seconds")
+    ap.add_argument("--think-min", type=float, default=2)
+    ap.add_argument("--think-max", type=float, default=4)
+    ap.add_argument("--spawn-timeout", type=float, default=300, help="the hub's start timeout too")
+    ap.add_argument("--mem-limit", default="1G")
+    ap.add_argument("--cpu-limit", type=float, default=1.0)
+    ap.add_argument("--spawn-limit", type=int, default=10)
+    ap.add_argument("--start-at", default="00", choices=[nb[:2] for nb in NOTEBOOKS],
+                    help="the first notebook (a room that starts after the break); later ones follow in order")
+    ap.add_argument("--prefix", type=Path, default=Path(os.environ.get("VNETLAB_HUB_PREFIX", "/opt/vnetlab-hub")))
+    ap.add_argument("--out", type=Path, default=HERE / "results")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        ap.error("run as root: the hub makes one Unix account per attendee")
+    if any(n < 1 or n > MAX_ATTENDEES for n in args.attendees):
+        ap.error(f"--attendees: each N must be 1..{MAX_ATTENDEES}")
+    if not (0 < args.duration <= 3600):
+        ap.error("--duration must be in (0, 3600] seconds")
+    args.out.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))  # clean up as on Ctrl-C
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out = args.out / f"loadtest-{stamp}.json"
+    runs = []
+    for n in args.attendees:
+        print(f"[loadtest] N={n}: {uptime()}", flush=True)
+        result = one_run(args.prefix, n, args)
+        runs.append(result)
+        print(json.dumps({k: result[k] for k in ("attendees", "servers_started", "first_figure_s",
+                                                 "cell_round_trip_s", "widget_round_trip_s",
+                                                 "memory_per_attendee_mib", "cpu")}), flush=True)
+        if result["failures"] or result["timeouts"]:
+            print(f"[loadtest]   failures {len(result['failures'])}, timeouts {len(result['timeouts'])}: "
+                  f"{(result['failures'] + result['timeouts'])[:3]}", flush=True)
+        write(out, runs)
+    print(f"[loadtest] wrote {out}")
+    return 0
+
+
+def write(out: Path, runs: list[dict]) -> None:
+    """The results so far (after each N, so an interrupted series keeps what it measured)."""
+    out.write_text(json.dumps({"machine": {"cores": os.cpu_count(), "mem_total_mib": mem_total_mib(),
+                                           "kernel": os.uname().release, "nice": os.nice(0),
+                                           "note": "other work shares this machine: see uptime_before/after"},
+                               "runs": runs}, indent=1) + "\n")
+
+
+def mem_total_mib() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
