@@ -472,8 +472,8 @@ def profile_table(kernel: str = "5.10", profiles: Sequence[str] = ("5.10", "5.10
 # --------------------------------------------------------------------------------------------------
 # What 7.x changed in what notebooks 10-30 teach: a short paragraph, every number computed or read from data/lab/
 
-#: the topics of :func:`seven_x_note`: notebook 10's carving, 20's full-MTU share, 30's GRO frag slots
-SEVEN_X_TOPICS = ("carving", "full_mtu", "gro")
+#: the topics of :func:`seven_x_note`: notebook 10's carving and small mode, 20's full-MTU share, 30's GRO slots
+SEVEN_X_TOPICS = ("carving", "small", "full_mtu", "gro")
 _FULL_MTU_FRAME = 1514  # ETH_HLEN + ETH_DATA_LEN: a full 1500-byte IP packet
 
 
@@ -525,22 +525,28 @@ def seven_x_note(topic: str, *, kernel: str = "7.3.4", before: str = "6.18", wid
     lab = f"Debian {kernel} in the QEMU lab (data/lab/{kernel}/)" if measured else ""
     if topic == "carving":
         new, old = rx.mergeable_buf_lens(8, kernel=kernel), rx.mergeable_buf_lens(42, kernel=before)
-        small_new, small_old = rx.small_buf_lens(4, kernel=kernel), rx.small_buf_lens(4, kernel=before)
         head_new = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=kernel)
         head_old = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=before)
         text = (f"From 7.x (model: {kernel}) mergeable buffers come from a page_pool of order-0 pages "
                 f"(virtnet_create_page_pools, page_pool_alloc_va): {_alternation(new)} per 4 KiB page instead "
-                f"of {before}'s {_alternation(old)} per 32 KiB frag. Small-mode buffers alternate "
-                f"{_alternation(small_new)} (was {_alternation(small_old)}); the copy path's head truesize is "
-                f"{head_new.truesize} (was {head_old.truesize}).")
+                f"of {before}'s {_alternation(old)} per 32 KiB frag; the copy path's head truesize is "
+                f"{head_new.truesize} (was {head_old.truesize}: napi_alloc_skb's skbuff_small_head).")
         if measured:
             pkts = labdata.load("mergeable", kernel)["rx"]["packets"]
-            small = labdata.load("small", kernel)["rx"]["packets"]
             copy_ts = _counts([p["page_to_skb_ret"]["truesize"] for p in pkts if p["path"] == "copy"])
             text += (f" Measured on {lab}: mergeable buffers "
-                     f"{_counts([p['page_to_skb']['truesize'] for p in pkts if 'page_to_skb' in p])}; small "
-                     f"buffers {_counts([p['build_skb_frag_size'] for p in small if 'build_skb_frag_size' in p])};"
-                     f" copied heads truesize {copy_ts}.")
+                     f"{_counts([p['page_to_skb']['truesize'] for p in pkts if 'page_to_skb' in p])}; "
+                     f"copied heads truesize {copy_ts}.")
+    elif topic == "small":
+        small_new, small_old = rx.small_buf_lens(4, kernel=kernel), rx.small_buf_lens(4, kernel=before)
+        text = (f"From 7.x (model: {kernel}) small-mode buffers come from the same order-0 page_pool: "
+                f"add_recvbuf_small asks {rx.small_buf_len(kernel=kernel)} bytes, and the page's last fragment "
+                f"gets the page's rest, so build_skb's frag_size alternates {_alternation(small_new)} "
+                f"({before}: {_alternation(small_old)} every time).")
+        if measured:
+            small = labdata.load("small", kernel)["rx"]["packets"]
+            text += (f" Measured on {lab}: frag_size "
+                     f"{_counts([p['build_skb_frag_size'] for p in small if 'build_skb_frag_size' in p])}.")
     elif topic == "full_mtu":
         hn, nn = _full_mtu_share(kernel)
         ho, no = _full_mtu_share(before)
