@@ -140,3 +140,43 @@ def test_debian_5_10_matches_its_own_profile_not_mainline():
     whole = sum(p["page_to_skb_ret"]["data_len"] == 0 for p in doc["rx"]["packets"])
     assert mainline["data_len"] == (whole, n)
     assert "5.10.223" in labfig.profile_table("5.10", ("5.10", "5.10.223"))
+
+
+def _lab_counts(values) -> str:
+    c: dict = {}
+    for v in values:
+        c[v] = c.get(v, 0) + 1
+    return ", ".join(f"{n} x {v}" for v, n in sorted(c.items()))
+
+
+@pytest.mark.parametrize("kernel", ["7.2.12", "7.3.4"])
+def test_seven_x_notes_put_the_lab_measurement_beside_the_page_pool_model(kernel):
+    # Debian 7.x drivers/net/virtio_net.c add_recvbuf_mergeable: page_pool_alloc_va from an order-0 pool, so each
+    # 4 KiB page gives (0, 1536) and (1536, 2560); add_recvbuf_small 1920 / 2176; skbuff_small_head 704 -> 960.
+    # Expected values: the lab's JSON (data/lab/<kernel>/mergeable.json, small.json), read here directly.
+    merg, small = _doc(kernel, "mergeable")["rx"]["packets"], _doc(kernel, "small")["rx"]["packets"]
+    carving = labfig.seven_x_note("carving", kernel=kernel, width=10_000)
+    assert "1536 / 2560 per 4 KiB page" in carving
+    assert "20 x 1536 + 2032 per 32 KiB frag" in carving  # 6.18: 16-byte virtnet_rq_dma in the hole buffer
+    assert "head truesize is 960 (was 832" in carving
+    assert "mergeable buffers " + _lab_counts(p["page_to_skb"]["truesize"] for p in merg) in carving
+    small_note = labfig.seven_x_note("small", kernel=kernel, width=10_000)
+    assert "frag_size alternates 1920 / 2176 (6.18: 1920 every time)" in small_note
+    assert "frag_size " + _lab_counts(p["build_skb_frag_size"] for p in small if "build_skb_frag_size" in p) \
+        in small_note
+    full = [p for p in merg if p["frame_len"] == 14 + 1500]
+    hits = sum(p["path"] == "build_skb" for p in full)
+    note = labfig.seven_x_note("full_mtu", kernel=kernel, width=10_000)
+    assert f"in 42 of 84 buffers on {kernel} (0.500)" in note  # every second buffer is 2560: tailroom 1034
+    assert "4 of 84 (0.048) on 6.18" in note  # one 2032-byte hole buffer per 21
+    assert f"{hits} of {len(full)} full-MTU frames took build_skb" in note
+    gro_note = labfig.seven_x_note("gro", kernel=kernel, width=10_000)
+    assert f"{kernel}: 22 build_skb and 23 eth_hlen heads in 45 packets" in gro_note or \
+        f"{kernel}: 23 build_skb and 22 eth_hlen heads in 45 packets" in gro_note
+    assert all(len(line) <= 100 for t in labfig.SEVEN_X_TOPICS
+               for line in labfig.seven_x_note(t, kernel=kernel).splitlines())
+
+
+def test_seven_x_note_refuses_an_unknown_topic():
+    with pytest.raises(ValueError, match="topic must be one of carving, small, full_mtu, gro"):
+        labfig.seven_x_note("memory")

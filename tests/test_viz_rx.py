@@ -335,3 +335,20 @@ def test_redraw_in_place_draws_what_a_new_figure_draws(draw, first, second):
     again = draw(second, fig=fig)
     assert again is fig
     assert _drawn(fig) == _drawn(draw(second))
+
+
+def test_threshold_maps_mark_each_kernels_own_buffers_through_7x():
+    # drivers/net/virtio_net.c add_recvbuf_mergeable at the EWMA floor (MTU 1500, 1536-byte buffers): 6.1 carves
+    # 32 KiB frags (hole buffer 2048) with a 4 KiB fallback (2560); 6.18 puts a 16-byte virtnet_rq_dma first
+    # (2032, 2544); Debian 7.2.12 / 7.3.4 use an order-0 page_pool: (0, 1536), (1536, 2560), as the lab measured
+    # (data/lab/7.3.4/mergeable.json page_to_skb truesize: 35 x 1536, 35 x 2560).
+    assert thresholds.marked_buffers("6.1") == (1536, 2048, 2560)
+    assert thresholds.marked_buffers("6.18") == (1536, 2032, 2544)
+    assert thresholds.marked_buffers("7.3.4") == thresholds.marked_buffers("7.2.12") == (1536, 2560)
+    kernels = ("5.12", "5.13", "6.18", "7.3.4")
+    fig = thresholds.draw_threshold_maps(kernels=kernels, arches=("x86_64",))
+    for ax, k in zip(fig.axes, kernels):
+        (lines,) = [c for c in ax.collections if c.get_gid() == "buffers"]
+        ys = sorted({round(float(seg[0][1])) for seg in lines.get_segments()})
+        assert tuple(ys) == thresholds.marked_buffers(k), k
+        assert ax.get_title().startswith(f"{k}, x86_64")

@@ -34,13 +34,28 @@ from vnetlab.viz.style import (
     reuse_axes,
 )
 
-__all__ = ["INVALID", "MARKED_BUFFERS", "MARKED_FRAMES", "threshold_grid", "draw_threshold_map",
+__all__ = ["INVALID", "MARKED_BUFFERS", "marked_buffers", "MARKED_FRAMES", "threshold_grid", "draw_threshold_map",
            "draw_threshold_maps", "map_legend_html", "PayloadSweep", "payload_sweep", "draw_path_vs_payload",
            "CarvedBuffer", "carve", "draw_mergeable_carving", "carving_caption"]
 
 _SMALL = FONT["small"]
 INVALID = -1  # frame + hdr_len does not fit the buffer: a length error in receive_mergeable
 MARKED_BUFFERS = (1536, 2048, 2560)
+
+
+@lru_cache(maxsize=64)
+def marked_buffers(kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, *, mtu: int = 1500) -> tuple[int, ...]:
+    """The mergeable buffer truesizes ``kernel`` really carves at the EWMA floor: every distinct size from each
+    page it carves from (rx.rx_frag_sizes: 32 KiB and its 4 KiB fallback up to 6.18, 7.x's order-0 page_pool
+    page), so 6.1 marks 1536/2048/2560, 6.18 1536/2032/2544 (virtnet_rq_dma) and 7.x 1536/2560."""
+    k, a = rx._resolve(kernel, arch)
+    sizes: set[int] = set()
+    for frag_size in rx.rx_frag_sizes(k, a):
+        n = 2 * frag_size // rx.mergeable_min_buf_len(mtu=mtu) + 2  # past the first hole: one page's carve repeats
+        sizes.update(rx.mergeable_buf_lens(n, mtu=mtu, frag_size=frag_size, kernel=k, arch=a))
+    return tuple(sorted(sizes))
+
+
 # (frame length, label): common packets, frame = Ethernet frame without FCS as the model counts it.
 MARKED_FRAMES = (
     (60, "64 B min frame\n(60 w/o FCS)"),
@@ -117,7 +132,7 @@ def _draw_map(ax: Axes, kernel: str, arch: str, *, hdr_len: int, headroom: int, 
     frames, trues, grid, rgba, labels = _map_grid(kernel, arch, hdr_len, headroom, max_frame, max_truesize)
     ax.imshow(rgba, origin="lower", aspect="auto", interpolation="nearest",
               extent=(frames[0] - 4, frames[-1] + 4, trues[0] - 8, trues[-1] + 8), gid="path_map")
-    buffers = [t for t in MARKED_BUFFERS if t <= max_truesize]
+    buffers = [t for t in marked_buffers(kernel, arch) if t <= max_truesize]
     marked = [f for f, _ in MARKED_FRAMES if f <= max_frame]
     ax.hlines(buffers, 0, max_frame, colors="black", linewidth=0.7, linestyles="--", gid="buffers")
     ax.vlines(marked, 512, max_truesize, colors="#333333", linewidth=0.7, linestyles=":", gid="frames")
@@ -140,7 +155,7 @@ def draw_threshold_map(kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, *
 
     build_skb where ``!NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(sizeof(struct
     skb_shared_info))``, tailroom = truesize − headroom − hdr_padded_len − len; otherwise napi_alloc_skb +
-    copy (with a frag when the frame does not fit the small head). Dashed: the 1536/2048/2560-byte buffers
+    copy (with a frag when the frame does not fit the small head). Dashed: the buffers (marked_buffers)
     add_recvbuf_mergeable carves; dotted: the minimum frame, the seed's 1000-byte UDP and a full MTU-1500 frame.
     Each path's region carries its name.
     """
@@ -187,7 +202,7 @@ def draw_threshold_maps(kernels: tuple[str, ...] = ("5.12", "5.13", DEFAULT_KERN
                 ax.set_xticklabels([])
     axes[(n_r - 1) * n_c].set_xlabel("frame length (bytes)", fontsize=_SMALL, labelpad=1)
     axes[(n_r - 1) * n_c].set_ylabel("buffer truesize (bytes)", fontsize=_SMALL, labelpad=1)
-    fig.suptitle("page_to_skb() path by kernel and arch; dashed: 1536/2048/2560 B buffers; dotted: 60, 1042 and "
+    fig.suptitle("page_to_skb() path by kernel and arch; dashed: each kernel's carved buffers; dotted: 60, 1042 and "
                  "1514 B frames", fontsize=FONT["label"], y=1 - 0.08 / height, va="top")
     return fig
 

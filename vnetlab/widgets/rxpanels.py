@@ -147,7 +147,7 @@ def threshold_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_A
     text = (thresholds.map_legend_html()
             + f"<br>NET_IP_ALIGN {a.net_ip_align}, SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) {a.shinfo_size} B, "
             f"hdr_len {hdr_len} B" + (f", XDP headroom {headroom} B" if headroom else "")
-            + "<br>dashed: the " + "/".join(str(t) for t in thresholds.MARKED_BUFFERS)
+            + "<br>dashed: the " + "/".join(str(t) for t in thresholds.marked_buffers(kernel, arch))
             + " B buffers add_recvbuf_mergeable carves; dotted: "
             + ", ".join(html.escape(label.replace("\n", " ")) + f" = frame {f} B"
                         for f, label in thresholds.MARKED_FRAMES))
