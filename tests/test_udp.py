@@ -238,10 +238,11 @@ def test_live_vxlan_passes_udp_gso_whole():
 # --- vxlan: the receive side (udpgro_fwd.sh's tunnel cases) -------------------------------------------------
 
 
-def _vxlan_pair(kernel, rx=None, xdp=False):
+def _vxlan_pair(kernel, rx=None, xdp=False, outer_ip=4):
     net = netdev.Namespace(kernel=kernel)
     v0, v1 = net.veth("v0", "v1")
-    vx0, vx1 = net.vxlan("vx0", vni=42, underlay=v0), net.vxlan("vx1", vni=42, underlay=v1)
+    vx0 = net.vxlan("vx0", vni=42, underlay=v0, ip=outer_ip)
+    vx1 = net.vxlan("vx1", vni=42, underlay=v1, ip=outer_ip)
     if rx:
         v1.ethtool_K(rx)
     if xdp:
@@ -321,3 +322,14 @@ def test_live_vxlan_receive_side_matches_the_model():
         assert len(rows) == 2 * len(live.VXLAN_RX_CONFIGS)
         bad = [str(r) for r in rows if not r.agrees]
         assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("ip", [4, 6])
+def test_vxlan6_tunnel_cases_deliver_ten_inner_datagrams(ip):
+    """udpgro_fwd.sh runs the tunnel cases again over vxlan6 (IPv6 outer, UDP_TUNNEL_CSUM: udp6_gro_receive ->
+    the same udp_gro_receive test) and expects 10 and 10 there too (from the script; the lab here is IPv4 only)."""
+    for rx in TUNNEL_RX:
+        vx0, vx1 = _vxlan_pair("6.18", rx, xdp=True, outer_ip=6)
+        t = udp.send_over_vxlan(vx0, vx1, 13000, gso_size=1300, ip=ip)
+        assert t.rx is not None and t.vxlan is not None and t.recv is not None
+        assert len(t.rx.delivered) == 10 and t.vxlan.rx_packets == 10 and t.recv.sizes == (1300,) * 10

@@ -7,7 +7,9 @@
 - :func:`udp_recv` is the receiving socket: udp_queue_rcv_skb / udpv6_queue_rcv_skb segment a GSO skb the
   socket did not ask for (udp_unexpected_gso -> udp_rcv_segment), and recvmsg returns one datagram per
   queued skb, with UDP_GRO's cmsg carrying gso_size (udp_cmsg_recv);
-- :func:`send_over_veth` puts both together across a veth pair (:func:`vnetlab.xmit.veth_xmit` in between).
+- :func:`send_over_veth` puts both together across a veth pair (:func:`vnetlab.xmit.veth_xmit` in between);
+  :func:`send_over_vxlan` does it through a vxlan device on each end (:func:`vnetlab.xmit.vxlan_rcv` on the
+  receiver: decapsulation and gro_cells' GRO).
 
 The limits that differ per kernel are rules of data/kernels.toml, each with the line it was read from
 (Debian linux-source-5.10 (5.10.223), linux-source-6.1 (6.1.192), linux-source-6.12 (6.12.95) and the ≈6.18

@@ -711,6 +711,9 @@ def veth_xmit(dev: Any, skbs: Iterable[Skb], *, kernel: str | Kernel | None = No
     poll), with the peer's features and the receiving socket given by ``udp_gro`` / ``local_socket``.
     ``fragment_of[i]`` >= 0 marks skb i as an IP fragment of datagram number ``fragment_of[i]``: GRO leaves
     fragments alone (inet_gro_receive flushes them) and ip_defrag hands up one reassembled datagram.
+    A locally encapsulated UDP skb (a vxlan's, skb->encapsulation) gets no GRO where the kernel rule
+    udp_gro_skips_local_encap holds (net/ipv4/udp_offload.c udp_gro_receive, Debian 6.1.192 on); :func:`vxlan_rcv`
+    is the vxlan device above.
     """
     kv = k = device_kernel(dev, kernel)
     rcv = getattr(dev, "peer", None)
