@@ -382,6 +382,8 @@ PROBES: tuple[Probe, ...] = (
        [(r"NETIF_F_GSO_UDP_L4", True)], False),
     _p(K, "udp_gro_accepts_fraglist", "include/linux/udp.h", "udp_unexpected_gso", "who refuses a FRAGLIST skb",
        [(r"SKB_GSO_FRAGLIST", False)], True),
+    _p(K, "udp_gro_skips_local_encap", UDP_OFF, "udp_gro_receive", "skb->encapsulation test (no L4 GRO)",
+       [(r"if\s*\(skb->encapsulation\)", True)], False),
     _p(K, "gso_max_size_check", "net/core/dev.c", "gso_features_check", "skb->len >= gso_max_size",
        [(r"skb->len\s*>=\s*(READ_ONCE\(dev->gso_max_size\)|netif_get_gso_max_size)", True)], False),
     _p(K, "udp_max_segments", "include/linux/udp.h", None, "UDP_MAX_SEGMENTS", decide=_udp_max_segments),

@@ -233,3 +233,103 @@ def test_live_vxlan_passes_udp_gso_whole():
     rows = live.vxlan_lab()
     bad = [str(r) for r in rows if not r.agrees]
     assert not bad, "\n".join(bad)
+
+
+# --- vxlan: the receive side (udpgro_fwd.sh's tunnel cases) -------------------------------------------------
+
+
+def _vxlan_pair(kernel, rx=None, xdp=False, outer_ip=4):
+    net = netdev.Namespace(kernel=kernel)
+    v0, v1 = net.veth("v0", "v1")
+    vx0 = net.vxlan("vx0", vni=42, underlay=v0, ip=outer_ip)
+    vx1 = net.vxlan("vx1", vni=42, underlay=v1, ip=outer_ip)
+    if rx:
+        v1.ethtool_K(rx)
+    if xdp:
+        v1.set_xdp(True)
+    return vx0, vx1
+
+
+TUNNEL_RX = [{"rx-gro": True, "rx-gro-list": True}, {"rx-gro": True, "rx-udp-gro-forwarding": True}]
+
+
+@pytest.mark.parametrize("kernel", ["6.1", "6.12", "6.12.117", "6.18", "7.2.12", "7.3.4"])
+@pytest.mark.parametrize("rx", TUNNEL_RX, ids=["rx-gro-list", "rx-udp-gro-forwarding"])
+def test_vxlan_tunnel_cases_deliver_ten_inner_datagrams(kernel, rx):
+    """tools/testing/selftests/net/udpgro_fwd.sh "GRO frag list / GRO fwd over UDP tunnel": XDP on the receiving
+    veth (create_ns) makes the sender segment the vxlan skb (veth_fix_features), one 13000 B send of gso 1300
+    crosses as 10 outer packets, and the test expects 10 vxlan and 10 inner packets at INPUT. The underlay does
+    not aggregate them: udp_gro_receive's `if (skb->encapsulation) goto out` (Debian 6.1.192 udp_offload.c:641,
+    6.12.117 :650, 7.2.12 :800; measured on 6.18.44: v1 and vx1 rx_packets 10 each, live.vxlan_lab)."""
+    vx0, vx1 = _vxlan_pair(kernel, rx, xdp=True)
+    t = udp.send_over_vxlan(vx0, vx1, 13000, gso_size=1300)
+    assert t.rx is not None and t.vxlan is not None and t.recv is not None
+    assert t.rx.paths == ("napi",) * 10 and len(t.rx.delivered) == 10  # 10 outer skbs up the underlay
+    assert t.vxlan.rx_packets == 10 and all(not s.encapsulation for s in t.vxlan.decapsulated)
+    assert t.recv.sizes == (1300,) * 10 and t.recv.segmented == 0  # a plain socket: 10 datagrams
+    # a UDP_GRO socket behind vx1: gro_cells' GRO on vx1 aggregates the 10 inner datagrams (6.18.44: one
+    # recvmsg of 13000 B with UDP_GRO cmsg 1300)
+    vx0, vx1 = _vxlan_pair(kernel, rx, xdp=True)
+    g = udp.send_over_vxlan(vx0, vx1, 13000, gso_size=1300, udp_gro=True)
+    assert g.vxlan is not None and g.recv is not None
+    assert g.vxlan.rx_packets == 10 and len(g.vxlan.delivered) == 1
+    assert g.recv.sizes == (13000,) and g.recv.gso_sizes == (1300,)
+
+
+@pytest.mark.parametrize("kernel", ["5.10.223", "5.10.262"])
+def test_vxlan_underlay_aggregates_before_the_encapsulation_test(kernel):
+    """Debian 5.10.223 / 5.10.262 udp_gro_receive has no skb->encapsulation test (probe udp_gro_skips_local_encap):
+    the underlay's rx-gro-list GRO aggregates the 10 outer packets (not measured here: no 5.10 run of vxlan_lab)."""
+    vx0, vx1 = _vxlan_pair(kernel, TUNNEL_RX[0], xdp=True)
+    t = udp.send_over_vxlan(vx0, vx1, 13000, gso_size=1300)
+    assert t.rx is not None and t.vxlan is not None and t.recv is not None
+    assert len(t.rx.paths) == 10 and len(t.rx.delivered) == 1 and t.vxlan.rx_packets == 1
+    assert t.recv.calls == 10  # the plain socket segments the fraglist skb (udp_unexpected_gso)
+
+
+def test_vxlan_gso_skb_crosses_whole_without_xdp():
+    """Without XDP the veth pair takes the encapsulated GSO skb whole (6.18.44: v1 and vx1 rx_packets 1; a plain
+    socket reads 10 datagrams, a UDP_GRO one 1 of 14000 B with cmsg 1400), whatever the underlay's GRO."""
+    for rx in (None, *TUNNEL_RX):
+        vx0, vx1 = _vxlan_pair("6.18", rx)
+        t = udp.send_over_vxlan(vx0, vx1, 14000, gso_size=1400)
+        assert t.rx is not None and t.vxlan is not None and t.recv is not None
+        assert len(t.rx.delivered) == 1 and t.vxlan.rx_packets == 1 and t.recv.sizes == (1400,) * 10
+        vx0, vx1 = _vxlan_pair("6.18", rx)
+        g = udp.send_over_vxlan(vx0, vx1, 14000, gso_size=1400, udp_gro=True)
+        assert g.recv is not None and g.recv.sizes == (14000,) and g.recv.gso_sizes == (1400,)
+
+
+def test_send_over_vxlan_refuses_devices_that_are_not_a_vxlan_pair():
+    net = netdev.Namespace(kernel="6.18")
+    v0, v1 = net.veth("v0", "v1")
+    v2, _ = net.veth("v2", "v3")
+    vx0, vx2 = net.vxlan("vx0", vni=42, underlay=v0), net.vxlan("vx2", vni=42, underlay=v2)
+    with pytest.raises(ValueError, match="vx='v0' must be a vxlan device on a veth underlay"):
+        udp.send_over_vxlan(v0, vx2, 1400)
+    with pytest.raises(ValueError, match="peer_vx='vx2' must be a vxlan device on the peer of 'v0'"):
+        udp.send_over_vxlan(vx0, vx2, 1400)
+
+
+@pytest.mark.live
+def test_live_vxlan_receive_side_matches_the_model():
+    """vxlan_lab over every VXLAN_RX_CONFIGS (udpgro_fwd.sh's XDP + rx-gro-list / rx-udp-gro-forwarding cases and
+    the plain pair), plain and UDP_GRO receivers: v1's and vx1's rx_packets and what recvmsg returns, kernel
+    beside the model."""
+    _require_labs()
+    for udp_gro in (False, True):
+        rows = live.vxlan_lab(((13000, 1300), (1400, 0)), configs=live.VXLAN_RX_CONFIGS, udp_gro=udp_gro)
+        assert len(rows) == 2 * len(live.VXLAN_RX_CONFIGS)
+        bad = [str(r) for r in rows if not r.agrees]
+        assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("ip", [4, 6])
+def test_vxlan6_tunnel_cases_deliver_ten_inner_datagrams(ip):
+    """udpgro_fwd.sh runs the tunnel cases again over vxlan6 (IPv6 outer, UDP_TUNNEL_CSUM: udp6_gro_receive ->
+    the same udp_gro_receive test) and expects 10 and 10 there too (from the script; the lab here is IPv4 only)."""
+    for rx in TUNNEL_RX:
+        vx0, vx1 = _vxlan_pair("6.18", rx, xdp=True, outer_ip=6)
+        t = udp.send_over_vxlan(vx0, vx1, 13000, gso_size=1300, ip=ip)
+        assert t.rx is not None and t.vxlan is not None and t.recv is not None
+        assert len(t.rx.delivered) == 10 and t.vxlan.rx_packets == 10 and t.recv.sizes == (1300,) * 10

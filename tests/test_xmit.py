@@ -308,3 +308,22 @@ def test_where_udp_gso_through_vxlan_is_segmented(kernel, underlay, where):
         # outer Ethernet + IPv4 + UDP + VXLAN + inner Ethernet = 50 bytes in front of every inner frame
         assert [p.frame_len for p in r.segments] == [50 + 14 + 20 + 8 + 1400] * 10
     assert r.payload_bytes == 14000
+
+
+def test_vxlan_rcv_pulls_the_outer_headers_and_runs_gro_cells():
+    """drivers/net/vxlan/vxlan_core.c vxlan_rcv: 36 B (IPv4 + UDP + VXLAN) and the inner Ethernet header come
+    off each outer skb, skb->encapsulation and the tunnel GSO bits go; gro_cells' GRO runs on the vxlan device."""
+    net = netdev.Namespace("6.18")
+    v0, v1 = net.veth("v0", "v1")
+    vx1 = net.vxlan("vx1", vni=42, underlay=v1)
+    outer = [replace(gso_skb(segs=1, gso_size=1300), encapsulation=True) for _ in range(3)]
+    outer = [replace(s, headlen=s.headlen + 36, headroom=s.headroom - 36) for s in outer]  # outer IP+UDP+VXLAN
+    r = xmit.vxlan_rcv(vx1, outer)
+    assert r.rx_packets == 3 and [s.len for s in r.decapsulated] == [s.len - 50 for s in outer]
+    assert not any(s.encapsulation for s in r.decapsulated)
+    vx1.ethtool_K({"rx-gro": False})
+    assert not xmit.vxlan_rcv(vx1, outer).gro
+    with pytest.raises(ValueError, match="vx='v1' must be a vxlan device"):
+        xmit.vxlan_rcv(v1, outer)
+    with pytest.raises(ValueError, match="less than the outer headers"):
+        xmit.vxlan_rcv(vx1, [replace(outer[0], headlen=20)])

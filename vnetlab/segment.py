@@ -208,10 +208,12 @@ class SegmentResult:
 def _segment_skb(hdr: int, payload: int, *, sg: bool, frags: Sequence[Frag] = (), template: Skb) -> Skb:
     if sg and frags:
         return Skb(headlen=hdr, truesize=512 + payload, head_frag=False, end_offset=_HEADROOM + hdr + 64,
-                   headroom=_HEADROOM, frags=list(frags), vlan_tag=template.vlan_tag, ip_summed=template.ip_summed)
+                   headroom=_HEADROOM, frags=list(frags), vlan_tag=template.vlan_tag, ip_summed=template.ip_summed,
+                   encapsulation=template.encapsulation)
+    # net/core/skbuff.c skb_segment -> __copy_skb_header: the segments keep skb->encapsulation (a vxlan skb)
     return Skb(headlen=hdr + payload, truesize=512 + hdr + payload, head_frag=False,
                end_offset=_HEADROOM + hdr + payload, headroom=_HEADROOM, vlan_tag=template.vlan_tag,
-               ip_summed=template.ip_summed)
+               ip_summed=template.ip_summed, encapsulation=template.encapsulation)
 
 
 def _payload_frags(skb: Skb, hdr: int) -> list[tuple[int, Frag | None]]:

@@ -7,7 +7,9 @@
 - :func:`udp_recv` is the receiving socket: udp_queue_rcv_skb / udpv6_queue_rcv_skb segment a GSO skb the
   socket did not ask for (udp_unexpected_gso -> udp_rcv_segment), and recvmsg returns one datagram per
   queued skb, with UDP_GRO's cmsg carrying gso_size (udp_cmsg_recv);
-- :func:`send_over_veth` puts both together across a veth pair (:func:`vnetlab.xmit.veth_xmit` in between).
+- :func:`send_over_veth` puts both together across a veth pair (:func:`vnetlab.xmit.veth_xmit` in between);
+  :func:`send_over_vxlan` does it through a vxlan device on each end (:func:`vnetlab.xmit.vxlan_rcv` on the
+  receiver: decapsulation and gro_cells' GRO).
 
 The limits that differ per kernel are rules of data/kernels.toml, each with the line it was read from
 (Debian linux-source-5.10 (5.10.223), linux-source-6.1 (6.1.192), linux-source-6.12 (6.12.95) and the ≈6.18
@@ -42,11 +44,11 @@ from vnetlab.profiles import DEFAULT_KERNEL, Kernel, device_kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import check_ip, skb_gso_segment
 from vnetlab.skb import Frag, Page, Skb
-from vnetlab.xmit import TxResult, VethRx, send
+from vnetlab.xmit import TxResult, VethRx, VxlanRx, send, vxlan_rcv
 
 __all__ = [
-    "SOL_UDP", "UDP_GRO", "UDP_SEGMENT", "UdpRecv", "UdpSend", "UdpTransfer", "send_over_veth", "udp_max_segments",
-    "udp_recv", "udp_sendmsg",
+    "SOL_UDP", "UDP_GRO", "UDP_SEGMENT", "UdpRecv", "UdpSend", "UdpTransfer", "send_over_veth", "send_over_vxlan",
+    "udp_max_segments", "udp_recv", "udp_sendmsg",
 ]
 
 SOL_UDP = 17  # include/linux/socket.h
@@ -294,11 +296,14 @@ def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: int = 4,
 
 @dataclass(frozen=True)
 class UdpTransfer:
-    """:func:`send_over_veth`: the send, the receiving veth's path and GRO, and the receiving socket."""
+    """:func:`send_over_veth`: the send, the receiving veth's path and GRO, and the receiving socket;
+    :func:`send_over_vxlan` adds ``vxlan``, the receiving vxlan device's decapsulation and GRO (``rx`` is then
+    its underlay veth)."""
 
     send: UdpSend
     rx: VethRx | None
     recv: UdpRecv | None
+    vxlan: VxlanRx | None = None
 
 
 def send_over_veth(dev: object, length: int, *, gso_size: int = 0, udp_gro: bool = False, ip: int = 4,
@@ -313,3 +318,28 @@ def send_over_veth(dev: object, length: int, *, gso_size: int = 0, udp_gro: bool
         return UdpTransfer(s, None, None)
     rx = s.tx.peer_rx
     return UdpTransfer(s, rx, udp_recv(rx.delivered, udp_gro=udp_gro, ip=ip, kernel=kv))
+
+
+def send_over_vxlan(vx: object, peer_vx: object, length: int, *, gso_size: int = 0, udp_gro: bool = False,
+                    ip: int = 4, kernel: str | Kernel | None = None) -> UdpTransfer:
+    """udp_sendmsg on vxlan ``vx`` (its underlay a veth) into a UDP socket behind ``peer_vx``, the vxlan device
+    on the veth's peer (``udp_gro``: that socket set UDP_GRO; ``ip``: the inner IP version).
+
+    Down: :func:`vnetlab.xmit.send` (vxlan_xmit_one's encapsulation, the underlay's validate_xmit_skb with
+    hw_enc_features); across: :func:`vnetlab.xmit.veth_xmit` (the underlay's NAPI and GRO: no L4 GRO for a
+    locally encapsulated skb where the kernel rule udp_gro_skips_local_encap holds); up:
+    :func:`vnetlab.xmit.vxlan_rcv` (decapsulation, gro_cells on ``peer_vx``) and :func:`udp_recv`."""
+    kv = device_kernel(vx, kernel)
+    under = getattr(vx, "underlay", None)
+    if getattr(vx, "kind", None) != "vxlan" or getattr(under, "kind", None) != "veth":
+        raise ValueError(f"vx={getattr(vx, 'name', vx)!r} must be a vxlan device on a veth underlay")
+    if getattr(peer_vx, "kind", None) != "vxlan" or getattr(peer_vx, "underlay", None) is not getattr(
+            under, "peer", None):
+        raise ValueError(f"peer_vx={getattr(peer_vx, 'name', peer_vx)!r} must be a vxlan device on the peer of "
+                         f"{getattr(under, 'name', under)!r}")
+    s = udp_sendmsg(vx, length, gso_size=gso_size, ip=ip, kernel=kv, peer_udp_gro=udp_gro)
+    if s.error is not None or s.tx is None or s.tx.peer_rx is None:
+        return UdpTransfer(s, None, None)
+    rx = s.tx.peer_rx
+    up = vxlan_rcv(peer_vx, rx.delivered, kernel=kv, ip=ip, udp_gro=udp_gro)
+    return UdpTransfer(s, rx, udp_recv(up.delivered, udp_gro=udp_gro, ip=ip, kernel=kv), up)

@@ -54,7 +54,7 @@ __all__ = [
     "GSO_MAX_SEGS", "GSO_MAX_SIZE", "FeatureSteps", "Hop", "MtuVerdict", "TxDevice", "TxResult", "Validated",
     "VethRx", "WirePacket", "gso_skb", "ip_fragment_sizes", "ip_output_mtu", "netif_needs_gso",
     "netif_skb_features", "netif_skb_features_steps", "send", "skb_needs_linearize", "validate_xmit_skb",
-    "veth_napi_active", "veth_xmit",
+    "veth_napi_active", "veth_xmit", "VxlanRx", "vxlan_rcv",
 ]
 
 GSO_MAX_SEGS = 65535  # include/linux/netdevice.h GSO_MAX_SEGS (dev->gso_max_segs default), 5.10..6.18
@@ -711,6 +711,9 @@ def veth_xmit(dev: Any, skbs: Iterable[Skb], *, kernel: str | Kernel | None = No
     poll), with the peer's features and the receiving socket given by ``udp_gro`` / ``local_socket``.
     ``fragment_of[i]`` >= 0 marks skb i as an IP fragment of datagram number ``fragment_of[i]``: GRO leaves
     fragments alone (inet_gro_receive flushes them) and ip_defrag hands up one reassembled datagram.
+    A locally encapsulated UDP skb (a vxlan's, skb->encapsulation) gets no GRO where the kernel rule
+    udp_gro_skips_local_encap holds (net/ipv4/udp_offload.c udp_gro_receive, Debian 6.1.192 on); :func:`vxlan_rcv`
+    is the vxlan device above.
     """
     kv = k = device_kernel(dev, kernel)
     rcv = getattr(dev, "peer", None)
@@ -737,7 +740,11 @@ def veth_xmit(dev: Any, skbs: Iterable[Skb], *, kernel: str | Kernel | None = No
     delivered = [replace(s, headroom=s.headroom + ETH_HLEN, headlen=s.headlen - ETH_HLEN, frags=list(s.frags),
                          frag_list=list(s.frag_list)) for s in kept]
     frag_ids = [fragment_of[i] if i < len(fragment_of) else -1 for i in kept_index]
-    if napi_skbs and gro_on and all(f < 0 for f in frag_ids):
+    # net/ipv4/udp_offload.c udp_gro_receive (kernel rule udp_gro_skips_local_encap): a locally encapsulated
+    # skb (skb->encapsulation, kept across veth) found no tunnel GRO and gets no L4 GRO either: each goes up
+    local_encap = bool(napi_skbs) and napi_skbs[0].encapsulation and l4_of(napi_skbs[0]) == "udp" and bool(
+        k.rule("udp_gro_skips_local_encap"))
+    if napi_skbs and gro_on and all(f < 0 for f in frag_ids) and not local_encap:
         l4 = l4_of(napi_skbs[0])
         merged = gro.aggregate([copy.deepcopy(s) for s in napi_skbs], l4=l4, udp_gro=udp_gro and l4 == "udp",
                                features=rcv_feats, kernel=kv, ip=ip, local_socket=local_socket)
@@ -759,3 +766,70 @@ def veth_xmit(dev: Any, skbs: Iterable[Skb], *, kernel: str | Kernel | None = No
     return VethRx(getattr(rcv, "name", "?"), kv, tuple(paths), bool(napi_skbs) and gro_on, tuple(delivered),
                   dropped, reason)
 
+
+
+# ---------------------------------------------------------------------------------------------------------
+# vxlan: the receive side (decapsulation and the vxlan device's own GRO)
+
+
+@dataclass(frozen=True)
+class VxlanRx:
+    """What a vxlan device hands up for the skbs its underlay delivered (:func:`vxlan_rcv`).
+
+    ``decapsulated``: the inner skbs vxlan_rcv made (one per outer skb: vxlan counts them in its rx_packets);
+    ``delivered``: what gro_cells' NAPI poll handed up the inner stack (network header first); ``gro``: whether
+    that poll aggregated (the vxlan device has NETIF_F_GRO)."""
+
+    device: str
+    kernel: Kernel
+    decapsulated: tuple[Skb, ...]
+    gro: bool
+    delivered: tuple[Skb, ...]
+
+    @property
+    def rx_packets(self) -> int:
+        return len(self.decapsulated)
+
+
+def vxlan_rcv(vx: Any, skbs: Iterable[Skb], *, kernel: str | Kernel | None = None, ip: int = 4,
+              udp_gro: bool = False, local_socket: bool = True) -> VxlanRx:
+    """drivers/net/vxlan/vxlan_core.c vxlan_udp_encap_recv -> vxlan_rcv (6.1; same in 6.12 and 7.2) for the
+    skbs the underlay handed to vxlan's UDP socket (``skbs``: each starting at the outer IP header, as
+    :attr:`VethRx.delivered` holds them), then net/core/gro_cells.c gro_cells_receive -> the vxlan device's
+    NAPI poll -> napi_gro_receive. ``ip``: the inner IP version (the vxlan device's ``ip`` is the outer one).
+
+    Per outer skb: __iptunnel_pull_header pulls the outer IP + UDP + VXLAN headers, eth_type_trans the inner
+    Ethernet header; the skb is no longer encapsulated (vxlan's socket takes GSO skbs whole: udp_allow_gso in
+    vxlan_socket_create, so a GRO skb of the underlay is decapsulated as one skb, its tunnel GSO bits gone).
+    gro_cells_receive queues it for the vxlan device's NAPI, whose GRO is :func:`vnetlab.gro.aggregate` with
+    the vxlan device's features and the inner socket (``udp_gro``: UDP_GRO set; ``local_socket``: found).
+    """
+    check_ip(ip)
+    kv = device_kernel(vx, kernel)
+    if getattr(vx, "kind", None) != "vxlan":
+        raise ValueError(f"vx={getattr(vx, 'name', vx)!r} must be a vxlan device (netdev.Namespace.vxlan)")
+    outer = vx.headroom() - ETH_HLEN  # include/net/vxlan.h vxlan_headroom: outer IP + UDP + VXLAN header
+    decap: list[Skb] = []
+    for i, s in enumerate(skbs):
+        if not isinstance(s, Skb):
+            raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(s).__name__}")
+        if s.headlen < outer + ETH_HLEN:
+            raise ValueError(f"skbs[{i}] has {s.headlen} B linear, less than the outer headers and inner Ethernet "
+                             f"header ({outer + ETH_HLEN} B) vxlan_rcv pulls (pskb_may_pull)")
+        gso_type = s.gso_type - {"UDP_TUNNEL", "UDP_TUNNEL_CSUM"}
+        decap.append(replace(s, headroom=s.headroom + outer + ETH_HLEN, headlen=s.headlen - outer - ETH_HLEN,
+                             frags=list(s.frags), frag_list=list(s.frag_list), encapsulation=False,
+                             gso_type=frozenset(gso_type)))
+    feats = _fs(vx, "features", kv)
+    gro_on = "GRO" in feats and bool(decap)
+    delivered = list(decap)
+    if gro_on:
+        # gro_cells_receive -> napi_gro_receive on the vxlan device: the skb starts at the inner IP header
+        # there, so GRO sees it with the Ethernet header in front again (eth_gro_receive)
+        withmac = [replace(s, headroom=s.headroom - ETH_HLEN, headlen=s.headlen + ETH_HLEN, frags=list(s.frags),
+                           frag_list=list(s.frag_list)) for s in decap]
+        l4 = l4_of(withmac[0])
+        merged = gro.aggregate(withmac, l4=l4, udp_gro=udp_gro and l4 == "udp", features=feats, kernel=kv,
+                               ip=ip, local_socket=local_socket)
+        delivered = list(merged)  # aggregate hands them up past eth_gro_receive: network header first
+    return VxlanRx(getattr(vx, "name", "?"), kv, tuple(decap), gro_on, tuple(delivered))

@@ -28,6 +28,7 @@ from vnetlab.live.experiments import (
     MIRROR_DEVICES,
     MIRROR_STEPS,
     VETH_GRO_CONFIGS,
+    VXLAN_RX_CONFIGS,
     MirrorRow,
     SideResult,
     TransferRow,
@@ -90,5 +91,6 @@ __all__ = [
     "udp_segment_cases",
     "udp_segment_lab",
     "veth_gro_lab",
+    "VXLAN_RX_CONFIGS",
     "vxlan_lab",
 ]

@@ -218,9 +218,10 @@ class SideResult:
     gso_sizes: tuple[int | None, ...] = ()
     rx_skbs: int | None = None
     napi_skbs: int | None = None
+    inner_skbs: int | None = None  # vxlan_lab: the skbs the vxlan device handed up (its rx_packets)
 
     def key(self) -> tuple:
-        return (self.error, self.sizes, self.gso_sizes, self.rx_skbs, self.napi_skbs)
+        return (self.error, self.sizes, self.gso_sizes, self.rx_skbs, self.napi_skbs, self.inner_skbs)
 
 
 @dataclass(frozen=True)
@@ -266,6 +267,8 @@ def _side_text(r: SideResult) -> str:
     text = f"{len(r.sizes)} recv" + (f" ×{r.sizes[0]}" if r.sizes else "") + (f" gso {gso[0]}" if gso else "")
     if r.rx_skbs is not None:
         text += f", {r.rx_skbs} skb" + ("" if r.napi_skbs is None else f" ({r.napi_skbs} NAPI)")
+    if r.inner_skbs is not None:
+        text += f", {r.inner_skbs} inner"
     return text
 
 
@@ -513,12 +516,41 @@ def veth_gro_lab(configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None
     return rows
 
 
+# Receive-side configurations of the underlay veth v1 under vx1. tools/testing/selftests/net/udpgro_fwd.sh's
+# tunnel cases attach an XDP program to the receiving veth (create_ns), which takes GSO_SOFTWARE off the sending
+# veth (drivers/net/veth.c veth_fix_features): the vxlan skb is segmented there and 10 outer packets cross; then
+# "GRO frag list over UDP tunnel" sets rx-gro-list and "GRO fwd over UDP tunnel" rx-udp-gro-forwarding, and both
+# expect 10 inner and 10 vxlan packets at INPUT.
+VXLAN_RX_CONFIGS: tuple[tuple[str, Mapping[str, bool]], ...] = (
+    ("vxlan over veth", {}),
+    ("vxlan, v1 gro + rx-gro-list", {"gro": True, "gro_list": True}),
+    ("vxlan, v1 XDP + gro", {"xdp": True, "gro": True}),
+    ("vxlan, v1 XDP + rx-gro-list", {"xdp": True, "gro": True, "gro_list": True}),
+    ("vxlan, v1 XDP + rx-udp-gro-fwd", {"xdp": True, "gro": True, "udp_gro_fwd": True}),
+)
+
+
 def vxlan_lab(lengths: Iterable[tuple[int, int]] = ((14000, 1400), (1400, 0)), *,
+              configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None, udp_gro: bool = False,
               kernel: str | None = None) -> list[TransferRow]:
     """UDP_SEGMENT sends through a vxlan device (vx0 over veth v0, peer v1 with vx1 in another namespace):
-    the skbs that cross the veth (v1's rx_packets) and the datagrams the socket behind vx1 reads, kernel
-    beside vnetlab (netdev.Namespace.vxlan, xmit.send's encapsulation and hw_enc_features rule)."""
+    the skbs that cross the veth (v1's rx_packets), the skbs vx1 hands up (its rx_packets: vxlan_rcv ->
+    gro_cells_receive) and the datagrams the socket behind vx1 reads, kernel beside vnetlab
+    (netdev.Namespace.vxlan, xmit.send's encapsulation, vnetlab.vxlan's receive side).
+
+    ``configs``: (label, settings) of the underlay v1 (:data:`VXLAN_RX_CONFIGS`; default: the first only, as
+    recorded); ``udp_gro``: the receiving socket sets UDP_GRO."""
     kernel = kernel or running_profile()
+    rows = []
+    for label, config in (VXLAN_RX_CONFIGS[:1] if configs is None else configs):
+        rows.extend(_vxlan_config(label, config, lengths, udp_gro, kernel))
+    return rows
+
+
+def _vxlan_config(label: str, config: Mapping[str, bool], lengths: Iterable[tuple[int, int]], udp_gro: bool,
+                  kernel: str) -> list[TransferRow]:
+    import socket
+
     rows = []
     with Lab(tag="vxlan", timeout=120) as lab:
         pair = _udp_pair(lab, 4, 1500)
@@ -534,38 +566,48 @@ def vxlan_lab(lengths: Iterable[tuple[int, int]] = ((14000, 1400), (1400, 0)), *
             vxs.append(vx)
         lab.neigh(vxs[0], inner[1], lab.link_json(vxs[1])["address"])
         lab.neigh(vxs[1], inner[0], lab.link_json(vxs[0])["address"])
+        if config:
+            _configure_kernel_rx(pair, config)
+            time.sleep(0.05)
         for length, gso in lengths:
             rx = _socket_in(pair.rx_ns, 4)
             tx = _socket_in(pair.tx_ns, 4)
             try:
+                rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+                if udp_gro:
+                    rx.setsockopt(_SOL_UDP, _UDP_GRO, 1)
                 rx.bind((inner[1], _PORT))
                 tx.connect((inner[1], _PORT))
                 if gso:
                     tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso)
-                before = lab.rx_packets(pair.v1)
+                before, inner_before = lab.rx_packets(pair.v1), lab.rx_packets(vxs[1])
                 err = None
                 try:
                     tx.send(bytes(length))
                 except OSError as exc:
                     err = errno.errorcode.get(exc.errno, str(exc.errno))
                 sizes, gsos = _drain(rx, 0 if err else length)
-                k = SideResult(err, tuple(sizes), tuple(gsos), lab.rx_packets(pair.v1) - before, None)
+                k = SideResult(err, tuple(sizes), tuple(gsos), lab.rx_packets(pair.v1) - before, None,
+                               None if err else lab.rx_packets(vxs[1]) - inner_before)
             finally:
                 tx.close()
                 rx.close()
-            rows.append(TransferRow("vxlan over veth", length, gso, 4, False, k, _model_vxlan(kernel, length, gso)))
+            rows.append(TransferRow(label, length, gso, 4, udp_gro, k,
+                                    _model_vxlan(kernel, length, gso, config, udp_gro)))
     return rows
-
-
-def _model_vxlan(kernel: str, length: int, gso_size: int) -> SideResult:
-    """vnetlab's side of :func:`vxlan_lab`: vx0 (VNI 42) on a veth, one UDP send through it."""
+def _model_vxlan(kernel: str, length: int, gso_size: int, config: Mapping[str, bool] | None = None,
+                 udp_gro: bool = False) -> SideResult:
+    """vnetlab's side of :func:`vxlan_lab`: vx0 (VNI 42) on veth v0, vx1 on its peer v1 configured by
+    ``config``, one UDP send through it (:func:`vnetlab.udp.send_over_vxlan`)."""
     from vnetlab import netdev, udp
 
     net = netdev.Namespace(kernel=kernel)
-    v0, _v1 = net.veth("v0", "v1")
+    v0, v1 = net.veth("v0", "v1")
     vx0 = net.vxlan("vx0", vni=42, underlay=v0)
-    s = udp.udp_sendmsg(vx0, length, gso_size=gso_size)
-    if s.error or s.tx is None or s.tx.peer_rx is None:
-        return SideResult(s.error)
-    # the socket behind vx1 reads one datagram per segment (a plain socket segments a GSO skb)
-    return SideResult(None, s.datagrams, (None,) * len(s.datagrams), len(s.tx.peer_rx.paths), None)
+    vx1 = net.vxlan("vx1", vni=42, underlay=v1)
+    _configure_model_rx(v1, config or {})
+    t = udp.send_over_vxlan(vx0, vx1, length, gso_size=gso_size, udp_gro=udp_gro)
+    if t.send.error is not None:
+        return SideResult(t.send.error)
+    assert t.rx is not None and t.recv is not None and t.vxlan is not None
+    return SideResult(None, t.recv.sizes, t.recv.gso_sizes, len(t.rx.paths), None, t.vxlan.rx_packets)

@@ -15,6 +15,7 @@ the same way (vnetlab.labdata).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -32,6 +33,7 @@ from vnetlab.live.experiments import (
     MIRROR_DEVICES,
     MIRROR_STEPS,
     VETH_GRO_CONFIGS,
+    VXLAN_RX_CONFIGS,
     MirrorRow,
     SideResult,
     TransferRow,
@@ -76,12 +78,13 @@ def _on_wanted_changeable(text: str) -> tuple[bool, bool, bool]:
 
 
 def _side(d: Mapping[str, Any]) -> SideResult:
-    return SideResult(d["error"], tuple(d["sizes"]), tuple(d["gso_sizes"]), d["rx_skbs"], d["napi_skbs"])
+    return SideResult(d["error"], tuple(d["sizes"]), tuple(d["gso_sizes"]), d["rx_skbs"], d["napi_skbs"],
+                      d.get("inner_skbs"))
 
 
 def _side_dict(r: SideResult) -> dict[str, Any]:
     return {"error": r.error, "sizes": list(r.sizes), "gso_sizes": list(r.gso_sizes), "rx_skbs": r.rx_skbs,
-            "napi_skbs": r.napi_skbs}
+            "napi_skbs": r.napi_skbs, "inner_skbs": r.inner_skbs}
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,9 @@ class Reference:
         rows = []
         for r in self.doc["transfers"][name]:
             if name == "vxlan":
-                model = _model_vxlan(kernel, r["length"], r["gso_size"])
+                model = _model_vxlan(kernel, r["length"], r["gso_size"], r["config"], r["udp_gro"])
+                if r["kernel"].get("inner_skbs") is None:  # recorded before vxlan_lab counted vx1: not compared
+                    model = dataclasses.replace(model, inner_skbs=None)
             else:
                 model = _model_transfer(kernel, r["config"], r["mtu"], r["length"], r["gso_size"], r["ip"],
                                         r["udp_gro"], r["sender"])
@@ -218,7 +223,7 @@ def record(path: str | os.PathLike[str] | None = None) -> Path:
         "udp_segment": _transfer_dicts(udp_segment_lab()),
         "veth_gro": _transfer_dicts(veth_gro_lab(udp_gro=True), configs),
         "veth_gro_plain": _transfer_dicts(veth_gro_lab(udp_gro=False), configs),
-        "vxlan": _transfer_dicts(vxlan_lab()),
+        "vxlan": _transfer_dicts(vxlan_lab(), dict(VXLAN_RX_CONFIGS)),
     }
     doc = {
         "schema": SCHEMA,
