@@ -408,6 +408,8 @@ PROBES: tuple[Probe, ...] = (
     _p(K, "virtio_gso_features", VIRTIO, "virtnet_probe", "what 'if (gso)' turns on",
        [(r"features\s*\|=\s*dev->hw_features\s*&\s*NETIF_F_ALL_TSO", "all_tso"),
         (r"features\s*\|=\s*dev->hw_features;", "hw_features")], required=True),
+    _p(K, "virtio_gro_hw_needs_guest_gso", VIRTIO, "virtnet_probe", "GRO_HW only with a guest offload",
+       [(r"guest_offloads_capable\s*&\s*GUEST_OFFLOAD_GRO_HW_MASK", True)], False),
     _p(K, "bond_gso_software", BOND, "#define BOND_VLAN_FEATURES", "NETIF_F_GSO_SOFTWARE in BOND_VLAN_FEATURES",
        [(r"NETIF_F_GSO_SOFTWARE", True), (r"NETIF_F_ALL_TSO", False)], True,
        decide=lambda t, p: _bond_gso_software(t, p)),
