@@ -329,10 +329,12 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "fraglist GRO skb holds, has two limits: skb_gro_receive_list() keeps p->len below 64 KiB and "
              "udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX segments"),
     Exercise("05.1", "A 1000-byte TCP payload (with the timestamp option Linux sends by default) over IPv4 arrives "
-             "on Ethernet: what is skb->len when the driver hands the sk_buff to GRO?",
+             "on Ethernet: what is skb->len when page_to_skb() returns the sk_buff (before receive_buf's "
+             "eth_type_trans() pulls the Ethernet header)?",
              lambda: _skb_attr(1000, "len", l4="tcp"), "bytes",
              hint="skb->len counts every byte from the Ethernet header on: ETH_HLEN, the IPv4 header without "
-             "options, the TCP header with its options, then the payload"),
+             "options, the TCP header with its options, then the payload (napi_gro_receive() then sees ETH_HLEN "
+             "less: eth_type_trans() pulls it)"),
     Exercise("05.2", "The same TCP frame on mainline 5.10, before 0f6925b3e8da: how many of its bytes stay in the "
              "page frag (skb->data_len)?", lambda: _skb_attr(1000, "data_len", kernel="5.10", l4="tcp"), "bytes",
              hint="mainline 5.10's page_to_skb() copies as much of the frame as its napi_alloc_skb(GOOD_COPY_LEN) head "
@@ -452,7 +454,9 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "skb_gro_receive_list() merges while p->len stays below 65536"),
     Exercise("50.3", "Mainline 5.10 (no c3df39ac9b0e), the VLAN router of section 1 filling its 1 Gbps link, but with "
              "1200-byte datagrams: what goodput (Mbps of UDP payload, one decimal) reaches the far end if only the "
-             "NATed datagrams count?", lambda: _lost_segments_mbps(1200), "Mbps", 0.05,
+             "NATed datagrams count? On the wire each datagram takes its payload plus 70 bytes: Ethernet header 14, "
+             "VLAN tag 4, IPv4 header 20, UDP header 8, and 24 of preamble, FCS and inter-frame gap.",
+             lambda: _lost_segments_mbps(1200), "Mbps", 0.05,
              hint="router.lost_segments(): the link-bound UDP goodput (1 Gbps, each frame with VLAN, IP and UDP "
              "headers and 24 bytes of preamble, FCS and gap) divided by N, the datagrams per full GRO skb"),
     Exercise("50.4", "Mainline 5.10 (before c3df39ac9b0e, 3d6df63a5cbe in 5.10.15): the router's GRO skbs hold 20 "
