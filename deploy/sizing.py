@@ -34,9 +34,8 @@ MEM_ROUND_MIB = 128
 
 
 def measured() -> list[Path]:
-    """The results files whose memory and CPU samples are complete: those written since the sampler records its
-    errors (the first series' sampler stopped early when attendees arrived, so its memory and CPU are too low; its
-    times stand and the guide shows them)."""
+    """The results files in results/ whose memory and CPU samples are complete (written since the sampler records
+    its errors); results/loaded-machine/ holds the superseded runs of the loaded machine and is not read."""
     files = [f for f in sorted(RESULTS.glob("loadtest-*.json"))
              if all("sampler_errors" in r for r in json.loads(f.read_text())["runs"])]
     if not files:
