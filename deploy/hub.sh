@@ -52,10 +52,10 @@ fi
 
 # The attendees' environment: the lock file's pins (hashes checked), vnetlab itself from this checkout (not
 # editable: attendees cannot change the package under each other), and jupyterhub-singleuser at the hub's version.
-# the files' contents only: tar's mtimes and the __pycache__ any Python run leaves in vnetlab/ would force a reinstall
+# the files' contents only: mtimes, __pycache__ and hidden folders (JupyterLab's .ipynb_checkpoints) would force a reinstall
 env_src=$( (cat "$REPO/requirements.lock" 2>/dev/null || echo no-lock; echo "$JUPYTERHUB_PIN"; $PY --version;
             cd "$REPO" && find pyproject.toml vnetlab data jupyter-settings/overrides.json -type f \
-                ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 2>/dev/null | sort -z | xargs -0 sha256sum) \
+                ! -path '*/__pycache__/*' ! -path '*/.*' ! -name '*.pyc' -print0 2>/dev/null | sort -z | xargs -0 sha256sum) \
           | sha256sum | cut -c1-16)
 if ! stamp_ok env "$env_src"; then
     say "the attendees' environment: $PREFIX/env"
