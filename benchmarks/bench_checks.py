@@ -11,7 +11,7 @@ Then the hot paths, rx.classify and gro.simulate_stream over 1,000,000 frames: o
 boundary adds the per-call cost once (benchmarks/bench_rx_classify.py times them in full).
 
 Measured 2026-12-01 (2 shared cores, nice 15, Python 3.11):
-  per call: plain 0.20 us, public +0.9..1.3 us, beartype +1.7..2.0 us (see the module docstring of vnetlab.checks)
+  per call: plain 0.12-0.23 us, public +0.22 us, beartype +2.6..3.7 us (the decision: vnetlab.checks docstring)
   beartype: accepts True for int, refuses np.int64 for int, accepts NaN for float.
 
 Run: nice .venv/bin/python benchmarks/bench_checks.py

@@ -179,6 +179,9 @@ def test_check_int_float_bool_choice():
     assert "xdp must be a bool (True/False), got 'no'" in str(_message(lambda: check_bool("xdp", "no")))
     assert check_choice("ip", np.int64(6), (4, 6)) == 6
     assert "ip must be one of 4, 6, got 4.0" in str(_message(lambda: check_choice("ip", 4.0, (4, 6))))
+    # True == 1 in Python; a flag given where a 0/1 code is asked is refused, not read as 1.
+    assert _message(lambda: check_choice("dir", True, (0, 1))).param == "dir"
+    assert check_choice("dir", 1, (0, 1)) == 1
 
 
 def test_in_rejects_an_empty_range():
