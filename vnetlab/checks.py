@@ -57,7 +57,8 @@ from typing import Any
 
 from vnetlab.errors import ArgumentError
 
-__all__ = ["In", "public", "is_public", "check_int", "check_float", "check_bool", "check_choice"]
+__all__ = ["In", "public", "is_public", "checked_params", "param_annotations", "function_name",
+           "check_int", "check_float", "check_bool", "check_choice"]
 
 
 class In:
@@ -334,7 +335,7 @@ def _resolve(annotation: Any, fn: Callable[..., Any]) -> Any:
     if not isinstance(annotation, str):
         return annotation
     namespace = dict(vars(typing))
-    namespace.update(fn.__globals__)
+    namespace.update(getattr(inspect.unwrap(fn), "__globals__", {}))
     try:
         return eval(annotation, namespace)  # noqa: S307 - the package's own annotation text
     except NameError:
@@ -437,13 +438,15 @@ def public(fn: Callable[..., Any]) -> Callable[..., Any]:
                 simple = p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)
                 checked[p.name] = _guard(annotation, p.name, ns) if simple else None
         final: dict[str, Any] = {}
-        exec(_wrapper_source(params, checked, lazy=False), ns, final)  # noqa: S102 - generated from fn's signature
+        code = compile(_wrapper_source(params, checked, lazy=False), f"<@public {fname}>", "exec")
+        exec(code, ns, final)  # noqa: S102 - generated from fn's signature
         wrapper.__code__ = final["_pub_wrapper"].__code__
         wrapper.__vnetlab_checked__ = tuple(sorted(checked))  # type: ignore[attr-defined]
 
     ns["_pub_resolve"] = resolve
     first: dict[str, Any] = {}
-    exec(_wrapper_source(params, {}, lazy=True), ns, first)  # noqa: S102 - generated from fn's signature
+    code = compile(_wrapper_source(params, {}, lazy=True), f"<@public {fname}>", "exec")
+    exec(code, ns, first)  # noqa: S102 - generated from fn's signature
     wrapper = first["_pub_wrapper"]
     ns["_pub_self"] = wrapper
     functools.update_wrapper(wrapper, fn)
@@ -464,6 +467,13 @@ def checked_params(fn: Any) -> tuple[str, ...]:
     if not hasattr(fn, "__vnetlab_checked__"):
         fn.__vnetlab_resolve__()
     return fn.__vnetlab_checked__
+
+
+def param_annotations(fn: Any) -> dict[str, Any]:
+    """Each annotated parameter of ``fn`` (under a @public wrapper too) and its annotation as @public reads it."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    return {p.name: _resolve(p.annotation, fn) for p in inspect.signature(fn).parameters.values()
+            if p.annotation is not _P.empty}
 
 
 # -- checks inside bodies: the same rules and messages as the annotations -------------------------------------

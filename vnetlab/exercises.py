@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vnetlab.checks import public
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL
 
 
@@ -492,6 +493,7 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
 NOT_ANSWERED = "not answered yet"
 
 
+@public
 def ask(key: str) -> None:
     """Print the question of exercise ``key``."""
     print(f"Exercise {key}: {_get(key).question}")
@@ -503,6 +505,7 @@ def _get(key: str) -> Exercise:
     return EXERCISES[key]
 
 
+@public
 def solution(key: str) -> Any:
     """The model's answer to exercise ``key``."""
     return _get(key).solve()
@@ -545,6 +548,7 @@ def _matches(answer: Any, expected: Any, tolerance: float) -> bool:
 class Verdict:
     """The outcome of :func:`check`: true when right; shows its message in a notebook."""
 
+    @public
     def __init__(self, ok: bool, message: str, *, answered: bool = True) -> None:
         self.ok = ok
         self.answered = answered
@@ -559,6 +563,7 @@ class Verdict:
     __str__ = __repr__
 
 
+@public
 def check(key: str, answer: Any) -> Verdict:
     """Whether ``answer`` is right for exercise ``key``; ``None`` means not answered yet; a wrong answer gets a hint."""
     ex = _get(key)

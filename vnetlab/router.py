@@ -22,6 +22,7 @@ from typing import Any
 
 from vnetlab import features as _features
 from vnetlab import udp as _udp
+from vnetlab.checks import public
 from vnetlab.gro import UDP_GRO_CNT_MAX
 from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
@@ -106,6 +107,7 @@ class RouterResult:
         return "\n".join([head, *(str(h) for h in self.hops), *self.notes])
 
 
+@public
 def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
                  nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> tuple[Any, Any, Any]:
     """A vnetlab.netdev namespace with eth0 (driver ``nic``) and ``upper`` on it: (namespace, egress, eth0).
@@ -141,6 +143,7 @@ def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
     return net, egress, eth
 
 
+@public
 def router_scenario(
     *,
     kernel: str | Kernel = DEFAULT_KERNEL,
@@ -256,6 +259,7 @@ class RouterCosts:
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
+    @public
     def from_table(cls, **overrides: float) -> RouterCosts:
         from vnetlab.tables import load_table
 
@@ -279,6 +283,7 @@ class RouterCosts:
     def __getitem__(self, name: str) -> float:
         return self.values[name]
 
+    @public
     def with_(self, **overrides: float) -> RouterCosts:
         merged = dict(self.values)
         for name, value in overrides.items():
@@ -327,6 +332,7 @@ class RouterThroughput:
         return self.cycles_per_batch / self.packets_per_batch
 
 
+@public
 def router_throughput(result: RouterResult, costs: RouterCosts | None = None, *,
                       drop_untranslated: bool = False) -> RouterThroughput:
     """UDP goodput (payload bits per second) of the router in ``result``: the CPU-bound packet rate
@@ -354,6 +360,7 @@ def router_throughput(result: RouterResult, costs: RouterCosts | None = None, *,
                             "cpu" if cpu_pps < link_pps else "link", fraction)
 
 
+@public
 def router_gap(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
                drop_untranslated: bool = False) -> float:
     """goodput(after) / goodput(before) under the same costs."""
@@ -362,6 +369,7 @@ def router_gap(before: RouterResult, after: RouterResult, costs: RouterCosts | N
     return a.goodput_bps / b.goodput_bps
 
 
+@public
 def sensitivity(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
                 factors: Sequence[float] = (0.5, 2.0)) -> dict[str, tuple[float, ...]]:
     """How the gap moves when one cost at a time is scaled by each of ``factors`` (a tornado table):
@@ -373,6 +381,7 @@ def sensitivity(before: RouterResult, after: RouterResult, costs: RouterCosts | 
     return out
 
 
+@public
 def router_gap_requirements(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
                             target: float = 50.0, max_factor: float = 1e6) -> dict[str, float | None]:
     """For each cost parameter alone: the value it would need for goodput(after)/goodput(before) to reach
@@ -436,6 +445,7 @@ class LostSegments:
                 f"{self.link_bps / 1e9:g} Gbps link / {round(1 / self.delivered)} = {self.mbps} Mbps")
 
 
+@public
 def lost_segments(*, kernel: str | Kernel = "5.10", nic: str = "router", upper: str = "vlan", gso_size: int = 1472,
                   ip: int = 4, costs: RouterCosts | None = None) -> LostSegments:
     """Goodput of the seed's VLAN NAT router when only the NATed datagrams count: the workbook's "1 Gbps / N".
