@@ -322,3 +322,73 @@ def test_bad_inputs_are_refused_naming_the_parameter(qual, fn, owner, pname, tp)
             continue
         holes.append(f"{bad!r}: accepted")
     assert not holes, f"{qual}({pname}: {tp}): " + "; ".join(holes)
+
+
+# -- the holes issue 21 names in profiles, labdata, exercises, router and live ---------------------------------
+
+def test_lab_data_names_come_from_the_catalogue_not_the_path():
+    from vnetlab import labdata
+    # "6.1/../5.10" would read data/lab/5.10/mergeable.json if joined as a path.
+    err = pytest.raises(ArgumentError, labdata.load, "mergeable", "6.1/../5.10").value
+    assert err.param == "kernel" and "'5.10', '6.1'" in str(err)
+    assert pytest.raises(ArgumentError, labdata.load, "../5.10/mergeable", "6.1").value.param == "name"
+    assert pytest.raises(ArgumentError, labdata.configs, "6.1/../5.10").value.param == "kernel"
+    assert labdata.load("mergeable", "6.1")["kernel"]["release"] == "6.1.0-57-amd64"  # data/lab/6.1/mergeable.json
+
+
+def test_exercise_check_takes_numpy_answers():
+    import numpy as np
+
+    from vnetlab import exercises
+    # 00.2's answer is an int (2816: data/lab/6.1 truesize, exercises.py); a numpy expression gives np.int64.
+    right = exercises.solution("00.2")
+    assert exercises.check("00.2", np.int64(right)) and exercises.check("00.2", np.float64(right))
+    assert not exercises.check("00.2", np.int64(right + 1))
+    assert pytest.raises(ArgumentError, exercises.check, "99.9", 1).value.param == "key"
+
+
+def test_router_costs_zero_nan_inf_and_divisors():
+    import math
+
+    from vnetlab import router
+    # cpu_hz and link_bps divide (router_throughput: cpu_hz / cycles per packet, link_bps / bits per frame).
+    for name, bad in (("cpu_hz", 0), ("link_bps", 0), ("link_bps", math.nan), ("link_bps", math.inf),
+                      ("rx_per_packet", -1), ("rx_per_packet", math.nan), ("rx_per_packet", "1")):
+        err = pytest.raises(ArgumentError, router.RouterCosts.from_table, **{name: bad}).value
+        assert err.param == name
+    assert pytest.raises(ArgumentError, router.RouterCosts.from_table().with_, cpu_hz=0).value.param == "cpu_hz"
+    assert pytest.raises(ArgumentError, router.RouterCosts, {"cpu_hz": 1e9}).value.param == "values"
+    # Every per-operation cost 0: the CPU is free and the link is the bound (a documented meaning, not an error).
+    free = router.RouterCosts.from_table(**{n: 0 for n in router.RouterCosts.from_table().values
+                                             if n not in ("cpu_hz", "link_bps")})
+    t = router.router_throughput(router.router_scenario(kernel="5.11"), free)
+    assert t.bound == "link" and t.cpu_pps == math.inf and 0 < t.goodput_bps < 1e9
+
+
+def test_router_gap_with_nothing_forwarded_before_is_a_clear_error():
+    from vnetlab import router
+    before = router.router_scenario(kernel="5.10")
+    after = router.router_scenario(kernel="5.11")
+    # drop_untranslated with a before that NATs nothing would divide by a zero goodput.
+    object.__setattr__(before, "nat_translated", 0)
+    err = pytest.raises(ArgumentError, router.router_gap, before, after, drop_untranslated=True).value
+    assert err.param == "before" and "goodput 0" in str(err)
+
+
+def test_unknown_kernel_and_arch_list_the_known_ones():
+    from vnetlab import profiles
+    from vnetlab.errors import UnknownArchError, UnknownKernelError
+    err = pytest.raises(UnknownKernelError, profiles.kernel, "9.9").value
+    assert isinstance(err, ArgumentError) and err.param == "kernel" and "5.10, 5.10.223" in str(err)
+    err = pytest.raises(UnknownArchError, profiles.arch, "sparc").value
+    assert err.param == "arch" and "x86_64, arm64" in str(err)
+    # CONFIG_MAX_SKB_FRAGS: net/Kconfig range 17..45 (6.3+).
+    assert pytest.raises(ArgumentError, profiles.arch, "x86_64", "6.18", max_skb_frags=46).value.param == \
+        "max_skb_frags"
+
+
+def test_running_profile_inputs():
+    from vnetlab import live
+    assert live.running_profile("5.10.223") == "5.10.223"  # a lab profile of its own (data/kernels.toml)
+    assert pytest.raises(ArgumentError, live.running_profile, 5.10).value.param == "release"
+    assert pytest.raises(ArgumentError, live.running_profile, "linux").value.param == "release"

@@ -27,6 +27,8 @@ What each annotation admits (the rules a user meets, the same everywhere):
 Defaults are not checked (they are the author's); annotations are read once, at the first call, so forward
 references and classes defined later in the module resolve.
 
+``IpVersion``, ``UdpPayloadLen`` and ``DeviceMtu`` annotate the quantities several modules take, once.
+
 Inside bodies, :func:`check_int`, :func:`check_float`, :func:`check_bool` and :func:`check_choice` give the same
 message for values the signature cannot describe (a range that depends on the kernel, a field of a table).
 
@@ -56,9 +58,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from vnetlab.errors import ArgumentError
+from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
+
+ETH_MIN_MTU = 68  # include/uapi/linux/if_ether.h: the smallest dev->min_mtu (ether_setup)
 
 __all__ = ["In", "public", "is_public", "checked_params", "param_annotations", "function_name",
-           "check_int", "check_float", "check_bool", "check_choice"]
+           "check_int", "check_float", "check_bool", "check_choice", "IpVersion", "UdpPayloadLen", "DeviceMtu"]
 
 
 class In:
@@ -88,6 +93,11 @@ class In:
             return f"<= {hi}"
         return f"{lo} < x <= {hi}" if self.lo_excluded else f"{lo}..{hi}"
 
+    def phrase(self) -> str:
+        """'in 10..12' for a closed range, '> 0' or '>= 1' for one bound: what follows "an int" in a message."""
+        text = self.text()
+        return f"in {text}" if self.lo is not None and self.hi is not None and not self.lo_excluded else text
+
     def __repr__(self) -> str:
         extra = ", lo_excluded=True" if self.lo_excluded else ""
         return f"In({self.lo!r}, {self.hi!r}, {self.meaning!r}{extra})"
@@ -98,6 +108,13 @@ class In:
 
     def __hash__(self) -> int:
         return hash((self.lo, self.hi, self.meaning, self.lo_excluded))
+
+
+# Quantities several modules take, annotated once (the numbers: vnetlab.headers, which cites the kernel).
+IpVersion = typing.Literal[4, 6]
+UdpPayloadLen = typing.Annotated[int, In(1, IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN,
+                                         "UDP payload bytes per datagram: IP_MAX_MTU - iphdr - udphdr")]
+DeviceMtu = typing.Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, "dev->mtu: ETH_MIN_MTU..ETH_MAX_MTU")]
 
 
 class _Mismatch(Exception):
@@ -242,7 +259,7 @@ def _compile(tp: Any) -> tuple[Matcher | None, str]:
         for rng in ranges:
             base = _ranged(base, rng)
             noun = "an int" if args[0] is int else "a number" if args[0] is float else desc
-            desc = f"{noun} in {rng.text()}" + (f" ({rng.meaning})" if rng.meaning else "")
+            desc = f"{noun} {rng.phrase()}" + (f" ({rng.meaning})" if rng.meaning else "")
         return base, desc
     if origin is typing.Union or origin is types.UnionType:
         return _union(args)
@@ -486,7 +503,7 @@ def _fail(name: str, desc: str, value: Any, function: str | None) -> ArgumentErr
 def _range_desc(noun: str, lo: float | None, hi: float | None, meaning: str) -> str:
     if lo is None and hi is None:
         return noun + (f" ({meaning})" if meaning else "")
-    return f"{noun} in {In(lo, hi).text()}" + (f" ({meaning})" if meaning else "")
+    return f"{noun} {In(lo, hi).phrase()}" + (f" ({meaning})" if meaning else "")
 
 
 def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, meaning: str = "", *,
@@ -512,7 +529,7 @@ def check_float(name: str, value: Any, lo: float | None = None, hi: float | None
         v = None
     if v is None or v not in rng:
         noun = "a finite number" if lo is None and hi is None else "a number"
-        desc = noun if lo is None and hi is None else f"{noun} in {rng.text()}"
+        desc = noun if lo is None and hi is None else f"{noun} {rng.phrase()}"
         raise _fail(name, desc + (f" ({meaning})" if meaning else ""), value, function)
     return float(v)
 

@@ -32,12 +32,18 @@ class TableError(ValueError):
     """A kernel table in data/ is missing or malformed."""
 
 
-class UnknownKernelError(ValueError):
-    """A kernel version the models have no rules for."""
+class UnknownKernelError(ArgumentError):
+    """A kernel version the models have no rules for (the message lists the known ones)."""
+
+    def __init__(self, message: str, *, function: str | None = None, param: str = "kernel") -> None:
+        super().__init__(message, function=function, param=param)
 
 
-class UnknownArchError(ValueError):
-    """An architecture the models have no profile for."""
+class UnknownArchError(ArgumentError):
+    """An architecture the models have no profile for (the message lists the known ones)."""
+
+    def __init__(self, message: str, *, function: str | None = None, param: str = "arch") -> None:
+        super().__init__(message, function=function, param=param)
 
 
 class UnknownFeatureError(ValueError):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL
 
 
@@ -501,7 +502,7 @@ def ask(key: str) -> None:
 
 def _get(key: str) -> Exercise:
     if key not in EXERCISES:
-        raise ValueError(f"exercise {key!r} does not exist; known: {', '.join(EXERCISES)}")
+        raise ArgumentError(f"exercise {key!r} does not exist; known: {', '.join(EXERCISES)}", param="key")
     return EXERCISES[key]
 
 
@@ -567,6 +568,8 @@ class Verdict:
 def check(key: str, answer: Any) -> Verdict:
     """Whether ``answer`` is right for exercise ``key``; ``None`` means not answered yet; a wrong answer gets a hint."""
     ex = _get(key)
+    if type(answer).__module__ == "numpy" and getattr(answer, "ndim", None) == 0:
+        answer = answer.item()  # np.int64(2816), np.True_: what a numpy expression gives is the reader's number
     if answer is None:
         return Verdict(False, f"… {key}: {NOT_ANSWERED}. Replace None in the cell above with your answer, run that "
                        "cell, then run this one again.", answered=False)

@@ -32,11 +32,11 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from vnetlab import ethtool
-from vnetlab.checks import public
-from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.checks import In, UdpPayloadLen, check_choice, public
+from vnetlab.errors import ArgumentError
 from vnetlab.labkernels import DEFAULT_LAB_KERNEL, KERNELS, LabKernel, lab_kernel, model_kernel
 from vnetlab.profiles import Kernel
 
@@ -90,10 +90,15 @@ def lab_kernels() -> list[str]:
     return [k for k in LAB_KERNELS if k in have]
 
 
+def _lab_kernel_id(kernel: str, function: str) -> str:
+    """A lab kernel id from the catalogue (labkernels.KERNELS), never a path: "6.1/../5.10" is refused."""
+    return check_choice("kernel", kernel, LAB_KERNELS, "a lab kernel (labkernels.KERNELS)", function=function)
+
+
 @public
 def configs(kernel: str = DEFAULT_LAB_KERNEL) -> list[str]:
-    """The configurations measured on a lab kernel."""
-    d = _root().joinpath(kernel)
+    """The configurations measured on a lab kernel ([] for a catalogued kernel with none shipped)."""
+    d = _root().joinpath(_lab_kernel_id(kernel, "labdata.configs"))
     if not d.is_dir():
         return []
     return sorted(p.name[:-5] for p in d.iterdir() if p.name.endswith(".json"))
@@ -101,11 +106,13 @@ def configs(kernel: str = DEFAULT_LAB_KERNEL) -> list[str]:
 
 @cache
 def _load(kernel: str, name: str) -> str:
-    path = _root().joinpath(kernel, f"{name}.json")
-    if not path.is_file():
-        raise ValueError(f"no lab measurement {name!r} for kernel {kernel!r}; shipped: {configs(kernel)} "
-                         f"(kernels: {lab_kernels()})")
-    return path.read_text(encoding="utf-8")
+    kernel = _lab_kernel_id(kernel, "labdata.load")
+    # The name is looked up among the shipped files, never joined as given: no "../" walks out of data/lab.
+    shipped = configs(kernel)
+    if name not in shipped:
+        raise ArgumentError(f"labdata.load: no lab measurement {name!r} for kernel {kernel!r}; shipped: {shipped} "
+                            f"(kernels: {lab_kernels()})", function="labdata.load", param="name")
+    return _root().joinpath(kernel, f"{name}.json").read_text(encoding="utf-8")
 
 
 @public
@@ -318,7 +325,8 @@ def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 116
 # ethtool -k as measured (the data files keep the lines as printed; vnetlab.ethtool maps them)
 
 @public
-def ethtool_k(doc: Mapping[str, Any], phase: str, step: int, dev: str) -> dict[str, str]:
+def ethtool_k(doc: Mapping[str, Any], phase: str, step: Annotated[int, In(0, None, "step of the lab script")],
+              dev: str) -> dict[str, str]:
     """The measured ``ethtool -k`` of one device at one step, by kernel feature string (legacy names mapped and
     summary lines dropped by vnetlab.ethtool on the lab kernel's model profile):
     {name: "on" | "off" | "on fixed" | "off fixed"}."""
@@ -463,7 +471,7 @@ class RouterPrediction:
 
 
 @public
-def packets_per_gro_skb(kernel: str, payload: int) -> int:
+def packets_per_gro_skb(kernel: str, payload: UdpPayloadLen) -> int:
     """N: packets one fraglist GRO skb holds for a flow of ``payload``-byte UDP datagrams (vnetlab.gro:
     skb_gro_receive_list's 64 KiB cap, UDP_GRO_CNT_MAX), on the lab kernel's model."""
     from vnetlab import gro
@@ -475,8 +483,8 @@ def packets_per_gro_skb(kernel: str, payload: int) -> int:
 
 
 @public
-def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping[str, bool] | None = None, *,
-                           payload: int) -> RouterCasePrediction:
+def router_case_prediction(kernel: str, case: str, packets: Annotated[int, In(1, None, "datagrams per GRO skb")],
+                           params: Mapping[str, bool] | None = None, *, payload: UdpPayloadLen) -> RouterCasePrediction:
     """One router case on one lab kernel: vnetlab.netdev + vnetlab.xmit for where the skb is segmented,
     vnetlab.udp for the receiving socket when the VLAN passes it whole, and what the segments carry from
     vnetlab.segment (the kernel's udp_gso_list_nat_fix rule, as in vnetlab.router).
@@ -488,10 +496,6 @@ def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping
 
     if case not in ROUTER_CASES:
         raise ValueError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}")
-    most = IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN
-    if isinstance(payload, bool) or not isinstance(payload, int) or not 1 <= payload <= most:
-        raise ValueError(f"payload={payload!r} must be the UDP payload of one datagram in bytes, 1..{most} "
-                         "(an IPv4 datagram of at most 65535 bytes with its 28 bytes of IP and UDP header)")
     egress, gro_list = ROUTER_CASES[case]
     k = model_kernel(kernel)
     fix = bool(k.rule("udp_gso_list_nat_fix"))
@@ -525,7 +529,8 @@ def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping
 
 
 @public
-def router_prediction(kernel: str, payload: int = 1472, count: int = 1760) -> RouterPrediction:
+def router_prediction(kernel: str, payload: UdpPayloadLen = 1472,
+                      count: Annotated[int, In(1, None, "datagrams the lab sends")] = 1760) -> RouterPrediction:
     """The model's prediction for the lab's router run on ``kernel``, made before the run."""
     n = packets_per_gro_skb(kernel, payload)
     cases = tuple(router_case_prediction(kernel, c, n, payload=payload) for c in ROUTER_CASES)
@@ -541,7 +546,7 @@ def predicted_intact(gro_skb_segs: Sequence[int], case: RouterCasePrediction) ->
 
 
 @public
-def gro_skb_segs(case: Mapping[str, Any], payload: int) -> list[int]:
+def gro_skb_segs(case: Mapping[str, Any], payload: UdpPayloadLen) -> list[int]:
     """Packets in each skb the router's eth1 GRO handed up, from the traced skb->len (IP header on):
     the head is 20 + 8 + payload, each frag_list member adds its payload."""
     return [1 + (length - 28 - payload) // payload for length in case["gro_skb_lens"]]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from vnetlab.checks import public
+from vnetlab.checks import In, public
 from vnetlab.errors import TableError, UnknownArchError, UnknownKernelError
 from vnetlab.tables import Section, load_table
 
@@ -326,7 +326,8 @@ def _arch(name: str, k: Kernel, config_max_skb_frags: int | None) -> Arch:
 
 
 @public
-def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *, max_skb_frags: int | None = None) -> Arch:
+def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *,
+         max_skb_frags: Annotated[int, In(17, 45, "CONFIG_MAX_SKB_FRAGS, net/Kconfig, 6.3+")] | None = None) -> Arch:
     """The :class:`Arch` profile ``name`` ("x86_64", "arm64", "arm64-64k", "ppc64le", "ppc64le-4k", "mips32")
     for ``kernel``; ``max_skb_frags`` sets CONFIG_MAX_SKB_FRAGS on 6.3+ kernels."""
     if isinstance(name, Arch):

@@ -11,9 +11,9 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from vnetlab.checks import public
+from vnetlab.checks import DeviceMtu, In, IpVersion, UdpPayloadLen, public
 from vnetlab.live.commands import in_netns
 from vnetlab.live.compare import Comparison, compare_k, model_ethtool_k
 from vnetlab.live.lab import Lab, LiveDevice
@@ -460,7 +460,7 @@ def _configure_kernel_rx(pair: _Pair, config: Mapping[str, bool]) -> None:
 # The kernel's own selftest cases (tools/testing/selftests/net/udpgso.c testcases_v4 / _v6, MTU 1500), as
 # (payload length, UDP_SEGMENT) with the IPv4 / IPv6 MSS 1472 / 1452 written out per IP version.
 @public
-def udp_segment_cases(ip: int = 4, kernel: str | None = None) -> tuple[tuple[int, int], ...]:
+def udp_segment_cases(ip: IpVersion = 4, kernel: str | None = None) -> tuple[tuple[int, int], ...]:
     """(length, gso_size) pairs of the selftest for ``ip`` at MTU 1500, with UDP_MAX_SEGMENTS of ``kernel``."""
     from vnetlab import udp
 
@@ -473,8 +473,8 @@ def udp_segment_cases(ip: int = 4, kernel: str | None = None) -> tuple[tuple[int
 
 
 @public
-def udp_segment_lab(cases: Iterable[tuple[int, int]] | None = None, *, ip: int = 4, mtu: int = 1500,
-                    udp_gro: bool = False, sender: Mapping[str, bool] | None = None,
+def udp_segment_lab(cases: Iterable[tuple[int, int]] | None = None, *, ip: IpVersion = 4,
+                    mtu: DeviceMtu = 1500, udp_gro: bool = False, sender: Mapping[str, bool] | None = None,
                     kernel: str | None = None) -> list[TransferRow]:
     """Each (length, gso_size) sent with a real UDP_SEGMENT socket over a veth pair into a socket in another
     namespace (UDP_GRO set when ``udp_gro``), beside vnetlab.udp for the running kernel's profile.
@@ -505,8 +505,10 @@ VETH_GRO_CONFIGS: tuple[tuple[str, Mapping[str, bool]], ...] = (
 
 
 @public
-def veth_gro_lab(configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None, *, segs: int = 10,
-                 gso_size: int = 1400, ip: int = 4, udp_gro: bool = True,
+def veth_gro_lab(configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None, *,
+                 segs: Annotated[int, In(1, 64, "segments per send: UDP_MAX_SEGMENTS (1 << 6) of 5.10-6.1")] = 10,
+                 gso_size: UdpPayloadLen = 1400,
+                 ip: IpVersion = 4, udp_gro: bool = True,
                  kernel: str | None = None) -> list[TransferRow]:
     """A UDP_SEGMENT send of ``segs`` x ``gso_size`` across a veth pair per receive configuration of the
     peer (GRO, rx-udp-gro-forwarding, rx-gro-list, an XDP_PASS program), kernel beside vnetlab: recvmsg calls

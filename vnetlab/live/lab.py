@@ -10,9 +10,9 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from vnetlab.checks import public
+from vnetlab.checks import DeviceMtu, In, public
 from vnetlab.errors import LabTimeout, LiveError
 from vnetlab.live.capability import require
 from vnetlab.live.commands import COMMAND_TIMEOUT, check_ifname, netns_argv, run, unique_netns_name
@@ -24,6 +24,7 @@ _OWNED_NETNS: set[str] = set()
 
 _OWNED_NETNS: set[str] = set()
 _OWNED_LOCK = threading.Lock()
+Vni = Annotated[int, In(0, (1 << 24) - 1, "VXLAN VNI: 24 bits (drivers/net/vxlan VXLAN_N_VID)")]
 
 
 def _delete_netns(name: str) -> str | None:
@@ -234,7 +235,7 @@ class Lab:
         self._ip(d.netns, "link", "set", "dev", d.name, "up")
 
     @public
-    def vxlan(self, name: str, *, vni: int, underlay: LiveDevice | str, local: str = "10.0.0.1",
+    def vxlan(self, name: str, *, vni: Vni, underlay: LiveDevice | str, local: str = "10.0.0.1",
               remote: str | None = None, up: bool = True) -> LiveDevice:
         """``ip link add NAME type vxlan id VNI dstport 4789 dev UNDERLAY local LOCAL [remote REMOTE]`` in the
         underlay's namespace (VNI: 24 bits, drivers/net/vxlan/vxlan_core.c VXLAN_N_VID)."""
@@ -264,7 +265,8 @@ class Lab:
         return int(self.link_json(dev)["mtu"])
 
     @public
-    def set_mtu(self, dev: LiveDevice | str, mtu: int) -> None:
+    def set_mtu(self, dev: LiveDevice | str,
+                mtu: DeviceMtu) -> None:
         d = self._resolve(dev, "dev")
         assert d.netns is not None
         self._ip(d.netns, "link", "set", "dev", d.name, "mtu", str(int(mtu)))

@@ -18,10 +18,10 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from vnetlab.checks import public
-from vnetlab.errors import LiveUnavailable
+from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError, LiveUnavailable
 
 __all__ = ["RunningProfile", "match_profile", "parse_release", "running_profile"]
 
@@ -65,7 +65,7 @@ class RunningProfile(str):
                 f"may_differ={self.may_differ!r})")
 
     @public
-    def short(self, width: int = 100) -> str:
+    def short(self, width: Annotated[int, In(1, None, "columns")] = 100) -> str:
         """The release, the profile, the closeness and the rules that may differ, wrapped at ``width``."""
         import textwrap
 
@@ -105,7 +105,8 @@ def parse_release(release: str, version: str | None = None) -> tuple[tuple[int, 
         raise ValueError(f"release must be a `uname -r` string such as '6.1.0-37-amd64', got {release!r}")
     m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", release.strip())
     if m is None:
-        raise ValueError(f"release={release!r} does not start with a kernel version such as 6.18")
+        raise ArgumentError(f"live.parse_release: release={release!r} does not start with a kernel version such as "
+                            "6.18 (`uname -r`)", function="live.parse_release", param="release")
     major, minor = int(m[1]), int(m[2])
     patch = None if m[3] is None else int(m[3])
     rest = release.strip()[m.end():]
