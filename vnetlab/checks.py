@@ -41,8 +41,11 @@ beartype's semantics also differ from what a workbook user needs: for these anno
 ``int`` (bool is an int subclass), refuses np.int64 for ``int`` and accepts NaN for ``float``, and its messages
 name the PEP 484 hint, not the kernel range and meaning; each rule above would become an ``Is[...]`` rewrite of
 the package's annotations, and the workshop lock would gain a dependency. The hot paths take whole arrays, so
-a check costs once per call, not per frame: rx.classify over 1,000,000 frames takes 43-49 ms and
-gro.simulate_stream 13-37 ms (load-dependent) against 0.2 us of checking.
+a check costs once per call, not per frame. Measured on the shared machine (load 6.8 on 2 cores, so absolute
+times move; compare ratios): rx.classify over 1,000,000 frames plain / under @public in one process 76.5 / 68.0
+ms, gro.simulate_stream 39.0 / 40.8 ms (noise either way); benchmarks/bench_gro_stream.py, each case's time over
+the numpy baseline, main -> this branch (profiles' Kernel methods now @public): 6.25 -> 6.53, 10.79 -> 9.89,
+2.90 -> 2.31, 1.94 -> 1.89, 2.55 -> 1.96, 2.72 -> 1.73, 10.18 -> 8.51, 6.27 -> 7.73: no systematic change.
 """
 
 from __future__ import annotations

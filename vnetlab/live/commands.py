@@ -13,9 +13,9 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from vnetlab.checks import public
+from vnetlab.checks import In, public
 from vnetlab.errors import LiveError, LiveUnavailable
 
 # Every namespace a Lab creates starts with this, so a leftover is recognisable as vnetlab's.
@@ -59,7 +59,8 @@ def off_event_loop(fn: Callable[[], Any]) -> Any:
 
 
 @public
-def run(argv: list[str], *, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(argv: list[str], *, timeout: Annotated[float, In(0, None, "seconds", lo_excluded=True)],
+        check: bool = True) -> subprocess.CompletedProcess[str]:
     if not sys.platform.startswith("linux"):
         raise LiveUnavailable(NOT_LINUX.format(platform=sys.platform))
     try:

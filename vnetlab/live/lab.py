@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from vnetlab.checks import DeviceMtu, In, public
+from vnetlab.checks import DeviceMtu, In, check_float, public
 from vnetlab.errors import LabTimeout, LiveError
 from vnetlab.live.capability import require
 from vnetlab.live.commands import COMMAND_TIMEOUT, check_ifname, netns_argv, run, unique_netns_name
@@ -88,8 +88,8 @@ class Lab:
     _devices: dict[tuple[str, str], LiveDevice] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        check_float("timeout", self.timeout, 0, None, "seconds the whole lab may take", lo_excluded=True,
+                    function="live.Lab")
         if not re.fullmatch(r"[a-z0-9]{1,12}", self.tag):
             raise ValueError(f"tag must be 1-12 lowercase letters or digits, got {self.tag!r}")
 
