@@ -431,9 +431,9 @@ def test_router_prediction_follows_the_payload_sent(kernel):
     assert [c.packets_per_gro_skb for c in pred.cases] == [64, 64, 64]
     # Debian 5.10.223, 6.1.192 and 6.12.95 all rewrite each segment's header (udp_gso_list_nat_fix)
     assert [c.intact_per_gro_skb for c in pred.cases] == [64, 64, 64]
-    with pytest.raises(ValueError, match="payload="):
+    with pytest.raises(ValueError, match="payload must be an int in 1..65507"):
         labdata.router_case_prediction(kernel, "vlan_veth", 44, payload=0)
-    with pytest.raises(ValueError, match="payload="):
+    with pytest.raises(ValueError, match="payload must be an int in 1..65507"):
         labdata.router_case_prediction(kernel, "vlan_veth", 44, payload=65508)
 
 

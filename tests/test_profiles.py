@@ -117,8 +117,10 @@ def test_malformed_table_names_file_and_field():
 
 
 def test_import_vnetlab_is_light():
-    code = ("import sys, vnetlab, vnetlab.rx, vnetlab.skb; "
-            "bad = [m for m in ('matplotlib', 'ipywidgets', 'IPython', 'jupyterlab', 'numpy') if m in sys.modules]; "
+    # vnetlab.checks too: every module imports it for @public (issue 21), so it must stay light as well.
+    code = ("import sys, vnetlab, vnetlab.rx, vnetlab.skb, vnetlab.checks; "
+            "bad = [m for m in ('matplotlib', 'ipywidgets', 'IPython', 'jupyterlab', 'numpy', 'beartype') "
+            "if m in sys.modules]; "
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL
 
 
@@ -492,6 +494,7 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
 NOT_ANSWERED = "not answered yet"
 
 
+@public
 def ask(key: str) -> None:
     """Print the question of exercise ``key``."""
     print(f"Exercise {key}: {_get(key).question}")
@@ -499,10 +502,11 @@ def ask(key: str) -> None:
 
 def _get(key: str) -> Exercise:
     if key not in EXERCISES:
-        raise ValueError(f"exercise {key!r} does not exist; known: {', '.join(EXERCISES)}")
+        raise ArgumentError(f"exercise {key!r} does not exist; known: {', '.join(EXERCISES)}", param="key")
     return EXERCISES[key]
 
 
+@public
 def solution(key: str) -> Any:
     """The model's answer to exercise ``key``."""
     return _get(key).solve()
@@ -545,6 +549,7 @@ def _matches(answer: Any, expected: Any, tolerance: float) -> bool:
 class Verdict:
     """The outcome of :func:`check`: true when right; shows its message in a notebook."""
 
+    @public
     def __init__(self, ok: bool, message: str, *, answered: bool = True) -> None:
         self.ok = ok
         self.answered = answered
@@ -559,9 +564,12 @@ class Verdict:
     __str__ = __repr__
 
 
+@public
 def check(key: str, answer: Any) -> Verdict:
     """Whether ``answer`` is right for exercise ``key``; ``None`` means not answered yet; a wrong answer gets a hint."""
     ex = _get(key)
+    if type(answer).__module__ == "numpy" and getattr(answer, "ndim", None) == 0:
+        answer = answer.item()  # np.int64(2816), np.True_: what a numpy expression gives is the reader's number
     if answer is None:
         return Verdict(False, f"… {key}: {NOT_ANSWERED}. Replace None in the cell above with your answer, run that "
                        "cell, then run this one again.", answered=False)

@@ -32,10 +32,11 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from vnetlab import ethtool
-from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.checks import In, UdpPayloadLen, check_choice, public
+from vnetlab.errors import ArgumentError
 from vnetlab.labkernels import DEFAULT_LAB_KERNEL, KERNELS, LabKernel, lab_kernel, model_kernel
 from vnetlab.profiles import Kernel
 
@@ -63,11 +64,13 @@ def _lab_kernel(kernel: str) -> LabKernel:
     return lab_kernel(kernel)
 
 
+@public
 def model_profile(kernel: str) -> str:
     """The vnetlab profile version a lab kernel is checked against (without its patch's rule changes)."""
     return _lab_kernel(kernel).model
 
 
+@public
 def rule(kernel: str, name: str) -> Any:
     """A kernel rule of a lab kernel (its patch's override if it has one)."""
     return model_kernel(kernel).rule(name)
@@ -87,9 +90,15 @@ def lab_kernels() -> list[str]:
     return [k for k in LAB_KERNELS if k in have]
 
 
+def _lab_kernel_id(kernel: str, function: str) -> str:
+    """A lab kernel id from the catalogue (labkernels.KERNELS), never a path: "6.1/../5.10" is refused."""
+    return check_choice("kernel", kernel, LAB_KERNELS, "a lab kernel (labkernels.KERNELS)", function=function)
+
+
+@public
 def configs(kernel: str = DEFAULT_LAB_KERNEL) -> list[str]:
-    """The configurations measured on a lab kernel."""
-    d = _root().joinpath(kernel)
+    """The configurations measured on a lab kernel ([] for a catalogued kernel with none shipped)."""
+    d = _root().joinpath(_lab_kernel_id(kernel, "labdata.configs"))
     if not d.is_dir():
         return []
     return sorted(p.name[:-5] for p in d.iterdir() if p.name.endswith(".json"))
@@ -97,18 +106,22 @@ def configs(kernel: str = DEFAULT_LAB_KERNEL) -> list[str]:
 
 @cache
 def _load(kernel: str, name: str) -> str:
-    path = _root().joinpath(kernel, f"{name}.json")
-    if not path.is_file():
-        raise ValueError(f"no lab measurement {name!r} for kernel {kernel!r}; shipped: {configs(kernel)} "
-                         f"(kernels: {lab_kernels()})")
-    return path.read_text(encoding="utf-8")
+    kernel = _lab_kernel_id(kernel, "labdata.load")
+    # The name is looked up among the shipped files, never joined as given: no "../" walks out of data/lab.
+    shipped = configs(kernel)
+    if name not in shipped:
+        raise ArgumentError(f"labdata.load: no lab measurement {name!r} for kernel {kernel!r}; shipped: {shipped} "
+                            f"(kernels: {lab_kernels()})", function="labdata.load", param="name")
+    return _root().joinpath(kernel, f"{name}.json").read_text(encoding="utf-8")
 
 
+@public
 def load(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> dict[str, Any]:
     """The whole measurement file of one configuration on one lab kernel (a fresh copy each call)."""
     return json.loads(_load(kernel, name))
 
 
+@public
 def kernel_of(doc: Mapping[str, Any]) -> str:
     """The lab kernel id a measurement file belongs to."""
     return doc["kernel"].get("id", DEFAULT_LAB_KERNEL)
@@ -117,11 +130,13 @@ def kernel_of(doc: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------------
 # virtio-net as the guest negotiated it
 
+@public
 def virtio_features(doc: Mapping[str, Any], nic: str = "eth0") -> frozenset[str]:
     """The VIRTIO_NET_F_* names the guest's driver negotiated on ``nic``."""
     return frozenset(doc["guest"]["virtio_features"][nic]["names"])
 
 
+@public
 def probe_params(doc: Mapping[str, Any], nic: str = "eth0") -> dict[str, bool]:
     """``Namespace.nic(..., driver="virtio_net", **params)`` for the offloads the guest negotiated."""
     f = virtio_features(doc, nic)
@@ -130,6 +145,7 @@ def probe_params(doc: Mapping[str, Any], nic: str = "eth0") -> dict[str, bool]:
     return params
 
 
+@public
 def mode(doc: Mapping[str, Any], nic: str = "eth1") -> str:
     """virtio-net receive mode: mergeable with MRG_RXBUF, big with guest GSO or MTU > 1500, else small."""
     f = virtio_features(doc, nic)
@@ -140,6 +156,7 @@ def mode(doc: Mapping[str, Any], nic: str = "eth1") -> str:
     return "small"
 
 
+@public
 def mtu(doc: Mapping[str, Any]) -> int:
     props = doc["qemu"]["device_props"]
     for p in props.split(","):
@@ -148,6 +165,7 @@ def mtu(doc: Mapping[str, Any]) -> int:
     return 1500
 
 
+@public
 def hdr_len(doc: Mapping[str, Any], nic: str = "eth1") -> int:
     """virtnet_probe: 12 with MRG_RXBUF or VERSION_1, else 10 (no hash report in these runs)."""
     f = virtio_features(doc, nic)
@@ -177,6 +195,7 @@ class RxRow:
             self.model_path, self.model_truesize, self.model_nr_frags)
 
 
+@public
 def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: str | Kernel | None = None
                      ) -> RxResult:
     """vnetlab.rx's RxResult for one measured packet, fed the buffer the real driver used.
@@ -221,6 +240,7 @@ def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: str
     return rx.receive_mergeable(frame, bufs, hdr_len=hl, kernel=k)
 
 
+@public
 def rx_rows(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> list[RxRow]:
     """Every measured packet of a configuration beside vnetlab.rx's answer for the same frame and buffer."""
     doc = load(name, kernel)
@@ -232,6 +252,7 @@ def rx_rows(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> list[RxRow]:
     return out
 
 
+@public
 def rx_table(name: str, payloads: Iterable[int] | None = None, kernel: str = DEFAULT_LAB_KERNEL) -> str:
     """Measured receive paths beside vnetlab.rx for the chosen UDP payloads (all measured ones if None)."""
     all_rows = rx_rows(name, kernel)
@@ -265,6 +286,7 @@ class RxPairRow:
     after: RxRow
 
 
+@public
 def rx_pair_rows(payloads: Iterable[int] | None = None, *, name: str = "mergeable",
                  before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> list[RxPairRow]:
     """The same payloads received by both kernels of a pair (first measured packet of each size, in the
@@ -281,6 +303,7 @@ def rx_pair_rows(payloads: Iterable[int] | None = None, *, name: str = "mergeabl
     return [RxPairRow(p, a[p].frame_len, b[p], a[p]) for p in keys]
 
 
+@public
 def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 1163, 1472), *,
                   name: str = "mergeable", before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> str:
     """Text table of :func:`rx_pair_rows`: path / truesize / frags measured (and modelled where different)."""
@@ -301,7 +324,9 @@ def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 116
 # --------------------------------------------------------------------------------------------------
 # ethtool -k as measured (the data files keep the lines as printed; vnetlab.ethtool maps them)
 
-def ethtool_k(doc: Mapping[str, Any], phase: str, step: int, dev: str) -> dict[str, str]:
+@public
+def ethtool_k(doc: Mapping[str, Any], phase: str, step: Annotated[int, In(0, None, "step of the lab script")],
+              dev: str) -> dict[str, str]:
     """The measured ``ethtool -k`` of one device at one step, by kernel feature string (legacy names mapped and
     summary lines dropped by vnetlab.ethtool on the lab kernel's model profile):
     {name: "on" | "off" | "on fixed" | "off fixed"}."""
@@ -315,6 +340,7 @@ def ethtool_k(doc: Mapping[str, Any], phase: str, step: int, dev: str) -> dict[s
 # --------------------------------------------------------------------------------------------------
 # Where a UDP GSO skb is segmented
 
+@public
 def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None) -> tuple[Namespace, TxResult]:
     """vnetlab.xmit's TxResult for the lab's UDP_SEGMENT datagram sent through ``route_dev`` on the virtio NIC.
 
@@ -349,6 +375,7 @@ class GsoRow:
         return self.real == self.model or (self.real.startswith("send failed") and self.model == "refused")
 
 
+@public
 def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> list[GsoRow]:
     doc = load(name, kernel)
     rows = []
@@ -364,6 +391,7 @@ def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> list[
     return rows
 
 
+@public
 def gso_table(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> str:
     """Where the real kernel segmented the lab's UDP GSO datagrams, beside the model, one line per route."""
     lines = [f"{'sent through':13} {'real kernel':14} model"]
@@ -372,6 +400,7 @@ def gso_table(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> str:
     return "\n".join(lines)
 
 
+@public
 def gso_pair_table(before: str = "5.10-plain", after: str = "5.10-2e4ef10f5850", name: str = "gso") -> str:
     """Where UDP GSO is segmented on both kernels of the 2e4ef10f5850 pair (seed 2 before/after, one base)."""
     b, a = gso_rows(name, before), gso_rows(name, after)
@@ -441,7 +470,8 @@ class RouterPrediction:
         return d
 
 
-def packets_per_gro_skb(kernel: str, payload: int) -> int:
+@public
+def packets_per_gro_skb(kernel: str, payload: UdpPayloadLen) -> int:
     """N: packets one fraglist GRO skb holds for a flow of ``payload``-byte UDP datagrams (vnetlab.gro:
     skb_gro_receive_list's 64 KiB cap, UDP_GRO_CNT_MAX), on the lab kernel's model."""
     from vnetlab import gro
@@ -452,8 +482,9 @@ def packets_per_gro_skb(kernel: str, payload: int) -> int:
     return gro.gro_segs(out[0])
 
 
-def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping[str, bool] | None = None, *,
-                           payload: int) -> RouterCasePrediction:
+@public
+def router_case_prediction(kernel: str, case: str, packets: Annotated[int, In(1, None, "datagrams per GRO skb")],
+                           params: Mapping[str, bool] | None = None, *, payload: UdpPayloadLen) -> RouterCasePrediction:
     """One router case on one lab kernel: vnetlab.netdev + vnetlab.xmit for where the skb is segmented,
     vnetlab.udp for the receiving socket when the VLAN passes it whole, and what the segments carry from
     vnetlab.segment (the kernel's udp_gso_list_nat_fix rule, as in vnetlab.router).
@@ -465,10 +496,6 @@ def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping
 
     if case not in ROUTER_CASES:
         raise ValueError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}")
-    most = IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN
-    if isinstance(payload, bool) or not isinstance(payload, int) or not 1 <= payload <= most:
-        raise ValueError(f"payload={payload!r} must be the UDP payload of one datagram in bytes, 1..{most} "
-                         "(an IPv4 datagram of at most 65535 bytes with its 28 bytes of IP and UDP header)")
     egress, gro_list = ROUTER_CASES[case]
     k = model_kernel(kernel)
     fix = bool(k.rule("udp_gso_list_nat_fix"))
@@ -501,13 +528,16 @@ def router_case_prediction(kernel: str, case: str, packets: int, params: Mapping
                                 packets)
 
 
-def router_prediction(kernel: str, payload: int = 1472, count: int = 1760) -> RouterPrediction:
+@public
+def router_prediction(kernel: str, payload: UdpPayloadLen = 1472,
+                      count: Annotated[int, In(1, None, "datagrams the lab sends")] = 1760) -> RouterPrediction:
     """The model's prediction for the lab's router run on ``kernel``, made before the run."""
     n = packets_per_gro_skb(kernel, payload)
     cases = tuple(router_case_prediction(kernel, c, n, payload=payload) for c in ROUTER_CASES)
     return RouterPrediction(kernel, model_profile(kernel), payload, count, n, cases)
 
 
+@public
 def predicted_intact(gro_skb_segs: Sequence[int], case: RouterCasePrediction) -> int:
     """Datagrams predicted intact for the GRO skbs the router really built (segments per skb)."""
     if not case.rx_gro_list or case.nat_fix:
@@ -515,7 +545,8 @@ def predicted_intact(gro_skb_segs: Sequence[int], case: RouterCasePrediction) ->
     return sum(1 for _ in gro_skb_segs)  # one intact head per GRO skb, a lone packet is its own head
 
 
-def gro_skb_segs(case: Mapping[str, Any], payload: int) -> list[int]:
+@public
+def gro_skb_segs(case: Mapping[str, Any], payload: UdpPayloadLen) -> list[int]:
     """Packets in each skb the router's eth1 GRO handed up, from the traced skb->len (IP header on):
     the head is 20 + 8 + payload, each frag_list member adds its payload."""
     return [1 + (length - 28 - payload) // payload for length in case["gro_skb_lens"]]
@@ -548,6 +579,7 @@ class RouterRow:
         return self.intact == self.predicted_intact and self.segmented_at == self.model_segmented_at
 
 
+@public
 def router_rows(kernels: Iterable[str] | None = None) -> list[RouterRow]:
     """Every measured router case, beside the prediction stored with it and the model for the measured
     GRO skbs."""
@@ -575,6 +607,7 @@ def router_rows(kernels: Iterable[str] | None = None) -> list[RouterRow]:
     return rows
 
 
+@public
 def kernel_label(kernel: str) -> str:
     """How the tables name a lab kernel: a stock one by its Debian release ("Debian 5.10.223", never a bare "5.10",
     which in the workbook means mainline v5.10), a built one by its id and what it is."""
@@ -588,6 +621,7 @@ def kernel_label(kernel: str) -> str:
     return f"{lk.id} ({source}built): {lk.description}"
 
 
+@public
 def router_table(kernels: Iterable[str] | None = None) -> str:
     """Datagrams arriving intact after the NAT router, measured beside predicted: one block per kernel (its label
     on a line of its own), one row per case, at most 100 columns."""
@@ -622,6 +656,7 @@ class RateRow:
     rx_loss: tuple[float, ...] = ()  # share of the sent frames the receiver never got (> 0: receiver saturated)
 
 
+@public
 def rate_rows(kernels: Iterable[str] = ("6.1-no-build-skb", "6.1-plain")) -> list[RateRow]:
     rows = []
     for k in kernels:
@@ -655,6 +690,7 @@ def model_rate_ratio() -> dict[str, float]:
             "5.13 / 5.12": pps("5.13") / pps("5.12")}
 
 
+@public
 def rate_table(before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> str:
     rows = {(r.kernel, r.config): r for r in rate_rows((before, after))}
     lines = [f"{'kernel':18} {'rx pps (TCG)':>13} {'insn/packet':>12}   (medians of the runs)"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from vnetlab.checks import public
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _profile
 
@@ -119,6 +120,7 @@ KERNELS: dict[str, LabKernel] = {k.id: k for k in [
 DEFAULT_LAB_KERNEL = next(k.id for k in KERNELS.values() if k.kind == "stock" and k.model == DEFAULT_KERNEL)
 
 
+@public
 def lab_kernel(kernel: str) -> LabKernel:
     """The catalogue entry of lab kernel id ``kernel``; ValueError listing the known ids otherwise."""
     if not isinstance(kernel, str) or kernel not in KERNELS:
@@ -136,6 +138,7 @@ def built_ids() -> tuple[str, ...]:
     return tuple(k.id for k in KERNELS.values() if k.kind == "built")
 
 
+@public
 @cache
 def model_kernel(kernel: str) -> Kernel:
     """The vnetlab Kernel of lab kernel ``kernel``: its model profile with the rules its patch changes.

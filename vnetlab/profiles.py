@@ -9,8 +9,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from vnetlab.checks import In, public
 from vnetlab.errors import TableError, UnknownArchError, UnknownKernelError
 from vnetlab.tables import Section, load_table
 
@@ -24,6 +25,7 @@ def known_kernels() -> tuple[str, ...]:
     return tuple(sorted(table, key=_version_key))
 
 
+@public
 def kernel_section(table: str, version: str, part: str = "") -> Section | None:
     """The section of data/<table>.toml for kernel ``version`` (and ``part``), None if it has none.
 
@@ -33,6 +35,7 @@ def kernel_section(table: str, version: str, part: str = "") -> Section | None:
     return t[name] if name in t else None
 
 
+@public
 def table_kernels(table: str) -> tuple[str, ...]:
     """The kernel versions data/<table>.toml has sections for, oldest first."""
     versions = {s for s in load_table(table) if s.replace(".", "").isdigit()}
@@ -75,6 +78,7 @@ class Kernel:
         """The version, and the lab kernel's id where a patch's overrides apply ("5.10.223 (5.10-plain)")."""
         return f"{self.version} ({self.name})" if self.name else self.version
 
+    @public
     def with_overrides(self, name: str, overrides: Mapping[str, tuple[Any, str]]) -> Kernel:
         """This profile with ``overrides`` (rule -> (value, source)) replacing its rules, named ``name``."""
         if not isinstance(name, str) or not name:
@@ -85,9 +89,11 @@ class Kernel:
             values[rule], sources[rule] = value, source
         return Kernel(self.version, Section(self.rules.table, f"{self.rules.name} ({name})", values, sources), name)
 
+    @public
     def rule(self, name: str) -> Any:
         return self.rules[name]
 
+    @public
     def table(self, table: str, part: str = "") -> Section:
         """This kernel's section ``part`` of data/<table>.toml ("gro"; "netdev_features" with part "", "ethtool",
         "masks", "skb_gso"): what modules read instead of looking a version string up themselves."""
@@ -102,9 +108,11 @@ class Kernel:
         self._derived[key] = sec
         return sec
 
+    @public
     def has_table(self, table: str) -> bool:
         return kernel_section(table, self.version) is not None
 
+    @public
     def derived(self, key: str, build: Callable[[Kernel], Any]) -> Any:
         """``build(self)``, computed on first use and kept on this object (a module's view of its tables)."""
         try:
@@ -113,6 +121,7 @@ class Kernel:
             value = self._derived[key] = build(self)
             return value
 
+    @public
     def source(self, name: str) -> str:
         return self.rules.source(name)
 
@@ -160,6 +169,7 @@ def _kernel(version: str) -> Kernel:
     return Kernel(version, table[version])
 
 
+@public
 def kernel(version: str | Kernel) -> Kernel:
     """The :class:`Kernel` for ``version`` ("5.10", "5.11", "5.12", "5.13", "6.1", "6.18", ...)."""
     if isinstance(version, Kernel):
@@ -171,6 +181,7 @@ def kernel(version: str | Kernel) -> Kernel:
     return _kernel(version.removeprefix("v"))
 
 
+@public
 def device_kernel(dev: Any, kernel: str | Kernel | None = None) -> Kernel:
     """The Kernel an operation on ``dev`` runs: ``kernel`` if given, else the device's ``kernel`` (or its
     namespace's), else the default. A version string naming the device's own version means the device's
@@ -314,7 +325,9 @@ def _arch(name: str, k: Kernel, config_max_skb_frags: int | None) -> Arch:
     )
 
 
-def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *, max_skb_frags: int | None = None) -> Arch:
+@public
+def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *,
+         max_skb_frags: Annotated[int, In(17, 45, "CONFIG_MAX_SKB_FRAGS, net/Kconfig, 6.3+")] | None = None) -> Arch:
     """The :class:`Arch` profile ``name`` ("x86_64", "arm64", "arm64-64k", "ppc64le", "ppc64le-4k", "mips32")
     for ``kernel``; ``max_skb_frags`` sets CONFIG_MAX_SKB_FRAGS on 6.3+ kernels."""
     if isinstance(name, Arch):

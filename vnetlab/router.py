@@ -18,15 +18,17 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from vnetlab import features as _features
 from vnetlab import udp as _udp
+from vnetlab.checks import In, IpVersion, UdpPayloadLen, check_choice, check_float, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.gro import UDP_GRO_CNT_MAX
 from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
-from vnetlab.segment import _check_int, check_ip, gso_skb, max_gro_segs
+from vnetlab.segment import check_ip, gso_skb, max_gro_segs
 from vnetlab.xmit import Hop, TxResult, send
 
 __all__ = [
@@ -106,6 +108,7 @@ class RouterResult:
         return "\n".join([head, *(str(h) for h in self.hops), *self.notes])
 
 
+@public
 def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
                  nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> tuple[Any, Any, Any]:
     """A vnetlab.netdev namespace with eth0 (driver ``nic``) and ``upper`` on it: (namespace, egress, eth0).
@@ -141,6 +144,7 @@ def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
     return net, egress, eth
 
 
+@public
 def router_scenario(
     *,
     kernel: str | Kernel = DEFAULT_KERNEL,
@@ -148,10 +152,10 @@ def router_scenario(
     nic_params: Mapping[str, Any] | None = None,
     gro: str = "fraglist",
     upper: str = "vlan",
-    segs: int | None = None,
-    gso_size: int | None = None,
+    segs: Annotated[int, In(1, UDP_GRO_CNT_MAX, "datagrams per GRO skb: UDP_GRO_CNT_MAX")] | None = None,
+    gso_size: UdpPayloadLen | None = None,
     port_nic: str | None = None,
-    ip: int = 4,
+    ip: IpVersion = 4,
 ) -> RouterResult:
     """UDP received with GRO, routed and NATed as one skb, sent out through ``upper`` on a NIC.
 
@@ -167,10 +171,9 @@ def router_scenario(
     1452 for IPv6 at MTU 1500); ``segs`` to what one GRO skb holds (:func:`vnetlab.segment.max_gro_segs`).
     ``kernel``: a version or a :class:`vnetlab.profiles.Kernel` whose rules apply (e.g. a lab kernel's).
     """
-    if gro not in GRO_MODES:
-        raise ValueError(f"gro must be one of {GRO_MODES}, got {gro!r}")
-    if upper not in UPPERS:
-        raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
+    where = "router.router_scenario"
+    check_choice("gro", gro, GRO_MODES, "rx-gro-list, rx-udp-gro-forwarding or neither", function=where)
+    check_choice("upper", upper, UPPERS, "the device the routed skb leaves through", function=where)
     k = _kernel(kernel)
     kv = k.version
     check_ip(ip)
@@ -180,7 +183,7 @@ def router_scenario(
         gso_size = getattr(egress, "mtu", ETH_DATA_LEN) - IP_HLEN[ip] - UDP_HLEN
     if segs is None:
         segs = max_gro_segs(gso_size, ip=ip)
-    _check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets")
+    check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets", function=where)
     if upper == "bridge_forward":
         notes.append("bridged port to port: br_forward -> br_dev_queue_push_xmit -> dev_queue_xmit(eth0); "
                      "br0's features are never consulted (net/bridge/br_forward.c, 6.1)")
@@ -244,6 +247,10 @@ What this throughput model can and cannot tell you.
 """
 
 
+_COST_MEANING = "cycles per operation or per byte, bytes for ethernet_overhead_bytes; 0 takes it as free"
+_COST_RATES = {"cpu_hz": "the router CPU's clock, Hz", "link_bps": "the link rate, bit/s"}  # divisors: > 0
+
+
 @dataclass(frozen=True)
 class RouterCosts:
     """Per-operation costs (cycles unless the name says per_byte) and the CPU/link they run on.
@@ -255,8 +262,22 @@ class RouterCosts:
     values: Mapping[str, float]
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        # Every value finite and >= 0 (0: an operation taken as free); the CPU clock and the link rate divide.
+        for name, value in self.values.items():
+            if name in _COST_RATES:
+                check_float(name, value, 0, None, _COST_RATES[name], lo_excluded=True, function="router.RouterCosts")
+            else:
+                check_float(name, value, 0, None, _COST_MEANING, function="router.RouterCosts")
+        missing = sorted(_COST_NAMES - set(self.values))
+        if missing:
+            raise ArgumentError(f"router.RouterCosts: values lacks {', '.join(missing)} (data/router_costs.toml "
+                                "has them all; RouterCosts.from_table(**overrides) starts from it)",
+                                function="router.RouterCosts", param="values")
+
     @classmethod
-    def from_table(cls, **overrides: float) -> RouterCosts:
+    @public
+    def from_table(cls, **overrides: Annotated[float, In(0, None, _COST_MEANING)]) -> RouterCosts:
         from vnetlab.tables import load_table
 
         table = load_table("router_costs")
@@ -269,21 +290,23 @@ class RouterCosts:
                 sources[name] = section.source(name)
         for name, value in overrides.items():
             if name not in values:
-                raise ValueError(f"unknown cost parameter {name!r}; known: {', '.join(sorted(values))}")
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+                raise ArgumentError(f"router.RouterCosts.from_table: unknown cost parameter {name!r}; known: "
+                                    f"{', '.join(sorted(values))}", function="router.RouterCosts.from_table",
+                                    param=name)
             values[name] = float(value)
             sources[name] = "override"
-        return cls(values, sources)
+        return cls(values, sources)  # __post_init__ checks the ranges
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
 
-    def with_(self, **overrides: float) -> RouterCosts:
+    @public
+    def with_(self, **overrides: Annotated[float, In(0, None, _COST_MEANING)]) -> RouterCosts:
         merged = dict(self.values)
         for name, value in overrides.items():
             if name not in merged:
-                raise ValueError(f"unknown cost parameter {name!r}; known: {', '.join(sorted(merged))}")
+                raise ArgumentError(f"router.RouterCosts.with_: unknown cost parameter {name!r}; known: "
+                                    f"{', '.join(sorted(merged))}", function="router.RouterCosts.with_", param=name)
             merged[name] = float(value)
         return RouterCosts(merged, {**self.sources, **{n: "override" for n in overrides}})
 
@@ -307,6 +330,7 @@ COST_OF_OP = {
     "segment_copied_bytes": "copy_per_byte",
     "linearized_bytes": "copy_per_byte",
 }
+_COST_NAMES = frozenset(COST_OF_OP.values()) | {"cpu_hz", "link_bps", "ethernet_overhead_bytes", "dma_cache_per_byte"}
 
 
 @dataclass(frozen=True)
@@ -327,6 +351,7 @@ class RouterThroughput:
         return self.cycles_per_batch / self.packets_per_batch
 
 
+@public
 def router_throughput(result: RouterResult, costs: RouterCosts | None = None, *,
                       drop_untranslated: bool = False) -> RouterThroughput:
     """UDP goodput (payload bits per second) of the router in ``result``: the CPU-bound packet rate
@@ -344,24 +369,30 @@ def router_throughput(result: RouterResult, costs: RouterCosts | None = None, *,
     by_op["dma_cache_bytes"] = 2 * wire_bytes * c["dma_cache_per_byte"]  # received and transmitted once
     total = sum(by_op.values())
     n = max(1, result.wire_packets)
-    cpu_pps = c["cpu_hz"] / (total / n)
+    cpu_pps = c["cpu_hz"] / (total / n) if total else math.inf  # every cost 0: the CPU is free, the link bounds
     frame = wire_bytes / n + c["ethernet_overhead_bytes"]
-    link_pps = c["link_bps"] / (8 * frame)
+    link_pps = c["link_bps"] / (8 * frame) if frame else math.inf
     pps = min(cpu_pps, link_pps)
     fraction = result.nat_translated / max(1, result.datagrams_out) if drop_untranslated else 1.0
     payload = result.payload_bytes / n
-    return RouterThroughput(total, by_op, n, cpu_pps, link_pps, pps * payload * 8 * fraction,
+    goodput = pps * payload * 8 * fraction if payload and fraction else 0.0  # nothing forwarded: 0, not inf * 0
+    return RouterThroughput(total, by_op, n, cpu_pps, link_pps, goodput,
                             "cpu" if cpu_pps < link_pps else "link", fraction)
 
 
+@public
 def router_gap(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
                drop_untranslated: bool = False) -> float:
     """goodput(after) / goodput(before) under the same costs."""
     a = router_throughput(after, costs, drop_untranslated=drop_untranslated)
     b = router_throughput(before, costs, drop_untranslated=drop_untranslated)
+    if not b.goodput_bps:
+        raise ArgumentError("router.router_gap: before forwards no UDP payload (goodput 0), so no ratio exists; "
+                            f"{before.describe()}", function="router.router_gap", param="before")
     return a.goodput_bps / b.goodput_bps
 
 
+@public
 def sensitivity(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
                 factors: Sequence[float] = (0.5, 2.0)) -> dict[str, tuple[float, ...]]:
     """How the gap moves when one cost at a time is scaled by each of ``factors`` (a tornado table):
@@ -373,8 +404,11 @@ def sensitivity(before: RouterResult, after: RouterResult, costs: RouterCosts | 
     return out
 
 
+@public
 def router_gap_requirements(before: RouterResult, after: RouterResult, costs: RouterCosts | None = None, *,
-                            target: float = 50.0, max_factor: float = 1e6) -> dict[str, float | None]:
+                            target: Annotated[float, In(0, None, "goodput after / before", lo_excluded=True)] = 50.0,
+                            max_factor: Annotated[float, In(1, None, "times the default value")] = 1e6,
+                            ) -> dict[str, float | None]:
     """For each cost parameter alone: the value it would need for goodput(after)/goodput(before) to reach
     ``target`` (None if no value up to ``max_factor`` times the default gets there). This is the "what
     has to be true for a 50x gap" question; compare each answer with what the operation could cost."""
@@ -436,8 +470,9 @@ class LostSegments:
                 f"{self.link_bps / 1e9:g} Gbps link / {round(1 / self.delivered)} = {self.mbps} Mbps")
 
 
-def lost_segments(*, kernel: str | Kernel = "5.10", nic: str = "router", upper: str = "vlan", gso_size: int = 1472,
-                  ip: int = 4, costs: RouterCosts | None = None) -> LostSegments:
+@public
+def lost_segments(*, kernel: str | Kernel = "5.10", nic: str = "router", upper: str = "vlan",
+                  gso_size: UdpPayloadLen = 1472, ip: IpVersion = 4, costs: RouterCosts | None = None) -> LostSegments:
     """Goodput of the seed's VLAN NAT router when only the NATed datagrams count: the workbook's "1 Gbps / N".
 
     Before c3df39ac9b0e (v5.11-rc7; 3d6df63a5cbe in 5.10.15) __udp_gso_segment_list() (net/ipv4/udp_offload.c)

@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from vnetlab.checks import public
 from vnetlab.errors import TableError
 
 
@@ -36,13 +37,16 @@ class Section:
     def __contains__(self, field: object) -> bool:
         return field in self.values
 
+    @public
     def get(self, field: str, default: Any = None) -> Any:
         return self.values.get(field, default)
 
+    @public
     def source(self, field: str) -> str:
         self[field]
         return self.sources[field]
 
+    @public
     def typed(self, field: str, kind: type | tuple[type, ...]) -> Any:
         """The value of ``field``, checked to be of ``kind`` (bool is not accepted as int)."""
         value = self[field]
@@ -92,6 +96,7 @@ def _leaf(table: str, where: str, field: str, raw: Any) -> tuple[Any, str]:
     return raw["value"], source
 
 
+@public
 def parse_table(name: str, text: str) -> Table:
     """Parse the TOML text of table ``name`` (used by :func:`load_table`; tests call it directly)."""
     try:
@@ -165,6 +170,7 @@ def _expand_bases(table: str, sections: dict[str, Section]) -> dict[str, Section
     return {sec_name: full(sec_name) for sec_name in sections}
 
 
+@public
 @cache
 def load_table(name: str) -> Table:
     """Load ``data/<name>.toml`` through importlib.resources (works from a wheel and from a checkout)."""

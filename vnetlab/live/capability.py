@@ -8,6 +8,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from vnetlab.checks import public
 from vnetlab.errors import LiveError, LiveUnavailable
 from vnetlab.live.commands import COMMAND_TIMEOUT, NOT_LINUX, run, unique_netns_name
 from vnetlab.live.netlink import netlink_error, pyroute2_error
@@ -27,6 +28,7 @@ class Capability:
         return self.ok
 
 
+@public
 def diagnose(
     *,
     platform: str,
@@ -113,6 +115,7 @@ _CAPABILITY_CACHE: dict[bool, Capability] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+@public
 def available(*, labs: bool = True, refresh: bool = False) -> Capability:
     """Whether the live path works here: truthy, or falsy with ``.reason`` explaining what is missing.
 
@@ -147,6 +150,7 @@ def available(*, labs: bool = True, refresh: bool = False) -> Capability:
         return cap
 
 
+@public
 def require(*, labs: bool = True) -> Capability:
     """:func:`available`, raising :class:`LiveUnavailable` with its reason when the answer is no."""
     cap = available(labs=labs)

@@ -13,8 +13,9 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
+from vnetlab.checks import In, public
 from vnetlab.errors import LiveError, LiveUnavailable
 
 # Every namespace a Lab creates starts with this, so a leftover is recognisable as vnetlab's.
@@ -30,6 +31,7 @@ NOT_LINUX = (
 )
 
 
+@public
 def off_event_loop(fn: Callable[[], Any]) -> Any:
     """Run ``fn`` in a short-lived thread and return its result (or raise its exception).
 
@@ -56,7 +58,9 @@ def off_event_loop(fn: Callable[[], Any]) -> Any:
     return out.get("value")
 
 
-def run(argv: list[str], *, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
+@public
+def run(argv: list[str], *, timeout: Annotated[float, In(0, None, "seconds", lo_excluded=True)],
+        check: bool = True) -> subprocess.CompletedProcess[str]:
     if not sys.platform.startswith("linux"):
         raise LiveUnavailable(NOT_LINUX.format(platform=sys.platform))
     try:
@@ -71,10 +75,12 @@ def run(argv: list[str], *, timeout: float, check: bool = True) -> subprocess.Co
     return done
 
 
+@public
 def netns_argv(netns: str | None, argv: list[str]) -> list[str]:
     return argv if netns is None else ["ip", "netns", "exec", netns, *argv]
 
 
+@public
 def check_netns_exists(netns: str | None) -> None:
     # pyroute2 would otherwise create a missing namespace (its default open flag is O_CREAT).
     if netns is not None and not os.path.exists(os.path.join("/run/netns", netns)):
@@ -85,6 +91,7 @@ def check_netns_exists(netns: str | None) -> None:
 _CLONE_NEWNET = 0x40000000
 
 
+@public
 def enter_netns(netns: str) -> None:
     """setns(CLONE_NEWNET) of the calling thread into the named namespace (ip netns's /run/netns/NAME)."""
     import ctypes
@@ -99,6 +106,7 @@ def enter_netns(netns: str) -> None:
         os.close(fd)
 
 
+@public
 def in_netns(netns: str | None, fn: Callable[[], Any]) -> Any:
     """Run ``fn`` in a short-lived thread that has entered ``netns`` (setns(CLONE_NEWNET) moves only the
     calling thread); sockets it opens stay in that namespace. None runs it in this namespace's thread."""
@@ -114,11 +122,13 @@ def in_netns(netns: str | None, fn: Callable[[], Any]) -> Any:
 _IFNAME = re.compile(r"^[^\s/:]+$")
 
 
+@public
 def check_ifname(name: str, param: str) -> None:
     # net/core/dev.c dev_valid_name: non-empty, shorter than IFNAMSIZ, no '/', ':' or whitespace, not . or ..
     if not isinstance(name, str) or not _IFNAME.match(name) or len(name) >= IFNAMSIZ or name in (".", ".."):
         raise ValueError(f"{param}: {name!r} is not a valid interface name (1-15 chars, no '/', ':' or spaces)")
 
 
+@public
 def unique_netns_name(tag: str) -> str:
     return f"{NETNS_PREFIX}-{tag}-{os.getpid()}-{secrets.token_hex(3)}"

@@ -11,8 +11,9 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from vnetlab.checks import DeviceMtu, In, IpVersion, UdpPayloadLen, public
 from vnetlab.live.commands import in_netns
 from vnetlab.live.compare import Comparison, compare_k, model_ethtool_k
 from vnetlab.live.lab import Lab, LiveDevice
@@ -119,6 +120,7 @@ class _MirrorModel:
         return MirrorRow(label, name, compare_k(model_k, kernel_k, device=name, fields=fields), kernel_k)
 
 
+@public
 def mirror_lab(*, kernel: str | None = None, steps: Iterable[tuple[str, tuple[tuple, ...]]] | None = None,
                fields: Iterable[str] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
     """Build MIRROR_DEVICES in a namespace lab and in the model (``kernel``, default the running kernel's
@@ -149,6 +151,7 @@ def mirror_lab(*, kernel: str | None = None, steps: Iterable[tuple[str, tuple[tu
     return rows
 
 
+@public
 def mirror_replay(recorded: Iterable[tuple[str, tuple[tuple, ...], Mapping[str, Mapping[str, tuple]]]], *,
                   kernel: str, fields: Iterable[str] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
     """:func:`mirror_lab` against a recorded kernel: each (step label, operations, {device: kernel_k}) applied
@@ -164,6 +167,7 @@ def mirror_replay(recorded: Iterable[tuple[str, tuple[tuple, ...], Mapping[str, 
 
 
 
+@public
 def mirror_table(rows: Iterable[MirrorRow]) -> str:
     """One line per step of :func:`mirror_lab`: ``agree`` when all devices show the same features in the kernel
     and the model, else ``DIFFER`` with each differing device's features below; a count at the end."""
@@ -181,6 +185,7 @@ def mirror_table(rows: Iterable[MirrorRow]) -> str:
 BRIDGE_STEPS = ("v1 tx-udp-segmentation off (one bridge port)", "v3 tx-udp-segmentation off (both bridge ports)")
 
 
+@public
 def bridge_ports(rows: Iterable[MirrorRow], *, kernel: str) -> str:
     """br0's ``tx-udp-segmentation`` after each of :data:`BRIDGE_STEPS`, the kernel's (from ``rows``, live or
     recorded :class:`MirrorRow`) beside a fresh model of ``kernel`` with only the two ports (net/bridge/br_if.c
@@ -272,6 +277,7 @@ def _side_text(r: SideResult) -> str:
     return text
 
 
+@public
 def transfer_table(rows: Iterable[TransferRow], *, by: str = "send") -> str:
     """One line per transfer of :func:`udp_segment_lab`, :func:`veth_gro_lab` or :func:`vxlan_lab`: ``agree``
     or ``DIFFER``, the case, then the kernel's result and the model's: "(same)" where they agree, else the model's
@@ -453,7 +459,8 @@ def _configure_kernel_rx(pair: _Pair, config: Mapping[str, bool]) -> None:
 
 # The kernel's own selftest cases (tools/testing/selftests/net/udpgso.c testcases_v4 / _v6, MTU 1500), as
 # (payload length, UDP_SEGMENT) with the IPv4 / IPv6 MSS 1472 / 1452 written out per IP version.
-def udp_segment_cases(ip: int = 4, kernel: str | None = None) -> tuple[tuple[int, int], ...]:
+@public
+def udp_segment_cases(ip: IpVersion = 4, kernel: str | None = None) -> tuple[tuple[int, int], ...]:
     """(length, gso_size) pairs of the selftest for ``ip`` at MTU 1500, with UDP_MAX_SEGMENTS of ``kernel``."""
     from vnetlab import udp
 
@@ -465,8 +472,9 @@ def udp_segment_cases(ip: int = 4, kernel: str | None = None) -> tuple[tuple[int
             (1, 1), (2, 1), (5, 2), (segs, 1), (segs + 1, 1))
 
 
-def udp_segment_lab(cases: Iterable[tuple[int, int]] | None = None, *, ip: int = 4, mtu: int = 1500,
-                    udp_gro: bool = False, sender: Mapping[str, bool] | None = None,
+@public
+def udp_segment_lab(cases: Iterable[tuple[int, int]] | None = None, *, ip: IpVersion = 4,
+                    mtu: DeviceMtu = 1500, udp_gro: bool = False, sender: Mapping[str, bool] | None = None,
                     kernel: str | None = None) -> list[TransferRow]:
     """Each (length, gso_size) sent with a real UDP_SEGMENT socket over a veth pair into a socket in another
     namespace (UDP_GRO set when ``udp_gro``), beside vnetlab.udp for the running kernel's profile.
@@ -496,8 +504,11 @@ VETH_GRO_CONFIGS: tuple[tuple[str, Mapping[str, bool]], ...] = (
 )
 
 
-def veth_gro_lab(configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None, *, segs: int = 10,
-                 gso_size: int = 1400, ip: int = 4, udp_gro: bool = True,
+@public
+def veth_gro_lab(configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None, *,
+                 segs: Annotated[int, In(1, 64, "segments per send: UDP_MAX_SEGMENTS (1 << 6) of 5.10-6.1")] = 10,
+                 gso_size: UdpPayloadLen = 1400,
+                 ip: IpVersion = 4, udp_gro: bool = True,
                  kernel: str | None = None) -> list[TransferRow]:
     """A UDP_SEGMENT send of ``segs`` x ``gso_size`` across a veth pair per receive configuration of the
     peer (GRO, rx-udp-gro-forwarding, rx-gro-list, an XDP_PASS program), kernel beside vnetlab: recvmsg calls
@@ -530,6 +541,7 @@ VXLAN_RX_CONFIGS: tuple[tuple[str, Mapping[str, bool]], ...] = (
 )
 
 
+@public
 def vxlan_lab(lengths: Iterable[tuple[int, int]] = ((14000, 1400), (1400, 0)), *,
               configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None, udp_gro: bool = False,
               kernel: str | None = None) -> list[TransferRow]:

@@ -10,8 +10,9 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from vnetlab.checks import DeviceMtu, In, check_float, public
 from vnetlab.errors import LabTimeout, LiveError
 from vnetlab.live.capability import require
 from vnetlab.live.commands import COMMAND_TIMEOUT, check_ifname, netns_argv, run, unique_netns_name
@@ -23,6 +24,7 @@ _OWNED_NETNS: set[str] = set()
 
 _OWNED_NETNS: set[str] = set()
 _OWNED_LOCK = threading.Lock()
+Vni = Annotated[int, In(0, (1 << 24) - 1, "VXLAN VNI: 24 bits (drivers/net/vxlan VXLAN_N_VID)")]
 
 
 def _delete_netns(name: str) -> str | None:
@@ -52,12 +54,14 @@ class LiveDevice:
     netns: str | None
     kind: str = "device"
 
+    @public
     def features(self, *, backend: str = "auto") -> DeviceFeatures:
         return read_features(self.name, netns=self.netns, backend=backend)
 
     def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
         return self.features().ethtool_k()
 
+    @public
     def ethtool_K(self, changes: Mapping[str, bool]) -> SetResult:  # noqa: N802 (ethtool's own spelling)
         return set_features(self.name, changes, netns=self.netns)
 
@@ -84,8 +88,8 @@ class Lab:
     _devices: dict[tuple[str, str], LiveDevice] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        check_float("timeout", self.timeout, 0, None, "seconds the whole lab may take", lo_excluded=True,
+                    function="live.Lab")
         if not re.fullmatch(r"[a-z0-9]{1,12}", self.tag):
             raise ValueError(f"tag must be 1-12 lowercase letters or digits, got {self.tag!r}")
 
@@ -172,6 +176,7 @@ class Lab:
         ns = self._own_netns(netns)
         return self._devices.get((ns, dev)) or LiveDevice(name=dev, netns=ns)
 
+    @public
     def veth(self, name: str, peer: str, *, netns: str | None = None, peer_netns: str | None = None,
              up: bool = True) -> tuple[LiveDevice, LiveDevice]:
         """A veth pair; ``peer_netns`` puts the peer in another namespace of this lab."""
@@ -189,6 +194,7 @@ class Lab:
             self.up(b)
         return a, b
 
+    @public
     def macvlan(self, name: str, *, lower: LiveDevice | str, mode: str = "bridge", up: bool = True) -> LiveDevice:
         """A macvlan device on ``lower`` (in the lower device's namespace)."""
         check_ifname(name, "name")
@@ -202,6 +208,7 @@ class Lab:
             self.up(dev)
         return dev
 
+    @public
     def bridge(self, name: str, *, netns: str | None = None, up: bool = True) -> LiveDevice:
         check_ifname(name, "name")
         ns = self._own_netns(netns)
@@ -211,6 +218,7 @@ class Lab:
             self.up(dev)
         return dev
 
+    @public
     def set_master(self, port: LiveDevice | str, master: LiveDevice | str) -> None:
         """Enslave ``port`` to ``master`` (a bridge), as ``ip link set PORT master MASTER``."""
         p = self._resolve(port, "port")
@@ -220,12 +228,14 @@ class Lab:
         assert p.netns is not None
         self._ip(p.netns, "link", "set", "dev", p.name, "master", m.name)
 
+    @public
     def up(self, dev: LiveDevice | str) -> None:
         d = self._resolve(dev, "dev")
         assert d.netns is not None
         self._ip(d.netns, "link", "set", "dev", d.name, "up")
 
-    def vxlan(self, name: str, *, vni: int, underlay: LiveDevice | str, local: str = "10.0.0.1",
+    @public
+    def vxlan(self, name: str, *, vni: Vni, underlay: LiveDevice | str, local: str = "10.0.0.1",
               remote: str | None = None, up: bool = True) -> LiveDevice:
         """``ip link add NAME type vxlan id VNI dstport 4789 dev UNDERLAY local LOCAL [remote REMOTE]`` in the
         underlay's namespace (VNI: 24 bits, drivers/net/vxlan/vxlan_core.c VXLAN_N_VID)."""
@@ -242,31 +252,38 @@ class Lab:
             self.up(dev)
         return dev
 
+    @public
     def set_multicast(self, dev: LiveDevice | str, on: bool) -> None:
         """``ip link set DEV multicast on|off`` (IFF_MULTICAST): off, IPv6 sends no MLD reports while measuring."""
         d = self._resolve(dev, "dev")
         assert d.netns is not None
         self._ip(d.netns, "link", "set", "dev", d.name, "multicast", "on" if on else "off")
 
+    @public
     def mtu(self, dev: LiveDevice | str) -> int:
         """The device's MTU (ip -j link show)."""
         return int(self.link_json(dev)["mtu"])
 
-    def set_mtu(self, dev: LiveDevice | str, mtu: int) -> None:
+    @public
+    def set_mtu(self, dev: LiveDevice | str,
+                mtu: DeviceMtu) -> None:
         d = self._resolve(dev, "dev")
         assert d.netns is not None
         self._ip(d.netns, "link", "set", "dev", d.name, "mtu", str(int(mtu)))
 
+    @public
     def link_json(self, dev: LiveDevice | str) -> dict[str, Any]:
         """``ip -j -s link show DEV`` (with the stats64 counters)."""
         d = self._resolve(dev, "dev")
         done = run(["ip", "-n", str(d.netns), "-j", "-s", "link", "show", "dev", d.name], timeout=self._remaining())
         return json.loads(done.stdout)[0]
 
+    @public
     def rx_packets(self, dev: LiveDevice | str) -> int:
         """rx packets of ``dev`` (for a veth: veth_get_stats64, the skbs it received by either path)."""
         return int(self.link_json(dev)["stats64"]["rx"]["packets"])
 
+    @public
     def ethtool_stats(self, dev: LiveDevice | str) -> dict[str, int]:
         """``ethtool -S DEV`` as {name: value} (a veth: rx_queue_N_xdp_packets counts its NAPI path)."""
         d = self._resolve(dev, "dev")
@@ -278,27 +295,32 @@ class Lab:
                 out[name.strip()] = int(value)
         return out
 
+    @public
     def sysctl(self, netns: str, key: str, value: str) -> None:
         run(["ip", "netns", "exec", netns, "sysctl", "-q", "-w", f"{key}={value}"], timeout=self._remaining())
 
+    @public
     def addr(self, dev: LiveDevice | str, cidr: str) -> None:
         d = self._resolve(dev, "dev")
         assert d.netns is not None
         extra = ["nodad"] if ":" in cidr else []
         self._ip(d.netns, "addr", "add", cidr, "dev", d.name, *extra)
 
+    @public
     def neigh(self, dev: LiveDevice | str, ip_addr: str, lladdr: str) -> None:
         """A permanent neighbour entry, so no ARP / ND packet crosses the link during a measurement."""
         d = self._resolve(dev, "dev")
         assert d.netns is not None
         self._ip(d.netns, "neigh", "replace", ip_addr, "lladdr", lladdr, "dev", d.name, "nud", "permanent")
 
+    @public
     def attach_xdp_pass(self, dev: LiveDevice | str) -> None:
         """Attach a two-instruction XDP_PASS program in native mode (r0 = XDP_PASS; exit), loaded with the
         bpf() syscall and attached over rtnetlink (IFLA_XDP_FD); it lives as long as the device does."""
         d = self._resolve(dev, "dev")
         attach_xdp_pass(d.name, d.netns)
 
+    @public
     def device(self, name: str, *, netns: str | None = None) -> LiveDevice:
         return self._resolve(name, "name", netns)
 

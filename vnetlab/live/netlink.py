@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from vnetlab.checks import public
 from vnetlab.errors import LiveError
 from vnetlab.ethtool import FeatureState
 from vnetlab.live.commands import COMMAND_TIMEOUT, enter_netns, off_event_loop
@@ -101,6 +102,7 @@ def _raw_netlink_socket_in(netns: str) -> Any:
     return out["sock"]
 
 
+@public
 def genl_socket(netns: str | None) -> Any:
     from pyroute2.netlink.generic import GenericNetlinkSocket
 
@@ -150,6 +152,7 @@ def _netlink_error_text(exc: Exception, device: str, netns: str | None) -> str:
     return f"ethtool netlink request for {device!r}{where} failed: {exc}"
 
 
+@public
 def read_netlink(device: str, netns: str | None) -> dict[str, FeatureState]:
     """{name: FeatureState} of ``device`` from one ETHTOOL_MSG_FEATURES_GET (in ``netns``)."""
     return off_event_loop(lambda: _read_netlink_here(device, netns))
@@ -192,6 +195,7 @@ def _read_netlink_here(device: str, netns: str | None) -> dict[str, FeatureState
     return states
 
 
+@public
 def set_netlink(device: str, netns: str | None, wanted: Mapping[str, bool]) -> None:
     off_event_loop(lambda: _set_netlink_here(device, netns, wanted))
 

@@ -18,9 +18,10 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from vnetlab.errors import LiveUnavailable
+from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError, LiveUnavailable
 
 __all__ = ["RunningProfile", "match_profile", "parse_release", "running_profile"]
 
@@ -63,7 +64,8 @@ class RunningProfile(str):
         return (f"RunningProfile({self.profile!r}, release={self.release!r}, closeness={self.closeness!r}, "
                 f"may_differ={self.may_differ!r})")
 
-    def short(self, width: int = 100) -> str:
+    @public
+    def short(self, width: Annotated[int, In(1, None, "columns")] = 100) -> str:
         """The release, the profile, the closeness and the rules that may differ, wrapped at ``width``."""
         import textwrap
 
@@ -92,6 +94,7 @@ def _key(version: str) -> tuple[int, int, int]:
     return parts[0], parts[1], parts[2]
 
 
+@public
 def parse_release(release: str, version: str | None = None) -> tuple[tuple[int, int, int | None], str, str]:
     """(major, minor, patch or None when the string does not tell), the distribution, and how it was read.
 
@@ -102,7 +105,8 @@ def parse_release(release: str, version: str | None = None) -> tuple[tuple[int, 
         raise ValueError(f"release must be a `uname -r` string such as '6.1.0-37-amd64', got {release!r}")
     m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", release.strip())
     if m is None:
-        raise ValueError(f"release={release!r} does not start with a kernel version such as 6.18")
+        raise ArgumentError(f"live.parse_release: release={release!r} does not start with a kernel version such as "
+                            "6.18 (`uname -r`)", function="live.parse_release", param="release")
     major, minor = int(m[1]), int(m[2])
     patch = None if m[3] is None else int(m[3])
     rest = release.strip()[m.end():]
@@ -140,6 +144,7 @@ def _differing(rules: Mapping[str, Mapping[str, Any]], names: list[str]) -> tupl
     return tuple(sorted(k for k in keys if len({repr(rules[n].get(k)) for n in names}) > 1))
 
 
+@public
 def match_profile(release: str, rules: Mapping[str, Mapping[str, Any]], version: str | None = None
                   ) -> RunningProfile:
     """:func:`running_profile` over ``rules`` ({profile version: {rule: value}}), so that it can be asked
@@ -195,6 +200,7 @@ def match_profile(release: str, rules: Mapping[str, Mapping[str, Any]], version:
                   f"{above[0]}.")
 
 
+@public
 def running_profile(release: str | None = None, version: str | None = None) -> RunningProfile:
     """The modelled profile for the running kernel, or for ``release`` (``uname -r``; ``version``, ``uname -v``,
     helps read Debian's ABI names). A :class:`RunningProfile`: a ``str`` naming the profile, with

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from vnetlab.checks import public
 from vnetlab.errors import LiveError, LiveUnavailable
 from vnetlab.live.commands import COMMAND_TIMEOUT, in_netns
 from vnetlab.live.netlink import pyroute2_error
@@ -89,6 +90,7 @@ def _attach_pyroute2(ifname: str, fd: int) -> None:
         ipr.link("set", index=index, xdp_fd=fd)
 
 
+@public
 def attach_xdp_pass(ifname: str, netns: str | None, *, backend: str = "auto") -> None:
     """Attach an XDP_PASS program (:func:`load_xdp_pass`) to ``ifname`` in ``netns``; it lives as long as the
     device does. ``backend``: "pyroute2", "rtnetlink" (the message built here) or "auto" (pyroute2 when it
