@@ -31,7 +31,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from vnetlab import router as _router
 from vnetlab.skb import Skb
-from vnetlab.viz.stacks import PATCH_KERNELS, Stack, _column, _draw_column
+from vnetlab.stack import PATCH_KERNELS, Stack
+from vnetlab.viz.stacks import _column, _draw_column
 from vnetlab.viz.style import DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, wrap_px
 
 __all__ = ["ROUTER_MEASURED_BPS", "GRO_MODES", "ROUTER_UPPERS", "KIND_STYLE", "RouterStory", "router_run",
