@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from vnetlab import labdata, netdev, router
+from vnetlab import labdata, router
 from vnetlab.profiles import kernel as _profile
 from vnetlab.profiles import known_kernels
 from vnetlab.segment import gso_skb
+from vnetlab.stack import build_stack
 from vnetlab.xmit import send
 
 
 def _stack(kernel, upper, **nic_params):
-    net = netdev.Namespace(kernel=kernel)
-    eth = net.nic("eth0", driver="router", **nic_params)
-    if upper == "vlan":
-        return net.vlan("eth0.10", lower=eth, vid=10)
-    if upper == "macvlan":
-        return net.macvlan("mv0", lower=eth)
-    master = net.bridge("br0") if upper == "bridge" else net.bond("bond0")
-    net.set_master(eth, master)
-    return master
+    """The top device of ``upper`` on the router NIC (vnetlab.stack.build_stack, the one stack builder)."""
+    return build_stack(kernel=kernel, upper=upper, nic="router", nic_params=nic_params).egress
 
 
 @pytest.mark.parametrize("upper", ["vlan", "macvlan"])
@@ -60,8 +54,7 @@ def test_bridge_one_for_all_subtlety():
 
 def test_fraglist_on_virtio_net_vlan_is_segmented_at_the_vlan_after_the_patch():
     # kernel-facts D.6: the VLAN's NETIF_F_FRAGLIST follows virtio_net's (none), so skb_gso_ok fails at the VLAN
-    net = netdev.Namespace(kernel="6.1")
-    v = net.vlan("eth0.10", lower=net.nic("eth0", driver="virtio_net"), vid=10)
+    v = build_stack(kernel="6.1", upper="vlan", nic="virtio_net").egress
     r = send(v, gso_skb(segs=20, gso_size=1400, fraglist=True))
     assert r.segmented_at == "eth0.10" and r.hop("eth0.10").method == "skb_segment_list"
 

@@ -8,6 +8,7 @@ import ipywidgets
 import pytest
 
 from vnetlab import cost, gro, router
+from vnetlab.stack import build_stack, device_cells, feature_states, send_gso
 from vnetlab.viz import costfig, featuregrid, grofig, labfig, routerfig, stacks
 from vnetlab.viz.style import MIN_FONT, regions
 from vnetlab.widgets import explorer, gropanels, stackpanels
@@ -105,8 +106,8 @@ def test_stacks_side_by_side_match_send(upper):
     found = regions(fig)
     texts = {t.get_gid(): t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid()}
     for col, k in enumerate(("5.10", "5.11")):
-        st = stacks.build_stack(kernel=k, upper=upper)
-        skb, tx = stacks.send_gso(st)
+        st = build_stack(kernel=k, upper=upper)
+        skb, tx = send_gso(st)
         assert f"{col}:gso_skb" in found
         n = len(tx.segments)
         assert texts[f"{col}:wire:label"].startswith(f"wire: {n} packet")
@@ -114,17 +115,17 @@ def test_stacks_side_by_side_match_send(upper):
             assert f"{col}:{h.name}" in found
             dev = st.net.devices[h.name]
             shown = dev.ethtool_k()  # expected: netdev's ethtool -k of the device
-            for name, eth, on, fixed in stacks.feature_states(dev):
+            for name, eth, on, fixed in feature_states(dev):
                 assert (on, fixed) == shown[eth]
                 lamp = found[f"{col}:{h.name}:{name}"]
                 word = f"{'on' if on else 'off'}{' [fixed]' if fixed else ''}"
                 assert texts[f"{col}:{h.name}:{name}:label"] in (f"{eth}\n{word}", f"{eth}\noff [requested on]")
-                state = featuregrid.device_cells(dev, (name,))[0].state
+                state = device_cells(dev, (name,))[0].state
                 assert matplotlib.colors.to_hex(lamp.get_facecolor()) == featuregrid.STATE_STYLE[state][0].lower()
                 assert (lamp.get_hatch() is not None) == (fixed or state == "requested on, off")
     # the patch: 5.10 segments in software at the upper device (not the bridge: full GSO_MASK), 5.11 does not
-    before = stacks.send_gso(stacks.build_stack(kernel="5.10", upper=upper))[1]
-    after = stacks.send_gso(stacks.build_stack(kernel="5.11", upper=upper))[1]
+    before = send_gso(build_stack(kernel="5.10", upper=upper))[1]
+    after = send_gso(build_stack(kernel="5.11", upper=upper))[1]
     assert after.segmented_at is None
     assert (before.segmented_at is None) == (upper == "bridge")
 
@@ -435,8 +436,8 @@ def test_legibility_check_finds_cut_off_and_overlapping_labels():
 
 def _stack_05():
     # notebook 05's figure: a UDP GSO skb (10 × 1000 B) down a VLAN on virtio_net
-    st = stacks.build_stack(kernel="6.1", upper="vlan", nic="virtio_net")
-    return (st, *stacks.send_gso(st, segs=10, gso_size=1000, fraglist=False))
+    st = build_stack(kernel="6.1", upper="vlan", nic="virtio_net")
+    return (st, *send_gso(st, segs=10, gso_size=1000, fraglist=False))
 
 
 def _explorer_fig(kernel, nic, upper):
