@@ -22,6 +22,7 @@ from typing import Any
 
 from vnetlab import features as _features
 from vnetlab import udp as _udp
+from vnetlab.checks import public
 from vnetlab.gro import UDP_GRO_CNT_MAX
 from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
@@ -109,6 +110,7 @@ class RouterResult:
         return "\n".join([head, *(str(h) for h in self.hops), *self.notes])
 
 
+@public
 def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
                  nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> tuple[Any, Any, Any]:
     """(namespace, egress, eth0) of the router's stack (:func:`router_stack`); kept for its callers."""
@@ -116,6 +118,7 @@ def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
     return st.net, _egress(st, upper), st.port
 
 
+@public
 def router_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
                  nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> Stack:
     """The router's egress stack, made by vnetlab.stack.build_stack: eth0 (``nic``, a key of vnetlab.stack.NICS)

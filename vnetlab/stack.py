@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from vnetlab import features as F
 from vnetlab import netdev, xmit
+from vnetlab.checks import In, public
+from vnetlab.gro import UDP_GRO_CNT_MAX
+from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
@@ -73,6 +76,11 @@ GRID_FEATURES = ("SG", "IP_CSUM", "HW_CSUM", "FRAGLIST", "TSO", "GSO_UDP_L4", "G
 
 # skb key -> (column title, fraglist?)
 SKB_KINDS = {"udp_gso": ("UDP GSO skb", False), "fraglist": ("fraglist GSO skb", True)}
+
+# A GRO skb's sizes: udp_gro_receive_segment stops at UDP_GRO_CNT_MAX packets (net/ipv4/udp_offload.c); a segment
+# carries at most what an IPv4 packet's 16-bit tot_len leaves after the IP and UDP headers.
+GroSegs = Annotated[int, In(1, UDP_GRO_CNT_MAX, "packets one UDP GRO skb holds (UDP_GRO_CNT_MAX)")]
+GsoSize = Annotated[int, In(1, IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN, "UDP payload bytes per segment (gso_size)")]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -132,8 +140,6 @@ def _lower(net: netdev.Namespace, nic: str, name: str | None, peer: str | None,
             raise ValueError(f"nic_params={dict(nic_params)!r}: a veth pair takes no probe parameters")
         i = next(i for i in range(0, 64, 2) if not {f"veth{i}", f"veth{i + 1}"} & set(net.devices))
         return net.veth(name or f"veth{i}", peer or f"veth{i + 1}")[0]
-    if not isinstance(nic_params, Mapping | None):
-        raise TypeError(f"nic_params must be a mapping of probe parameters, got {type(nic_params).__name__}")
     free = next(f"eth{i}" for i in range(64) if f"eth{i}" not in net.devices)
     return net.nic(name or free, driver=driver, **{**params, **dict(nic_params or {})})
 
@@ -143,6 +149,7 @@ def _one_of(name: str, value: object, known: Sequence[str], meaning: str) -> Non
         raise ValueError(f"{name} must be one of {', '.join(known)} ({meaning}), got {value!r}")
 
 
+@public
 def build_stack(*, kernel: str | Kernel = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
                 nic_params: Mapping[str, Any] | None = None,
                 settings: Mapping[str, Mapping[str, bool]] | None = None, port_nic: str | None = None,
@@ -184,11 +191,11 @@ def build_stack(*, kernel: str | Kernel = DEFAULT_KERNEL, upper: str = "vlan", n
     return stack
 
 
-def send_gso(stack: Stack, *, segs: int = 44, gso_size: int = 1472, fraglist: bool = True) -> tuple[Skb, xmit.TxResult]:
+@public
+def send_gso(stack: Stack, *, segs: GroSegs = 44, gso_size: GsoSize = 1472,
+             fraglist: bool = True) -> tuple[Skb, xmit.TxResult]:
     """A forwarded UDP GRO skb (fraglist: rx-gro-list; else rx-udp-gro-forwarding) sent to the stack's top device
     (xmit.gso_skb, xmit.send)."""
-    if not isinstance(stack, Stack):
-        raise TypeError(f"stack must be a vnetlab.stack.Stack (from build_stack), got {type(stack).__name__}")
     skb = xmit.gso_skb(segs=segs, gso_size=gso_size, fraglist=fraglist)
     return skb, xmit.send(stack.egress, skb, kernel=stack.kernel, port=stack.port)
 
@@ -235,7 +242,8 @@ class Cell:
         }[self.state]
 
 
-def device_cells(dev: Any, names: Sequence[str]) -> list[Cell]:
+@public
+def device_cells(dev: netdev.Device, names: Sequence[str]) -> list[Cell]:
     """The cells of ``names`` (NETIF names) that this device's kernel has (NETIF_F_GSO_FRAGLIST is absent before
     5.6, ...), read from Device.ethtool_k and wanted_features."""
     t = F.table(dev.ns.kernel)
@@ -255,7 +263,8 @@ def device_cells(dev: Any, names: Sequence[str]) -> list[Cell]:
     return out
 
 
-def feature_states(dev: Any, names: Sequence[str] = STACK_FEATURES) -> list[tuple[str, str, bool, bool]]:
+@public
+def feature_states(dev: netdev.Device, names: Sequence[str] = STACK_FEATURES) -> list[tuple[str, str, bool, bool]]:
     """(NETIF_F name, ethtool name, on, fixed) for the features this kernel has, as ethtool -k shows them."""
     return [(c.feature, c.ethtool, c.on, c.fixed) for c in device_cells(dev, names)]
 
@@ -335,14 +344,13 @@ def _row_label(dev: Any) -> str:
     return f"{dev.kind} on {below}"
 
 
-def feature_grid(stack: Stack, *, udp_segs: int = 17, fraglist_segs: int = 44, gso_size: int = 1472,
+@public
+def feature_grid(stack: Stack, *, udp_segs: GroSegs = 17, fraglist_segs: GroSegs = 44, gso_size: GsoSize = 1472,
                  columns: Sequence[str] = GRID_FEATURES, send: bool = True) -> FeatureGrid:
     """Cells of every device (ethtool -k, wanted_features) and where each skb kind sent to ``stack.egress``
     is segmented. The UDP GSO skb holds its payload in frags (``udp_segs`` <= MAX_SKB_FRAGS 17 keeps it free of a
     frag_list, as a UDP_SEGMENT socket builds it); the fraglist skb is what rx-gro-list builds (xmit.gso_skb).
     ``send=False``: the cells only (no skb sent, no verdicts)."""
-    if not isinstance(stack, Stack):
-        raise TypeError(f"stack must be a vnetlab.stack.Stack (from build_stack), got {type(stack).__name__}")
     sent = {"udp_gso": send_gso(stack, segs=udp_segs, gso_size=gso_size, fraglist=False),
             "fraglist": send_gso(stack, segs=fraglist_segs, gso_size=gso_size, fraglist=True)} if send else {}
     devs = stack.devices()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vnetlab.checks import public
 from vnetlab.stack import STATES, Cell, device_cells
 from vnetlab.viz.style import FONT
 
@@ -27,6 +28,7 @@ STATE_STYLE: dict[str, tuple[str, str | None, str, str]] = {
 HATCH_COLOR = "#888888"  # hatches a shade lighter than the edges: the words on a hatched cell stay legible
 
 
+@public
 def cell_style(cell: Cell) -> tuple[str, str | None, str]:
     """(fill, hatch, one-line words) of a cell: the stack lamps' style."""
     face, hatch, word, _words = STATE_STYLE[cell.state]

@@ -23,6 +23,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from vnetlab.checks import public
 from vnetlab.profiles import DEFAULT_KERNEL
 
 # the grid's data, for the notebooks and panels that reach it through this module (notebook 40)
@@ -157,6 +158,7 @@ def _legend_line(ax: Any, y: float, caption: str, entries: Sequence[tuple[str, s
         x += _SWATCH[0] + 4 + text_px(words, small) + 16
 
 
+@public
 def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: str = "") -> Figure:
     """The grid figure, drawn at the width it is shown (FIG_WIDTH at 100 dpi); pass the figure of a previous
     call to redraw into its axes (the explorer panel does)."""
@@ -236,6 +238,7 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
     return fig
 
 
+@public
 def draw_stack_features(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan",
                         settings: Mapping[str, Mapping[str, bool]] | None = None, udp_segs: int = 17,
                         fraglist_segs: int = 44, gso_size: int = 1472, fig: Figure | None = None) -> Figure:

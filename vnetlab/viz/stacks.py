@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 from vnetlab import xmit
+from vnetlab.checks import public
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
 
@@ -35,6 +36,8 @@ from vnetlab.stack import (
     PATCH_KERNELS,
     STACK_FEATURES,
     UPPERS,
+    GroSegs,
+    GsoSize,
     Stack,
     build_stack,
     device_cells,
@@ -219,6 +222,7 @@ def _draw_column(ax: Any, col: str, column: _Column, skb: Skb, tx: xmit.TxResult
 # Widget figures are drawn at the width they are shown (JupyterLab's output area is about 900-1000 px).
 
 
+@public
 def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None = None, title: str = "") -> Figure:
     """One stack: GRO skb on top, each device the skb meets (features, validate_xmit_skb's verdict), the wire.
 
@@ -240,9 +244,10 @@ def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None 
     return fig
 
 
+@public
 def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = PATCH_KERNELS, nic: str = "router",
-                             nic_params: Mapping[str, Any] | None = None, segs: int = 44, gso_size: int = 1472,
-                             fraglist: bool = True, fig: Figure | None = None) -> Figure:
+                             nic_params: Mapping[str, Any] | None = None, segs: GroSegs = 44,
+                             gso_size: GsoSize = 1472, fraglist: bool = True, fig: Figure | None = None) -> Figure:
     """The same stack and skb on each kernel, left to right (before and after the GSO_SOFTWARE change), in one
     figure FIG_WIDTH wide."""
     if not kernels or len(kernels) > 3:

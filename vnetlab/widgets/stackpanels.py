@@ -17,8 +17,19 @@ import ipywidgets as W
 from matplotlib.figure import Figure
 
 from vnetlab import cost, segment, xmit
+from vnetlab.checks import public
 from vnetlab.profiles import DEFAULT_KERNEL, known_kernels
-from vnetlab.stack import NICS, PATCH_KERNELS, STACK_FEATURES, UPPERS, build_stack, feature_grid, send_gso
+from vnetlab.stack import (
+    NICS,
+    PATCH_KERNELS,
+    STACK_FEATURES,
+    UPPERS,
+    GroSegs,
+    GsoSize,
+    build_stack,
+    feature_grid,
+    send_gso,
+)
 from vnetlab.viz import costfig, routerfig, stacks
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, float_slider, size_slider
 from vnetlab.widgets.explorer import EthtoolCommand, EthtoolPanel, apply_ethtool, refusal_html
@@ -38,8 +49,9 @@ def _segs_cap(panel: Panel) -> None:
 # A GSO skb down a stack
 
 
+@public
 def stack_panel_state(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
-                      fraglist: bool = True, segs: int = 44, gso_size: int = 1472,
+                      fraglist: bool = True, segs: GroSegs = 44, gso_size: GsoSize = 1472,
                       ethtool: Sequence[EthtoolCommand] = (), fig: Figure | None = None) -> PanelState:
     """Build the stack (vnetlab.stack.build_stack), run the ``ethtool`` commands ((device, {ethtool name: on}), in
     order; a fixed feature's command is refused, see explorer.apply_ethtool), send a UDP GRO skb and draw it."""
@@ -57,8 +69,9 @@ def stack_panel_state(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic:
                                                "applied": applied})
 
 
+@public
 def stack_panel(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
-                fraglist: bool = True, segs: int = 44, gso_size: int = 1472) -> EthtoolPanel:
+                fraglist: bool = True, segs: GroSegs = 44, gso_size: GsoSize = 1472) -> EthtoolPanel:
     """A UDP GRO skb down a device stack, with ethtool -K toggles per device and the skb's size as sliders."""
     controls = {
         "kernel": choice(kernel, known_kernels(), "kernel"),
@@ -87,9 +100,10 @@ def _why_all_nated(rr: Any) -> str:
             "addresses; choose mainline 5.10 to see the lost segments")
 
 
+@public
 def router_panel_state(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", gro: str = "fraglist",
-                       upper: str = "vlan", drop_untranslated: bool = False, segs: int = 44, gso_size: int = 1472,
-                       fig: Figure | None = None) -> PanelState:
+                       upper: str = "vlan", drop_untranslated: bool = False, segs: GroSegs = 44,
+                       gso_size: GsoSize = 1472, fig: Figure | None = None) -> PanelState:
     """The router scenario for one kernel: the stack the GRO skb goes down (left) and the model goodput against
     the seed's 20 Mbps / 1 Gbps (right). ``drop_untranslated``: count only the segments that carry the NATed
     header (before c3df39ac9b0e skb_segment_list left segments 2..N un-NATed)."""
@@ -114,8 +128,10 @@ def router_panel_state(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", g
                            segs=segs, gso_size=gso_size), figure, text, rr, extra={"throughput": thr})
 
 
+@public
 def router_panel(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", gro: str = "fraglist",
-                 upper: str = "vlan", drop_untranslated: bool = False, segs: int = 44, gso_size: int = 1472) -> Panel:
+                 upper: str = "vlan", drop_untranslated: bool = False, segs: GroSegs = 44,
+                 gso_size: GsoSize = 1472) -> Panel:
     """The VLAN NAT router of the GSO_SOFTWARE patch, one kernel at a time."""
     nics = [(label, k) for k, (label, driver, params) in NICS.items() if driver != "veth" and not params]
     controls = {
@@ -146,6 +162,7 @@ COST_SLIDERS = {
 }
 
 
+@public
 def cost_panel_state(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp",
                      destination: str = "no_socket", fig: Figure | None = None, **op_ns: float) -> PanelState:
     """rx cost per operation for every kernel (``kernel`` highlighted) for one payload size, with costs = the
@@ -179,6 +196,7 @@ def _calibrated() -> cost.Costs:
     return _CAL[0]
 
 
+@public
 def cost_panel(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp",
                destination: str = "no_socket") -> Panel:
     """The receive cost model per kernel, with sliders for the payload and the main per-operation costs."""
