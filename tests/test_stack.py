@@ -4,6 +4,9 @@ bond0, veth0/veth1), which notebooks 40 and 50 show."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from vnetlab import router
@@ -63,6 +66,15 @@ def test_the_notebooks_names_in_viz_are_the_models():
     for name in ("feature_grid", "FeatureGrid", "device_cells", "Cell", "GRID_FEATURES", "SKB_KINDS", "STATES"):
         assert getattr(featuregrid, name) is getattr(__import__("vnetlab.stack").stack, name)
     assert set(featuregrid.STATE_STYLE) == set(featuregrid.STATES)  # every state has its drawing style
+
+
+def test_the_model_loads_without_the_drawings():
+    # the stack model is what exercises, router and lab data use: it must not pull matplotlib or ipywidgets in
+    code = ("import sys, vnetlab; st = vnetlab.stack.build_stack(); vnetlab.stack.feature_grid(st); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets') "
+            "or m.startswith(('vnetlab.viz', 'vnetlab.widgets'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
 
 
 # --- ports and settings: the kernel's feature rules through the builder ----------------------------------
