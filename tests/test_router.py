@@ -72,6 +72,20 @@ def test_router_scenario_510_vs_511():
     assert before.ops["dev_queue_xmit"] == 45 and after.ops["dev_queue_xmit"] == 2
 
 
+@pytest.mark.parametrize("upper, top", [("vlan_on_bond", "bond0.10"), ("macvlan_on_vlan", "mv0"),
+                                        ("vlan_on_bridge", "br0.10")])
+def test_router_on_a_nested_stack_segments_at_the_top_before_the_patch(upper, top):
+    # 2e4ef10f5850 (v5.11): NETIF_F_GSO_SOFTWARE gains GSO_FRAGLIST; before it the top logical device lacks it
+    # (vlan_dev_fix_features, macvlan_fix_features keep GSO_SOFTWARE only), so validate_xmit_skb runs
+    # skb_segment_list at the first device the routed GRO skb meets; after it every device passes it whole
+    before = router.router_scenario(kernel="5.10", upper=upper)
+    after = router.router_scenario(kernel="5.11", upper=upper)
+    assert before.egress == top and before.segmented_at == top and before.tx[0].hop(top).method == "skb_segment_list"
+    assert after.segmented_at is None and [h.action for h in after.hops][:-1] == ["passed", "passed"]
+    # 44 x 1472-byte datagrams fill one GRO skb (net/core/gro.c, 64 KiB cap); all reach the wire either way
+    assert before.wire_packets == after.wire_packets == 44
+
+
 def test_router_scenario_ipv6():
     # MTU 1500 - 40 (ipv6hdr) - 8 (udphdr) = 1452 by default; 45 segments fit a GRO skb (segment.max_gro_segs)
     r = router.router_scenario(kernel="6.1", ip=6)

@@ -28,6 +28,7 @@ from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import _check_int, check_ip, gso_skb, max_gro_segs
+from vnetlab.stack import UPPERS as STACK_UPPERS
 from vnetlab.stack import Stack, build_stack
 from vnetlab.xmit import Hop, TxResult, send
 
@@ -39,7 +40,8 @@ __all__ = [
 
 
 GRO_MODES = ("fraglist", "udp_fwd", "off")
-UPPERS = ("vlan", "macvlan", "bond", "bridge", "bridge_forward", "none")
+# every stack vnetlab.stack builds, and the bridge crossed port to port (br_forward: the frame leaves by eth0)
+UPPERS = (*STACK_UPPERS, "bridge_forward")
 #: ``nic=VETH``: eth0 is a veth whose peer (PEER) leads to the receiving host's UDP socket (the lab's vlan_veth).
 VETH, PEER = "veth", "peer0"
 
@@ -125,7 +127,8 @@ def router_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
     and ``upper`` on it.
 
     "vlan" eth0.10 on eth0; "macvlan" mv0 on eth0; "bond" bond0 with eth0 enslaved; "bridge" br0 with eth0
-    as port (egress br0); "bridge_forward" the same stack with egress eth0; "none" eth0 itself. ``port_nic`` adds
+    as port (egress br0); "bridge_forward" the same stack with egress eth0; "none" eth0 itself; any other key of
+    vnetlab.stack.UPPERS (e.g. "vlan_on_bond": bond0.10 on bond0 on eth0) the same way. ``port_nic`` adds
     eth1 of that driver as another bond slave or bridge port. ``nic=VETH`` makes eth0 a veth with peer PEER (the
     lab's vlan_veth).
     """
@@ -158,7 +161,8 @@ def router_scenario(
     NETIF_F_GRO_UDP_FWD, ~5.12+; on older kernels the packets are forwarded one by one) or "off".
     ``upper``: "vlan" (eth0.10 on eth0), "macvlan", "bond" (eth0 enslaved), "bridge" (routed out through
     br0 with eth0 as port), "bridge_forward" (bridged port-to-port: br_forward -> dev_queue_xmit on the
-    port, br0's own validate never runs), or "none" (eth0 directly). ``nic``/``nic_params`` choose the
+    port, br0's own validate never runs), "none" (eth0 directly), or a nested stack of vnetlab.stack.UPPERS
+    ("vlan_on_bond", "macvlan_on_vlan", ...: routed out through the top device). ``nic``/``nic_params`` choose the
     lower device (a key of vnetlab.stack.NICS: "router", "virtio_net", "ixgbe", ...), or ``nic="veth"``: eth0
     is a veth and :attr:`RouterResult.received` is the UDP socket behind its peer. ``port_nic``: a second NIC
     (a key of vnetlab.stack.NICS) to add as another bridge port or bond slave (the ONE_FOR_ALL subtlety needs
