@@ -278,10 +278,10 @@ class Verdict:
     """What validate_xmit_skb and the driver did to one skb kind at one device (from xmit.send's hops)."""
 
     action: str  # "segments", "linearizes", "passes", "hw_gso", "to_peer", "not_reached"
-    text: str
     skbs_in: int = 0
     skbs_out: int = 0
-    reason: str = ""
+    method: str = ""  # the segmentation function: skb_segment, skb_segment_list, __udp_gso_segment, ...
+    reason: str = ""  # why validate_xmit_skb segmented or linearized here
 
 
 @dataclass(frozen=True)
@@ -317,20 +317,19 @@ class FeatureGrid:
         return self.sent[skb_kind][1].segmented_at
 
 
-def _verdict(hop: xmit.Hop | None, last: bool) -> Verdict:
+def _verdict(hop: xmit.Hop | None) -> Verdict:
     if hop is None:
-        return Verdict("not_reached", "–")
+        return Verdict("not_reached")
     n_in, n_out = hop.skbs_in, hop.skbs_out
     if hop.action == "segmented":
-        return Verdict("segments", f"✂ segments: {n_out}\n{hop.method}", n_in, n_out, hop.reason)
+        return Verdict("segments", n_in, n_out, hop.method, hop.reason)
     if hop.action == "linearized":
-        return Verdict("linearizes", f"linearizes {n_in}\n({hop.reason})", n_in, n_out, hop.reason)
+        return Verdict("linearizes", n_in, n_out, reason=hop.reason)
     if "handed to peer" in hop.actions:
-        return Verdict("to_peer", f"→ peer: {n_out} skb{'s' if n_out != 1 else ''}\nunsegmented", n_in, n_out)
+        return Verdict("to_peer", n_in, n_out)
     if "segmented by hardware" in hop.actions:
-        return Verdict("hw_gso", "NIC segments\n(hardware GSO)", n_in, n_out)
-    where = "to the driver" if last else "down"
-    return Verdict("passes", f"↓ {n_in} skb{'s pass' if n_in != 1 else ' passes'}\n{where}", n_in, n_out)
+        return Verdict("hw_gso", n_in, n_out)
+    return Verdict("passes", n_in, n_out)
 
 
 def _row_label(dev: Any) -> str:
@@ -355,12 +354,12 @@ def feature_grid(stack: Stack, *, udp_segs: GroSegs = 17, fraglist_segs: GroSegs
             "fraglist": send_gso(stack, segs=fraglist_segs, gso_size=gso_size, fraglist=True)} if send else {}
     devs = stack.devices()
     rows = []
-    for i, dev in enumerate(devs):
+    for dev in devs:
         cells = tuple(device_cells(dev, columns))
         verdicts = {}
         for key, (_skb, tx) in sent.items():
             hop = next((h for h in tx.hops if h.name == dev.name), None)
-            verdicts[key] = _verdict(hop, i == len(devs) - 1)
+            verdicts[key] = _verdict(hop)
         rows.append(GridRow(dev.name, dev.kind, _row_label(dev), cells, verdicts))
     cols = tuple(c.feature for c in rows[0].cells)
     soft = frozenset(F.mask("GSO_SOFTWARE", kernel=stack.kernel)) & frozenset(cols)

@@ -127,6 +127,22 @@ def _skb_line(grid: FeatureGrid, key: str) -> str:
     return f"{title} ({shape}): {where} →\u00a0{n}\u00a0packet{'s' if n != 1 else ''}"
 
 
+def _verdict_text(v: Verdict, last: bool) -> str:
+    """The words of a verdict cell (``last``: the bottom device, whose driver gets what passes)."""
+    n_in, n_out = v.skbs_in, v.skbs_out
+    if v.action == "not_reached":
+        return "–"
+    if v.action == "segments":
+        return f"✂ segments: {n_out}\n{v.method}"
+    if v.action == "linearizes":
+        return f"linearizes {n_in}\n({v.reason})"
+    if v.action == "to_peer":
+        return f"→ peer: {n_out} skb{'s' if n_out != 1 else ''}\nunsegmented"
+    if v.action == "hw_gso":
+        return "NIC segments\n(hardware GSO)"
+    return f"↓ {n_in} skb{'s pass' if n_in != 1 else ' passes'}\n{'to the driver' if last else 'down'}"
+
+
 def _lines(text: str) -> int:
     return text.count("\n") + 1
 
@@ -222,7 +238,8 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
         for i, key in enumerate(SKB_KINDS):
             v = row.verdicts[key]
             rect = fast_region(ax, f"skb:{row.name}:{key}", x_skb + i * _SKB_W + 2, cy, _SKB_W - 4, _CELL_H,
-                               color=VERDICT_FILL[v.action], label=wrap_px(v.text, _SKB_W - 10), fontsize=small)
+                               color=VERDICT_FILL[v.action], label=wrap_px(_verdict_text(v, r == n - 1), _SKB_W - 10),
+                               fontsize=small)
             rect.set_edgecolor("#444444")
             if v.action in ("segments", "linearizes"):
                 rect.set_linewidth(1.8)
