@@ -13,6 +13,7 @@ Run: nice .venv/bin/python benchmarks/bench_feature_grid.py [--before main]
 
 import argparse
 import cProfile
+import functools
 import json
 import os
 import pstats
@@ -36,13 +37,23 @@ CASES = [("vlan on router NIC, 5.10", dict(kernel="5.10", upper="vlan", nic="rou
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def one(kw):
-    try:
+@functools.cache
+def _model():
+    """(build_stack, feature_grid) of the vnetlab imported. A --before revision older than vnetlab/stack.py (issue
+    20) has them in viz; decided from its own files, because the editable install would otherwise serve this
+    tree's stack.py to the old package."""
+    import vnetlab
+
+    if (Path(vnetlab.__file__).parent / "stack.py").exists():
         from vnetlab.stack import build_stack, feature_grid
-    except ImportError:  # a --before revision from before vnetlab.stack (issue 20): the model sat in viz
+    else:
         from vnetlab.viz.featuregrid import feature_grid
         from vnetlab.viz.stacks import build_stack
+    return build_stack, feature_grid
 
+
+def one(kw):
+    build_stack, feature_grid = _model()
     return feature_grid(build_stack(**kw))
 
 
