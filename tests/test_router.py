@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from vnetlab import labdata, netdev, router
+from vnetlab import labdata, router
 from vnetlab.profiles import kernel as _profile
 from vnetlab.profiles import known_kernels
 from vnetlab.segment import gso_skb
+from vnetlab.stack import build_stack
 from vnetlab.xmit import send
 
 
 def _stack(kernel, upper, **nic_params):
-    net = netdev.Namespace(kernel=kernel)
-    eth = net.nic("eth0", driver="router", **nic_params)
-    if upper == "vlan":
-        return net.vlan("eth0.10", lower=eth, vid=10)
-    if upper == "macvlan":
-        return net.macvlan("mv0", lower=eth)
-    master = net.bridge("br0") if upper == "bridge" else net.bond("bond0")
-    net.set_master(eth, master)
-    return master
+    """The top device of ``upper`` on the router NIC (vnetlab.stack.build_stack, the one stack builder)."""
+    return build_stack(kernel=kernel, upper=upper, nic="router", nic_params=nic_params).egress
 
 
 @pytest.mark.parametrize("upper", ["vlan", "macvlan"])
@@ -31,7 +25,7 @@ def test_gso_software_change_moves_segmentation(upper, kernel, where):
     dev = _stack(kernel, upper)
     r = send(dev, gso_skb(segs=16, gso_size=1400))
     assert r.segmented_at == (dev.name if where == "upper" else None)
-    assert r.wire_packets == 16
+    assert r.wire_packets == 16  # the 16 segments sent: segmented in software or by the NIC, none lost
 
 
 def test_bond_had_udp_l4_before_the_patch_but_not_gso_fraglist():
@@ -60,8 +54,7 @@ def test_bridge_one_for_all_subtlety():
 
 def test_fraglist_on_virtio_net_vlan_is_segmented_at_the_vlan_after_the_patch():
     # kernel-facts D.6: the VLAN's NETIF_F_FRAGLIST follows virtio_net's (none), so skb_gso_ok fails at the VLAN
-    net = netdev.Namespace(kernel="6.1")
-    v = net.vlan("eth0.10", lower=net.nic("eth0", driver="virtio_net"), vid=10)
+    v = build_stack(kernel="6.1", upper="vlan", nic="virtio_net").egress
     r = send(v, gso_skb(segs=20, gso_size=1400, fraglist=True))
     assert r.segmented_at == "eth0.10" and r.hop("eth0.10").method == "skb_segment_list"
 
@@ -74,7 +67,23 @@ def test_router_scenario_510_vs_511():
     # net/core/gro.c: 44 x 1472-byte segments fit one GRO skb (44 * 1472 + 28 + 1500 < 65536, 45 would not)
     assert before.wire_packets == after.wire_packets == 44
     assert before.payload_bytes == after.payload_bytes == 44 * 1472
+    # net/8021q/vlan_dev.c vlan_dev_hard_start_xmit: dev_queue_xmit on eth0 per skb it gets, so 1 + 44 segments
+    # before the patch and 1 + the whole GRO skb after
     assert before.ops["dev_queue_xmit"] == 45 and after.ops["dev_queue_xmit"] == 2
+
+
+@pytest.mark.parametrize("upper, top", [("vlan_on_bond", "bond0.10"), ("macvlan_on_vlan", "mv0"),
+                                        ("vlan_on_bridge", "br0.10")])
+def test_router_on_a_nested_stack_segments_at_the_top_before_the_patch(upper, top):
+    # 2e4ef10f5850 (v5.11): NETIF_F_GSO_SOFTWARE gains GSO_FRAGLIST; before it the top logical device lacks it
+    # (vlan_dev_fix_features, macvlan_fix_features keep GSO_SOFTWARE only), so validate_xmit_skb runs
+    # skb_segment_list at the first device the routed GRO skb meets; after it every device passes it whole
+    before = router.router_scenario(kernel="5.10", upper=upper)
+    after = router.router_scenario(kernel="5.11", upper=upper)
+    assert before.egress == top and before.segmented_at == top and before.tx[0].hop(top).method == "skb_segment_list"
+    assert after.segmented_at is None and [h.action for h in after.hops][:-1] == ["passed", "passed"]
+    # 44 x 1472-byte datagrams fill one GRO skb (net/core/gro.c, 64 KiB cap); all reach the wire either way
+    assert before.wire_packets == after.wire_packets == 44
 
 
 def test_router_scenario_ipv6():
@@ -137,7 +146,8 @@ def test_router_scenario_delivers_what_the_lab_measured(kernel, case):
 
 
 def test_router_scenario_udp_fwd_needs_512():
-    # NETIF_F_GRO_UDP_FWD arrived ~5.12: before it, UDP is forwarded packet by packet
+    # kernel-facts C.4: NETIF_F_GRO_UDP_FWD arrived in v5.12 (6f1c0ea133a6): before it, UDP is forwarded packet by
+    # packet (10 skbs for the 10 sent), after it one GRO skb
     r = router.router_scenario(kernel="5.11", gro="udp_fwd", segs=10)
     assert r.gro_skbs == 10 and r.segmented_at is None
     assert router.router_scenario(kernel="6.1", gro="udp_fwd", segs=10).gro_skbs == 1

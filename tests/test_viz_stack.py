@@ -8,6 +8,7 @@ import ipywidgets
 import pytest
 
 from vnetlab import cost, gro, router
+from vnetlab.stack import build_stack, device_cells, feature_states, send_gso
 from vnetlab.viz import costfig, featuregrid, grofig, labfig, routerfig, stacks
 from vnetlab.viz.style import MIN_FONT, regions
 from vnetlab.widgets import explorer, gropanels, stackpanels
@@ -26,7 +27,8 @@ def head_fills():
 
 
 def test_head_cases_first_skb_counts(head_fills):
-    # build_skb 18, ETH_HLEN copy 17, 128-byte page-frag (5.10) 9, 128-byte kmalloc (5.11) 1
+    # kernel-facts C.3 (net/core/gro.c skb_gro_receive, 6.1): packets in the first sk_buff: build_skb 18,
+    # ETH_HLEN copy 17, 128-byte page-frag head (5.10) 9, 128-byte kmalloc head (5.11) 1
     assert [f.first_skb_packets for f in head_fills] == [18, 17, 9, 1]
     for f in head_fills:
         assert f.first_skb_packets == f.trace.packets_in_first_skb()
@@ -50,6 +52,8 @@ def test_gro_fill_slots_match_model(head_fills):
 
 
 def test_gro_fill_ownership_per_case(head_fills):
+    # kernel-facts C.3: case (a) the first packet's head plus one stolen head per slot (17 slots); (c) one frag per
+    # packet; (b2) two slots per packet after the first's one; (b1) every packet on frag_list
     build, eth, pf, km = head_fills
     assert build.sk_buffs[0].head_packet == 0 and build.sk_buffs[0].slot_packets == list(range(1, 18))
     assert eth.sk_buffs[0].head_packet is None and eth.sk_buffs[0].slot_packets == list(range(17))
@@ -69,6 +73,8 @@ def test_packets_per_skb_bars_equal_model():
         assert first.get_height() == p.first_skb_packets
         assert first.get_height() + chained.get_height() == pytest.approx(p.packets_per_skb)
     by = {(p.kernel, p.payload_len): p for p in pts}
+    # kernel-facts C.3: 400-byte UDP is a 128-byte page-frag head copy on 5.10 (9) and build_skb on 6.1 (18); C.4:
+    # UDP GRO stops at UDP_GRO_CNT_MAX
     assert by[("5.10", 400)].first_skb_packets == 9 and by[("6.1", 400)].first_skb_packets == 18
     assert by[("6.1", 400)].packets_per_skb == gro.UDP_GRO_CNT_MAX
 
@@ -76,6 +82,7 @@ def test_packets_per_skb_bars_equal_model():
 def test_gro_panel_state_changes_with_controls():
     a = gropanels.gro_panel_state(kernel="6.1")
     b = gropanels.gro_panel_state(kernel="5.11")
+    # kernel-facts C.3: build_skb (6.1) 18 packets in the first sk_buff, the 5.11 kmalloc head 1
     assert a.result.first_skb_packets == 18 and b.result.first_skb_packets == 1
     assert len(_slots(b.figure, b.result.key)) == b.result.skb.nr_frags
     off = gropanels.gro_panel_state(udp_gro=False)
@@ -92,7 +99,7 @@ def test_gro_panel_widget_updates_in_place():
     png = panel.image.value
     panel.controls["kernel"].value = "5.10"
     assert panel.error is None and panel.figure is fig and panel.image.value != png
-    assert panel.state.result.first_skb_packets == 9
+    assert panel.state.result.first_skb_packets == 9  # kernel-facts C.3 (b2): 5.10's page-frag head
     panel.controls["gro_udp_fwd"].value = True
     assert panel.error and "GRO_UDP_FWD" in panel.error and panel.image.layout.display == "none"
 
@@ -105,8 +112,8 @@ def test_stacks_side_by_side_match_send(upper):
     found = regions(fig)
     texts = {t.get_gid(): t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid()}
     for col, k in enumerate(("5.10", "5.11")):
-        st = stacks.build_stack(kernel=k, upper=upper)
-        skb, tx = stacks.send_gso(st)
+        st = build_stack(kernel=k, upper=upper)
+        skb, tx = send_gso(st)
         assert f"{col}:gso_skb" in found
         n = len(tx.segments)
         assert texts[f"{col}:wire:label"].startswith(f"wire: {n} packet")
@@ -114,17 +121,17 @@ def test_stacks_side_by_side_match_send(upper):
             assert f"{col}:{h.name}" in found
             dev = st.net.devices[h.name]
             shown = dev.ethtool_k()  # expected: netdev's ethtool -k of the device
-            for name, eth, on, fixed in stacks.feature_states(dev):
+            for name, eth, on, fixed in feature_states(dev):
                 assert (on, fixed) == shown[eth]
                 lamp = found[f"{col}:{h.name}:{name}"]
                 word = f"{'on' if on else 'off'}{' [fixed]' if fixed else ''}"
                 assert texts[f"{col}:{h.name}:{name}:label"] in (f"{eth}\n{word}", f"{eth}\noff [requested on]")
-                state = featuregrid.device_cells(dev, (name,))[0].state
+                state = device_cells(dev, (name,))[0].state
                 assert matplotlib.colors.to_hex(lamp.get_facecolor()) == featuregrid.STATE_STYLE[state][0].lower()
                 assert (lamp.get_hatch() is not None) == (fixed or state == "requested on, off")
     # the patch: 5.10 segments in software at the upper device (not the bridge: full GSO_MASK), 5.11 does not
-    before = stacks.send_gso(stacks.build_stack(kernel="5.10", upper=upper))[1]
-    after = stacks.send_gso(stacks.build_stack(kernel="5.11", upper=upper))[1]
+    before = send_gso(build_stack(kernel="5.10", upper=upper))[1]
+    after = send_gso(build_stack(kernel="5.11", upper=upper))[1]
     assert after.segmented_at is None
     assert (before.segmented_at is None) == (upper == "bridge")
 
@@ -139,6 +146,8 @@ def test_veth_column_counts_the_packets_the_gso_skb_carries():
 
 
 def test_stack_panel_state_ethtool_K():
+    # 2e4ef10f5850 (v5.11): the VLAN keeps GSO_UDP_L4 through NETIF_F_GSO_SOFTWARE; turned off, or fixed off on
+    # 5.10 (vlan_dev_fix_features), validate_xmit_skb segments at eth0.10
     s = stackpanels.stack_panel_state(kernel="5.11")
     assert s.result.segmented_at is None
     s2 = stackpanels.stack_panel_state(kernel="5.11", ethtool=[("eth0.10", {"tx-udp-segmentation": False})])
@@ -197,6 +206,7 @@ def test_rx_rate_bars_equal_model_and_measurement_marked():
         assert found[f"{k}:rate"].get_height() == pytest.approx(cost.rx_cost(m.traffic, k, cal.two_param).pps)
         assert found[f"{k}:rate:1p"].get_height() == pytest.approx(cost.rx_cost(m.traffic, k, cal.one_param).pps)
     lines = {ln.get_gid(): ln for ax in fig.axes for ln in ax.lines}
+    # patch (1)'s commit message (fb32856b16ad): 956,864 -> 1,158,465 pps (kernel-facts, numbers a model must match)
     assert lines["5.11:measured"].get_ydata()[0] == 956864
     assert lines["5.13:measured"].get_ydata()[0] == 1158465
 
@@ -259,6 +269,7 @@ def test_router_panel_state_and_widget():
     assert s.result.segmented_at == "eth0.10"
     assert regions(s.figure)["router:5.10"].get_height() == pytest.approx(s.extra["throughput"].goodput_bps)
     lost = stackpanels.router_panel_state(kernel="5.10", drop_untranslated=True)
+    # kernel-facts F: before c3df39ac9b0e 1 datagram of the 44 (1472-byte, 64 KiB GRO cap) is NATed
     assert lost.extra["throughput"].translated_fraction == pytest.approx(1 / 44)
     assert "changes nothing" not in lost.text
     # where every datagram is NATed the tick changes no bar: the panel says why (the kernel has c3df39ac9b0e,
@@ -281,7 +292,7 @@ def test_cost_panel_sliders_change_result():
     a = stackpanels.cost_panel_state(kernel="5.13")
     b = stackpanels.cost_panel_state(kernel="5.13", stack_ns=300.0)
     assert b.result.ns_per_packet < a.result.ns_per_packet
-    assert regions(b.figure)["5.13:stack/udp_no_socket"].get_height() == pytest.approx(300.0)
+    assert regions(b.figure)["5.13:stack/udp_no_socket"].get_height() == pytest.approx(300.0)  # the stack_ns set
     with pytest.raises(ValueError):
         stackpanels.cost_panel_state(stack_ns=-1.0)
     panel = stackpanels.cost_panel()
@@ -360,6 +371,7 @@ def test_gro_panel_text_carries_what_left_the_figure():
     s = gropanels.gro_panel_state(kernel="5.10", payload_len=200)
     assert s.result.label in s.text and "skb_shinfo(skb)-&gt;frags[0..MAX_SKB_FRAGS-1]" in s.text
     title = s.figure.axes[0].get_title("left")
+    # kernel-facts C.3 (b2): 5.10's page-frag head, 9 packets fill MAX_SKB_FRAGS 17 (B.2)
     assert title.startswith("kernel 5.10, x86_64: 9 packets in the first sk_buff (nr_frags 17/17)")
     assert not s.figure.texts  # no suptitle: the key is in the HTML
     static = grofig.draw_gro_fill(s.result)
@@ -435,8 +447,8 @@ def test_legibility_check_finds_cut_off_and_overlapping_labels():
 
 def _stack_05():
     # notebook 05's figure: a UDP GSO skb (10 × 1000 B) down a VLAN on virtio_net
-    st = stacks.build_stack(kernel="6.1", upper="vlan", nic="virtio_net")
-    return (st, *stacks.send_gso(st, segs=10, gso_size=1000, fraglist=False))
+    st = build_stack(kernel="6.1", upper="vlan", nic="virtio_net")
+    return (st, *send_gso(st, segs=10, gso_size=1000, fraglist=False))
 
 
 def _explorer_fig(kernel, nic, upper):

@@ -1,7 +1,7 @@
 """vnetlab: kernel-faithful models of virtio-net's receive buffers, GRO and netdev GSO features.
 
-``import vnetlab`` stays light: submodules (rx, skb, gro, cost, features, netdev, xmit, live, viz, widgets)
-are imported on first use, so matplotlib and Jupyter load only when a figure or widget is asked for.
+``import vnetlab`` stays light: submodules (rx, skb, gro, cost, features, netdev, xmit, stack, live, viz,
+widgets) are imported on first use, so matplotlib and Jupyter load only when a figure or widget is asked for.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(
     {"rx", "skb", "gro", "cost", "features", "netdev", "xmit", "live", "viz", "widgets", "tables", "profiles",
-     "exercises", "errors", "headers", "ethtool", "segment", "router", "udp"}
+     "exercises", "errors", "headers", "ethtool", "segment", "router", "udp", "stack"}
 )
 
 __all__ = [

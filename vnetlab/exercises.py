@@ -39,12 +39,6 @@ def _ns_per_packet_after() -> float:
     return round(1e9 / cost.seed_measurement().patched_pps, 1)
 
 
-def _path(payload_len: int, kernel: str = DEFAULT_KERNEL, **kw: Any) -> str:
-    from vnetlab import rx
-
-    return rx.receive(payload_len, kernel=kernel, **kw).path
-
-
 def _skb_attr(payload_len: int, attr: str, kernel: str = DEFAULT_KERNEL, l4: str = "udp") -> int:
     from vnetlab import rx
 
@@ -172,34 +166,27 @@ def _udp_packets_per_gro_skb(payload_len: int, kernel: str, features: frozenset[
 
 def _vlan_skbs_down(kernel: str, length: int, gso_size: int) -> int:
     """skbs a VLAN on the router NIC hands to its real device for one UDP_SEGMENT send (xmit.send's hops)."""
-    from vnetlab import netdev, udp
+    from vnetlab import udp
+    from vnetlab.stack import build_stack
 
-    net = netdev.Namespace(kernel=kernel)
-    eth = net.nic("eth0", driver="router")
-    vlan = net.vlan("eth0.10", lower=eth, vid=10)
-    sent = udp.udp_sendmsg(vlan, length, gso_size=gso_size)
-    return sent.tx.hop("eth0.10").skbs_out
+    vlan = build_stack(kernel=kernel, upper="vlan", nic="router").egress
+    return udp.udp_sendmsg(vlan, length, gso_size=gso_size).tx.hop(vlan.name).skbs_out
 
 
-def _bridge_udp_after_port_off(ports: int) -> bool:
-    """6.18: a bridge with ``ports`` veth ports, tx-udp-segmentation turned off on the first: br0's state."""
-    from vnetlab import netdev
+def _bridge_udp_after_port_off() -> bool:
+    """6.18: a bridge with two veth ports, tx-udp-segmentation turned off on the first: br0's state."""
+    from vnetlab.stack import build_stack
 
-    net = netdev.Namespace(kernel="6.18")
-    br = net.bridge("br0")
-    peers = [net.veth(f"v{2 * i}", f"v{2 * i + 1}")[1] for i in range(ports)]
-    for peer in peers:
-        net.set_master(peer, br)
-    peers[0].ethtool_K({"tx-udp-segmentation": False})
-    return br.ethtool_k()["tx-udp-segmentation"][0]
+    st = build_stack(kernel="6.18", upper="bridge", nic="veth", port_nic="veth",
+                     settings={"veth0": {"tx-udp-segmentation": False}})
+    return st.egress.ethtool_k()["tx-udp-segmentation"][0]
 
 
 def _virtio_vlan(kernel: str) -> tuple[Any, Any]:
-    from vnetlab import netdev
+    from vnetlab.stack import build_stack
 
-    net = netdev.Namespace(kernel=kernel)
-    eth = net.nic("eth0", driver="virtio_net")
-    return eth, net.vlan("eth0.10", lower=eth, vid=10)
+    st = build_stack(kernel=kernel, upper="vlan", nic="virtio_net")
+    return st.port, st.egress
 
 
 def _vlan_uso_after_tx_off(kernel: str) -> bool:
@@ -209,11 +196,10 @@ def _vlan_uso_after_tx_off(kernel: str) -> bool:
 
 
 def _udp_seg_without_csum(kernel: str) -> bool:
-    from vnetlab import netdev
+    from vnetlab.stack import build_stack
 
-    net = netdev.Namespace(kernel=kernel)
-    v0, _ = net.veth("v0", "v1")
-    v0.ethtool_K({"tx-checksum-ip-generic": False})
+    v0 = build_stack(kernel=kernel, upper="none", nic="veth",
+                     settings={"veth0": {"tx-checksum-ip-generic": False}}).egress
     return v0.ethtool_k()["tx-udp-segmentation"][0]
 
 
@@ -248,13 +234,11 @@ def _lost_segments_mbps(gso_size: int) -> float:
 def _driver_skbs(kernel: str, upper: str, length: int, gso_size: int, eth0: dict[str, bool]) -> int:
     """skbs eth0's driver gets for one UDP_SEGMENT send through ``upper`` on the router NIC after ``eth0``'s
     ethtool -K settings."""
-    from vnetlab import netdev, udp
+    from vnetlab import udp
+    from vnetlab.stack import build_stack
 
-    net = netdev.Namespace(kernel=kernel)
-    eth = net.nic("eth0", driver="router")
-    top = net.macvlan("mv0", lower=eth) if upper == "macvlan" else net.vlan("eth0.10", lower=eth, vid=10)
-    eth.ethtool_K(eth0)
-    return udp.udp_sendmsg(top, length, gso_size=gso_size).tx.hop("eth0").skbs_out
+    st = build_stack(kernel=kernel, upper=upper, nic="router", settings={"eth0": eth0})
+    return udp.udp_sendmsg(st.egress, length, gso_size=gso_size).tx.hop(st.port.name).skbs_out
 
 
 def _vlan_fraglist_skbs_down(kernel: str, segs: int) -> int:
@@ -291,10 +275,10 @@ def _nat_one_in(kernel: str, gso_size: int, ip: int = 4) -> int:
 
 def _largest_udp_segment_send(kernel: str, gso_size: int) -> int:
     """The longest payload one UDP_SEGMENT send() accepts on a veth at MTU 1500 (udp.udp_sendmsg)."""
-    from vnetlab import netdev, udp
+    from vnetlab import udp
+    from vnetlab.stack import build_stack
 
-    net = netdev.Namespace(kernel=kernel)
-    v0, _ = net.veth("v0", "v1")
+    v0 = build_stack(kernel=kernel, upper="none", nic="veth").egress
     lo, hi = gso_size, 65507  # 65535 - IPv4 and UDP headers: the longest UDP payload of all
     if udp.udp_sendmsg(v0, hi, gso_size=gso_size).error is None:
         return hi
@@ -425,7 +409,7 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "the lower device has: which device in the stack lacks GSO_UDP_L4 after the ethtool command, and how "
              "many segments does __udp_gso_segment() cut there?"),
     Exercise("40.3", "6.18: a bridge br0 with two veth ports, v1 and v3; `ethtool -K v1 tx-udp-segmentation off`. Is "
-             "tx-udp-segmentation still on for br0? (True/False)", lambda: _bridge_udp_after_port_off(2),
+             "tx-udp-segmentation still on for br0? (True/False)", _bridge_udp_after_port_off,
              hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL; br_features_recompute() clears it and "
              "netdev_increment_features() adds it back for each port: how many ports must have it?"),
     Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC, after the patch: a fraglist GSO skb that "

@@ -29,17 +29,20 @@ from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import check_ip, gso_skb, max_gro_segs
+from vnetlab.stack import UPPERS as STACK_UPPERS
+from vnetlab.stack import Stack, build_stack
 from vnetlab.xmit import Hop, TxResult, send
 
 __all__ = [
     "COST_OF_OP", "GRO_MODES", "LIMITATIONS", "UPPERS", "RouterCosts", "RouterResult", "RouterThroughput",
-    "LostSegments", "egress_stack", "lost_segments", "router_gap", "router_gap_requirements", "router_scenario",
-    "router_throughput", "sensitivity",
+    "LostSegments", "egress_stack", "router_stack", "lost_segments", "router_gap", "router_gap_requirements",
+    "router_scenario", "router_throughput", "sensitivity",
 ]
 
 
 GRO_MODES = ("fraglist", "udp_fwd", "off")
-UPPERS = ("vlan", "macvlan", "bond", "bridge", "bridge_forward", "none")
+# every stack vnetlab.stack builds, and the bridge crossed port to port (br_forward: the frame leaves by eth0)
+UPPERS = (*STACK_UPPERS, "bridge_forward")
 #: ``nic=VETH``: eth0 is a veth whose peer (PEER) leads to the receiving host's UDP socket (the lab's vlan_veth).
 VETH, PEER = "veth", "peer0"
 
@@ -50,7 +53,8 @@ class RouterResult:
 
     ``packets_in``: UDP packets received; ``gro_skbs``: skbs handed to IP (1 when GRO aggregated them all);
     ``tx``: the :class:`TxResult` of each skb sent; ``received``: with a veth egress, what the UDP socket
-    behind its peer gets (:func:`vnetlab.udp.udp_recv`), else None; ``nat_translated``: datagrams out
+    behind its peer gets (:func:`vnetlab.udp.udp_recv`), else None; ``stack``: the :class:`vnetlab.stack.Stack`
+    the skbs were sent down; ``nat_translated``: datagrams out
     (:attr:`datagrams_out`) that carry the NATed addresses and ports (see :data:`LIMITATIONS` and the notes);
     ``notes``: kernel-specific remarks.
     """
@@ -68,6 +72,7 @@ class RouterResult:
     notes: tuple[str, ...] = ()
     ip: int = 4
     received: _udp.UdpRecv | None = None
+    stack: Stack | None = field(default=None, compare=False, repr=False)  # the devices it went down
 
     @property
     def segmented_at(self) -> str | None:
@@ -111,37 +116,32 @@ class RouterResult:
 @public
 def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
                  nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> tuple[Any, Any, Any]:
-    """A vnetlab.netdev namespace with eth0 (driver ``nic``) and ``upper`` on it: (namespace, egress, eth0).
+    """(namespace, egress, eth0) of the router's stack (:func:`router_stack`); kept for its callers."""
+    st = router_stack(kernel=kernel, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
+    return st.net, _egress(st, upper), st.port
+
+
+@public
+def router_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
+                 nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> Stack:
+    """The router's egress stack, made by vnetlab.stack.build_stack: eth0 (``nic``, a key of vnetlab.stack.NICS)
+    and ``upper`` on it.
 
     "vlan" eth0.10 on eth0; "macvlan" mv0 on eth0; "bond" bond0 with eth0 enslaved; "bridge" br0 with eth0
-    as port (egress br0); "bridge_forward" the same with egress eth0; "none" eth0 itself. ``port_nic`` adds
-    eth1 of that driver as another bond slave or bridge port. ``nic=VETH`` makes eth0 a veth with peer PEER.
+    as port (egress br0); "bridge_forward" the same stack with egress eth0; "none" eth0 itself; any other key of
+    vnetlab.stack.UPPERS (e.g. "vlan_on_bond": bond0.10 on bond0 on eth0) the same way. ``port_nic`` adds
+    eth1 of that driver as another bond slave or bridge port. ``nic=VETH`` makes eth0 a veth with peer PEER (the
+    lab's vlan_veth).
     """
-    from vnetlab import netdev
-
     if upper not in UPPERS:
         raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
-    net = netdev.Namespace(kernel=_kernel(kernel))
-    if nic == VETH:
-        if nic_params:
-            raise ValueError(f"nic_params must be empty for nic={VETH!r} (a veth has no probe parameters), "
-                             f"got {dict(nic_params)!r}")
-        eth, _peer = net.veth("eth0", PEER)
-    else:
-        eth = net.nic("eth0", driver=nic, **dict(nic_params or {}))
-    extra = net.nic("eth1", driver=port_nic) if port_nic else None
-    egress = eth
-    if upper == "vlan":
-        egress = net.vlan("eth0.10", lower=eth, vid=10)
-    elif upper == "macvlan":
-        egress = net.macvlan("mv0", lower=eth)
-    elif upper in ("bond", "bridge", "bridge_forward"):
-        master = net.bond("bond0") if upper == "bond" else net.bridge("br0")
-        for port in (eth, extra):
-            if port is not None:
-                net.set_master(port, master)
-        egress = eth if upper == "bridge_forward" else master
-    return net, egress, eth
+    return build_stack(kernel=kernel, upper="bridge" if upper == "bridge_forward" else upper, nic=nic,
+                       nic_params=nic_params, port_nic=port_nic, lower_name="eth0", peer_name=PEER)
+
+
+def _egress(stack: Stack, upper: str) -> Any:
+    """The route device: a bridged frame (bridge_forward) leaves through the port, the rest through the top."""
+    return stack.port if upper == "bridge_forward" else stack.egress
 
 
 @public
@@ -163,10 +163,12 @@ def router_scenario(
     NETIF_F_GRO_UDP_FWD, ~5.12+; on older kernels the packets are forwarded one by one) or "off".
     ``upper``: "vlan" (eth0.10 on eth0), "macvlan", "bond" (eth0 enslaved), "bridge" (routed out through
     br0 with eth0 as port), "bridge_forward" (bridged port-to-port: br_forward -> dev_queue_xmit on the
-    port, br0's own validate never runs), or "none" (eth0 directly). ``nic``/``nic_params`` choose the
-    vnetlab.netdev driver profile ("router", "virtio_net", "ixgbe"), or ``nic="veth"``: eth0 is a veth and
-    :attr:`RouterResult.received` is the UDP socket behind its peer. ``port_nic``: a second NIC driver to add
-    as another bridge port or bond slave (the ONE_FOR_ALL subtlety needs some port's features).
+    port, br0's own validate never runs), "none" (eth0 directly), or a nested stack of vnetlab.stack.UPPERS
+    ("vlan_on_bond", "macvlan_on_vlan", ...: routed out through the top device). ``nic``/``nic_params`` choose the
+    lower device (a key of vnetlab.stack.NICS: "router", "virtio_net", "ixgbe", ...), or ``nic="veth"``: eth0
+    is a veth and :attr:`RouterResult.received` is the UDP socket behind its peer. ``port_nic``: a second NIC
+    (a key of vnetlab.stack.NICS) to add as another bridge port or bond slave (the ONE_FOR_ALL subtlety needs
+    some port's features).
     ``ip``: 4 or 6; ``gso_size`` defaults to the largest UDP payload the egress MTU carries (1472 for IPv4,
     1452 for IPv6 at MTU 1500); ``segs`` to what one GRO skb holds (:func:`vnetlab.segment.max_gro_segs`).
     ``kernel``: a version or a :class:`vnetlab.profiles.Kernel` whose rules apply (e.g. a lab kernel's).
@@ -178,7 +180,8 @@ def router_scenario(
     kv = k.version
     check_ip(ip)
     notes: list[str] = []
-    net, egress, eth = egress_stack(kernel=k, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
+    stack = router_stack(kernel=k, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
+    egress, eth = _egress(stack, upper), stack.port
     if gso_size is None:
         gso_size = getattr(egress, "mtu", ETH_DATA_LEN) - IP_HLEN[ip] - UDP_HLEN
     if segs is None:
@@ -217,7 +220,7 @@ def router_scenario(
                      f"nothing rewrites their IP/UDP headers, so after NAT only the head segment of each GRO skb "
                      f"carries the translated addresses and ports ({rule} = false: {k.source(rule)})")
     return RouterResult(k, nic, gro, upper, segs, gso_size, len(skbs), egress.name, tx, translated, tuple(notes),
-                        ip, received)
+                        ip, received, stack)
 
 
 # ---------------------------------------------------------------------------------------------------------

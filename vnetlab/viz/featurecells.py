@@ -1,22 +1,21 @@
-"""One device feature as ``ethtool -k`` shows it: the cells of the feature grid and the lamps of the stack drawings.
+"""How a feature cell is drawn: the cells of the feature grid and the lamps of the stack drawings.
 
-:class:`Cell` is a feature's state (on / off, ``[fixed]`` = not in hw_features or in NETIF_F_NEVER_CHANGE) plus
-wanted_features, so a feature requested with ``ethtool -K`` but off shows as ethtool reports it, ``off [requested
-on]`` (net/ethtool/features.c ethnl_set_features / ethtool's dump_features). Both vnetlab.viz.stacks and
-vnetlab.viz.featuregrid draw them, so they live here and neither imports the other for them.
+A :class:`vnetlab.stack.Cell` is one feature as ``ethtool -k`` shows it plus wanted_features; its state is drawn
+by fill, hatch and words (STATE_STYLE), so that the states survive colour blindness and greyscale printing.
+Both vnetlab.viz.stacks and vnetlab.viz.featuregrid draw cells, so their style lives here and neither imports
+the other for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from vnetlab import features as F
+from vnetlab.checks import public
+from vnetlab.stack import STATES, Cell, device_cells
+from vnetlab.viz.style import FONT
 
-__all__ = ["STATES", "STATE_STYLE", "Cell", "device_cells", "cell_style"]
+__all__ = ["STATES", "STATE_STYLE", "HATCH_COLOR", "Cell", "device_cells", "cell_style", "cell_label"]
 
-STATES = ("on", "off", "on, fixed", "off, fixed", "requested on, off")
 # state -> (fill, hatch, word in a stack lamp, words in a grid cell). Fills from Paul Tol's "light" scheme; fixed
 # cells are hatched, a requested-but-off cell has a dashed edge (drawn by the callers), and the words differ.
 STATE_STYLE: dict[str, tuple[str, str | None, str, str]] = {
@@ -26,46 +25,22 @@ STATE_STYLE: dict[str, tuple[str, str | None, str, str]] = {
     "off, fixed": ("#DDDDDD", "//", "off [fixed]", "off\nfixed"),
     "requested on, off": ("#EEDD88", None, "off [requested on]", "off\nwanted on"),
 }
+HATCH_COLOR = "#888888"  # hatches a shade lighter than the edges: the words on a hatched cell stay legible
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One feature of one device as ethtool -k shows it, plus whether it is in wanted_features."""
-
-    feature: str  # NETIF_F name
-    ethtool: str
-    on: bool
-    fixed: bool
-    wanted: bool
-
-    @property
-    def state(self) -> str:
-        """One of STATES."""
-        if self.fixed:
-            return "on, fixed" if self.on else "off, fixed"
-        if self.on:
-            return "on"
-        return "requested on, off" if self.wanted else "off"
-
-
-def device_cells(dev: Any, names: Sequence[str]) -> list[Cell]:
-    """The cells of ``names`` that this device's kernel has (NETIF_F_GSO_FRAGLIST is absent before 5.6, ...)."""
-    t = F.table(dev.ns.kernel)
-    shown = dev.ethtool_k()
-    wanted = dev.wanted_features
-    out = []
-    for n in names:
-        eth = t.ethtool.get(n)
-        if eth is None:
-            continue
-        on, fixed = shown[eth]
-        out.append(Cell(n, eth, on, fixed, n in wanted))
-    return out
-
-
+@public
 def cell_style(cell: Cell) -> tuple[str, str | None, str]:
     """(fill, hatch, one-line words) of a cell: the stack lamps' style."""
     face, hatch, word, _words = STATE_STYLE[cell.state]
     return face, hatch, word
 
 
+def cell_label(ax: Any, rect: Any, text: str, *, fontsize: float = FONT["small"]) -> None:
+    """A feature cell's edge and words (gid "<cell gid>:label"); on a hatched cell the words sit on a backing of
+    the cell's fill, so that no hatch line crosses them."""
+    rect.set_edgecolor("#555555")
+    rect.set_hatchcolor(HATCH_COLOR)
+    x, y = rect.get_x() + rect.get_width() / 2, rect.get_y() + rect.get_height() / 2
+    box = dict(facecolor=rect.get_facecolor(), edgecolor="none", pad=0.6) if rect.get_hatch() else None
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, gid=f"{rect.get_gid()}:label", clip_on=True,
+            bbox=box)

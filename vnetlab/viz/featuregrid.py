@@ -1,13 +1,12 @@
-"""The per-device feature grid: ``ethtool -k`` for every device of a stack, and where two GSO skbs are segmented.
+"""Drawing the per-device feature grid: ``ethtool -k`` for every device of a stack, and where two GSO skbs are
+segmented.
 
-- :func:`device_cells` (from vnetlab.viz.featurecells) reads one device's transmit features the way ``ethtool -k``
-  prints them (on / off, ``[fixed]`` = not in hw_features or in NETIF_F_NEVER_CHANGE) plus wanted_features, so a
-  feature that was
-  requested (``ethtool -K``) but is off shows as such: "requested on, off" is what ethtool reports as
-  ``off [requested on]`` (net/ethtool/features.c ethnl_set_features / ethtool's dump_features).
-- :func:`feature_grid` sends a UDP GSO skb (gso_type UDP_L4, payload in frags, no frag_list) and a fraglist
-  GSO skb (UDP_L4 | FRAGLIST, one skb per packet on frag_list) to the top device with xmit.send and records,
-  per device, what validate_xmit_skb did to each.
+The grid's data is vnetlab.stack's: :func:`vnetlab.stack.device_cells` reads one device's transmit features the
+way ``ethtool -k`` prints them plus wanted_features ("requested on, off" is ethtool's ``off [requested on]``);
+:func:`vnetlab.stack.feature_grid` sends a UDP GSO skb (gso_type UDP_L4, payload in frags, no frag_list) and a
+fraglist GSO skb (UDP_L4 | FRAGLIST, one skb per packet on frag_list) to the top device with xmit.send and
+records, per device, what validate_xmit_skb did to each. Those names are importable from here too (notebook 40).
+
 - :func:`draw_feature_grid` draws it: rows are the devices top-down (the order the skb meets them), each a title
   line (name, kind) over its cells; columns the NETIF_F features that decide segmentation, with a row marking the
   NETIF_F_GSO_SOFTWARE members of this kernel, two columns for the skbs, a footer saying where each was
@@ -20,129 +19,36 @@ Gids: "grid:<device>:<FEATURE>" (cell), "skb:<device>:<udp_gso|fraglist>" (verdi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.figure import Figure
 
-from vnetlab import features as F
-from vnetlab import xmit
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel
-from vnetlab.skb import Skb
-from vnetlab.viz.featurecells import STATE_STYLE, STATES, Cell, cell_style, device_cells
-from vnetlab.viz.stacks import HATCH_COLOR, UPPERS, Stack, cell_label
+from vnetlab.checks import public
+from vnetlab.profiles import DEFAULT_KERNEL
+
+# the grid's data, for the notebooks and panels that reach it through this module (notebook 40)
+from vnetlab.stack import (
+    GRID_FEATURES,
+    SKB_KINDS,
+    STATES,
+    UPPERS,
+    Cell,
+    FeatureGrid,
+    GridRow,
+    Verdict,
+    build_stack,
+    device_cells,
+    feature_grid,
+)
+from vnetlab.viz.featurecells import HATCH_COLOR, STATE_STYLE, cell_label, cell_style
 from vnetlab.viz.style import DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
-__all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "Cell", "Verdict", "GridRow", "FeatureGrid",
-           "device_cells", "cell_style", "feature_grid", "draw_feature_grid", "draw_stack_features"]
-
-# The transmit features that decide whether a UDP GSO skb passes a device (NETIF_F names, drawn with their
-# ethtool names): net_gso_ok needs GSO_UDP_L4 (and GSO_FRAGLIST for a fraglist skb), skb_gso_ok needs FRAGLIST
-# for any frag_list, harmonize_features needs a checksum feature, TSO shows the GSO_SOFTWARE members that always
-# were, SG gates every ALL_TSO bit (netdev_fix_features), HW_VLAN_CTAG_TX decides software tag insertion.
-GRID_FEATURES = ("SG", "IP_CSUM", "HW_CSUM", "FRAGLIST", "TSO", "GSO_UDP_L4", "GSO_FRAGLIST", "HW_VLAN_CTAG_TX")
-
-# skb key -> (column title, fraglist?)
-SKB_KINDS = {"udp_gso": ("UDP GSO skb", False), "fraglist": ("fraglist GSO skb", True)}
+__all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "VERDICT_FILL", "Cell", "Verdict", "GridRow",
+           "FeatureGrid", "device_cells", "cell_style", "feature_grid", "draw_feature_grid", "draw_stack_features"]
 
 # verdict action -> fill (segmented in software stands out; the rest are pale)
 VERDICT_FILL = {"segments": "#EE8866", "linearizes": "#EE8866", "passes": "#FFFFFF", "hw_gso": "#BBCC33",
                 "to_peer": "#DDDDDD", "not_reached": "#FFFFFF"}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What validate_xmit_skb and the driver did to one skb kind at one device (from xmit.send's hops)."""
-
-    action: str  # "segments", "linearizes", "passes", "hw_gso", "to_peer", "not_reached"
-    text: str
-    skbs_in: int = 0
-    skbs_out: int = 0
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class GridRow:
-    name: str
-    kind: str
-    label: str
-    cells: tuple[Cell, ...]
-    verdicts: Mapping[str, Verdict]
-
-
-@dataclass(frozen=True)
-class FeatureGrid:
-    """A stack's devices top-down with their feature cells and what happened to each skb kind."""
-
-    stack: Stack
-    columns: tuple[str, ...]
-    rows: tuple[GridRow, ...]
-    gso_software: frozenset[str]
-    sent: Mapping[str, tuple[Skb, xmit.TxResult]]  # skb kind -> (skb, xmit.send's result); empty if not sent
-
-    @property
-    def kernel(self) -> Kernel:
-        return self.stack.kernel
-
-    def row(self, name: str) -> GridRow:
-        for r in self.rows:
-            if r.name == name:
-                return r
-        raise KeyError(f"no device {name!r} in this grid; rows: {[r.name for r in self.rows]}")
-
-    def segmented_at(self, skb_kind: str) -> str | None:
-        return self.sent[skb_kind][1].segmented_at
-
-
-def _verdict(hop: xmit.Hop | None, last: bool) -> Verdict:
-    if hop is None:
-        return Verdict("not_reached", "–")
-    n_in, n_out = hop.skbs_in, hop.skbs_out
-    if hop.action == "segmented":
-        return Verdict("segments", f"✂ segments: {n_out}\n{hop.method}", n_in, n_out, hop.reason)
-    if hop.action == "linearized":
-        return Verdict("linearizes", f"linearizes {n_in}\n({hop.reason})", n_in, n_out, hop.reason)
-    if "handed to peer" in hop.actions:
-        return Verdict("to_peer", f"→ peer: {n_out} skb{'s' if n_out != 1 else ''}\nunsegmented", n_in, n_out)
-    if "segmented by hardware" in hop.actions:
-        return Verdict("hw_gso", "NIC segments\n(hardware GSO)", n_in, n_out)
-    where = "to the driver" if last else "down"
-    return Verdict("passes", f"↓ {n_in} skb{'s pass' if n_in != 1 else ' passes'}\n{where}", n_in, n_out)
-
-
-def _row_label(dev: Any) -> str:
-    below = dev.lowers[0].name if dev.lowers else ""
-    if dev.kind == "nic":
-        return f"nic, driver {dev.driver}"
-    if dev.kind in ("bridge", "bond"):
-        return f"{dev.kind}, {'port' if dev.kind == 'bridge' else 'slave'} {below}"
-    if dev.kind == "veth":
-        return f"veth, peer {dev.peer.name}" if getattr(dev, "peer", None) is not None else "veth"
-    return f"{dev.kind} on {below}"
-
-
-def feature_grid(stack: Stack, *, udp_segs: int = 17, fraglist_segs: int = 44, gso_size: int = 1472,
-                 columns: Sequence[str] = GRID_FEATURES, send: bool = True) -> FeatureGrid:
-    """Cells of every device (ethtool -k, wanted_features) and where each skb kind sent to ``stack.egress``
-    is segmented. The UDP GSO skb holds its payload in frags (``udp_segs`` <= MAX_SKB_FRAGS 17 keeps it free of a
-    frag_list, as a UDP_SEGMENT socket builds it); the fraglist skb is what rx-gro-list builds (xmit.gso_skb).
-    ``send=False``: the cells only (no skb sent, no verdicts)."""
-    from vnetlab.viz.stacks import send_gso
-
-    sent = {"udp_gso": send_gso(stack, segs=udp_segs, gso_size=gso_size, fraglist=False),
-            "fraglist": send_gso(stack, segs=fraglist_segs, gso_size=gso_size, fraglist=True)} if send else {}
-    devs = stack.devices()
-    rows = []
-    for i, dev in enumerate(devs):
-        cells = tuple(device_cells(dev, columns))
-        verdicts = {}
-        for key, (_skb, tx) in sent.items():
-            hop = next((h for h in tx.hops if h.name == dev.name), None)
-            verdicts[key] = _verdict(hop, i == len(devs) - 1)
-        rows.append(GridRow(dev.name, dev.kind, _row_label(dev), cells, verdicts))
-    cols = tuple(c.feature for c in rows[0].cells)
-    soft = frozenset(F.mask("GSO_SOFTWARE", kernel=stack.kernel)) & frozenset(cols)
-    return FeatureGrid(stack, cols, tuple(rows), soft, sent)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -221,6 +127,22 @@ def _skb_line(grid: FeatureGrid, key: str) -> str:
     return f"{title} ({shape}): {where} →\u00a0{n}\u00a0packet{'s' if n != 1 else ''}"
 
 
+def _verdict_text(v: Verdict, last: bool) -> str:
+    """The words of a verdict cell (``last``: the bottom device, whose driver gets what passes)."""
+    n_in, n_out = v.skbs_in, v.skbs_out
+    if v.action == "not_reached":
+        return "–"
+    if v.action == "segments":
+        return f"✂ segments: {n_out}\n{v.method}"
+    if v.action == "linearizes":
+        return f"linearizes {n_in}\n({v.reason})"
+    if v.action == "to_peer":
+        return f"→ peer: {n_out} skb{'s' if n_out != 1 else ''}\nunsegmented"
+    if v.action == "hw_gso":
+        return "NIC segments\n(hardware GSO)"
+    return f"↓ {n_in} skb{'s pass' if n_in != 1 else ' passes'}\n{'to the driver' if last else 'down'}"
+
+
 def _lines(text: str) -> int:
     return text.count("\n") + 1
 
@@ -252,6 +174,7 @@ def _legend_line(ax: Any, y: float, caption: str, entries: Sequence[tuple[str, s
         x += _SWATCH[0] + 4 + text_px(words, small) + 16
 
 
+@public
 def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: str = "") -> Figure:
     """The grid figure, drawn at the width it is shown (FIG_WIDTH at 100 dpi); pass the figure of a previous
     call to redraw into its axes (the explorer panel does)."""
@@ -315,7 +238,8 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
         for i, key in enumerate(SKB_KINDS):
             v = row.verdicts[key]
             rect = fast_region(ax, f"skb:{row.name}:{key}", x_skb + i * _SKB_W + 2, cy, _SKB_W - 4, _CELL_H,
-                               color=VERDICT_FILL[v.action], label=wrap_px(v.text, _SKB_W - 10), fontsize=small)
+                               color=VERDICT_FILL[v.action], label=wrap_px(_verdict_text(v, r == n - 1), _SKB_W - 10),
+                               fontsize=small)
             rect.set_edgecolor("#444444")
             if v.action in ("segments", "linearizes"):
                 rect.set_linewidth(1.8)
@@ -331,14 +255,13 @@ def draw_feature_grid(grid: FeatureGrid, *, fig: Figure | None = None, title: st
     return fig
 
 
+@public
 def draw_stack_features(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan",
                         settings: Mapping[str, Mapping[str, bool]] | None = None, udp_segs: int = 17,
                         fraglist_segs: int = 44, gso_size: int = 1472, fig: Figure | None = None) -> Figure:
     """The explorer's figure for one configuration, for a notebook cell: stacks.build_stack (``settings``:
     {device: {ethtool name: on}}, applied with ethtool -K, lowest device first; a fixed feature raises
     FixedFeatureError), feature_grid, draw_feature_grid."""
-    from vnetlab.viz.stacks import build_stack
-
     stack = build_stack(kernel=kernel, upper=upper, nic=nic, settings=settings)
     return draw_feature_grid(feature_grid(stack, udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size),
                              fig=fig)

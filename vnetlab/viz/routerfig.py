@@ -30,8 +30,10 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from vnetlab import router as _router
+from vnetlab.checks import public
 from vnetlab.skb import Skb
-from vnetlab.viz.stacks import PATCH_KERNELS, Stack, _column, _draw_column
+from vnetlab.stack import PATCH_KERNELS, GroSegs, GsoSize, Stack
+from vnetlab.viz.stacks import _column, _draw_column
 from vnetlab.viz.style import DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, wrap_px
 
 __all__ = ["ROUTER_MEASURED_BPS", "GRO_MODES", "ROUTER_UPPERS", "KIND_STYLE", "RouterStory", "router_run",
@@ -54,8 +56,9 @@ KIND_STYLE: dict[str, dict[str, Any]] = {
 }
 
 
+@public
 def router_run(*, kernel: str, nic: str = "router", gro: str = "fraglist", upper: str = "vlan",
-               drop_untranslated: bool = False, segs: int | None = None, gso_size: int = 1472,
+               drop_untranslated: bool = False, segs: GroSegs | None = None, gso_size: GsoSize = 1472,
                costs: Any = None) -> tuple[Any, Any]:
     """(RouterResult, RouterThroughput) of one router configuration (router_scenario, router_throughput)."""
     rr = _router.router_scenario(kernel=kernel, nic=nic, gro=gro, upper=upper, segs=segs, gso_size=gso_size)
@@ -93,6 +96,7 @@ class RouterStory:
 
 
 @functools.lru_cache(maxsize=8)
+@public  # under the cache: checks.public cannot read an lru_cache wrapper's globals (checks-base)
 def router_story(*, kernels: tuple[str, str] = PATCH_KERNELS, nic: str = "router", upper: str = "vlan",
                  gso_size: int = 1472, cost_factor: float = 10.0) -> RouterStory:
     """Run the router scenario before and after the patch: cost-only goodput, the cost-only bound with every
@@ -145,6 +149,7 @@ def _bar(ax: Any, gid: str, x: float, value: float, kind: str, width: float = 0.
     return r
 
 
+@public
 def draw_router_story(story: RouterStory | None = None, *, fig: Figure | None = None) -> Figure:
     """Left: goodput before and after the patch, measured vs model vs bound (log scale, link cap dashed).
     Right: the delivery ratio of the untranslated-segment mechanism, 1 in N, against the measured 20 Mbps /
@@ -248,6 +253,7 @@ def _router_panel_axes(fig: Figure) -> list:
     return [ax_s, ax]
 
 
+@public
 def draw_router_panel(stack: Stack, skb: Skb, result: Any, throughput: Any, *, fig: Figure | None = None) -> Figure:
     """One router kernel: the stack the routed skb goes down (stacks' column, without feature lamps: the explorer
     has them) and its model goodput next to the seed's measured 20 Mbps (5.10) and 1 Gbps (5.11), the link cap

@@ -1,10 +1,10 @@
-"""Device stacks: a UDP GSO skb sent down VLAN / macvlan / bond / bridge (or stacks of them) over a NIC or a veth.
+"""Drawings of a UDP GSO skb sent down VLAN / macvlan / bond / bridge (or stacks of them) over a NIC or a veth.
 
-- :func:`build_stack` creates the devices with vnetlab.netdev's public API (Namespace, nic, veth, vlan,
-  macvlan, bridge, bond, set_master) and applies ``ethtool -K`` settings per device; :func:`send_gso` sends one
-  forwarded GRO skb down it with xmit.send.
+The stack itself (build_stack, send_gso, NICS, UPPERS, Stack) is vnetlab.stack's; its names are importable from
+here too, as notebooks 05 and 40 and the panels use them.
+
 - :func:`draw_stack` draws each device the skb meets as a box with its transmit features (ethtool names and
-  their state, see vnetlab.viz.featuregrid), the skb's path down (xmit.send hops), where validate_xmit_skb
+  their state, vnetlab.stack.device_cells), the skb's path down (xmit.send hops), where validate_xmit_skb
   segmented it and how many packets reach the wire. One drawing for notebooks and panels: a panel passes its
   figure back in and the axes are reused.
 - :func:`draw_stacks_side_by_side`: the same stack before (5.10) and after (5.11) NETIF_F_GSO_SOFTWARE gained
@@ -25,150 +25,30 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
-from vnetlab import netdev, xmit
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab import xmit
+from vnetlab.checks import public
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
-from vnetlab.viz.featurecells import cell_style, device_cells
+
+# the model's names, for the notebooks and panels that reach them through this module (notebooks 05, 40, 50)
+from vnetlab.stack import (
+    NICS,
+    PATCH_KERNELS,
+    STACK_FEATURES,
+    UPPERS,
+    GroSegs,
+    GsoSize,
+    Stack,
+    build_stack,
+    device_cells,
+    feature_states,
+    send_gso,
+)
+from vnetlab.viz.featurecells import cell_label, cell_style
 from vnetlab.viz.style import COLORS, DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
 __all__ = ["NICS", "UPPERS", "PATCH_KERNELS", "STACK_FEATURES", "Stack", "build_stack", "send_gso",
            "feature_states", "draw_stack", "draw_stacks_side_by_side", "text_px", "wrap_px"]
-
-# Before and after 2e4ef10f5850 (NETIF_F_GSO_SOFTWARE gains GSO_UDP_L4 | GSO_FRAGLIST, v5.11-rc1).
-PATCH_KERNELS = ("5.10", "5.11")
-
-# The lower device: a vnetlab.netdev driver profile with its probe parameters, or a veth pair. The router NIC
-# stands for the patch author's WIP driver (2e4ef10f5850: it advertised GSO_FRAGLIST); ixgbe 82599 has USO.
-# label, driver ("veth" = Namespace.veth), probe parameters
-NICS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "router": ("router NIC: USO, GSO_FRAGLIST, FRAGLIST", "router", {}),
-    "router_no_fraglist": ("router NIC: USO only", "router",
-                           {"gso_fraglist": False, "fraglist": False}),
-    "router_gso_list_only": ("router NIC: GSO_FRAGLIST, no FRAGLIST", "router", {"fraglist": False}),
-    "ixgbe": ("ixgbe (82599): USO", "ixgbe", {}),
-    "ixgbe_82598": ("ixgbe (82598): no USO", "ixgbe", {"mac_82599": False}),
-    "virtio_net": ("virtio_net (QEMU defaults, no USO)", "virtio_net", {}),
-    "virtio_net_uso": ("virtio_net + HOST_USO (6.2+)", "virtio_net", {"host_uso": True}),
-    "veth": ("veth pair (veth0, peer veth1)", "veth", {}),
-}
-
-# The devices stacked on the lower device, bottom-up: each one on the previous.
-UPPERS: dict[str, tuple[str, ...]] = {
-    "none": (),
-    "vlan": ("vlan",),
-    "macvlan": ("macvlan",),
-    "bridge": ("bridge",),
-    "bond": ("bond",),
-    "vlan_on_macvlan": ("macvlan", "vlan"),
-    "vlan_on_bond": ("bond", "vlan"),
-    "vlan_on_bridge": ("bridge", "vlan"),
-    "macvlan_on_bridge": ("bridge", "macvlan"),
-    "macvlan_on_vlan": ("vlan", "macvlan"),
-}
-
-# The transmit features that decide a UDP GSO skb's fate, NETIF_F names (drawn with their ethtool names).
-STACK_FEATURES = ("GSO_UDP_L4", "GSO_FRAGLIST", "FRAGLIST", "SG", "HW_CSUM", "HW_VLAN_CTAG_TX")
-HATCH_COLOR = "#888888"  # hatches a shade lighter than the edges: the words on a hatched cell stay legible
-
-
-@dataclass
-class Stack:
-    """A namespace holding one device stack: ``devices`` top (the egress device the skb is sent to) to bottom
-    (the NIC or veth); ``port`` is the bottom device (a bridge's port, a bond's slave, a VLAN's real device)."""
-
-    net: netdev.Namespace
-    devices_top_down: tuple[Any, ...]
-    kernel: Kernel  # resolved once (build_stack): a lab kernel keeps its patch's rules
-    upper: str
-    nic: str
-
-    @property
-    def egress(self) -> Any:
-        return self.devices_top_down[0]
-
-    @property
-    def port(self) -> Any:
-        return self.devices_top_down[-1]
-
-    def devices(self) -> list[Any]:
-        """Top (egress) to bottom."""
-        return list(self.devices_top_down)
-
-    def describe(self) -> str:
-        """e.g. "eth0.10 (vlan) on eth0 (nic router)"."""
-        return " on ".join(f"{d.name} ({d.kind}{' ' + d.driver if getattr(d, 'driver', '') else ''})"
-                           for d in self.devices_top_down)
-
-
-def _stack_on(net: netdev.Namespace, kind: str, below: Any) -> Any:
-    """One device of type ``kind`` on ``below``, named as ip-link users usually name it."""
-    if kind == "vlan":
-        return net.vlan(f"{below.name}.10", lower=below, vid=10)
-    if kind == "macvlan":
-        name = next(f"mv{i}" for i in range(16) if f"mv{i}" not in net.devices)
-        return net.macvlan(name, lower=below)
-    master = net.bridge("br0") if kind == "bridge" else net.bond("bond0")
-    net.set_master(below, master)
-    return master
-
-
-def build_stack(*, kernel: str | Kernel = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
-                nic_params: Mapping[str, Any] | None = None,
-                settings: Mapping[str, Mapping[str, bool]] | None = None) -> Stack:
-    """The lower device ``nic`` (a key of NICS: eth0 with a driver profile, or veth0 of a veth pair) with the
-    devices of ``upper`` (a key of UPPERS) stacked on it, bottom-up; ``nic_params`` override the profile's probe
-    parameters. Then ``settings`` {device: {ethtool name: on}} applied with Device.ethtool_K, lowest device
-    first (an upper device then sees its lower device's final features). FixedFeatureError propagates."""
-    if upper not in UPPERS:
-        raise ValueError(f"upper must be one of {', '.join(UPPERS)} (devices stacked on the NIC), got {upper!r}")
-    if nic not in NICS:
-        raise ValueError(f"nic must be one of {', '.join(NICS)} (vnetlab.netdev driver profiles), got {nic!r}")
-    k = _kernel(kernel)
-    _label, driver, params = NICS[nic]
-    net = netdev.Namespace(kernel=k)
-    if driver == "veth":
-        if nic_params:
-            raise ValueError(f"nic_params={dict(nic_params)!r}: a veth pair takes no probe parameters")
-        below, _peer = net.veth("veth0", "veth1")
-    else:
-        below = net.nic("eth0", driver=driver, **{**params, **dict(nic_params or {})})
-    chain = [below]
-    for kind in UPPERS[upper]:
-        chain.append(_stack_on(net, kind, chain[-1]))
-    stack = Stack(net, tuple(reversed(chain)), k, upper, nic)
-    unknown = set(settings or {}) - {d.name for d in chain}
-    if unknown:
-        raise ValueError(f"settings names unknown devices {sorted(unknown)}; this stack has "
-                         f"{[d.name for d in stack.devices()]}")
-    for dev in chain:
-        wanted = (settings or {}).get(dev.name)
-        if wanted:
-            dev.ethtool_K(dict(wanted))
-    return stack
-
-
-def send_gso(stack: Stack, *, segs: int = 44, gso_size: int = 1472, fraglist: bool = True) -> tuple[Skb, xmit.TxResult]:
-    """A forwarded UDP GRO skb (fraglist: rx-gro-list; else rx-udp-gro-forwarding) through the stack."""
-    skb = xmit.gso_skb(segs=segs, gso_size=gso_size, fraglist=fraglist)
-    return skb, xmit.send(stack.egress, skb, kernel=stack.kernel, port=stack.port)
-
-
-def feature_states(dev: Any, names: Sequence[str] = STACK_FEATURES) -> list[tuple[str, str, bool, bool]]:
-    """(NETIF_F name, ethtool name, on, fixed) for the features this kernel has, as ethtool -k shows them."""
-    return [(c.feature, c.ethtool, c.on, c.fixed) for c in device_cells(dev, names)]
-
-
-def cell_label(ax: Any, rect: Any, text: str, *, fontsize: float = FONT["small"]) -> None:
-    """A feature cell's edge and words (gid "<cell gid>:label"); on a hatched cell the words sit on a backing of
-    the cell's fill, so that no hatch line crosses them."""
-    rect.set_edgecolor("#555555")
-    rect.set_hatchcolor(HATCH_COLOR)
-    x, y = rect.get_x() + rect.get_width() / 2, rect.get_y() + rect.get_height() / 2
-    box = dict(facecolor=rect.get_facecolor(), edgecolor="none", pad=0.6) if rect.get_hatch() else None
-    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, gid=f"{rect.get_gid()}:label", clip_on=True,
-            bbox=box)
-
 
 # --------------------------------------------------------------------------------------------------
 # Drawing: a column is _W data units across; vertically one data unit is _UNIT_IN inches, so text sized in points
@@ -342,6 +222,7 @@ def _draw_column(ax: Any, col: str, column: _Column, skb: Skb, tx: xmit.TxResult
 # Widget figures are drawn at the width they are shown (JupyterLab's output area is about 900-1000 px).
 
 
+@public
 def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None = None, title: str = "") -> Figure:
     """One stack: GRO skb on top, each device the skb meets (features, validate_xmit_skb's verdict), the wire.
 
@@ -363,9 +244,10 @@ def draw_stack(stack: Stack, skb: Skb, tx: xmit.TxResult, *, fig: Figure | None 
     return fig
 
 
+@public
 def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = PATCH_KERNELS, nic: str = "router",
-                             nic_params: Mapping[str, Any] | None = None, segs: int = 44, gso_size: int = 1472,
-                             fraglist: bool = True, fig: Figure | None = None) -> Figure:
+                             nic_params: Mapping[str, Any] | None = None, segs: GroSegs = 44,
+                             gso_size: GsoSize = 1472, fraglist: bool = True, fig: Figure | None = None) -> Figure:
     """The same stack and skb on each kernel, left to right (before and after the GSO_SOFTWARE change), in one
     figure FIG_WIDTH wide."""
     if not kernels or len(kernels) > 3:

@@ -17,8 +17,20 @@ import ipywidgets as W
 from matplotlib.figure import Figure
 
 from vnetlab import cost, segment, xmit
+from vnetlab.checks import public
 from vnetlab.profiles import DEFAULT_KERNEL, known_kernels
-from vnetlab.viz import costfig, featuregrid, routerfig, stacks
+from vnetlab.stack import (
+    NICS,
+    PATCH_KERNELS,
+    STACK_FEATURES,
+    UPPERS,
+    GroSegs,
+    GsoSize,
+    build_stack,
+    feature_grid,
+    send_gso,
+)
+from vnetlab.viz import costfig, routerfig, stacks
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, float_slider, size_slider
 from vnetlab.widgets.explorer import EthtoolCommand, EthtoolPanel, apply_ethtool, refusal_html
 
@@ -37,32 +49,34 @@ def _segs_cap(panel: Panel) -> None:
 # A GSO skb down a stack
 
 
+@public
 def stack_panel_state(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
-                      fraglist: bool = True, segs: int = 44, gso_size: int = 1472,
+                      fraglist: bool = True, segs: GroSegs = 44, gso_size: GsoSize = 1472,
                       ethtool: Sequence[EthtoolCommand] = (), fig: Figure | None = None) -> PanelState:
-    """Build the stack (stacks.build_stack), run the ``ethtool`` commands ((device, {ethtool name: on}), in order;
-    a fixed feature's command is refused, see explorer.apply_ethtool), send a UDP GRO skb and draw it."""
-    st = stacks.build_stack(kernel=kernel, upper=upper, nic=nic)
+    """Build the stack (vnetlab.stack.build_stack), run the ``ethtool`` commands ((device, {ethtool name: on}), in
+    order; a fixed feature's command is refused, see explorer.apply_ethtool), send a UDP GRO skb and draw it."""
+    st = build_stack(kernel=kernel, upper=upper, nic=nic)
     applied, refused = apply_ethtool(st, ethtool)
-    skb, tx = stacks.send_gso(st, segs=segs, gso_size=gso_size, fraglist=fraglist)
+    skb, tx = send_gso(st, segs=segs, gso_size=gso_size, fraglist=fraglist)
     figure = stacks.draw_stack(st, skb, tx, fig=fig)
     text = "<br>".join([f"segmented at <b>{html.escape(tx.segmented_at or 'no device (hardware GSO or none)')}</b>; "
                         f"<b>{len(tx.segments)}</b> packets on the wire",
                         *(html.escape(str(h)) for h in tx.hops), *refusal_html(applied, refused)])
-    grid = featuregrid.feature_grid(st, columns=stacks.STACK_FEATURES, send=False)
+    grid = feature_grid(st, columns=STACK_FEATURES, send=False)
     return PanelState(dict(kernel=kernel, upper=upper, nic=nic, fraglist=fraglist, segs=segs, gso_size=gso_size,
                            ethtool=tuple((d, dict(s)) for d, s in ethtool)),
                       figure, text, tx, extra={"stack": st, "skb": skb, "grid": grid, "refused": refused,
                                                "applied": applied})
 
 
+@public
 def stack_panel(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic: str = "router",
-                fraglist: bool = True, segs: int = 44, gso_size: int = 1472) -> EthtoolPanel:
+                fraglist: bool = True, segs: GroSegs = 44, gso_size: GsoSize = 1472) -> EthtoolPanel:
     """A UDP GRO skb down a device stack, with ethtool -K toggles per device and the skb's size as sliders."""
     controls = {
         "kernel": choice(kernel, known_kernels(), "kernel"),
-        "upper": choice(upper, [(k.replace("_", " "), k) for k in stacks.UPPERS], "stacked on the NIC"),
-        "nic": choice(nic, [(label, k) for k, (label, *_r) in stacks.NICS.items()], "lower device"),
+        "upper": choice(upper, [(k.replace("_", " "), k) for k in UPPERS], "stacked on the NIC"),
+        "nic": choice(nic, [(label, k) for k, (label, *_r) in NICS.items()], "lower device"),
         "fraglist": checkbox(fraglist, "fraglist GRO skb (rx-gro-list)"),
         "gso_size": size_slider(gso_size, 64, 1472, "gso_size (B per segment)"),
         "segs": size_slider(segs, 1, segment.max_gro_segs(gso_size), "segments (gso_segs)"),
@@ -86,9 +100,10 @@ def _why_all_nated(rr: Any) -> str:
             "addresses; choose mainline 5.10 to see the lost segments")
 
 
-def router_panel_state(*, kernel: str = stacks.PATCH_KERNELS[0], nic: str = "router", gro: str = "fraglist",
-                       upper: str = "vlan", drop_untranslated: bool = False, segs: int = 44, gso_size: int = 1472,
-                       fig: Figure | None = None) -> PanelState:
+@public
+def router_panel_state(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", gro: str = "fraglist",
+                       upper: str = "vlan", drop_untranslated: bool = False, segs: GroSegs = 44,
+                       gso_size: GsoSize = 1472, fig: Figure | None = None) -> PanelState:
     """The router scenario for one kernel: the stack the GRO skb goes down (left) and the model goodput against
     the seed's 20 Mbps / 1 Gbps (right). ``drop_untranslated``: count only the segments that carry the NATed
     header (before c3df39ac9b0e skb_segment_list left segments 2..N un-NATed)."""
@@ -96,7 +111,7 @@ def router_panel_state(*, kernel: str = stacks.PATCH_KERNELS[0], nic: str = "rou
         raise ValueError(f"upper must be one of {routerfig.ROUTER_UPPERS}, got {upper!r}")
     rr, thr = routerfig.router_run(kernel=kernel, nic=nic, gro=gro, upper=upper, segs=segs, gso_size=gso_size,
                                    drop_untranslated=drop_untranslated)
-    st = stacks.build_stack(kernel=rr.kernel, upper=upper, nic=nic)
+    st = rr.stack  # the devices the router sent its skbs down
     aggregated = rr.gro_skbs == 1 and rr.packets_in > 1
     skb = xmit.gso_skb(segs=rr.packets_in if aggregated else 1, gso_size=rr.gso_size,
                        fraglist=aggregated and gro == "fraglist")
@@ -113,10 +128,12 @@ def router_panel_state(*, kernel: str = stacks.PATCH_KERNELS[0], nic: str = "rou
                            segs=segs, gso_size=gso_size), figure, text, rr, extra={"throughput": thr})
 
 
-def router_panel(*, kernel: str = stacks.PATCH_KERNELS[0], nic: str = "router", gro: str = "fraglist",
-                 upper: str = "vlan", drop_untranslated: bool = False, segs: int = 44, gso_size: int = 1472) -> Panel:
+@public
+def router_panel(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", gro: str = "fraglist",
+                 upper: str = "vlan", drop_untranslated: bool = False, segs: GroSegs = 44,
+                 gso_size: GsoSize = 1472) -> Panel:
     """The VLAN NAT router of the GSO_SOFTWARE patch, one kernel at a time."""
-    nics = [(label, k) for k, (label, driver, params) in stacks.NICS.items() if driver != "veth" and not params]
+    nics = [(label, k) for k, (label, driver, params) in NICS.items() if driver != "veth" and not params]
     controls = {
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "nic": choice(nic, nics, "NIC"),
@@ -145,6 +162,7 @@ COST_SLIDERS = {
 }
 
 
+@public
 def cost_panel_state(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp",
                      destination: str = "no_socket", fig: Figure | None = None, **op_ns: float) -> PanelState:
     """rx cost per operation for every kernel (``kernel`` highlighted) for one payload size, with costs = the
@@ -178,6 +196,7 @@ def _calibrated() -> cost.Costs:
     return _CAL[0]
 
 
+@public
 def cost_panel(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp",
                destination: str = "no_socket") -> Panel:
     """The receive cost model per kernel, with sliders for the payload and the main per-operation costs."""
