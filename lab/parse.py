@@ -91,9 +91,10 @@ def rx_packets(events: list[dict]) -> list[dict]:
 
 
 def parse_ethtool_k(lines: list[str]) -> dict[str, str]:
-    """One ``ethtool -k`` block as the data files store it: {name as printed: "on" | "off" [+ " fixed"]}, summary
-    lines and legacy names kept (vnetlab.ethtool parses; labdata.ethtool_k maps them to kernel strings)."""
-    return {line.name: line.value for line in ethtool.printed_lines("\n".join(lines))[1]}
+    """One ``ethtool -k`` block as the data files store it: {name as printed: value as printed}, e.g. "on",
+    "off [fixed]", "off [requested on]" (vnetlab.ethtool.FeatureState), summary lines and legacy names kept
+    (labdata.ethtool_k maps them to kernel strings). A line that is not ``ethtool -k`` output raises ValueError."""
+    return {line.name: str(line.state) for line in ethtool.printed_lines("\n".join(lines))[1]}
 
 
 def parse_netdev(lines: list[str]) -> dict:

@@ -169,36 +169,97 @@ def parse_K_args(args: str | Sequence[str], strings: Iterable[str] | None = None
 # ------------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+# netlink/features.c dump_feature (ethtool 6.x; ethtool.c dump_one_feature for ioctl): the value part of a line.
+_VALUE = re.compile(r"^(?P<on>on|off)(?: \[(?P<note>fixed|requested on|requested off)\])?$")
+
+
 class FeatureState:
-    """One feature of one device as the kernel reports it (ETHTOOL_A_FEATURES_ACTIVE / WANTED / HW & ~NOCHANGE)."""
+    """One feature of one device as ``ethtool -k`` shows it: on or off, ``[fixed]``, ``[requested on|off]``.
 
-    name: str
-    active: bool
-    wanted: bool
-    changeable: bool
+    The one ``ethtool -k`` type: the model (``Device.ethtool_k()``), the lab data (``labdata.ethtool_k``) and the
+    live kernel (``live.read_features``) all give it. ``str()`` is the value exactly as ethtool prints it
+    (netlink/features.c dump_feature, ethtool 6.x): "[fixed]" when the feature is outside hw_features or in
+    NETIF_F_NEVER_CHANGE, else "[requested on|off]" when wanted and active differ. ``==`` between two states is
+    "ethtool prints the same"; against a 2-tuple it compares (on, fixed), and a state unpacks and indexes as
+    (on, fixed): the contract's ``ethtool_k()[name] == (on, fixed)`` keeps working.
+    """
 
-    @property
-    def on(self) -> bool:
-        return self.active
+    __slots__ = ("on", "fixed", "requested")
+    on: bool
+    fixed: bool
+    requested: bool
 
-    @property
-    def fixed(self) -> bool:
-        return not self.changeable
+    def __init__(self, on: bool, fixed: bool, requested: bool | None = None) -> None:
+        for name, value in (("on", on), ("fixed", fixed), ("requested", requested)):
+            if not isinstance(value, bool) and not (name == "requested" and value is None):
+                raise TypeError(f"FeatureState: {name} must be True or False, got {value!r}")
+        object.__setattr__(self, "on", on)
+        object.__setattr__(self, "fixed", fixed)
+        # dump_feature tests [fixed] first: a fixed feature shows no request, so what it "requests" is its state.
+        object.__setattr__(self, "requested", on if fixed or requested is None else requested)
 
-    def ethtool_text(self) -> str:
-        """The value part of an ``ethtool -k`` line (netlink/features.c dump_feature), e.g. "off [requested on]"."""
-        text = "on" if self.active else "off"
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("FeatureState is immutable")
+
+    @classmethod
+    def parse(cls, text: str) -> FeatureState:
+        """The value part of an ``ethtool -k`` line ("on", "off [fixed]", "off [requested on]", ...)."""
+        match = _VALUE.match(text.strip()) if isinstance(text, str) else None
+        if match is None:
+            raise ValueError(f"text={text!r} is not an `ethtool -k` value: on|off, optionally followed by "
+                             "[fixed], [requested on] or [requested off] (netlink/features.c dump_feature)")
+        on, note = match["on"] == "on", match["note"]
+        return cls(on, note == "fixed", None if note in (None, "fixed") else note == "requested on")
+
+    @classmethod
+    def of(cls, value: FeatureState | tuple[bool, ...]) -> FeatureState:
+        """A state from itself, (on, fixed) or (on, fixed, wanted)."""
+        if isinstance(value, FeatureState):
+            return value
+        if isinstance(value, tuple) and len(value) in (2, 3):
+            return cls(*(bool(v) for v in value))
+        raise TypeError(f"value={value!r} must be a FeatureState, (on, fixed) or (on, fixed, wanted)")
+
+    # the netlink words (ETHTOOL_A_FEATURES_ACTIVE / WANTED, HW & ~NOCHANGE)
+    active = property(lambda self: self.on)
+    wanted = property(lambda self: self.requested)
+    changeable = property(lambda self: not self.fixed)
+
+    def __iter__(self) -> Iterator[bool]:
+        return iter((self.on, self.fixed))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index: int) -> bool:
+        return (self.on, self.fixed)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FeatureState):
+            return (self.on, self.fixed, self.requested) == (other.on, other.fixed, other.requested)
+        if isinstance(other, tuple):
+            return (self.on, self.fixed) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.on, self.fixed))  # equal to its (on, fixed) tuple, so hashes as that tuple
+
+    def __str__(self) -> str:
+        text = "on" if self.on else "off"
         if self.fixed:
             return text + " [fixed]"
-        if self.wanted != self.active:
-            return text + (" [requested on]" if self.wanted else " [requested off]")
+        if self.requested != self.on:
+            return text + (" [requested on]" if self.requested else " [requested off]")
         return text
 
+    def __repr__(self) -> str:
+        return f"FeatureState.parse({str(self)!r})"
 
-@dataclass(frozen=True)
-class EthtoolK:
-    """Every feature of one device, by kernel feature string, as ``ethtool -k`` shows it."""
+
+@dataclass(frozen=True, eq=False)
+class EthtoolK(Mapping[str, FeatureState]):
+    """Every feature of one device, by kernel feature string, as ``ethtool -k`` shows it; ``str()`` is the whole
+    ``ethtool -k DEVICE`` output (:func:`format_k`). Two are ``==`` when every feature's state is."""
 
     device: str
     states: Mapping[str, FeatureState]
@@ -209,6 +270,9 @@ class EthtoolK:
         except KeyError:
             raise UnknownFeatureError(f"{self.device}: no feature named {name!r}") from None
 
+    def get(self, name: str, default: FeatureState | None = None) -> FeatureState | None:  # type: ignore[override]
+        return self.states.get(name, default)
+
     def __contains__(self, name: object) -> bool:
         return name in self.states
 
@@ -218,29 +282,22 @@ class EthtoolK:
     def __len__(self) -> int:
         return len(self.states)
 
-    def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
-        """{kernel feature string: (on, fixed)}, the shape of a model device's ``ethtool_k()``."""
-        return {name: (s.active, s.fixed) for name, s in self.states.items()}
+    def __str__(self) -> str:
+        return format_k(self.states, self.device, self.states)
 
 
 _HEADER = re.compile(r"^Features for (?P<dev>\S+):\s*$")
-_LINE = re.compile(r"^(?P<indent>\t| +)?(?P<name>[^\s:][^:]*):\s+(?P<value>on|off)(?:\s+\[(?P<note>[^\]]+)\])?\s*$")
+_LINE = re.compile(r"^(?P<indent>\t| +)?(?P<name>[^\s:][^:]*):\s+(?P<value>(?:on|off)(?: \[[^\]]*\])?)\s*$")
 
 
 @dataclass(frozen=True)
 class PrintedLine:
-    """One feature line of ``ethtool -k`` as printed (netlink/features.c dump_feature): the name as shown (a
-    legacy long name, a summary line or a kernel string), tab-indented or not, on/off and its [note]."""
+    """One feature line of ``ethtool -k`` as printed (netlink/features.c dump_features / dump_feature): the name
+    as shown (a legacy long name, a summary line or a kernel string), tab-indented or not, and its state."""
 
     name: str
     indented: bool
-    active: bool
-    note: str | None  # "fixed", "requested on", "requested off" or None
-
-    @property
-    def value(self) -> str:
-        """"on"/"off", plus " fixed" for a [fixed] feature (the lab's data files store this)."""
-        return ("on" if self.active else "off") + (" fixed" if self.note == "fixed" else "")
+    state: FeatureState
 
 
 def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
@@ -258,17 +315,20 @@ def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
         match = _LINE.match(raw)
         if match is None:
             raise ValueError(f"text: line {number} is not an `ethtool -k` feature line: {raw!r}")
-        parsed.append(PrintedLine(match["name"].strip(), bool(match["indent"]), match["value"] == "on",
-                                  match["note"]))
+        try:
+            state = FeatureState.parse(match["value"])
+        except ValueError:
+            raise ValueError(f"text: line {number} has an unknown value: {raw!r}") from None
+        parsed.append(PrintedLine(match["name"].strip(), bool(match["indent"]), state))
     return device, parsed
 
 
 def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
-    """Parse ``ethtool -k DEV`` output into kernel feature strings with active / wanted / changeable.
+    """Parse ``ethtool -k DEV`` output into {kernel feature string: FeatureState}.
 
     Summary lines of multi-feature legacy flags (a line followed by tab-indented members) are dropped; a
     legacy long name printed for a single feature is renamed to that feature. For a ``[fixed]`` feature ethtool
-    does not show what is wanted, so ``wanted`` is taken equal to ``active``.
+    does not show what is wanted, so its request is its state (as FeatureState takes it).
     """
     header, parsed = printed_lines(text)
     device = device or header
@@ -276,7 +336,7 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
         raise ValueError("text: no feature lines found; is this `ethtool -k` output?")
     states: dict[str, FeatureState] = {}
     for i, line in enumerate(parsed):
-        name, note = line.name, line.note
+        name = line.name
         if not line.indented and i + 1 < len(parsed) and parsed[i + 1].indented:
             continue  # a summary line; its members follow, indented
         flag = legacy_flag(name)
@@ -286,13 +346,7 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
             if "*" in flag.pattern:
                 raise ValueError(f"text: {name!r} stands for several features but has no indented members")
             name = flag.pattern
-        if note in (None, "fixed"):
-            wanted = line.active
-        elif note in ("requested on", "requested off"):
-            wanted = note == "requested on"
-        else:
-            raise ValueError(f"text: feature {name!r} has an unknown note [{note}]")
-        states[name] = FeatureState(name=name, active=line.active, wanted=wanted, changeable=note != "fixed")
+        states[name] = line.state
     return EthtoolK(device=device or "?", states=states)
 
 
@@ -318,9 +372,9 @@ def format_k(states: Mapping[str, FeatureState], device: str, strings: Iterable[
             continue
         members = [s for s in names if _owner(s) is flag]
         if len(members) == 1:
-            lines.append(f"{flag.long}: {states[members[0]].ethtool_text()}")
+            lines.append(f"{flag.long}: {states[members[0]]}")
             continue
-        lines.append(f"{flag.long}: {'on' if any(states[m].active for m in members) else 'off'}")
-        lines.extend(f"\t{m}: {states[m].ethtool_text()}" for m in members)
-    lines.extend(f"{s}: {states[s].ethtool_text()}" for s in names if _owner(s) is None)
+        lines.append(f"{flag.long}: {'on' if any(states[m].on for m in members) else 'off'}")
+        lines.extend(f"\t{m}: {states[m]}" for m in members)
+    lines.extend(f"{s}: {states[s]}" for s in names if _owner(s) is None)
     return "\n".join(lines) + "\n"

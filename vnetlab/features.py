@@ -229,11 +229,11 @@ class FeatureSet:
 
     @classmethod
     def from_ethtool(cls, settings: Mapping[str, object], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
-        """From {ethtool name: on} (a bool, or the (on, fixed) tuples of ethtool_k()); the 'on' ones are kept."""
+        """From {ethtool name: on} (a bool, or ethtool_k()'s FeatureState / (on, fixed)); the 'on' ones are kept."""
         k = resolve(kernel)
         value = 0
         for eth, state in settings.items():
-            on = state[0] if isinstance(state, tuple) else state
+            on = state if isinstance(state, int) else state[0]  # a bool, or (on, fixed) as a tuple or FeatureState
             if on:
                 value |= 1 << bit(from_ethtool_name(eth, k), k)
         return cls(value, k)
