@@ -278,3 +278,15 @@ def test_every_legacy_name_sets_what_ethtool_sets(flag):
                 expect = {m for m in members if before[m].changeable and before[m].wanted != (value == "on")}
                 assert moved == expect, (word, value)
                 before = after
+
+
+def test_public_functions_refuse_wrong_types_by_name():
+    # issue 21: @public names the function and the parameter (vnetlab.checks)
+    from vnetlab.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=r"parse_k: text must be"):
+        ethtool.parse_k(b"Features for x:\nrx-gro: on\n")
+    with pytest.raises(ArgumentError, match=r"expand: word must be"):
+        ethtool.expand(3, kernel="6.1")
+    with pytest.raises(ArgumentError, match=r"FeatureState.parse: text must be"):
+        ethtool.FeatureState.parse(True)

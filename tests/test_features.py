@@ -295,3 +295,17 @@ def test_can_checksum_protocol():
     assert not F.can_checksum_protocol(fs("SG"), 4)
     with pytest.raises(ValueError, match="ip must be 4 or 6"):
         F.can_checksum_protocol(fs("SG"), 5)
+
+
+def test_public_functions_check_their_arguments():
+    # include/linux/netdev_features.h: typedef u64 netdev_features_t, so a bit set is 0..2**64-1 (vnetlab.checks)
+    from vnetlab.errors import ArgumentError
+
+    assert FeatureSet.from_bits(1, kernel="6.1").names == ("SG",)  # NETIF_F_SG_BIT is bit 0
+    with pytest.raises(ArgumentError, match=r"from_bits: bits must be an int in 0\.\.18446744073709551615 "
+                                            r"\(netdev_features_t, a u64\)"):
+        FeatureSet.from_bits(2**64, kernel="6.1")
+    with pytest.raises(ArgumentError, match="from_bits: bits"):
+        FeatureSet.from_bits(1.0, kernel="6.1")
+    with pytest.raises(ArgumentError, match="skb_gso_ok: has_frag_list must be"):
+        F.skb_gso_ok(FeatureSet.empty("6.1"), ["UDP_L4"], has_frag_list=1)

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from vnetlab.checks import public
 from vnetlab.errors import UnknownFeatureError
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 
@@ -63,6 +64,7 @@ LEGACY_FLAGS: tuple[LegacyFlag, ...] = (
 _UFO = "ufo"  # netlink/features.c dump_features: "no kernel with netlink interface supports UFO"
 
 
+@public
 def pattern_match(name: str, pattern: str) -> bool:
     """ethtool netlink/features.c flag_pattern_match: an exact match, or prefix + suffix around one '*'."""
     star = pattern.find("*")
@@ -72,6 +74,7 @@ def pattern_match(name: str, pattern: str) -> bool:
     return len(name) + 1 >= len(pattern) and name.startswith(prefix) and name.endswith(suffix)
 
 
+@public
 def feature_strings(kernel: str | Kernel = DEFAULT_KERNEL) -> tuple[str, ...]:
     """netdev_features_strings of ``kernel`` in bit order (unnamed bits left out, as ethtool skips them)."""
     from vnetlab import features
@@ -84,6 +87,7 @@ def _strings(strings: Iterable[str] | None, kernel: str | Kernel) -> tuple[str, 
     return tuple(strings) if strings is not None else feature_strings(kernel)
 
 
+@public
 def legacy_flag(word: str) -> LegacyFlag | None:
     """The off_flag_def entry whose short or long name is ``word`` (ethtool -K accepts both), else None."""
     for flag in LEGACY_FLAGS:
@@ -97,6 +101,7 @@ def _owner(name: str) -> LegacyFlag | None:
     return next((f for f in LEGACY_FLAGS if pattern_match(name, f.pattern)), None)
 
 
+@public
 def legacy_members(flag: LegacyFlag | str, strings: Iterable[str] | None = None, *,
                    kernel: str | Kernel = DEFAULT_KERNEL) -> tuple[str, ...]:
     """The kernel feature strings a legacy flag stands for (fill_legacy_flag: every pattern match, in bit order)."""
@@ -107,6 +112,7 @@ def legacy_members(flag: LegacyFlag | str, strings: Iterable[str] | None = None,
     return tuple(s for s in _strings(strings, kernel) if pattern_match(s, f.pattern))
 
 
+@public
 def printed_name(feature: str, strings: Iterable[str] | None = None, *,
                  kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The name ``ethtool -k`` prints for a kernel feature string: the legacy long name when its flag matches
@@ -118,6 +124,7 @@ def printed_name(feature: str, strings: Iterable[str] | None = None, *,
     return feature
 
 
+@public
 def from_printed(printed: str, strings: Iterable[str] | None = None, *,
                  kernel: str | Kernel = DEFAULT_KERNEL) -> str | None:
     """The kernel feature string behind a name as ``ethtool -k`` prints it at the top level; None for a
@@ -130,6 +137,7 @@ def from_printed(printed: str, strings: Iterable[str] | None = None, *,
     return members[0] if len(members) == 1 else None
 
 
+@public
 def expand(word: str, strings: Iterable[str] | None = None, *,
            kernel: str | Kernel = DEFAULT_KERNEL) -> tuple[str, ...]:
     """The kernel feature strings one ``ethtool -K`` word sets (netlink/features.c fill_sfeatures_bitmap):
@@ -149,6 +157,7 @@ def expand(word: str, strings: Iterable[str] | None = None, *,
     )
 
 
+@public
 def parse_K_args(args: str | Sequence[str], strings: Iterable[str] | None = None, *,  # noqa: N802
                  kernel: str | Kernel = DEFAULT_KERNEL) -> list[tuple[str, bool]]:
     """``"gro off sg on"`` (or its words) -> [(kernel feature string, on), ...] in order, legacy names expanded,
@@ -202,6 +211,7 @@ class FeatureState:
         raise AttributeError("FeatureState is immutable")
 
     @classmethod
+    @public
     def parse(cls, text: str) -> FeatureState:
         """The value part of an ``ethtool -k`` line ("on", "off [fixed]", "off [requested on]", ...)."""
         match = _VALUE.match(text.strip()) if isinstance(text, str) else None
@@ -300,6 +310,7 @@ class PrintedLine:
     state: FeatureState
 
 
+@public
 def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
     """``ethtool -k DEV`` output -> (DEV from its "Features for DEV:" header or None, its feature lines as
     printed). A line that is neither raises ValueError naming its number."""
@@ -323,6 +334,7 @@ def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
     return device, parsed
 
 
+@public
 def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
     """Parse ``ethtool -k DEV`` output into {kernel feature string: FeatureState}.
 
@@ -350,6 +362,7 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
     return EthtoolK(device=device or "?", states=states)
 
 
+@public
 def normalize_printed(printed: Mapping[str, object], strings: Iterable[str] | None = None, *,
                       kernel: str | Kernel = DEFAULT_KERNEL) -> dict[str, object]:
     """{name as ``ethtool -k`` printed it: value} -> {kernel feature string: value}, summary lines dropped."""
@@ -362,6 +375,7 @@ def normalize_printed(printed: Mapping[str, object], strings: Iterable[str] | No
     return out
 
 
+@public
 def format_k(states: Mapping[str, FeatureState], device: str, strings: Iterable[str] | None = None, *,
              kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """``ethtool -k`` text for ``states`` (netlink/features.c dump_features layout), e.g. for a model device."""
