@@ -83,7 +83,8 @@ def test_rx_packets_skip_skbs_of_other_devices():
 def test_ethtool_k_block_is_stored_as_printed_and_reads_back_as_the_file(parsed):
     rec = parsed["features"][0]
     assert (rec["phase"], rec["step"], rec["dev"]) == ("vlan_macvlan", 0, "eth0")
-    stored = next(r for r in DOC["features"]["ethtool_k"] if (r["phase"], r["step"], r["dev"]) == ("vlan_macvlan", 0, "eth0"))
+    stored = next(r for r in DOC["features"]["ethtool_k"]
+                  if (r["phase"], r["step"], r["dev"]) == ("vlan_macvlan", 0, "eth0"))
     assert list(rec["ethtool_k"]) == list(stored["ethtool_k"])  # every line, in order, summary lines included
     assert rec["ethtool_k"]["rx-checksumming"] == "on [fixed]"  # as ethtool printed it, no longer "on fixed"
     assert {n: labdata.stored_state(v) for n, v in rec["ethtool_k"].items()} == \

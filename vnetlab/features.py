@@ -233,7 +233,8 @@ class FeatureSet:
 
     @classmethod
     @public
-    def from_bits(cls, bits: Annotated[int, In(0, 2**64 - 1, "netdev_features_t, a u64")], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
+    def from_bits(cls, bits: Annotated[int, In(0, 2**64 - 1, "netdev_features_t, a u64")],
+                  kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         return cls(bits, kernel)
 
     @classmethod
