@@ -32,7 +32,7 @@ from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 __all__ = [
     "LEGACY_FLAGS", "LegacyFlag", "FeatureState", "EthtoolK", "pattern_match", "feature_strings",
     "legacy_flag", "legacy_members", "printed_name", "from_printed", "expand", "parse_K_args", "PrintedLine",
-    "printed_lines", "parse_k", "normalize_printed", "format_k",
+    "printed_lines", "parse_k", "normalize_printed", "format_k", "device_states",
 ]
 
 
@@ -198,14 +198,20 @@ class FeatureState:
     fixed: bool
     requested: bool
 
-    def __init__(self, on: bool, fixed: bool, requested: bool | None = None) -> None:
+    def __new__(cls, on: bool, fixed: bool, requested: bool | None = None) -> FeatureState:
+        if type(on) is bool and type(fixed) is bool and (requested is None or type(requested) is bool):
+            # dump_feature tests [fixed] first: a fixed feature shows no request, so what it "requests" is its state.
+            return _STATES[on, fixed, on if fixed or requested is None else requested]
+        bad = next(n for n, v in (("on", on), ("fixed", fixed), ("requested", requested))
+                   if type(v) is not bool and not (n == "requested" and v is None))
+        raise TypeError(f"FeatureState: {bad} must be True or False, got {locals()[bad]!r}")
+
+    @classmethod
+    def _make(cls, on: bool, fixed: bool, requested: bool) -> FeatureState:
+        self = object.__new__(cls)
         for name, value in (("on", on), ("fixed", fixed), ("requested", requested)):
-            if not isinstance(value, bool) and not (name == "requested" and value is None):
-                raise TypeError(f"FeatureState: {name} must be True or False, got {value!r}")
-        object.__setattr__(self, "on", on)
-        object.__setattr__(self, "fixed", fixed)
-        # dump_feature tests [fixed] first: a fixed feature shows no request, so what it "requests" is its state.
-        object.__setattr__(self, "requested", on if fixed or requested is None else requested)
+            object.__setattr__(self, name, value)
+        return self
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("FeatureState is immutable")
@@ -264,6 +270,23 @@ class FeatureState:
 
     def __repr__(self) -> str:
         return f"FeatureState.parse({str(self)!r})"
+
+
+# The six values ethtool can print, made once: a state is immutable, so every device shares them.
+_STATES = {(on, fixed, req): FeatureState._make(on, fixed, req)
+           for on in (False, True) for fixed in (False, True) for req in (False, True) if not fixed or req == on}
+
+
+def device_states(named_bits: Iterable[tuple[str, int]], active: int, wanted: int,
+                  changeable: int) -> dict[str, FeatureState]:
+    """{feature string: state} from a device's words as net/ethtool/features.c features_prepare_data reports them:
+    features (active), wanted_features and hw_features & ~NETIF_F_NEVER_CHANGE (changeable); ``named_bits`` gives
+    each feature string with its bit mask, in the order to list them. Hot: the model calls it on every ethtool_k()."""
+    states = {}
+    for name, b in named_bits:
+        on, fixed = bool(active & b), not changeable & b
+        states[name] = _STATES[on, fixed, on if fixed else bool(wanted & b)]
+    return states
 
 
 @dataclass(frozen=True, eq=False)

@@ -87,12 +87,9 @@ class Device:
         NETIF_F_NEVER_CHANGE; ethtool's dump_feature prints "[fixed]" outside hw_features or in NEVER_CHANGE,
         else "[requested on|off]" where wanted and features differ. ``print(dev.ethtool_k())`` prints it all."""
         t = self.ns._table
-        changeable = self._hw_features & ~t.masks["NEVER_CHANGE"]
-        states = {}
-        for name in sorted(t.ethtool, key=t.bits.get):
-            b = 1 << t.bits[name]
-            states[t.ethtool[name]] = ethtool.FeatureState(bool(self._features & b), not changeable & b,
-                                                           bool(self._wanted_features & b))
+        named = ((t.ethtool[name], 1 << t.bits[name]) for name in sorted(t.ethtool, key=t.bits.get))
+        states = ethtool.device_states(named, self._features, self._wanted_features,
+                                       self._hw_features & ~t.masks["NEVER_CHANGE"])
         return ethtool.EthtoolK(device=self.name, states=states)
 
     def ethtool_K(self, settings: Mapping[str, bool]) -> Device:  # noqa: N802 (ethtool's own spelling)
