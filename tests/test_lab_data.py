@@ -328,12 +328,12 @@ def _feature_cases():
     return out
 
 
-HUB_GRO_HW = ("hub backend (no vnet header, so no guest offloads; CTRL_GUEST_OFFLOADS still negotiated): GRO_HW is in "
-              "hw_features (drivers/net/virtio_net.c virtnet_probe, Debian 5.10.223 / 6.1.192 / 6.12.95), but "
-              "'ethtool -K eth0 rx-gro-hw on' fails (exit 1) and it stays off: virtnet_set_features -> "
-              "virtnet_set_guest_offloads sends VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, which QEMU answers with "
-              "VIRTIO_NET_ERR when its peer has no vnet header (hw/net/virtio-net.c virtio_net_handle_offloads). "
-              "A device answer the model cannot know: the model turns it on")
+# The hub backend has no vnet header, so no guest offloads, yet CTRL_GUEST_OFFLOADS is negotiated: GRO_HW is in
+# hw_features (drivers/net/virtio_net.c virtnet_probe, Debian 5.10.223 / 6.1.192 / 6.12.95), but
+# 'ethtool -K eth0 rx-gro-hw on' fails (exit 1) and it stays off: virtnet_set_features -> virtnet_set_guest_offloads
+# sends VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, which QEMU answers with VIRTIO_NET_ERR without a vnet header.
+HUB_GRO_HW = ("QEMU's answer, not a kernel rule: hw/net/virtio-net.c virtio_net_handle_offloads refuses "
+              "GUEST_OFFLOADS_SET without a vnet header, so rx-gro-hw stays off where the model turns it on")
 
 # Disagreements between the model and a lab kernel, each keyed by (lab kernel, configuration, phase, device,
 # feature): test_ethtool_k_matches_the_model excuses exactly these, and test_known_ethtool_k_disagreement expects
@@ -353,7 +353,7 @@ def test_ethtool_k_matches_the_model(kernel, name, phase):
 
 
 @pytest.mark.parametrize("key", [
-    pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=why), id="/".join(key))
+    pytest.param(key, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why), id="/".join(key))
     for key, why in KNOWN_FEATURE_DISAGREEMENTS.items()
 ])
 def test_known_ethtool_k_disagreement(key):

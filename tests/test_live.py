@@ -39,7 +39,7 @@ def test_compare_k_reports_each_difference():
     cmp = live.compare_k(model, kernel, device="v0")
     assert not cmp
     assert cmp.names == ("made-up", "rx-gro", "rx-lro", "tx-gso-list")
-    assert len(cmp.agreed) == 57
+    assert len(cmp.agreed) == 57  # the sample's 60 features and made-up, less the 4 that differ
     text = str(cmp)
     assert "tx-gso-list: model off, kernel on" in text
     assert "rx-gro: model (absent), kernel off" in text
@@ -583,6 +583,7 @@ def test_lab_runs_name_each_kernel_and_its_date():
 
     runs = {r.kernel: r for r in live.lab_runs()}
     assert set(runs) == set(labdata.lab_kernels())
+    # data/lab/5.10/*.json kernel.uname_r and proc_version ("... Debian 5.10.223-1 (2024-08-10)")
     assert runs["5.10"].release == "5.10.0-32-amd64" and runs["5.10"].dated == "packaged 2024-08-10"
     assert runs["5.10-plain"].dated.startswith("built 20")
     assert all(a == n for r in runs.values() for _what, a, n in r.comparisons)
