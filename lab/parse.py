@@ -10,14 +10,19 @@ from vnetlab import ethtool
 
 
 def blocks(console: str) -> list[tuple[str, list[str], list[str]]]:
-    """(kind, labels, lines) for every @@BEGIN kind labels... / @@END block of the console log."""
+    """(kind, labels, lines) for every @@BEGIN kind labels... / @@END block of the console log. A block left open
+    at the end (a boot that timed out) is dropped; a @@BEGIN inside an open block (lab/guest/init never nests
+    them) raises ValueError naming both lines, as the first block's data would be lost."""
     out = []
     cur = None
-    for raw in console.splitlines():
+    opened = 0
+    for number, raw in enumerate(console.splitlines(), 1):
         line = raw.rstrip("\r")
         if line.startswith("@@BEGIN "):
+            if cur is not None:
+                raise ValueError(f"console: line {number} opens {line!r} inside the block opened on line {opened}")
             words = line.split()[1:]
-            cur = (words[0], words[1:], [])
+            cur, opened = (words[0], words[1:], []), number
         elif line.startswith("@@END"):
             if cur:
                 out.append(cur)
@@ -91,9 +96,10 @@ def rx_packets(events: list[dict]) -> list[dict]:
 
 
 def parse_ethtool_k(lines: list[str]) -> dict[str, str]:
-    """One ``ethtool -k`` block as the data files store it: {name as printed: "on" | "off" [+ " fixed"]}, summary
-    lines and legacy names kept (vnetlab.ethtool parses; labdata.ethtool_k maps them to kernel strings)."""
-    return {line.name: line.value for line in ethtool.printed_lines("\n".join(lines))[1]}
+    """One ``ethtool -k`` block as the data files store it: {name as printed: value as printed}, e.g. "on",
+    "off [fixed]", "off [requested on]" (vnetlab.ethtool.FeatureState), summary lines and legacy names kept
+    (labdata.ethtool_k maps them to kernel strings). A line that is not ``ethtool -k`` output raises ValueError."""
+    return {line.name: str(line.state) for line in ethtool.printed_lines("\n".join(lines))[1]}
 
 
 def parse_netdev(lines: list[str]) -> dict:
@@ -107,10 +113,11 @@ def parse_netdev(lines: list[str]) -> dict:
         m = re.match(r"^\s*([^:\s]+):\s*(.*)$", line)
         if m and not line.lstrip().startswith(("Inter", "face")):
             nums = [int(x) for x in m.group(2).split()]
-            if len(nums) == 16:
-                out.setdefault(side, {})[m.group(1)] = {
-                    "rx_packets": nums[1], "tx_packets": nums[9], "rx_bytes": nums[0], "tx_bytes": nums[8],
-                    "rx_dropped": nums[3], "tx_dropped": nums[11]}
+            if len(nums) != 16:  # net/core/net-procfs.c dev_seq_printf_stats: 8 receive + 8 transmit counters
+                raise ValueError(f"/proc/net/dev: {m.group(1)} has {len(nums)} counters, not 16: {line!r}")
+            out.setdefault(side, {})[m.group(1)] = {
+                "rx_packets": nums[1], "tx_packets": nums[9], "rx_bytes": nums[0], "tx_bytes": nums[8],
+                "rx_dropped": nums[3], "tx_dropped": nums[11]}
     return out
 
 
@@ -130,14 +137,21 @@ def netdev_delta(before: dict, after: dict) -> dict:
 def parse_snmp(lines: list[str]) -> dict:
     """/proc/net/snmp: {"Udp": {"InDatagrams": n, ...}, ...} from its header/value line pairs."""
     out: dict = {}
+    if len(lines) % 2:
+        raise ValueError(f"/proc/net/snmp: {len(lines)} lines, not header/value pairs")
     for head, vals in zip(lines[::2], lines[1::2]):
         h, v = head.split(), vals.split()
-        if h and v and h[0] == v[0]:
-            out[h[0].rstrip(":")] = {k: int(x) for k, x in zip(h[1:], v[1:])}
+        if not h or not v or h[0] != v[0] or len(h) != len(v):
+            raise ValueError(f"/proc/net/snmp: {vals!r} is not the value line of {head!r}")
+        out[h[0].rstrip(":")] = {k: int(x) for k, x in zip(h[1:], v[1:])}
     return out
 
 
 def virtio_feature_bits(bitstring: str) -> list[int]:
+    """/sys/bus/virtio/devices/*/features (drivers/virtio/virtio.c features_show: one '0'/'1' per bit, bit 0
+    first) -> the set bits."""
+    if not bitstring or set(bitstring) - {"0", "1"}:
+        raise ValueError(f"virtio features: {bitstring!r} is not a string of 0 and 1")
     return [i for i, c in enumerate(bitstring) if c == "1"]
 
 

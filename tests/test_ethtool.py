@@ -78,7 +78,7 @@ def test_parse_k_requested_notes_give_wanted():
     tso = f["tx-tcp-segmentation"]
     # the sample line reads "tx-tcp-segmentation: off [requested on]"
     assert (tso.active, tso.wanted, tso.fixed) == (False, True, False)
-    assert tso.ethtool_text() == "off [requested on]"
+    assert str(tso) == "off [requested on]"
     assert not f["tx-scatter-gather"].active and not f["tx-scatter-gather"].wanted
     # netdev_fix_features drops ALL_TSO and GSO without SG, but the wanted bits stay on
     gso = f["tx-generic-segmentation"]
@@ -93,17 +93,19 @@ def test_parse_veth_gso_software_bits_are_on_and_changeable():
     for name in ("tx-udp-segmentation", "tx-gso-list", "tx-tcp-segmentation", "tx-sctp-segmentation",
                  "tx-scatter-gather-fraglist"):
         assert f[name].active and not f[name].fixed, name
-    assert f["tx-checksum-ipv4"] == ethtool.FeatureState("tx-checksum-ipv4", False, False, False)
-    assert f.ethtool_k()["vlan-challenged"] == (False, True)
+    # sample line "tx-checksum-ipv4: off [fixed]"; "vlan-challenged: off [fixed]"
+    assert f["tx-checksum-ipv4"] == ethtool.FeatureState(False, True)
+    assert f["vlan-challenged"] == (False, True)
 
 
 def test_parse_macvlan_and_bridge_fixed_and_requested():
     mv = ethtool.parse_k(sample("macvlan_on_sg_off_veth"))
     assert mv.device == "mv"
-    assert mv.ethtool_k()["tx-udp-segmentation"] == (True, True)
-    assert mv.ethtool_k()["rx-lro"] == (False, False)
+    # sample lines "tx-udp-segmentation: on [fixed]", "large-receive-offload: off"
+    assert mv["tx-udp-segmentation"] == (True, True)
+    assert mv["rx-lro"] == (False, False)
     br = ethtool.parse_k(sample("bridge"))
-    assert br["tx-gso-robust"].ethtool_text() == "off [requested on]"
+    assert str(br["tx-gso-robust"]) == "off [requested on]"  # the sample's line, as printed
     assert br["rx-gro"].active
 
 
@@ -115,7 +117,7 @@ def test_parse_round_trips_the_value_text():
         name, value = line.strip().split(": ", 1)
         shown[name] = value
     for name, state in f.states.items():
-        assert shown[ethtool.printed_name(name, f.states)] == state.ethtool_text(), name
+        assert shown[ethtool.printed_name(name, f.states)] == str(state), name
 
 
 def test_expand_legacy_names_over_a_devices_strings():
@@ -129,10 +131,60 @@ def test_expand_legacy_names_over_a_devices_strings():
     assert ethtool.expand("tx-udp-segmentation", names) == ("tx-udp-segmentation",)
 
 
-def test_feature_state_text():
-    assert ethtool.FeatureState("x", True, True, False).ethtool_text() == "on [fixed]"
-    assert ethtool.FeatureState("x", False, True, True).ethtool_text() == "off [requested on]"
-    assert ethtool.FeatureState("x", True, False, True).ethtool_text() == "on [requested off]"
+def test_feature_state_prints_as_dump_feature():
+    # netlink/features.c dump_feature (ethtool 6.x): "[fixed]" when not in hw or in nochange, tested before the
+    # request, so a fixed feature never shows one; else "[requested on|off]" when wanted != active.
+    S = ethtool.FeatureState
+    assert [str(S(on, fixed, req)) for on, fixed, req in (
+        (True, False, True), (False, False, False), (True, True, False), (False, True, True),
+        (False, False, True), (True, False, False))] == [
+        "on", "off", "on [fixed]", "off [fixed]", "off [requested on]", "on [requested off]"]
+    for text in ("on", "off", "on [fixed]", "off [fixed]", "off [requested on]", "on [requested off]"):
+        assert str(S.parse(text)) == text
+        assert eval(repr(S.parse(text)), {"FeatureState": S}) == S.parse(text)
+
+
+def test_feature_state_is_the_contracts_on_fixed_pair():
+    # contract.md: ethtool_k() maps each feature name to (on, fixed); the state unpacks, indexes and compares so
+    S = ethtool.FeatureState
+    state = S.parse("off [requested on]")
+    on, fixed = state
+    assert (on, fixed) == (False, False) and state[0] is False and state[1] is False and len(state) == 2
+    assert state == (False, False) and (False, False) == state and state != (False, True)
+    assert hash(state) == hash((False, False))
+    # between two states == is "ethtool prints the same": the request counts where it is shown
+    assert state != S.parse("off") and S.parse("off [fixed]") == S(False, True, True)
+    assert (state.active, state.wanted, state.changeable) == (False, True, True)
+    assert {S.parse("on"): 1}[(True, False)] == 1  # a dict keyed by states answers tuples
+    with pytest.raises(AttributeError):
+        state.on = True  # immutable, as the tuple it stands for
+
+
+def test_feature_state_refuses_what_ethtool_never_prints():
+    for text in ("", "On", "on  [fixed]", "on [requested]", "off [weird]", "on fixed", "yes"):
+        with pytest.raises(ValueError, match="dump_feature"):
+            ethtool.FeatureState.parse(text)
+    with pytest.raises(TypeError, match="on must be True or False"):
+        ethtool.FeatureState(1, False)
+    with pytest.raises(TypeError):
+        ethtool.FeatureState.of((True,))
+
+
+def test_model_device_ethtool_k_is_the_same_type_and_prints_as_ethtool():
+    # net/8021q/vlan_dev.c vlan_dev_fix_features (6.1): the VLAN keeps what its lower's vlan_features lack in
+    # wanted, so a virtio_net lower without NETIF_F_FRAGLIST leaves eth0.10 "off [requested on]" there.
+    from vnetlab import netdev
+
+    net = netdev.Namespace(kernel="6.1")
+    eth0 = net.nic("eth0", driver="virtio_net")
+    vlan = net.vlan("eth0.10", lower=eth0, vid=10)
+    k = vlan.ethtool_k()
+    assert isinstance(k, ethtool.EthtoolK) and isinstance(k["tx-udp-segmentation"], ethtool.FeatureState)
+    assert str(k["tx-scatter-gather-fraglist"]) == "off [requested on]"
+    assert str(eth0.ethtool_k()["tx-scatter-gather-fraglist"]) == "off [fixed]"
+    text = str(k)
+    assert text.startswith("Features for eth0.10:\n") and "\ttx-scatter-gather-fraglist: off [requested on]\n" in text
+    assert ethtool.parse_k(text) == k  # printing and parsing give the same states back
 
 
 def test_parse_k_rejects_other_text():
@@ -140,7 +192,7 @@ def test_parse_k_rejects_other_text():
         ethtool.parse_k("Features for x:\nnot a feature line\n")
     with pytest.raises(ValueError, match="no feature lines"):
         ethtool.parse_k("")
-    with pytest.raises(ValueError, match="unknown note"):
+    with pytest.raises(ValueError, match="unknown value"):
         ethtool.parse_k("rx-gro: on [weird]\n")
 
 
@@ -152,10 +204,10 @@ def test_printed_lines_keep_what_ethtool_printed():
             "tx-tcp-segmentation: off [requested on]\r\n")
     device, lines = ethtool.printed_lines(text)
     assert device == "eth0"
-    assert [(x.name, x.indented, x.value, x.note) for x in lines] == [
-        ("rx-checksumming", False, "on fixed", "fixed"), ("tx-checksumming", False, "on", None),
-        ("tx-checksum-ipv4", True, "off fixed", "fixed"), ("tx-checksum-ip-generic", True, "on", None),
-        ("tx-tcp-segmentation", False, "off", "requested on")]
+    assert [(x.name, x.indented, str(x.state)) for x in lines] == [
+        ("rx-checksumming", False, "on [fixed]"), ("tx-checksumming", False, "on"),
+        ("tx-checksum-ipv4", True, "off [fixed]"), ("tx-checksum-ip-generic", True, "on"),
+        ("tx-tcp-segmentation", False, "off [requested on]")]
     states = ethtool.parse_k(text)
     assert "tx-checksumming" not in states and states["rx-checksum"].fixed
     with pytest.raises(ValueError, match="line 2"):
@@ -226,3 +278,15 @@ def test_every_legacy_name_sets_what_ethtool_sets(flag):
                 expect = {m for m in members if before[m].changeable and before[m].wanted != (value == "on")}
                 assert moved == expect, (word, value)
                 before = after
+
+
+def test_public_functions_refuse_wrong_types_by_name():
+    # issue 21: @public names the function and the parameter (vnetlab.checks)
+    from vnetlab.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=r"parse_k: text must be"):
+        ethtool.parse_k(b"Features for x:\nrx-gro: on\n")
+    with pytest.raises(ArgumentError, match=r"expand: word must be"):
+        ethtool.expand(3, kernel="6.1")
+    with pytest.raises(ArgumentError, match=r"FeatureState.parse: text must be"):
+        ethtool.FeatureState.parse(True)

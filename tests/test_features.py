@@ -41,6 +41,10 @@ def test_fixed_bits_every_version(k):
 
 
 def test_bits_that_move():
+    # include/linux/netdev_features.h per version (each entry's source in data/netdev_features.toml): 6.18 has no
+    # LLTX / NETNS_LOCAL / FCOE_MTU bits (dev->lltx, dev->netns_immutable) and GSO_ACCECN at 35, shifting FCOE_CRC
+    # and SCTP_CRC up one; GRO_UDP_FWD arrives in 5.12, the HSR bits in 5.13. Name counts: the entries of
+    # net/ethtool/common.c netdev_features_strings of that version (facts D.1).
     assert F.bit("LLTX", kernel="6.1") == 12 and F.bit("NETNS_LOCAL", kernel="6.1") == 13
     for name in ("LLTX", "NETNS_LOCAL", "FCOE_MTU"):
         with pytest.raises(ValueError, match="name="):
@@ -78,10 +82,14 @@ def test_gso_software_before_and_after_the_patch():
 
 @pytest.mark.parametrize("k,last", [(k, 35 if k in ("6.18", "7.2.12", "7.3.4") else 34) for k in KERNELS])
 def test_gso_mask_range(k, last):
+    # include/linux/netdev_features.h NETIF_F_GSO_MASK = GENMASK_ULL(NETIF_F_GSO_LAST, NETIF_F_GSO_SHIFT): the last
+    # GSO bit is GSO_FRAGLIST (34), GSO_ACCECN (35) from 6.18
     assert F.mask("GSO_MASK", kernel=k).bits == (1 << (last + 1)) - (1 << 16)
 
 
 def test_other_masks():
+    # include/linux/netdev_features.h, v6.1 and 6.18 (the macros as data/netdev_features.toml cites them):
+    # NETIF_F_VLAN_FEATURES and NETIF_F_GSO_ENCAP_ALL have six members each in 6.1
     k = "6.1"
     assert F.mask("CSUM_MASK", kernel=k) == {"IP_CSUM", "IPV6_CSUM", "HW_CSUM"}
     assert F.mask("ALL_FOR_ALL", kernel=k) == {"NOCACHE_COPY", "FSO"}
@@ -99,6 +107,7 @@ def test_other_masks():
 
 
 def test_ethtool_names_both_directions():
+    # net/ethtool/common.c netdev_features_strings (5.10, 6.1, 6.18)
     assert F.ethtool_name("GSO_UDP_L4", kernel="6.1") == "tx-udp-segmentation"
     assert F.ethtool_name("GSO_FRAGLIST", kernel="5.10") == "tx-gso-list"
     assert F.from_ethtool_name("tx-gso-list", kernel="6.18") == "GSO_FRAGLIST"
@@ -135,7 +144,7 @@ def test_featureset_protocol():
     assert a - b == {"SG", "HW_CSUM"}
     assert "SG" in a and "GSO_UDP_L4" not in a
     assert len(a) == 3 and list(a) == ["SG", "HW_CSUM", "TSO"]
-    assert a.bits == 1 | 8 | 1 << 16
+    assert a.bits == 1 | 8 | 1 << 16  # netdev_features.h: NETIF_F_SG_BIT 0, HW_CSUM_BIT 3, TSO_BIT 16
     assert FeatureSet.from_bits(a.bits, kernel="6.18") == a
     eth = a.to_ethtool()
     assert eth["tx-scatter-gather"] is True and eth["tx-udp-segmentation"] is False
@@ -170,6 +179,7 @@ def test_skb_gso_shift_relation(k):
     for name, b in t.skb_gso.items():
         if b < 20 and not name.startswith("__") and (b + 16) in t.by_bit:
             assert F.bit(F.gso_feature(name, kernel=k), kernel=k) == b + F.GSO_SHIFT
+    # include/linux/skbuff.h: SKB_GSO_UDP_L4 = 1 << 17, SKB_GSO_FRAGLIST = 1 << 18
     assert F.skb_gso_bit("UDP_L4", kernel=k) == 17 and F.skb_gso_bit("FRAGLIST", kernel=k) == 18
 
 
@@ -295,3 +305,17 @@ def test_can_checksum_protocol():
     assert not F.can_checksum_protocol(fs("SG"), 4)
     with pytest.raises(ValueError, match="ip must be 4 or 6"):
         F.can_checksum_protocol(fs("SG"), 5)
+
+
+def test_public_functions_check_their_arguments():
+    # include/linux/netdev_features.h: typedef u64 netdev_features_t, so a bit set is 0..2**64-1 (vnetlab.checks)
+    from vnetlab.errors import ArgumentError
+
+    assert FeatureSet.from_bits(1, kernel="6.1").names == ("SG",)  # NETIF_F_SG_BIT is bit 0
+    with pytest.raises(ArgumentError, match=r"from_bits: bits must be an int in 0\.\.18446744073709551615 "
+                                            r"\(netdev_features_t, a u64\)"):
+        FeatureSet.from_bits(2**64, kernel="6.1")
+    with pytest.raises(ArgumentError, match="from_bits: bits"):
+        FeatureSet.from_bits(1.0, kernel="6.1")
+    with pytest.raises(ArgumentError, match="skb_gso_ok: has_frag_list must be"):
+        F.skb_gso_ok(FeatureSet.empty("6.1"), ["UDP_L4"], has_frag_list=1)

@@ -8,6 +8,8 @@ answer. Expected values come from the measurements; the model is what is under t
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from vnetlab import ethtool, features, labdata, rx
@@ -263,10 +265,10 @@ def _apply(ns, dev, args):
     d = ns[dev]
     before = d.ethtool_k()
     req = {f: on for f, on in ethtool.parse_K_args(args, kernel=ns.kernel) if f in before}
-    d.ethtool_K({f: on for f, on in req.items() if not before[f][1]})
+    d.ethtool_K({f: on for f, on in req.items() if not before[f].fixed})
     after = d.ethtool_k()
-    missed = any(after[f][0] != on for f, on in req.items())
-    changed = any(after[f][0] != before[f][0] for f in after)
+    missed = any(after[f].on != on for f, on in req.items())
+    changed = any(after[f].on != before[f].on for f in after)
     return 1 if missed and not changed else 0
 
 
@@ -291,21 +293,30 @@ def _replay(doc, phase, kv):
         yield s["step"], ns, (args, s["rc"], _apply(ns, s["dev"], args))
 
 
+@functools.cache
 def _feature_diffs(kernel, name, phase):
+    """Every disagreement of the model with the lab's ``ethtool -k`` / ``ethtool -K`` in one phase, as
+    ((lab kernel, configuration, phase, device, feature), message). A file that keeps ethtool's [requested ...]
+    (labdata.requests_recorded) is compared as printed; an older one on (on, fixed), all it recorded."""
     doc = labdata.load(name, kernel)
+    whole = labdata.requests_recorded(doc)
     diffs = []
     for step, ns, ran in _replay(doc, phase, labdata.model_profile(kernel)):
         if ran and (ran[1] == 0) != (ran[2] == 0):
-            diffs.append((ran[0].split()[0],
+            words = ethtool.parse_K_args(ran[0], kernel=ns.kernel)
+            diffs.append(((kernel, name, phase, "eth0", words[0][0] if words else ran[0]),
                           f"{phase}.{step} 'ethtool -K eth0 {ran[0]}': real exit {ran[1]}, model {ran[2]}"))
         for rec in (r for r in doc["features"]["ethtool_k"] if r["phase"] == phase and r["step"] == step
                     and r["dev"] in ns.devices):  # not the lab's: sit0 of a kernel built with IPv6 tunnels
-            real = labdata.ethtool_k(doc, phase, step, rec["dev"])
-            for feat, (on, fixed) in ns[rec["dev"]].ethtool_k().items():
-                model = ("on" if on else "off") + (" fixed" if fixed else "")
-                if feat in real and real[feat] != model:
-                    diffs.append((feat, f"{phase}.{step} {rec['dev']} {feat}: real {real[feat]!r} model {model!r}"))
-    return diffs
+            dev = rec["dev"]
+            real = labdata.ethtool_k(doc, phase, step, dev)
+            model = ns[dev].ethtool_k()
+            assert set(real) <= set(model), f"{phase}.{step} {dev}: features the model lacks: {set(real) - set(model)}"
+            for feat, state in model.items():
+                if feat in real and state != (real[feat] if whole else tuple(real[feat])):
+                    diffs.append(((kernel, name, phase, dev, feat),
+                                  f"{phase}.{step} {dev} {feat}: real {str(real[feat])!r} model {str(state)!r}"))
+    return tuple(diffs)
 
 
 def _feature_cases():
@@ -317,21 +328,37 @@ def _feature_cases():
     return out
 
 
-# Disagreements between the model and a real kernel, per feature (see the strict xfail below). Anything else
-# that differs fails test_ethtool_k_differs_only_where_known.
+# The hub backend has no vnet header, so no guest offloads, yet CTRL_GUEST_OFFLOADS is negotiated: GRO_HW is in
+# hw_features (drivers/net/virtio_net.c virtnet_probe, Debian 5.10.223 / 6.1.192 / 6.12.95), but
+# 'ethtool -K eth0 rx-gro-hw on' fails (exit 1) and it stays off: virtnet_set_features -> virtnet_set_guest_offloads
+# sends VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, which QEMU answers with VIRTIO_NET_ERR without a vnet header.
+HUB_GRO_HW = ("QEMU's answer, not a kernel rule: hw/net/virtio-net.c virtio_net_handle_offloads refuses "
+              "GUEST_OFFLOADS_SET without a vnet header, so rx-gro-hw stays off where the model turns it on")
+
+# Disagreements between the model and a lab kernel, each keyed by (lab kernel, configuration, phase, device,
+# feature): test_ethtool_k_matches_the_model excuses exactly these, and test_known_ethtool_k_disagreement expects
+# each to fail (strict xfail), so a key the model starts to match, or that the data no longer shows, fails too.
 KNOWN_FEATURE_DISAGREEMENTS = {
-    "rx-gro-hw": "hub backend only (no vnet header, so no guest offloads; CTRL_GUEST_OFFLOADS still negotiated): "
-                 "GRO_HW is in hw_features, but 'ethtool -K eth0 rx-gro-hw on' fails (exit 1) and it stays off: "
-                 "virtnet_set_features -> virtnet_set_guest_offloads sends VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, "
-                 "which QEMU answers with VIRTIO_NET_ERR when its peer has no vnet header, so ndo_set_features "
-                 "fails. A device answer the model cannot know, not a kernel rule: the model turns it on",
+    (kernel, "hub_mergeable", phase, "eth0", "rx-gro-hw"): HUB_GRO_HW
+    for kernel in ("5.10", "6.1", "6.12") for phase in ("bridge", "vlan_macvlan")
 }
 
 
 @pytest.mark.parametrize("kernel,name,phase", _feature_cases())
-def test_ethtool_k_differs_only_where_known(kernel, name, phase):
-    unknown = [msg for feat, msg in _feature_diffs(kernel, name, phase) if feat not in KNOWN_FEATURE_DISAGREEMENTS]
+def test_ethtool_k_matches_the_model(kernel, name, phase):
+    """Every feature of every device at every step, and ethtool -K's exit code, as the lab measured them
+    (data/lab/<kernel>/<config>.json), except the keyed disagreements above."""
+    unknown = [msg for key, msg in _feature_diffs(kernel, name, phase) if key not in KNOWN_FEATURE_DISAGREEMENTS]
     assert not unknown, "\n".join(unknown)
+
+
+@pytest.mark.parametrize("key", [
+    pytest.param(key, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=why), id="/".join(key))
+    for key, why in KNOWN_FEATURE_DISAGREEMENTS.items()
+])
+def test_known_ethtool_k_disagreement(key):
+    diffs = [msg for k, msg in _feature_diffs(*key[:3]) if k == key]
+    assert not diffs, "\n".join(diffs)
 
 
 def test_uso_follows_checksum_offload_as_measured_on_612():
@@ -344,10 +371,10 @@ def test_uso_follows_checksum_offload_as_measured_on_612():
             pytest.skip(f"Debian {kernel} not shipped")
         doc = labdata.load("mergeable", kernel)
         step = next(s for s in doc["features"]["ethtool_K"] if s["command"].endswith("eth0 tx off"))
-        assert labdata.ethtool_k(doc, step["phase"], step["step"], "eth0.10")["tx-udp-segmentation"] == real
+        assert str(labdata.ethtool_k(doc, step["phase"], step["step"], "eth0.10")["tx-udp-segmentation"]) == real
         for n, ns, _ran in _replay(doc, step["phase"], labdata.model_profile(kernel)):
             if n == step["step"]:  # the replay goes on mutating the namespace: read it at this step
-                assert ns["eth0.10"].ethtool_k()["tx-udp-segmentation"][0] is (real == "on")
+                assert ns["eth0.10"].ethtool_k()["tx-udp-segmentation"].on is (real == "on")
                 break
         else:
             raise AssertionError(f"step {step['step']} not replayed")
@@ -357,21 +384,12 @@ def test_uso_follows_checksum_offload_as_measured_on_612():
 def test_7x_gro_hw_is_fixed_off_without_guest_offloads(kernel):
     """Debian 7.x virtnet_probe gives GRO_HW to hw_features only with a GUEST_OFFLOAD_GRO_HW_MASK offload
     negotiated (rule virtio_gro_hw_needs_guest_gso): on the hub (no vnet header, no guest offloads) the kernel
-    shows rx-gro-hw 'off [fixed]' and the model agrees at every step, so the known hub disagreement of
-    5.10..6.12 (which keep GRO_HW changeable and then fail to set it) does not arise."""
+    shows rx-gro-hw 'off [fixed]' (data/lab/7.x/hub_mergeable.json) and the model agrees at every step, so the
+    known hub disagreement of 5.10..6.12 (which keep GRO_HW changeable and then fail to set it) does not arise."""
     doc = labdata.load("hub_mergeable", kernel)
-    assert labdata.ethtool_k(doc, "vlan_macvlan", 0, "eth0")["rx-gro-hw"] == "off fixed"
+    assert str(labdata.ethtool_k(doc, "vlan_macvlan", 0, "eth0")["rx-gro-hw"]) == "off [fixed]"
     for phase in ("vlan_macvlan", "bridge"):
-        assert not [m for f, m in _feature_diffs(kernel, "hub_mergeable", phase) if f == "rx-gro-hw"]
-
-
-@pytest.mark.parametrize("feature", sorted(KNOWN_FEATURE_DISAGREEMENTS))
-@pytest.mark.parametrize("kernel,name,phase", _feature_cases())
-def test_ethtool_k_matches_the_model(kernel, name, phase, feature):
-    diffs = [msg for feat, msg in _feature_diffs(kernel, name, phase) if feat == feature]
-    if diffs:
-        pytest.xfail(f"model disagrees with the real kernel: {KNOWN_FEATURE_DISAGREEMENTS[feature]}; "
-                     + "; ".join(diffs[:3]))
+        assert not [m for key, m in _feature_diffs(kernel, "hub_mergeable", phase) if key[-1] == "rx-gro-hw"]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -25,13 +25,14 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from vnetlab.checks import public
 from vnetlab.errors import UnknownFeatureError
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 
 __all__ = [
     "LEGACY_FLAGS", "LegacyFlag", "FeatureState", "EthtoolK", "pattern_match", "feature_strings",
     "legacy_flag", "legacy_members", "printed_name", "from_printed", "expand", "parse_K_args", "PrintedLine",
-    "printed_lines", "parse_k", "normalize_printed", "format_k",
+    "printed_lines", "parse_k", "normalize_printed", "format_k", "device_states",
 ]
 
 
@@ -63,6 +64,7 @@ LEGACY_FLAGS: tuple[LegacyFlag, ...] = (
 _UFO = "ufo"  # netlink/features.c dump_features: "no kernel with netlink interface supports UFO"
 
 
+@public
 def pattern_match(name: str, pattern: str) -> bool:
     """ethtool netlink/features.c flag_pattern_match: an exact match, or prefix + suffix around one '*'."""
     star = pattern.find("*")
@@ -72,6 +74,7 @@ def pattern_match(name: str, pattern: str) -> bool:
     return len(name) + 1 >= len(pattern) and name.startswith(prefix) and name.endswith(suffix)
 
 
+@public
 def feature_strings(kernel: str | Kernel = DEFAULT_KERNEL) -> tuple[str, ...]:
     """netdev_features_strings of ``kernel`` in bit order (unnamed bits left out, as ethtool skips them)."""
     from vnetlab import features
@@ -84,6 +87,7 @@ def _strings(strings: Iterable[str] | None, kernel: str | Kernel) -> tuple[str, 
     return tuple(strings) if strings is not None else feature_strings(kernel)
 
 
+@public
 def legacy_flag(word: str) -> LegacyFlag | None:
     """The off_flag_def entry whose short or long name is ``word`` (ethtool -K accepts both), else None."""
     for flag in LEGACY_FLAGS:
@@ -97,6 +101,7 @@ def _owner(name: str) -> LegacyFlag | None:
     return next((f for f in LEGACY_FLAGS if pattern_match(name, f.pattern)), None)
 
 
+@public
 def legacy_members(flag: LegacyFlag | str, strings: Iterable[str] | None = None, *,
                    kernel: str | Kernel = DEFAULT_KERNEL) -> tuple[str, ...]:
     """The kernel feature strings a legacy flag stands for (fill_legacy_flag: every pattern match, in bit order)."""
@@ -107,6 +112,7 @@ def legacy_members(flag: LegacyFlag | str, strings: Iterable[str] | None = None,
     return tuple(s for s in _strings(strings, kernel) if pattern_match(s, f.pattern))
 
 
+@public
 def printed_name(feature: str, strings: Iterable[str] | None = None, *,
                  kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The name ``ethtool -k`` prints for a kernel feature string: the legacy long name when its flag matches
@@ -118,6 +124,7 @@ def printed_name(feature: str, strings: Iterable[str] | None = None, *,
     return feature
 
 
+@public
 def from_printed(printed: str, strings: Iterable[str] | None = None, *,
                  kernel: str | Kernel = DEFAULT_KERNEL) -> str | None:
     """The kernel feature string behind a name as ``ethtool -k`` prints it at the top level; None for a
@@ -130,6 +137,7 @@ def from_printed(printed: str, strings: Iterable[str] | None = None, *,
     return members[0] if len(members) == 1 else None
 
 
+@public
 def expand(word: str, strings: Iterable[str] | None = None, *,
            kernel: str | Kernel = DEFAULT_KERNEL) -> tuple[str, ...]:
     """The kernel feature strings one ``ethtool -K`` word sets (netlink/features.c fill_sfeatures_bitmap):
@@ -149,6 +157,7 @@ def expand(word: str, strings: Iterable[str] | None = None, *,
     )
 
 
+@public
 def parse_K_args(args: str | Sequence[str], strings: Iterable[str] | None = None, *,  # noqa: N802
                  kernel: str | Kernel = DEFAULT_KERNEL) -> list[tuple[str, bool]]:
     """``"gro off sg on"`` (or its words) -> [(kernel feature string, on), ...] in order, legacy names expanded,
@@ -169,36 +178,121 @@ def parse_K_args(args: str | Sequence[str], strings: Iterable[str] | None = None
 # ------------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+# netlink/features.c dump_feature (ethtool 6.x; ethtool.c dump_one_feature for ioctl): the value part of a line.
+_VALUE = re.compile(r"^(?P<on>on|off)(?: \[(?P<note>fixed|requested on|requested off)\])?$")
+
+
 class FeatureState:
-    """One feature of one device as the kernel reports it (ETHTOOL_A_FEATURES_ACTIVE / WANTED / HW & ~NOCHANGE)."""
+    """One feature of one device as ``ethtool -k`` shows it: on or off, ``[fixed]``, ``[requested on|off]``.
 
-    name: str
-    active: bool
-    wanted: bool
-    changeable: bool
+    The one ``ethtool -k`` type: the model (``Device.ethtool_k()``), the lab data (``labdata.ethtool_k``) and the
+    live kernel (``live.read_features``) all give it. ``str()`` is the value exactly as ethtool prints it
+    (netlink/features.c dump_feature, ethtool 6.x): "[fixed]" when the feature is outside hw_features or in
+    NETIF_F_NEVER_CHANGE, else "[requested on|off]" when wanted and active differ. ``==`` between two states is
+    "ethtool prints the same"; against a 2-tuple it compares (on, fixed), and a state unpacks and indexes as
+    (on, fixed): the contract's ``ethtool_k()[name] == (on, fixed)`` keeps working.
+    """
 
-    @property
-    def on(self) -> bool:
-        return self.active
+    __slots__ = ("on", "fixed", "requested")
+    on: bool
+    fixed: bool
+    requested: bool
 
-    @property
-    def fixed(self) -> bool:
-        return not self.changeable
+    def __new__(cls, on: bool, fixed: bool, requested: bool | None = None) -> FeatureState:
+        if type(on) is bool and type(fixed) is bool and (requested is None or type(requested) is bool):
+            # dump_feature tests [fixed] first: a fixed feature shows no request, so what it "requests" is its state.
+            return _STATES[on, fixed, on if fixed or requested is None else requested]
+        bad = next(n for n, v in (("on", on), ("fixed", fixed), ("requested", requested))
+                   if type(v) is not bool and not (n == "requested" and v is None))
+        raise TypeError(f"FeatureState: {bad} must be True or False, got {locals()[bad]!r}")
 
-    def ethtool_text(self) -> str:
-        """The value part of an ``ethtool -k`` line (netlink/features.c dump_feature), e.g. "off [requested on]"."""
-        text = "on" if self.active else "off"
+    @classmethod
+    def _make(cls, on: bool, fixed: bool, requested: bool) -> FeatureState:
+        self = object.__new__(cls)
+        for name, value in (("on", on), ("fixed", fixed), ("requested", requested)):
+            object.__setattr__(self, name, value)
+        return self
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("FeatureState is immutable")
+
+    @classmethod
+    @public
+    def parse(cls, text: str) -> FeatureState:
+        """The value part of an ``ethtool -k`` line ("on", "off [fixed]", "off [requested on]", ...)."""
+        match = _VALUE.match(text.strip()) if isinstance(text, str) else None
+        if match is None:
+            raise ValueError(f"text={text!r} is not an `ethtool -k` value: on|off, optionally followed by "
+                             "[fixed], [requested on] or [requested off] (netlink/features.c dump_feature)")
+        on, note = match["on"] == "on", match["note"]
+        return cls(on, note == "fixed", None if note in (None, "fixed") else note == "requested on")
+
+    @classmethod
+    def of(cls, value: FeatureState | tuple[bool, ...]) -> FeatureState:
+        """A state from itself, (on, fixed) or (on, fixed, wanted)."""
+        if isinstance(value, FeatureState):
+            return value
+        if isinstance(value, tuple) and len(value) in (2, 3):
+            return cls(*(bool(v) for v in value))
+        raise TypeError(f"value={value!r} must be a FeatureState, (on, fixed) or (on, fixed, wanted)")
+
+    # the netlink words (ETHTOOL_A_FEATURES_ACTIVE / WANTED, HW & ~NOCHANGE)
+    active = property(lambda self: self.on)
+    wanted = property(lambda self: self.requested)
+    changeable = property(lambda self: not self.fixed)
+
+    def __iter__(self) -> Iterator[bool]:
+        return iter((self.on, self.fixed))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index: int) -> bool:
+        return (self.on, self.fixed)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FeatureState):
+            return (self.on, self.fixed, self.requested) == (other.on, other.fixed, other.requested)
+        if isinstance(other, tuple):
+            return (self.on, self.fixed) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.on, self.fixed))  # equal to its (on, fixed) tuple, so hashes as that tuple
+
+    def __str__(self) -> str:
+        text = "on" if self.on else "off"
         if self.fixed:
             return text + " [fixed]"
-        if self.wanted != self.active:
-            return text + (" [requested on]" if self.wanted else " [requested off]")
+        if self.requested != self.on:
+            return text + (" [requested on]" if self.requested else " [requested off]")
         return text
 
+    def __repr__(self) -> str:
+        return f"FeatureState.parse({str(self)!r})"
 
-@dataclass(frozen=True)
-class EthtoolK:
-    """Every feature of one device, by kernel feature string, as ``ethtool -k`` shows it."""
+
+# The six values ethtool can print, made once: a state is immutable, so every device shares them.
+_STATES = {(on, fixed, req): FeatureState._make(on, fixed, req)
+           for on in (False, True) for fixed in (False, True) for req in (False, True) if not fixed or req == on}
+
+
+def device_states(named_bits: Iterable[tuple[str, int]], active: int, wanted: int,
+                  changeable: int) -> dict[str, FeatureState]:
+    """{feature string: state} from a device's words as net/ethtool/features.c features_prepare_data reports them:
+    features (active), wanted_features and hw_features & ~NETIF_F_NEVER_CHANGE (changeable); ``named_bits`` gives
+    each feature string with its bit mask, in the order to list them. Hot: the model calls it on every ethtool_k()."""
+    states = {}
+    for name, b in named_bits:
+        on, fixed = bool(active & b), not changeable & b
+        states[name] = _STATES[on, fixed, on if fixed else bool(wanted & b)]
+    return states
+
+
+@dataclass(frozen=True, eq=False)
+class EthtoolK(Mapping[str, FeatureState]):
+    """Every feature of one device, by kernel feature string, as ``ethtool -k`` shows it; ``str()`` is the whole
+    ``ethtool -k DEVICE`` output (:func:`format_k`). Two are ``==`` when every feature's state is."""
 
     device: str
     states: Mapping[str, FeatureState]
@@ -209,6 +303,9 @@ class EthtoolK:
         except KeyError:
             raise UnknownFeatureError(f"{self.device}: no feature named {name!r}") from None
 
+    def get(self, name: str, default: FeatureState | None = None) -> FeatureState | None:  # type: ignore[override]
+        return self.states.get(name, default)
+
     def __contains__(self, name: object) -> bool:
         return name in self.states
 
@@ -218,31 +315,25 @@ class EthtoolK:
     def __len__(self) -> int:
         return len(self.states)
 
-    def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
-        """{kernel feature string: (on, fixed)}, the shape of a model device's ``ethtool_k()``."""
-        return {name: (s.active, s.fixed) for name, s in self.states.items()}
+    def __str__(self) -> str:
+        return format_k(self.states, self.device, self.states)
 
 
 _HEADER = re.compile(r"^Features for (?P<dev>\S+):\s*$")
-_LINE = re.compile(r"^(?P<indent>\t| +)?(?P<name>[^\s:][^:]*):\s+(?P<value>on|off)(?:\s+\[(?P<note>[^\]]+)\])?\s*$")
+_LINE = re.compile(r"^(?P<indent>\t| +)?(?P<name>[^\s:][^:]*):\s+(?P<value>(?:on|off)(?: \[[^\]]*\])?)\s*$")
 
 
 @dataclass(frozen=True)
 class PrintedLine:
-    """One feature line of ``ethtool -k`` as printed (netlink/features.c dump_feature): the name as shown (a
-    legacy long name, a summary line or a kernel string), tab-indented or not, on/off and its [note]."""
+    """One feature line of ``ethtool -k`` as printed (netlink/features.c dump_features / dump_feature): the name
+    as shown (a legacy long name, a summary line or a kernel string), tab-indented or not, and its state."""
 
     name: str
     indented: bool
-    active: bool
-    note: str | None  # "fixed", "requested on", "requested off" or None
-
-    @property
-    def value(self) -> str:
-        """"on"/"off", plus " fixed" for a [fixed] feature (the lab's data files store this)."""
-        return ("on" if self.active else "off") + (" fixed" if self.note == "fixed" else "")
+    state: FeatureState
 
 
+@public
 def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
     """``ethtool -k DEV`` output -> (DEV from its "Features for DEV:" header or None, its feature lines as
     printed). A line that is neither raises ValueError naming its number."""
@@ -258,17 +349,21 @@ def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
         match = _LINE.match(raw)
         if match is None:
             raise ValueError(f"text: line {number} is not an `ethtool -k` feature line: {raw!r}")
-        parsed.append(PrintedLine(match["name"].strip(), bool(match["indent"]), match["value"] == "on",
-                                  match["note"]))
+        try:
+            state = FeatureState.parse(match["value"])
+        except ValueError:
+            raise ValueError(f"text: line {number} has an unknown value: {raw!r}") from None
+        parsed.append(PrintedLine(match["name"].strip(), bool(match["indent"]), state))
     return device, parsed
 
 
+@public
 def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
-    """Parse ``ethtool -k DEV`` output into kernel feature strings with active / wanted / changeable.
+    """Parse ``ethtool -k DEV`` output into {kernel feature string: FeatureState}.
 
     Summary lines of multi-feature legacy flags (a line followed by tab-indented members) are dropped; a
     legacy long name printed for a single feature is renamed to that feature. For a ``[fixed]`` feature ethtool
-    does not show what is wanted, so ``wanted`` is taken equal to ``active``.
+    does not show what is wanted, so its request is its state (as FeatureState takes it).
     """
     header, parsed = printed_lines(text)
     device = device or header
@@ -276,7 +371,7 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
         raise ValueError("text: no feature lines found; is this `ethtool -k` output?")
     states: dict[str, FeatureState] = {}
     for i, line in enumerate(parsed):
-        name, note = line.name, line.note
+        name = line.name
         if not line.indented and i + 1 < len(parsed) and parsed[i + 1].indented:
             continue  # a summary line; its members follow, indented
         flag = legacy_flag(name)
@@ -286,16 +381,11 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
             if "*" in flag.pattern:
                 raise ValueError(f"text: {name!r} stands for several features but has no indented members")
             name = flag.pattern
-        if note in (None, "fixed"):
-            wanted = line.active
-        elif note in ("requested on", "requested off"):
-            wanted = note == "requested on"
-        else:
-            raise ValueError(f"text: feature {name!r} has an unknown note [{note}]")
-        states[name] = FeatureState(name=name, active=line.active, wanted=wanted, changeable=note != "fixed")
+        states[name] = line.state
     return EthtoolK(device=device or "?", states=states)
 
 
+@public
 def normalize_printed(printed: Mapping[str, object], strings: Iterable[str] | None = None, *,
                       kernel: str | Kernel = DEFAULT_KERNEL) -> dict[str, object]:
     """{name as ``ethtool -k`` printed it: value} -> {kernel feature string: value}, summary lines dropped."""
@@ -308,6 +398,7 @@ def normalize_printed(printed: Mapping[str, object], strings: Iterable[str] | No
     return out
 
 
+@public
 def format_k(states: Mapping[str, FeatureState], device: str, strings: Iterable[str] | None = None, *,
              kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """``ethtool -k`` text for ``states`` (netlink/features.c dump_features layout), e.g. for a model device."""
@@ -318,9 +409,9 @@ def format_k(states: Mapping[str, FeatureState], device: str, strings: Iterable[
             continue
         members = [s for s in names if _owner(s) is flag]
         if len(members) == 1:
-            lines.append(f"{flag.long}: {states[members[0]].ethtool_text()}")
+            lines.append(f"{flag.long}: {states[members[0]]}")
             continue
-        lines.append(f"{flag.long}: {'on' if any(states[m].active for m in members) else 'off'}")
-        lines.extend(f"\t{m}: {states[m].ethtool_text()}" for m in members)
-    lines.extend(f"{s}: {states[s].ethtool_text()}" for s in names if _owner(s) is None)
+        lines.append(f"{flag.long}: {'on' if any(states[m].on for m in members) else 'off'}")
+        lines.extend(f"\t{m}: {states[m]}" for m in members)
+    lines.extend(f"{s}: {states[s]}" for s in names if _owner(s) is None)
     return "\n".join(lines) + "\n"

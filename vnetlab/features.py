@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
+from vnetlab.checks import In, public
 from vnetlab.errors import TableError, UnknownFeatureError, UnknownKernelError
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel, table_kernels
 from vnetlab.profiles import kernel as _kernel
@@ -128,6 +130,7 @@ def _unknown(param: str, value: object, version: str, valid: Iterable[str]) -> U
     return UnknownFeatureError(f"{param}={value!r} is not known in kernel {version}; valid: {', '.join(valid)}")
 
 
+@public
 def bit(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     """The bit number of NETIF_F_<name>_BIT in ``kernel`` ("SG" -> 0, "GSO_UDP_L4" -> 33)."""
     t = table(kernel)
@@ -137,12 +140,14 @@ def bit(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     return t.bits[key]
 
 
+@public
 def names(kernel: str | Kernel = DEFAULT_KERNEL) -> tuple[str, ...]:
     """Every feature name of ``kernel`` in bit order."""
     t = table(kernel)
     return tuple(t.by_bit[b] for b in sorted(t.by_bit))
 
 
+@public
 def ethtool_name(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The netdev_features_strings entry for feature ``name`` ("GSO_UDP_L4" -> "tx-udp-segmentation")."""
     t = table(kernel)
@@ -152,6 +157,7 @@ def ethtool_name(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     return t.ethtool[key]
 
 
+@public
 def from_ethtool_name(ethtool: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The feature name for an ethtool feature string ("tx-gso-list" -> "GSO_FRAGLIST")."""
     t = table(kernel)
@@ -160,6 +166,7 @@ def from_ethtool_name(ethtool: str, kernel: str | Kernel = DEFAULT_KERNEL) -> st
     return t.from_ethtool[ethtool]
 
 
+@public
 def mask(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
     """A composite macro NETIF_F_<name> ("GSO_SOFTWARE", "ONE_FOR_ALL", ...) as a FeatureSet."""
     t = table(kernel)
@@ -214,6 +221,7 @@ class FeatureSet:
 
     # -- constructors --------------------------------------------------------------------------
     @classmethod
+    @public
     def from_names(cls, names: Iterable[str], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         if isinstance(names, str):
             names = [names]
@@ -224,21 +232,25 @@ class FeatureSet:
         return cls(value, k)
 
     @classmethod
-    def from_bits(cls, bits: int, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
+    @public
+    def from_bits(cls, bits: Annotated[int, In(0, 2**64 - 1, "netdev_features_t, a u64")],
+                  kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         return cls(bits, kernel)
 
     @classmethod
+    @public
     def from_ethtool(cls, settings: Mapping[str, object], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
-        """From {ethtool name: on} (a bool, or the (on, fixed) tuples of ethtool_k()); the 'on' ones are kept."""
+        """From {ethtool name: on} (a bool, or ethtool_k()'s FeatureState / (on, fixed)); the 'on' ones are kept."""
         k = resolve(kernel)
         value = 0
         for eth, state in settings.items():
-            on = state[0] if isinstance(state, tuple) else state
+            on = state if isinstance(state, int) else state[0]  # a bool, or (on, fixed) as a tuple or FeatureState
             if on:
                 value |= 1 << bit(from_ethtool_name(eth, k), k)
         return cls(value, k)
 
     @classmethod
+    @public
     def empty(cls, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         return cls(0, kernel)
 
@@ -360,6 +372,7 @@ class FeatureSet:
 
 # --- SKB_GSO <-> NETIF_F_GSO ------------------------------------------------------------------------
 
+@public
 def skb_gso_bit(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     """The bit number of SKB_GSO_<name> (include/linux/skbuff.h)."""
     t = table(kernel)
@@ -369,6 +382,7 @@ def skb_gso_bit(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     return t.skb_gso[key]
 
 
+@public
 def gso_feature(skb_gso: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     """The NETIF_F name that carries SKB_GSO_<skb_gso>: NETIF_F_x == SKB_GSO_x << NETIF_F_GSO_SHIFT."""
     t = table(kernel)
@@ -385,6 +399,7 @@ def gso_feature(skb_gso: str, kernel: str | Kernel = DEFAULT_KERNEL) -> str:
     return feature
 
 
+@public
 def gso_type_features(gso_type: Iterable[str], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
     """(netdev_features_t)gso_type << NETIF_F_GSO_SHIFT, for a set of SKB_GSO names."""
     if isinstance(gso_type, str):
@@ -392,16 +407,19 @@ def gso_type_features(gso_type: Iterable[str], kernel: str | Kernel = DEFAULT_KE
     return FeatureSet.from_names([gso_feature(g, kernel) for g in gso_type], kernel)
 
 
+@public
 def net_gso_ok(features: FeatureSet, gso_type: Iterable[str]) -> bool:
     """include/linux/netdevice.h net_gso_ok: every bit of gso_type << 16 is in features."""
     return gso_type_features(gso_type, features.kernel) <= features
 
 
+@public
 def skb_gso_ok(features: FeatureSet, gso_type: Iterable[str], *, has_frag_list: bool) -> bool:
     """include/linux/netdevice.h skb_gso_ok: net_gso_ok, and a frag_list needs NETIF_F_FRAGLIST."""
     return net_gso_ok(features, gso_type) and (not has_frag_list or "FRAGLIST" in features)
 
 
+@public
 def can_checksum_protocol(features: FeatureSet, ip: int) -> bool:
     """include/linux/netdevice.h can_checksum_protocol (5.10..6.18) for IPv4 / IPv6: HW_CSUM covers every
     protocol; otherwise IP_CSUM for ETH_P_IP, IPV6_CSUM for ETH_P_IPV6."""
@@ -456,13 +474,16 @@ def add_tso_bits(features: int, mask_: int, kernel: FeatureTable | str | Kernel)
     return increment_bits(features, _m("ALL_TSO", t) | _m("ALL_FOR_ALL", t), mask_, t)
 
 
+@public
 def netdev_intersect_features(f1: FeatureSet, f2: FeatureSet) -> FeatureSet:
     return FeatureSet._of(intersect_bits(f1.bits, f1._other(f2), f1._t), f1)
 
 
+@public
 def netdev_increment_features(all_: FeatureSet, one: FeatureSet, mask_: FeatureSet) -> FeatureSet:
     return FeatureSet._of(increment_bits(all_.bits, all_._other(one), all_._other(mask_), all_._t), all_)
 
 
+@public
 def netdev_add_tso_features(features: FeatureSet, mask_: FeatureSet) -> FeatureSet:
     return FeatureSet._of(add_tso_bits(features.bits, features._other(mask_), features._t), features)

@@ -325,15 +325,32 @@ def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 116
 # ethtool -k as measured (the data files keep the lines as printed; vnetlab.ethtool maps them)
 
 @public
+def stored_state(value: str) -> ethtool.FeatureState:
+    """One value of a data file's ``ethtool -k`` record: as ethtool printed it ("off [requested on]", lab/parse.py
+    since it keeps requests) or as lab/parse.py stored it before: "on" | "off", + " fixed" for "[fixed]", with
+    any "[requested on|off]" dropped."""
+    if isinstance(value, str) and value.endswith(" fixed"):
+        value = value[: -len(" fixed")] + " [fixed]"
+    return ethtool.FeatureState.parse(value)
+
+
+@public
+def requests_recorded(doc: Mapping[str, Any]) -> bool:
+    """Whether a file's ``ethtool -k`` records keep ethtool's [requested on|off] (printed values, "[fixed]"
+    included); files stored before drop it, so only (on, fixed) of theirs can be compared."""
+    return any("[" in str(v) for rec in doc["features"]["ethtool_k"] for v in rec["ethtool_k"].values())
+
+
+@public
 def ethtool_k(doc: Mapping[str, Any], phase: str, step: Annotated[int, In(0, None, "step of the lab script")],
-              dev: str) -> dict[str, str]:
-    """The measured ``ethtool -k`` of one device at one step, by kernel feature string (legacy names mapped and
-    summary lines dropped by vnetlab.ethtool on the lab kernel's model profile):
-    {name: "on" | "off" | "on fixed" | "off fixed"}."""
+              dev: str) -> ethtool.EthtoolK:
+    """The measured ``ethtool -k`` of one device at one step, {kernel feature string: FeatureState} (legacy names
+    mapped and summary lines dropped by vnetlab.ethtool on the lab kernel's model profile), the type of the
+    model's ``Device.ethtool_k()``; see :func:`requests_recorded` for what an older file lacks."""
     for rec in doc["features"]["ethtool_k"]:
         if (rec["phase"], rec["step"], rec["dev"]) == (phase, step, dev):
             printed = ethtool.normalize_printed(rec["ethtool_k"], kernel=model_kernel(kernel_of(doc)))
-            return {name: str(value) for name, value in printed.items()}
+            return ethtool.EthtoolK(dev, {name: stored_state(value) for name, value in printed.items()})
     raise KeyError(f"no ethtool -k of {dev} at {phase}.{step}")
 
 

@@ -80,16 +80,17 @@ class Device:
         """This device's NETDEV_FEAT_CHANGE notifier for a lower device."""
 
     # -- ethtool -------------------------------------------------------------------------------
-    def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
-        """{ethtool name: (on, fixed)} as ethtool -k prints it; fixed = not in hw_features or NEVER_CHANGE
-        (net/ethtool/features.c / ioctl.c report hw_features & ~NETIF_F_NEVER_CHANGE as changeable)."""
+    def ethtool_k(self) -> ethtool.EthtoolK:
+        """What ``ethtool -k`` shows, {kernel feature string: FeatureState}; each state unpacks as (on, fixed).
+
+        net/ethtool/features.c features_prepare_data (6.x) reports hw_features, wanted_features, features and
+        NETIF_F_NEVER_CHANGE; ethtool's dump_feature prints "[fixed]" outside hw_features or in NEVER_CHANGE,
+        else "[requested on|off]" where wanted and features differ. ``print(dev.ethtool_k())`` prints it all."""
         t = self.ns._table
-        changeable = self._hw_features & ~t.masks["NEVER_CHANGE"]
-        out = {}
-        for name in sorted(t.ethtool, key=t.bits.get):
-            b = 1 << t.bits[name]
-            out[t.ethtool[name]] = (bool(self._features & b), not changeable & b)
-        return out
+        named = ((t.ethtool[name], 1 << t.bits[name]) for name in sorted(t.ethtool, key=t.bits.get))
+        states = ethtool.device_states(named, self._features, self._wanted_features,
+                                       self._hw_features & ~t.masks["NEVER_CHANGE"])
+        return ethtool.EthtoolK(device=self.name, states=states)
 
     def ethtool_K(self, settings: Mapping[str, bool]) -> Device:  # noqa: N802 (ethtool's own spelling)
         """ethtool -K: set wanted features and recompute this device and every device stacked on it.

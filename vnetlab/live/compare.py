@@ -13,20 +13,16 @@ from vnetlab.live.lab import LiveDevice
 
 @dataclass(frozen=True)
 class FeatureDiff:
-    """One feature where model and kernel disagree: each side is (on, fixed) or (on, fixed, wanted), or
-    None when that side lacks the feature altogether."""
+    """One feature where model and kernel disagree: each side's state as ``ethtool -k`` shows it (without the
+    request unless "wanted" was compared), or None when that side lacks the feature altogether."""
 
     name: str
-    model: tuple[bool, ...] | None
-    kernel: tuple[bool, ...] | None
+    model: FeatureState | None
+    kernel: FeatureState | None
 
     def __str__(self) -> str:
-        def show(v: tuple[bool, ...] | None) -> str:
-            if v is None:
-                return "(absent)"
-            if len(v) > 2:
-                return FeatureState(self.name, active=v[0], wanted=v[2], changeable=not v[1]).ethtool_text()
-            return ("on" if v[0] else "off") + (" [fixed]" if v[1] else "")
+        def show(v: FeatureState | None) -> str:
+            return "(absent)" if v is None else str(v)
 
         return f"{self.name}: model {show(self.model)}, kernel {show(self.kernel)}"
 
@@ -59,52 +55,49 @@ class Comparison:
 _FIELDS = ("on", "fixed", "wanted")
 
 
+def _shown(state: FeatureState, fields: tuple[str, ...]) -> FeatureState:
+    # without "wanted" the request is not compared, so it is not shown either
+    return state if "wanted" in fields else FeatureState(state.on, state.fixed)
+
+
 def compare_k(
-    model_k: Mapping[str, tuple[bool, ...]],
-    kernel_k: Mapping[str, tuple[bool, ...]],
+    model_k: Mapping[str, FeatureState | tuple[bool, ...]],
+    kernel_k: Mapping[str, FeatureState | tuple[bool, ...]],
     *,
     device: str = "?",
     fields: Iterable[str] = ("on", "fixed"),
 ) -> Comparison:
-    """Compare two ``ethtool_k()`` dicts, {name: (on, fixed)} or {name: (on, fixed, wanted)}.
+    """Compare two ``ethtool_k()`` results, {name: FeatureState} (or (on, fixed) / (on, fixed, wanted) tuples).
 
-    ``fields`` picks what counts: "on", "fixed", "wanted". "wanted" needs the 3-tuples and, like
-    ``ethtool -k``'s ``[requested on|off]``, counts only where both sides call the feature changeable.
+    ``fields`` picks what counts: "on", "fixed", "wanted". "wanted" is what ``ethtool -k`` shows as
+    ``[requested on|off]``, so it counts only where both sides call the feature changeable; a 2-tuple has no
+    request to compare.
     """
     fields = tuple(fields)
     if not fields or any(f not in _FIELDS for f in fields):
         raise ValueError(f"fields must be a non-empty subset of {_FIELDS!r}, got {fields!r}")
-    width = 3 if "wanted" in fields else 2
     agreed, diffs = [], []
     for name in sorted(set(model_k) | set(kernel_k)):
         m, k = model_k.get(name), kernel_k.get(name)
-        for side, v in (("model_k", m), ("kernel_k", k)):
-            if v is not None and len(v) < width:
-                raise ValueError(f"{side}[{name!r}] needs (on, fixed, wanted) to compare 'wanted', got {v!r}")
+        if "wanted" in fields:
+            for side, v in (("model_k", m), ("kernel_k", k)):
+                if isinstance(v, tuple) and len(v) < 3:
+                    raise ValueError(f"{side}[{name!r}] needs (on, fixed, wanted) to compare 'wanted', got {v!r}")
+        m = None if m is None else FeatureState.of(m)
+        k = None if k is None else FeatureState.of(k)
         same = m is not None and k is not None
         if same and "on" in fields:
-            same = bool(m[0]) == bool(k[0])
+            same = m.on == k.on
         if same and "fixed" in fields:
-            same = bool(m[1]) == bool(k[1])
-        if same and "wanted" in fields and not m[1] and not k[1]:
-            same = bool(m[2]) == bool(k[2])
+            same = m.fixed == k.fixed
+        if same and "wanted" in fields and not m.fixed and not k.fixed:
+            same = m.requested == k.requested
         if same:
             agreed.append(name)
         else:
-            diffs.append(FeatureDiff(name, None if m is None else tuple(bool(x) for x in m[:width]),
-                                     None if k is None else tuple(bool(x) for x in k[:width])))
+            diffs.append(FeatureDiff(name, None if m is None else _shown(m, fields),
+                                     None if k is None else _shown(k, fields)))
     return Comparison(device=device, agreed=tuple(agreed), differences=tuple(diffs), fields=fields)
-
-
-def model_ethtool_k(model_device: Any, with_wanted: bool) -> dict[str, tuple[bool, ...]]:
-    """A model device's ``ethtool_k()``, with its wanted bit as a third item when ``with_wanted``."""
-    k = model_device.ethtool_k() if hasattr(model_device, "ethtool_k") else dict(model_device)
-    if not with_wanted:
-        return k
-    if not hasattr(model_device, "wanted_features"):
-        raise ValueError("fields: 'wanted' needs a model device with wanted_features")
-    wanted = model_device.wanted_features.to_ethtool()
-    return {name: (on, fixed, bool(wanted.get(name, False))) for name, (on, fixed) in k.items()}
 
 
 def compare(
@@ -118,21 +111,17 @@ def compare(
     """Compare a model device (anything with ``ethtool_k()``) with a real device of the running kernel.
 
     ``real_device`` is a :class:`LiveDevice` or a device name (looked up in ``netns``). With "wanted" in
-    ``fields`` the model's ``wanted_features`` are compared too (what ``[requested on|off]`` shows).
+    ``fields`` the requests are compared too (what ``[requested on|off]`` shows).
     """
     if isinstance(real_device, LiveDevice):
         name, ns = real_device.name, real_device.netns if netns is None else netns
     else:
         name, ns = real_device, netns
-    fields = tuple(fields)
-    with_wanted = "wanted" in fields
-    model_k = model_ethtool_k(model_device, with_wanted)
+    model_k = model_device.ethtool_k() if hasattr(model_device, "ethtool_k") else dict(model_device)
     real = read_features(name, netns=ns, backend=backend)
-    kernel_k = {n: (s.active, s.fixed, s.wanted) if with_wanted else (s.active, s.fixed)
-                for n, s in real.states.items()}
     label = getattr(model_device, "name", None)
     device = name if label in (None, name) else f"{label} (model) / {name} (kernel)"
-    return compare_k(model_k, kernel_k, device=device, fields=fields)
+    return compare_k(model_k, real, device=device, fields=fields)
 
 
 # ---------------------------------------------------------------------------------------------------------

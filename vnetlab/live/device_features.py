@@ -19,7 +19,7 @@ from vnetlab.live.netlink import read_netlink, set_netlink
 from vnetlab.live.profile import running_profile
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DeviceFeatures(EthtoolK):
     """All features of one real device (vnetlab.ethtool.EthtoolK) with where they were read: ``netns`` and
     ``source`` ("netlink", "ethtool", or "recorded" for a recorded run's device)."""
@@ -92,9 +92,9 @@ def read_features(device: str, *, netns: str | None = None, backend: str = "auto
     return read_ethtool(device, netns)
 
 
-def ethtool_k(device: str, *, netns: str | None = None, backend: str = "auto") -> dict[str, tuple[bool, bool]]:
-    """{kernel feature name: (on, fixed)} for a real device, the shape of the model's ``ethtool_k()``."""
-    return read_features(device, netns=netns, backend=backend).ethtool_k()
+def ethtool_k(device: str, *, netns: str | None = None, backend: str = "auto") -> DeviceFeatures:
+    """{kernel feature name: FeatureState} for a real device, the type of the model's ``ethtool_k()``."""
+    return read_features(device, netns=netns, backend=backend)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class SetResult:
             note = "" if name in self.requested else " [not requested]"
             lines.append(f"  {name}: {'on' if now else 'off'}{note}")
         for name in self.not_applied:
-            lines.append(f"  {name}: {self.after[name].ethtool_text()}")
+            lines.append(f"  {name}: {self.after[name]}")
         return "\n".join(lines)
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from vnetlab.checks import DeviceMtu, In, IpVersion, UdpPayloadLen, public
+from vnetlab.ethtool import FeatureState
 from vnetlab.live.commands import in_netns
-from vnetlab.live.compare import Comparison, compare_k, model_ethtool_k
+from vnetlab.live.compare import Comparison, compare_k
 from vnetlab.live.lab import Lab, LiveDevice
 from vnetlab.live.profile import running_profile
 
@@ -73,12 +74,12 @@ MIRROR_STEPS: tuple[tuple[str, tuple[tuple, ...]], ...] = (
 @dataclass(frozen=True)
 class MirrorRow:
     """One device after one step: the comparison, or why the model could not follow the kernel; ``kernel_k``
-    is what the kernel showed, {feature: (on, fixed, wanted)}."""
+    is what the kernel showed, {feature: FeatureState}."""
 
     step: str
     device: str
     result: Comparison | str
-    kernel_k: Mapping[str, tuple[bool, bool, bool]] | None = field(default=None, repr=False, compare=False)
+    kernel_k: Mapping[str, FeatureState] | None = field(default=None, repr=False, compare=False)
 
     @property
     def agrees(self) -> bool:
@@ -112,12 +113,12 @@ class _MirrorModel:
         except Exception as exc:  # the model refused what the kernel did
             self.broken = f"model failed at {label!r}, {op}: {type(exc).__name__}: {exc}"
 
-    def row(self, label: str, name: str, kernel_k: Mapping[str, tuple[bool, bool, bool]],
+    def row(self, label: str, name: str, kernel_k: Mapping[str, FeatureState],
             fields: tuple[str, ...]) -> MirrorRow:
         if self.broken is not None:
             return MirrorRow(label, name, self.broken, kernel_k)
-        model_k = model_ethtool_k(self.devices[name], "wanted" in fields)
-        return MirrorRow(label, name, compare_k(model_k, kernel_k, device=name, fields=fields), kernel_k)
+        return MirrorRow(label, name, compare_k(self.devices[name].ethtool_k(), kernel_k, device=name,
+                                                fields=fields), kernel_k)
 
 
 @public
@@ -145,14 +146,12 @@ def mirror_lab(*, kernel: str | None = None, steps: Iterable[tuple[str, tuple[tu
                     real[op[1]].ethtool_K(op[2])
                 model.apply(label, op)
             for name in MIRROR_DEVICES:
-                states = real[name].features().states
-                kernel_k = {n: (s.active, s.fixed, s.wanted) for n, s in states.items()}
-                rows.append(model.row(label, name, kernel_k, fields))
+                rows.append(model.row(label, name, real[name].features(), fields))
     return rows
 
 
 @public
-def mirror_replay(recorded: Iterable[tuple[str, tuple[tuple, ...], Mapping[str, Mapping[str, tuple]]]], *,
+def mirror_replay(recorded: Iterable[tuple[str, tuple[tuple, ...], Mapping[str, Mapping[str, FeatureState]]]], *,
                   kernel: str, fields: Iterable[str] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
     """:func:`mirror_lab` against a recorded kernel: each (step label, operations, {device: kernel_k}) applied
     to the model of ``kernel`` and compared with what that kernel showed then."""
@@ -201,10 +200,9 @@ def bridge_ports(rows: Iterable[MirrorRow], *, kernel: str) -> str:
     lines = []
     for port, step in zip(("v1", "v3"), BRIDGE_STEPS):
         ports[port].ethtool_K({"tx-udp-segmentation": False})
-        on, fixed = br0.ethtool_k()["tx-udp-segmentation"]
-        model = ("on" if on else "off") + (" [fixed]" if fixed else "")
+        model = br0.ethtool_k()["tx-udp-segmentation"]
         seen = by_step.get(step)
-        real = "(not run)" if seen is None else ("on" if seen["tx-udp-segmentation"][0] else "off")
+        real = "(not run)" if seen is None else seen["tx-udp-segmentation"]
         lines.append(f"ethtool -K {port} tx-udp-segmentation off -> br0: model {model}, kernel {real}")
     return "\n".join(lines)
 

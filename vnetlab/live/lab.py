@@ -58,8 +58,9 @@ class LiveDevice:
     def features(self, *, backend: str = "auto") -> DeviceFeatures:
         return read_features(self.name, netns=self.netns, backend=backend)
 
-    def ethtool_k(self) -> dict[str, tuple[bool, bool]]:
-        return self.features().ethtool_k()
+    def ethtool_k(self) -> DeviceFeatures:
+        """What ``ethtool -k`` shows for this device, {feature: FeatureState}, as the model's ``ethtool_k()``."""
+        return self.features()
 
     @public
     def ethtool_K(self, changes: Mapping[str, bool]) -> SetResult:  # noqa: N802 (ethtool's own spelling)

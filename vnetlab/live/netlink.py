@@ -186,11 +186,11 @@ def _read_netlink_here(device: str, netns: str | None) -> dict[str, FeatureState
         if not name:
             continue
         nochange = index in sets["NOCHANGE"] and sets["NOCHANGE"][index][1]
+        # ethtool netlink/features.c dump_feature: [fixed] when not in hw or in nochange
         states[name] = FeatureState(
-            name=name,
-            active=index in sets["ACTIVE"] and sets["ACTIVE"][index][1],
-            wanted=index in sets["WANTED"] and sets["WANTED"][index][1],
-            changeable=in_hw and not nochange,
+            bool(index in sets["ACTIVE"] and sets["ACTIVE"][index][1]),
+            bool(not in_hw or nochange),
+            bool(index in sets["WANTED"] and sets["WANTED"][index][1]),
         )
     return states
 

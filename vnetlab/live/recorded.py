@@ -55,28 +55,6 @@ SCHEMA = 1
 TRANSFERS = ("udp_segment", "veth_gro", "veth_gro_plain", "vxlan")
 
 
-def _state_text(state: tuple[bool, bool, bool]) -> str:
-    """(on, fixed, wanted) as ``ethtool -k`` prints it (netlink/features.c dump_feature)."""
-    on, fixed, wanted = state
-    text = "on" if on else "off"
-    if fixed:
-        return text + " [fixed]"
-    return text + ("" if wanted == on else (" [requested on]" if wanted else " [requested off]"))
-
-
-def _state_of(text: str) -> tuple[bool, bool, bool]:
-    """The inverse of :func:`_state_text`; a fixed feature's wanted bit, which ethtool never shows, is its value."""
-    on = text.startswith("on")
-    fixed = text.endswith("[fixed]")
-    wanted = True if text.endswith("[requested on]") else False if text.endswith("[requested off]") else on
-    return on, fixed, wanted
-
-
-def _on_wanted_changeable(text: str) -> tuple[bool, bool, bool]:
-    on, fixed, wanted = _state_of(text)
-    return on, wanted, not fixed
-
-
 def _side(d: Mapping[str, Any]) -> SideResult:
     return SideResult(d["error"], tuple(d["sizes"]), tuple(d["gso_sizes"]), d["rx_skbs"], d["napi_skbs"],
                       d.get("inner_skbs"))
@@ -120,7 +98,7 @@ class Reference:
 
     def lo(self) -> DeviceFeatures:
         """The loopback device's features as recorded (the host namespace's ``lo``)."""
-        states = {n: FeatureState(n, *_on_wanted_changeable(text)) for n, text in self.doc["lo"].items()}
+        states = {n: FeatureState.parse(text) for n, text in self.doc["lo"].items()}
         return DeviceFeatures(device="lo", states=states, netns=None, source="recorded")
 
     def mirror(self, *, fields: tuple[str, ...] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
@@ -129,7 +107,8 @@ class Reference:
         for step in self.doc["mirror"]:
             ops = tuple((op[0], op[1], op[2]) if op[0] == "master" else (op[0], op[1], dict(op[2]))
                         for op in step["ops"])
-            devices = {d: {n: _state_of(text) for n, text in step["devices"][d].items()} for d in MIRROR_DEVICES}
+            devices = {d: {n: FeatureState.parse(text) for n, text in step["devices"][d].items()}
+                       for d in MIRROR_DEVICES}
             recorded.append((step["step"], ops, devices))
         return mirror_replay(recorded, kernel=self.profile, fields=fields)
 
@@ -215,7 +194,7 @@ def record(path: str | os.PathLike[str] | None = None) -> Path:
     for label, ops in MIRROR_STEPS:
         by_dev = {r.device: r.kernel_k for r in mirror if r.step == label}
         steps.append({"step": label, "ops": [list(op) for op in ops],
-                      "devices": {d: {n: _state_text(s) for n, s in sorted(by_dev[d].items())}
+                      "devices": {d: {n: str(s) for n, s in sorted(by_dev[d].items())}
                                   for d in MIRROR_DEVICES}})
     lo = read_features("lo")
     configs = dict(VETH_GRO_CONFIGS)
@@ -232,7 +211,7 @@ def record(path: str | os.PathLike[str] | None = None) -> Path:
         "recorded": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "tools": {"feature_backend": cap.feature_backend, "ethtool": _tool_version(["ethtool", "--version"]),
                   "ip": _tool_version(["ip", "-V"]), "python": sys.version.split()[0]},
-        "lo": {n: _state_text((s.active, s.fixed, s.wanted)) for n, s in sorted(lo.states.items())},
+        "lo": {n: str(s) for n, s in sorted(lo.states.items())},
         "mirror": steps,
         "transfers": transfers,
     }
