@@ -90,7 +90,10 @@ def test_payload_edge_reachable_by_slider_and_by_typing():
 
 def test_payload_range_follows_mtu_and_l4():
     """The payload slider ends at the largest unsegmented packet: MTU - iphdr 20 - udphdr 8 (or TCP 32 with
-    timestamps); buffer truesize steps by L1_CACHE_BYTES (64 on x86_64, 128 on ppc64le: arches.toml sources)."""
+    timestamps) (include/uapi/linux/ip.h struct iphdr, include/uapi/linux/udp.h struct udphdr, tcphdr 20 +
+    TCPOLEN_TSTAMP_ALIGNED 12 from include/net/tcp.h); buffer truesize steps by L1_CACHE_BYTES (64 on x86_64,
+    arch/x86/include/asm/cache.h; 128 on ppc64le, arch/powerpc/include/asm/cache.h) up to its 65536-byte page
+    (data/arches.toml sources)."""
     p = rxpanels.packet_panel()
     assert p.controls["payload_len"].max == 1472
     p.controls["mtu"].value = 9000
@@ -107,6 +110,7 @@ def test_payload_range_follows_mtu_and_l4():
 def test_typed_value_outside_the_range_shows_the_models_error():
     p = rxpanels.packet_panel()
     p.controls["payload_len"].readout.value = 5000  # above the slider's end: kept for the model to judge
+    # the slider ends at ETH_DATA_LEN 1500 - iphdr 20 - udphdr 8 (include/uapi/linux/if_ether.h, ip.h, udp.h)
     assert p.controls["payload_len"].value == 5000 and p.controls["payload_len"].slider.value == 1472
     assert p.state is None and "payload_len=5000" in p.error and "mtu=1500" in p.message.value
     assert p.image.layout.display == "none" and p.png is None
@@ -141,6 +145,7 @@ def test_one_control_row_drives_every_view():
     p.controls["payload_len"].value = 1000
     assert [r.path for r in p.state.result] == ["copy+frag", "build_skb"]  # the paths view follows
     p.controls["view"].value = "buffer"
+    # kernel-facts A.5: 1000-byte UDP in a 1536-byte buffer, tailroom 1536 - 1054 = 482 -> build_skb
     assert p.state.result.path == "build_skb" and regions(p.figure)["tailroom"].get_width() == 482
     p.controls["view"].value = "skb"
     assert "frags[0]" not in regions(p.figure)
@@ -184,6 +189,10 @@ def test_panel_state_plain():
 
 
 def test_panel_texts():
+    """Numbers from kernel-facts A.5 (x86_64, MTU 1500): the copy path's 14-byte head after NET_SKB_PAD 64
+    (B.3) ends at 78; frame 1514 = ETH_HLEN + ETH_DATA_LEN; build_skb for payload 87..1162 (frame 129..1204) in a
+    1536-byte buffer; 21 buffers per 32 KiB frag, the last one with the 512-byte hole; a 64 KiB page is the frag
+    itself (B.3: SKB_FRAG_PAGE_ORDER is 0 when PAGE_SIZE >= 32 KiB). mips32 keeps NET_IP_ALIGN 2 (B.3)."""
     st = rxpanels.skb_panel_state(payload_len=1472)
     assert "skb_tail_pointer() = 78" in st.text and "frags[0]: 32 KiB page" in st.text
     st = rxpanels.paths_panel_state(payload_len=1000)
@@ -203,6 +212,7 @@ def test_gro_panel_tcp_unticks_udp_gro():
     g = gropanels.gro_panel()
     g.controls["l4"].value = "tcp"
     assert g.error is None and g.controls["udp_gro"].value is False and g.controls["udp_gro"].disabled
+    # MSS 1448 = 1500 - iphdr 20 - tcphdr 20 - timestamps 12 (kernel-facts A.5: "MSS 1448, frame 1514")
     assert g.controls["payload_len"].max == 1448
 
 
@@ -307,7 +317,9 @@ def test_buffer_control_in_small_mode_says_why_it_does_nothing():
 
 def test_mtu_with_xdp_says_why_the_tailroom_does_not_move():
     """With XDP, page_to_skb() (5.13-6.2) counts PAGE_SIZE as the buffer's truesize, so the MTU slider moves
-    nothing but the payload range: the panel says so; on 6.18 XDP_PASS bypasses page_to_skb()'s test."""
+    nothing but the payload range: the panel says so; on 6.18 XDP_PASS bypasses page_to_skb()'s test.
+    Source: kernel-facts A.2 (iii-b), drivers/net/virtio_net.c page_to_skb in Debian 6.1: ``truesize = headroom ?
+    PAGE_SIZE : truesize``; PAGE_SIZE 4096 on x86_64 (data/arches.toml)."""
     a = rxpanels.packet_panel_state(xdp=True, mtu=1500)
     b = rxpanels.packet_panel_state(xdp=True, mtu=9000)
     assert a.result.tailroom == b.result.tailroom  # the model: nothing moves

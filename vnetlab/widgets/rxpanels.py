@@ -16,6 +16,7 @@ import ipywidgets as W
 from matplotlib.figure import Figure
 
 from vnetlab import rx
+from vnetlab.checks import check_int, public
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
 from vnetlab.profiles import arch as arch_profile
 from vnetlab.profiles import kernel as kernel_profile
@@ -28,7 +29,7 @@ __all__ = [
     "skb_panel_state", "skb_panel",
     "paths_panel_state", "paths_panel",
     "threshold_panel_state", "threshold_panel",
-    "window_panel_state", "window_panel", "window_slider_range", "control_notes",
+    "window_panel_state", "window_panel", "window_slider_range", "max_buf_len", "control_notes",
     "carving_panel_state", "carving_panel",
 ]
 
@@ -41,6 +42,7 @@ PACKET_VIEWS = (("buffer", "receive buffer"), ("skb", "sk_buff"), ("paths", "sam
 # --------------------------------------------------------------------------------------------------
 # Plain state functions (tested without a frontend)
 
+@public
 def control_notes(*, mode: str, mtu: int, kernel: str, arch: str, xdp: bool, buf_len: int) -> list[str]:
     """Why a control of the packet panel changes nothing in the figure for these settings (shown in the panel)."""
     notes = []
@@ -75,6 +77,7 @@ def _summary(r: rx.RxResult, notes: list[str] = ()) -> str:
             + "".join(f"<br><b>Note:</b> {html.escape(n)}" for n in notes))
 
 
+@public
 def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                        kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
                        fig: Figure | None = None) -> PanelState:
@@ -86,6 +89,7 @@ def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1
                            buf_len=buf_len), figure, _summary(r, notes), r, extra={"notes": notes})
 
 
+@public
 def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                     kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
                     fig: Figure | None = None) -> PanelState:
@@ -98,6 +102,7 @@ def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500
                            buf_len=buf_len), figure, text, r, extra={"notes": notes})
 
 
+@public
 def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                       kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL, arch: str = DEFAULT_ARCH,
                       xdp: bool = False, buf_len: int = 0, fig: Figure | None = None) -> PanelState:
@@ -120,6 +125,7 @@ def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 15
 _VIEW_STATES = {"buffer": buffer_panel_state, "skb": skb_panel_state, "paths": paths_panel_state}
 
 
+@public
 def packet_panel_state(*, view: str = "buffer", payload_len: int = 1000, l4: str = "udp", mtu: int = 1500,
                        mode: str = "mergeable", kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL,
                        arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
@@ -138,6 +144,7 @@ def packet_panel_state(*, view: str = "buffer", payload_len: int = 1000, l4: str
     return st
 
 
+@public
 def threshold_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False,
                           hdr_len: int = 12, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_threshold_map() for one kernel and arch (XDP: headroom VIRTIO_XDP_HEADROOM)."""
@@ -157,9 +164,14 @@ def threshold_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_A
     return PanelState(dict(kernel=kernel, arch=arch, xdp=xdp, hdr_len=hdr_len), figure, text)
 
 
+@public
 def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                        arch: str = DEFAULT_ARCH, fig: Figure | None = None) -> PanelState:
-    """thresholds.draw_path_vs_payload(): the path against the payload for one buffer truesize."""
+    """thresholds.draw_path_vs_payload(): the path against the payload for one buffer truesize (at most one page
+    frag: :func:`max_buf_len`)."""
+    check_int("buf_len", buf_len, 1, max_buf_len(arch, kernel),
+              "a mergeable buffer lies in one page frag: skb_page_frag_refill's 32 KiB (SKB_FRAG_PAGE_ORDER) or one "
+              f"{arch} page, whichever is larger", function="widgets.rxpanels.window_panel_state")
     sweep = thresholds.payload_sweep(buf_len, l4=l4, kernel=kernel, arch=arch)
     figure = thresholds.draw_path_vs_payload(buf_len, l4=l4, kernel=kernel, arch=arch, fig=fig)
     win = sweep.window()
@@ -174,6 +186,7 @@ def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DE
                       extra={"window": win})
 
 
+@public
 def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500,
                         xdp: bool = False, avg_pkt_len: int = 0, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_mergeable_carving(): add_recvbuf_mergeable's buffers as the kernel's rx allocator carves them
@@ -191,9 +204,18 @@ def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARC
 # --------------------------------------------------------------------------------------------------
 # Slider ranges that fit the topic (typed values beyond them still reach the model, which says why it refuses)
 
+@public
 def max_payload(mtu: int, l4: str) -> int:
     """The largest IPv4 payload of a packet that fits the MTU unsegmented: mtu − iphdr − L4 header."""
     return max(0, mtu - rx.IP_HLEN[4] - rx.L4_HDR_LEN.get(l4, rx.L4_HDR_LEN["udp"]))
+
+
+@public
+def max_buf_len(arch: str, kernel: str) -> int:
+    """The largest mergeable buffer truesize: add_recvbuf_mergeable carves buffers from one page frag and gives
+    the last one the frag's rest, so none exceeds the frag: max(SKB_FRAG_PAGE_SIZE, PAGE_SIZE) (include/net/sock.h
+    SKB_FRAG_PAGE_ORDER = get_order(32768), kernel-facts B.3)."""
+    return max(rx.SKB_FRAG_PAGE_SIZE, arch_profile(arch, kernel).page_size)
 
 
 def _buffer_range(arch: str, kernel: str) -> tuple[int, int, int]:
@@ -235,6 +257,7 @@ def _follow_packet(panel: Panel) -> None:
         c["old_kernel"].layout.display = None if c["view"].value == "paths" else "none"
 
 
+@public
 def packet_panel(*, view: str = "buffer", payload_len: int = 1000, l4: str = "udp", mtu: int = 1500,
                  mode: str = "mergeable", kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL,
                  arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
@@ -252,6 +275,7 @@ def packet_panel(*, view: str = "buffer", payload_len: int = 1000, l4: str = "ud
 _PACKET_ROWS = [["payload_len", "mtu"], ["buf_len", "l4", "mode"], ["kernel", "arch", "xdp"]]
 
 
+@public
 def buffer_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                  kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
     """The receive buffer (draw_rx_buffer) alone; :func:`packet_panel` shows it with the other views."""
@@ -259,6 +283,7 @@ def buffer_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, m
                  rows=_PACKET_ROWS, constrain=_follow_packet)
 
 
+@public
 def skb_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
               kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
     """The resulting sk_buff (draw_skb) alone; :func:`packet_panel` shows it with the other views."""
@@ -266,6 +291,7 @@ def skb_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode
                  rows=_PACKET_ROWS, constrain=_follow_packet)
 
 
+@public
 def paths_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                 kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL, arch: str = DEFAULT_ARCH,
                 xdp: bool = False, buf_len: int = 0) -> Panel:
@@ -276,6 +302,7 @@ def paths_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mo
     return Panel(paths_panel_state, controls, rows=rows, constrain=_follow_packet)
 
 
+@public
 def threshold_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False,
                     hdr_len: int = 12) -> Panel:
     """The path map over frame length x buffer truesize for a chosen kernel and arch."""
@@ -292,6 +319,7 @@ def threshold_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, x
 WINDOW_SLIDER_RANGE = (512, 4096)
 
 
+@public
 def window_slider_range(arch: str, kernel: str) -> tuple[int, int, int]:
     """(lo, hi, step) of the window panel's buffer slider: :data:`WINDOW_SLIDER_RANGE` in L1_CACHE_BYTES steps
     (get_mergeable_buf_len aligns every buffer to it); any other truesize can be typed in the box."""
@@ -310,6 +338,7 @@ def _follow_arch(panel: Panel) -> None:
     c["buf_len"].set_range(lo, hi, step)  # type: ignore[attr-defined]
 
 
+@public
 def window_panel(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                  arch: str = DEFAULT_ARCH) -> Panel:
     """The path against the payload for one buffer truesize (the 87..1162 window at 1536 B)."""
@@ -333,6 +362,7 @@ def _follow_page(panel: Panel) -> None:
     c["avg_pkt_len"].set_range(0, page)  # type: ignore[attr-defined]
 
 
+@public
 def carving_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500, xdp: bool = False,
                   avg_pkt_len: int = 0) -> Panel:
     """add_recvbuf_mergeable's carving of a 32 KiB frag and a 4 KiB page."""
