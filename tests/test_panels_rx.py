@@ -339,3 +339,44 @@ def test_carving_panel_takes_every_known_kernel(kernel):
     assert state.result and all(isinstance(n, int) and n > 0 for n in state.result)
     if kernel in ("7.2.12", "7.3.4"):
         assert state.result[:4] == [1536, 2560, 1536, 2560]
+
+
+def test_gro_panel_takes_a_flow_of_one_receive_ring_at_most():
+    """Typed into the packets box, 0 raised IndexError and 10**6 ran for minutes (issue 21). A flow is 1..256
+    packets, one receive ring: QEMU hw/net/virtio-net.c VIRTIO_NET_RX_QUEUE_DEFAULT_SIZE 256 (rx.RX_QUEUE_SIZE);
+    a UDP_GRO socket merges 64 packets per GRO skb (net/ipv4/udp_offload.c UDP_GRO_CNT_MAX, kernel-facts C.4)."""
+    g = gropanels.gro_panel()
+    for typed in (0, -1, 257, 10**6):
+        g.controls["n_packets"].readout.set_state({"value": typed})  # what the browser's comm message calls
+        assert g.state is None and "n_packets must be an int in 1..256" in g.error, typed
+        assert g.image.layout.display == "none"
+    g.controls["n_packets"].readout.set_state({"value": 256})
+    assert g.error is None and "256 packets → 4 GRO skb(s)</b> of 64, 64, 64, 64 packets" in g.message.value
+
+
+def test_window_panel_takes_a_buffer_of_one_page_frag_at_most():
+    """A typed buffer truesize of 2**31 - 1 asked numpy for 16 GiB (issue 21). add_recvbuf_mergeable carves every
+    buffer from one page frag and gives the last the frag's rest, so none is larger than the frag:
+    skb_page_frag_refill's 32768 bytes (include/net/sock.h SKB_FRAG_PAGE_ORDER = get_order(32768), kernel-facts
+    B.3) or the 65536-byte page of ppc64le (data/arches.toml)."""
+    p = rxpanels.window_panel()
+    p.controls["buf_len"].readout.set_state({"value": 32768})
+    assert p.error is None and p.state.params["buf_len"] == 32768
+    p.controls["buf_len"].readout.set_state({"value": 32769})
+    assert p.state is None and "buf_len must be an int in 1..32768" in p.error
+    assert rxpanels.max_buf_len("ppc64le", "6.1") == 65536 and rxpanels.max_buf_len("x86_64", "7.3.4") == 32768
+
+
+def test_a_range_the_controls_cannot_take_is_shown_like_the_models_error():
+    """A panel's constrain asks the model for a control's range (segments per gso_size); a typed value the model
+    refuses there was an exception out of the browser's message (issue 21): it is the panel's message now."""
+    def cap(panel):
+        if panel.controls["n"].value < 1:
+            raise ValueError(f"n must be at least 1, got {panel.controls['n'].value}")
+
+    p = base.Panel(lambda n, fig: rxpanels.window_panel_state(fig=fig), {"n": base.size_slider(2, 1, 9, "n")},
+                   constrain=cap)
+    p.controls["n"].readout.set_state({"value": 0})
+    assert p.state is None and p.error == "n must be at least 1, got 0" and p.image.layout.display == "none"
+    p.controls["n"].readout.set_state({"value": 3})
+    assert p.error is None and p.image.layout.display is None

@@ -42,7 +42,10 @@ def apply_ethtool(stack: stacks.Stack, commands: Sequence[EthtoolCommand]) -> tu
     (command text, error text)): a command touching a fixed feature is refused whole and changes nothing."""
     refused: list[tuple[str, str]] = []
     applied: list[str] = []
-    for dev_name, settings in commands:
+    for command in commands:
+        if not (isinstance(command, Sequence) and len(command) == 2 and isinstance(command[1], Mapping)):
+            raise ValueError(f"each ethtool command is (device name, {{ethtool name: on}}), got {command!r}")
+        dev_name, settings = command
         if dev_name not in stack.net.devices:
             raise ValueError(f"ethtool names device {dev_name!r}; this stack has "
                              f"{', '.join(d.name for d in stack.devices())}")

@@ -10,13 +10,14 @@ the plain state function ``<name>_panel_state(**params)`` (tested without a fron
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Annotated, Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
 
 from vnetlab import rx
-from vnetlab.checks import check_int, public
+from vnetlab.checks import In, check_choice, check_int, public
+from vnetlab.headers import IP_MAX_MTU
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
 from vnetlab.profiles import arch as arch_profile
 from vnetlab.profiles import kernel as kernel_profile
@@ -35,6 +36,8 @@ __all__ = [
 
 OLD_KERNEL = "5.12"  # the last kernel whose page_to_skb() always copies (build_skb arrived in 5.13, fb32856b16ad)
 JUMBO_MTU = 9000  # the topic's largest MTU on the slider (virtio-net accepts up to 65535: type it)
+# dev->min_mtu ETH_MIN_MTU (include/uapi/linux/if_ether.h) .. IP_MAX_MTU (include/net/ip.h)
+MTU = In(68, IP_MAX_MTU, "the device MTU, ETH_MIN_MTU..IP_MAX_MTU")
 # The three views of one packet, in tab order: (key, tab label).
 PACKET_VIEWS = (("buffer", "receive buffer"), ("skb", "sk_buff"), ("paths", "same packet, older kernel"))
 
@@ -45,6 +48,7 @@ PACKET_VIEWS = (("buffer", "receive buffer"), ("skb", "sk_buff"), ("paths", "sam
 @public
 def control_notes(*, mode: str, mtu: int, kernel: str, arch: str, xdp: bool, buf_len: int) -> list[str]:
     """Why a control of the packet panel changes nothing in the figure for these settings (shown in the panel)."""
+    check_choice("mode", mode, rx.MODES, "virtio-net receive modes", function="widgets.rxpanels.control_notes")
     notes = []
     if buf_len and mode != "mergeable":
         try:  # the model's own reason: it refuses a pinned buffer in small and big mode
@@ -205,9 +209,10 @@ def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARC
 # Slider ranges that fit the topic (typed values beyond them still reach the model, which says why it refuses)
 
 @public
-def max_payload(mtu: int, l4: str) -> int:
+def max_payload(mtu: Annotated[int, MTU], l4: str) -> int:
     """The largest IPv4 payload of a packet that fits the MTU unsegmented: mtu − iphdr − L4 header."""
-    return max(0, mtu - rx.IP_HLEN[4] - rx.L4_HDR_LEN.get(l4, rx.L4_HDR_LEN["udp"]))
+    check_choice("l4", l4, rx.L4_HDR_LEN, "the L4 header the payload follows", function="widgets.rxpanels.max_payload")
+    return max(0, mtu - rx.IP_HLEN[4] - rx.L4_HDR_LEN[l4])
 
 
 @public
@@ -230,7 +235,7 @@ def _packet_controls(payload_len: int, l4: str, mtu: int, mode: str, kernel: str
     lo, hi, step = _buffer_range(arch, kernel)
     return {
         "payload_len": size_slider(payload_len, 0, max_payload(mtu, l4), f"{l4.upper()} payload (B)"),
-        "mtu": size_slider(mtu, 68, JUMBO_MTU, "MTU (B)"),
+        "mtu": size_slider(mtu, MTU.lo, JUMBO_MTU, "MTU (B)"),
         "buf_len": size_slider(buf_len, lo, hi, "buffer truesize (B, 0 = driver's)", step=step, width="520px"),
         "l4": choice(l4, ("udp", "tcp"), "L4"),
         "mode": choice(mode, rx.MODES, "mode"),
@@ -368,7 +373,7 @@ def carving_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu
     """add_recvbuf_mergeable's carving of a 32 KiB frag and a 4 KiB page."""
     page = arch_profile(arch, kernel).page_size
     return Panel(carving_panel_state, {
-        "mtu": size_slider(mtu, 68, JUMBO_MTU, "MTU (B)"),
+        "mtu": size_slider(mtu, MTU.lo, JUMBO_MTU, "MTU (B)"),
         "avg_pkt_len": size_slider(avg_pkt_len, 0, page, "EWMA packet length (B)"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),
