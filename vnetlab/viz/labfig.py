@@ -504,8 +504,12 @@ def _measured_full_mtu(kernel: str) -> tuple[int, int, str]:
     """(build_skb, full-MTU packets, buffer truesizes of the whole sweep) from data/lab/<kernel>/mergeable.json."""
     pkts = labdata.load("mergeable", kernel)["rx"]["packets"]
     full = [p for p in pkts if p["frame_len"] == _FULL_MTU_FRAME]
-    bufs = _counts([p["page_to_skb"]["truesize"] for p in pkts if "page_to_skb" in p])
-    return sum(p["path"] == "build_skb" for p in full), len(full), bufs
+    return sum(p["path"] == "build_skb" for p in full), len(full), _buffer_counts(pkts)
+
+
+def _buffer_counts(pkts: Sequence[dict]) -> str:
+    """The truesizes of a lab run's mergeable buffers (page_to_skb's argument), counted: '35 x 1536, 35 x 2560'."""
+    return _counts([p["page_to_skb"]["truesize"] for p in pkts if "page_to_skb" in p])
 
 
 def _carving_model(kernel: str, before: str) -> str:
@@ -521,9 +525,7 @@ def _carving_model(kernel: str, before: str) -> str:
 def _carving_lab(kernel: str, lab: str) -> str:
     pkts = labdata.load("mergeable", kernel)["rx"]["packets"]
     copy_ts = _counts([p["page_to_skb_ret"]["truesize"] for p in pkts if p["path"] == "copy"])
-    return (f"Measured on {lab}: mergeable buffers "
-            f"{_counts([p['page_to_skb']['truesize'] for p in pkts if 'page_to_skb' in p])}; "
-            f"copied heads truesize {copy_ts}.")
+    return f"Measured on {lab}: mergeable buffers {_buffer_counts(pkts)}; copied heads truesize {copy_ts}."
 
 
 def _small_model(kernel: str, before: str) -> str:
@@ -535,9 +537,9 @@ def _small_model(kernel: str, before: str) -> str:
 
 
 def _small_lab(kernel: str, lab: str) -> str:
-    small = labdata.load("small", kernel)["rx"]["packets"]
-    return (f"Measured on {lab}: frag_size "
-            f"{_counts([p['build_skb_frag_size'] for p in small if 'build_skb_frag_size' in p])}.")
+    sizes = [p["build_skb_frag_size"] for p in labdata.load("small", kernel)["rx"]["packets"]
+             if "build_skb_frag_size" in p]
+    return f"Measured on {lab}: frag_size {_counts(sizes)}."
 
 
 def _full_mtu_model(kernel: str, before: str) -> str:
