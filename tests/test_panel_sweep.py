@@ -76,32 +76,35 @@ def _samples(lo: int, hi: int, step: int) -> list[int]:
     return sorted(lo + k * step for k in picks if 0 <= k <= n)
 
 
-def moves(name: str, w: W.Widget) -> Iterator[tuple[W.Widget, str, object]]:
-    """(widget the reader touches, synced trait, value) for one control, its range read live."""
+def moves(name: str, w: W.Widget) -> Iterator[tuple[W.Widget, str, object, bool]]:
+    """(widget the reader touches, synced trait, value, offered) for one control, its range read live. ``offered``:
+    a position the control itself offers (a slider stop, an option, a box's bounded value), which the panel must
+    draw; a typed value outside may instead get a message naming the control."""
     if isinstance(w, SizeSlider):
         s = w.slider
         for v in _samples(s.min, s.max, s.step):
-            yield s, "value", v
+            yield s, "value", v, True
         # typed into the number box: what the slider cannot reach (inside the range it is the slider's path)
         for v in sorted(v for v in {w.min - 1, w.max + 1, 0, -1, *HUGE} if not w.min <= v <= w.max):
-            yield w.readout, "value", v
+            yield w.readout, "value", v, False
     elif isinstance(w, W.FloatSlider):
         for v in (w.min, (w.min + w.max) / 2, w.max):
-            yield w, "value", v
+            yield w, "value", v, True
         # the readout takes what is typed; ipywidgets clamps it to the slider's range
         for v in (w.min - 1.0, w.max * 10 + 1.0):
-            yield w, "value", v
+            yield w, "value", v, True
     elif isinstance(w, W.BoundedIntText | W.IntText):
         lo, hi = getattr(w, "min", 0), getattr(w, "max", 2 * max(w.value, 1))
-        for v in {*_samples(lo, hi, w.step or 1), lo - 1, hi + 1, 0, -1, *HUGE}:
-            yield w, "value", v
+        for v in sorted({*_samples(lo, hi, w.step or 1), lo - 1, hi + 1, 0, -1, *HUGE}):
+            # a bounded box clamps what is typed, so every value lands on an offered one
+            yield w, "value", v, isinstance(w, W.BoundedIntText) or lo <= v <= hi
     elif isinstance(w, W.Dropdown | W.ToggleButtons | W.RadioButtons | W.Select):
         n = len(w.options)
         for i in sorted({round(k * (n - 1) / (STEPS - 1)) for k in range(STEPS)} if n > STEPS + 2 else range(n)):
-            yield w, "index", i
+            yield w, "index", i, True
     elif isinstance(w, W.Checkbox | W.ToggleButton):
         for v in (not w.value, w.value):
-            yield w, "value", v
+            yield w, "value", v, True
     else:
         raise AssertionError(f"control {name!r} is a {type(w).__name__}: the sweep does not know how to move it")
 
@@ -180,6 +183,29 @@ def bounded_memory() -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+# (panel call up to its "(", control) whose refusal names another parameter: what the message says instead, and
+# where the fix belongs. The sweep fails when one of these starts naming its control (remove it then).
+MISNAMED = {
+    ("stackpanels.cost_panel", "payload_len"): "payloads[0]",  # cost.Traffic's own name for it (vnetlab/cost.py)
+}
+
+
+def refused_badly(panel: Panel, call: str, name: str, offered: bool, misnamed: set[tuple[str, str]]) -> str | None:
+    """A position the control offers refused, or a refusal that does not name the control moved (a known one
+    from MISNAMED is added to ``misnamed``)."""
+    if panel.error is None:
+        return None
+    if offered:
+        return f"a position the control offers is refused: {panel.error[:200]!r}"
+    key = (call.split("(")[0], name)
+    if name in panel.error:
+        return None if key not in MISNAMED else f"now names {name!r}: remove it from MISNAMED"
+    if key in MISNAMED and MISNAMED[key] in panel.error:
+        misnamed.add(key)
+        return None
+    return f"the message does not name {name!r}: {panel.error[:200]!r}"
+
+
 def test_the_notebooks_build_panels():
     # notebooks 10-50 each put at least one panel before the reader (a lost call would empty the sweep)
     assert {nb[:2] for nb, _ in CALLS} >= {"10", "20", "30", "40", "50"}, CALLS
@@ -191,11 +217,12 @@ def test_every_control_over_its_range_and_beyond(notebook, call, capfd, bounded_
     panel = build(call)
     assert panel.error is None and shown(panel) is None, f"{call} as the notebook builds it: {panel.error}"
     problems = []
+    misnamed: set[tuple[str, str]] = set()
     for name in list(panel.controls):
         control = panel.controls[name]
         back = home(control)
-        for widget, trait, value in list(moves(name, control)):
-            why = move(panel, widget, trait, value, capfd)
+        for widget, trait, value, offered in list(moves(name, control)):
+            why = move(panel, widget, trait, value, capfd) or refused_badly(panel, call, name, offered, misnamed)
             if why:
                 problems.append(f"{name} {trait}={value!r}: {why}")
         why = move(panel, *back, capfd)
@@ -208,4 +235,6 @@ def test_every_control_over_its_range_and_beyond(notebook, call, capfd, bounded_
                 why = move(panel, panel.toggles[key], "value", v, capfd)
                 if why:
                     problems.append(f"ethtool -K toggle {key} -> {v}: {why}")
+    problems += [f"{key} in MISNAMED no longer occurs: remove it" for key in MISNAMED
+                 if key[0] == call.split("(")[0] and key not in misnamed]
     assert not problems, f"{call}: " + "\n".join(problems)

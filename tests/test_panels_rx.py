@@ -380,3 +380,20 @@ def test_a_range_the_controls_cannot_take_is_shown_like_the_models_error():
     assert p.state is None and p.error == "n must be at least 1, got 0" and p.image.layout.display == "none"
     p.controls["n"].readout.set_state({"value": 3})
     assert p.error is None and p.image.layout.display is None
+
+
+def test_threshold_panel_offers_the_header_sizes_the_kernel_negotiates():
+    """The hdr_len dropdown offered 24 on every kernel, and 6.1 refused it (the panel sweep found it). It offers
+    what virtnet_probe can pick on the chosen kernel: 10 and 12 on 5.10 (drivers/net/virtio_net.c virtnet_probe,
+    Debian linux-source-5.10), 10, 12, 20 on 6.1, and 24 (virtio_net_hdr_v1_hash_tunnel) from ~6.18
+    (Debian linux-source-7.2 virtnet_probe); data/kernels.toml vnet_hdr_lens holds each source."""
+    p = rxpanels.threshold_panel(kernel="6.1")
+    assert list(p.controls["hdr_len"].options) == [10, 12, 20]
+    p.controls["kernel"].set_state({"index": list(p.controls["kernel"].options).index("7.3.4")})
+    assert list(p.controls["hdr_len"].options) == [10, 12, 20, 24]
+    p.controls["hdr_len"].set_state({"index": 3})
+    assert p.error is None and p.state.params["hdr_len"] == 24
+    p.controls["kernel"].set_state({"index": list(p.controls["kernel"].options).index("5.10")})
+    assert list(p.controls["hdr_len"].options) == [10, 12] and p.state.params["hdr_len"] == 12 and p.error is None
+    with pytest.raises(ValueError, match="hdr_len=20 is not a virtio-net header size kernel 5.10"):
+        rxpanels.threshold_panel(kernel="5.10", hdr_len=20)

@@ -307,16 +307,37 @@ def paths_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mo
     return Panel(paths_panel_state, controls, rows=rows, constrain=_follow_packet)
 
 
+def _hdr_lens(kernel: str) -> list[int]:
+    """The virtio-net header sizes ``kernel`` can negotiate (virtnet_probe; profile rule vnet_hdr_lens)."""
+    return sorted(kernel_profile(kernel).rule("vnet_hdr_lens"))
+
+
+def _follow_hdr_lens(panel: Panel) -> None:
+    """hdr_len offers what the chosen kernel negotiates (24, the UDP tunnel header, only where it exists); a size
+    the new kernel lacks moves to the MRG_RXBUF header."""
+    c = panel.controls
+    try:
+        lens = _hdr_lens(c["kernel"].value)
+    except ValueError:
+        return
+    box = c["hdr_len"]
+    if list(box.options) != lens:
+        keep = box.value if box.value in lens else rx.MRG_RXBUF_HDR_LEN if rx.MRG_RXBUF_HDR_LEN in lens else lens[0]
+        box.options = lens
+        box.value = keep
+
+
 @public
 def threshold_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False,
-                    hdr_len: int = 12) -> Panel:
+                    hdr_len: int = rx.MRG_RXBUF_HDR_LEN) -> Panel:
     """The path map over frame length x buffer truesize for a chosen kernel and arch."""
+    rx.check_hdr_len(hdr_len, kernel_profile(kernel))  # the dropdown offers only what the kernel negotiates
     return Panel(threshold_panel_state, {
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),
         "xdp": checkbox(xdp, "XDP headroom"),
-        "hdr_len": choice(hdr_len, sorted(rx.VNET_HDR_STRUCTS), "hdr_len (B)"),
-    })
+        "hdr_len": choice(hdr_len, _hdr_lens(kernel), "hdr_len (B)"),
+    }, constrain=_follow_hdr_lens)
 
 
 # The window panel's slider spans the mergeable buffers the topic is about (the 1536-byte floor, the 2048 and 2560
