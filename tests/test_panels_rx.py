@@ -367,19 +367,17 @@ def test_window_panel_takes_a_buffer_of_one_page_frag_at_most():
     assert rxpanels.max_buf_len("ppc64le", "6.1") == 65536 and rxpanels.max_buf_len("x86_64", "7.3.4") == 32768
 
 
-def test_a_range_the_controls_cannot_take_is_shown_like_the_models_error():
-    """A panel's constrain asks the model for a control's range (segments per gso_size); a typed value the model
-    refuses there was an exception out of the browser's message (issue 21): it is the panel's message now."""
-    def cap(panel):
-        if panel.controls["n"].value < 1:
-            raise ValueError(f"n must be at least 1, got {panel.controls['n'].value}")
-
-    p = base.Panel(lambda n, fig: rxpanels.window_panel_state(fig=fig), {"n": base.size_slider(2, 1, 9, "n")},
-                   constrain=cap)
-    p.controls["n"].readout.set_state({"value": 0})
-    assert p.state is None and p.error == "n must be at least 1, got 0" and p.image.layout.display == "none"
-    p.controls["n"].readout.set_state({"value": 3})
-    assert p.error is None and p.image.layout.display is None
+def test_a_typed_mtu_the_model_refuses_is_the_panels_message():
+    """The packet panel's payload range follows the MTU (constrain); a typed MTU outside ETH_MIN_MTU..IP_MAX_MTU
+    (include/uapi/linux/if_ether.h, include/net/ip.h) raised out of the browser's message there (issue 21). The
+    range is left as it was and the model's refusal, naming mtu, is what the panel shows."""
+    p = rxpanels.packet_panel()
+    for typed in (67, 70000):
+        p.controls["mtu"].readout.set_state({"value": typed})
+        assert p.state is None and f"mtu={typed} is out of range 68..65535" in p.error
+        assert p.controls["payload_len"].max == 1472  # ETH_DATA_LEN 1500 - iphdr 20 - udphdr 8, as before
+    p.controls["mtu"].readout.set_state({"value": 9000})
+    assert p.error is None and p.controls["payload_len"].max == 9000 - 20 - 8
 
 
 def test_threshold_panel_offers_the_header_sizes_the_kernel_negotiates():

@@ -255,14 +255,14 @@ class Panel(W.VBox):
         return self._figures[key]
 
     def update(self) -> PanelState | None:
-        """Recompute and redraw; a ValueError from the model (or from ``constrain`` asking it for a range: a
-        typed gso_size outside 1..65535) is shown as text and the figure is hidden."""
+        """Recompute and redraw; a ValueError from the model is shown as text and the figure is hidden."""
+        if self.constrain is not None:
+            with self.hold():
+                self.constrain(self)
+        params = self.params()
+        fig = self._figure_for(params)
         try:
-            if self.constrain is not None:
-                with self.hold():
-                    self.constrain(self)
-            params = self.params()
-            state = self.state_fn(**params, fig=self._figure_for(params))
+            state = self.state_fn(**params, fig=fig)
         except ValueError as exc:
             self.error = str(exc)
             self.state = None

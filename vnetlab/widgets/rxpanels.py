@@ -249,12 +249,12 @@ def _follow_packet(panel: Panel) -> None:
     """Payload range follows MTU and L4; buffer truesize steps follow the arch's L1_CACHE_BYTES and page."""
     c = panel.controls
     payload: SizeSlider = c["payload_len"]  # type: ignore[assignment]
-    payload.set_range(0, max_payload(c["mtu"].value, c["l4"].value))
-    payload.slider.description = f"{c['l4'].value.upper()} payload (B)"
     try:
+        payload.set_range(0, max_payload(c["mtu"].value, c["l4"].value))
         lo, hi, step = _buffer_range(c["arch"].value, c["kernel"].value)
     except ValueError:
-        return  # the model names the bad kernel/arch pair when the panel updates
+        return  # a typed MTU or a kernel/arch pair the model refuses: it says why when the panel updates
+    payload.slider.description = f"{c['l4'].value.upper()} payload (B)"
     c["buf_len"].set_range(lo, hi, step)  # type: ignore[attr-defined]
     pinned_ok = c["mode"].value == "mergeable"  # small and big mode size every buffer themselves
     c["buf_len"].slider.disabled = c["buf_len"].readout.disabled = not pinned_ok  # type: ignore[attr-defined]
