@@ -47,7 +47,7 @@ def test_receive_rate_matches_the_mail_and_the_cost_data():
     flat = {k: v for table in costs.values() if isinstance(table, dict) for k, v in table.items()}
     base, patched = flat["baseline_pps"]["value"], flat["patched_pps"]["value"]
     assert (base, patched) == (mail["no build_skb"], mail["build_skb"])
-    assert "-m 1000" in BUILD_SKB_MAIL  # sockperf's 1000-byte UDP messages
+    assert "-m 1000" in BUILD_SKB_MAIL  # the patch mail's sockperf: 1000-byte UDP messages (kernel-facts A.5)
     want = f"{base:,.0f} → {patched:,.0f} rx packets/s (+{100 * (patched / base - 1):.1f} %)"
     assert _row("1000-byte UDP receive rate, one CPU, `sar -n DEV 1`") == want
 
@@ -91,4 +91,5 @@ def test_commands_are_the_readmes():
 
 
 def test_fits_on_one_page():
+    # source: this test decides "one page": 70 lines and 6000 characters print on one A4 sheet
     assert len(HANDOUT.splitlines()) <= 70 and len(HANDOUT) <= 6000

@@ -18,6 +18,7 @@ def test_values_parse_with_the_workshop_settings():
     hub = VALUES["hub"]["config"]
     assert hub["JupyterHub"]["authenticator_class"] == "shared-password"
     assert hub["Authenticator"]["admin_users"] == ["instructor"]
+    # source: deploy/README.md, idle culler: a server idle for an hour is stopped
     assert VALUES["cull"]["enabled"] and VALUES["cull"]["timeout"] == 3600
     assert VALUES["prePuller"]["hook"]["enabled"] and VALUES["prePuller"]["continuous"]["enabled"]
     hook = " ".join(VALUES["singleuser"]["lifecycleHooks"]["postStart"]["exec"]["command"])

@@ -15,6 +15,10 @@ ETH_IP_UDP = 14 + 20 + 8  # ethhdr + iphdr + udphdr
 VNET_HDR = 12  # sizeof(struct virtio_net_hdr_mrg_rxbuf)
 GOOD_COPY_LEN = 128  # drivers/net/virtio_net.c
 SHINFO = 320  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info)), x86_64 (BTF of the lab's 6.1)
+# ETH_DATA_LEN - iphdr - udphdr (include/uapi/linux/if_ether.h, ip.h, udp.h): the sweep's largest payload
+FULL_MTU_PAYLOAD = 1500 - 20 - 8
+# source: vnetlab/viz/style.py, FIG_WIDTH 9 in at DPI 100: the one figure width JupyterLab shows unscaled
+FIGURE_PX = 900
 
 
 def _doc(kernel: str, config: str) -> dict:
@@ -36,15 +40,17 @@ def test_rx_bands_after_are_the_build_skb_window():
     bands = [(b.path, b.lo, b.hi) for b in labfig.rx_bands("6.1-plain")]
     assert bands == [("copy", 0, GOOD_COPY_LEN - ETH_IP_UDP),
                      ("build_skb", GOOD_COPY_LEN - ETH_IP_UDP + 1, 1536 - VNET_HDR - SHINFO - ETH_IP_UDP),
-                     ("copy+frag", 1536 - VNET_HDR - SHINFO - ETH_IP_UDP + 1, 1472)]
+                     ("copy+frag", 1536 - VNET_HDR - SHINFO - ETH_IP_UDP + 1, FULL_MTU_PAYLOAD)]
 
 
 def test_rx_bands_before_copy_into_the_1k_napi_head():
     # lab/patches/6.1-no-build-skb.patch: napi_alloc_skb(GOOD_COPY_LEN), whole frame copied while it fits the
     # head's tailroom; 6.1's __napi_alloc_skb slices 1 KiB page frags: tailroom SKB_WITH_OVERHEAD(1024) - 64
-    # (NET_SKB_PAD) = 1024 - 320 - 64 = 640 bytes
+    # (NET_SKB_PAD) = 1024 - 320 - 64 = 640 bytes; truesize SKB_TRUESIZE(704) = 704 + 256 + 320 = 1280
+    # (net/core/skbuff.c __napi_alloc_skb, 6.1), plus the 1536-byte frag for a frame that does not fit: 2816
     bands = [(b.path, b.lo, b.hi, b.truesize, b.nr_frags) for b in labfig.rx_bands("6.1-no-build-skb")]
-    assert bands == [("copy", 0, 640 - ETH_IP_UDP, 1280, 0), ("copy+frag", 640 - ETH_IP_UDP + 1, 1472, 2816, 1)]
+    assert bands == [("copy", 0, 640 - ETH_IP_UDP, 1280, 0),
+                     ("copy+frag", 640 - ETH_IP_UDP + 1, FULL_MTU_PAYLOAD, 2816, 1)]
     measured = _measured_first_buffer("6.1-no-build-skb")
     assert max(p for p, pkt in measured.items() if pkt["path"] == "copy") <= 640 - ETH_IP_UDP
     assert min(p for p, pkt in measured.items() if pkt["path"] == "copy+frag") > 640 - ETH_IP_UDP
@@ -63,7 +69,7 @@ def test_rx_marks_are_the_measured_packets(kernel):
 
 def test_draw_rx_measured_marks_every_packet_and_refuses_an_unmeasured_kernel():
     fig = labfig.draw_rx_measured(labfig.SEED1_PAIR)
-    assert round(fig.get_figwidth() * DPI) == 900
+    assert round(fig.get_figwidth() * DPI) == FIGURE_PX
     drawn = {ln.get_gid() for ax in fig.axes for ln in ax.lines}
     for k in labfig.SEED1_PAIR:
         assert {f"{k}:measured:{p}" for p in _measured_first_buffer(k)} <= drawn
@@ -114,7 +120,7 @@ def test_delivery_and_results_figures():
     gids = {p.get_gid() for ax in fig.axes for p in ax.patches}
     assert {f"delivery:{d.kernel}:{d.case}" for d in labfig.nat_delivery()} <= gids
     fig = labfig.draw_results()
-    assert round(fig.get_figwidth() * DPI) == 900 and len(fig.axes) == 2
+    assert round(fig.get_figwidth() * DPI) == FIGURE_PX and len(fig.axes) == 2
     fig = labfig.draw_seed1_rate()
     assert len([p for p in fig.axes[0].patches if (p.get_gid() or "").startswith("ratio:")]) == len(
         labfig.seed1_ratios())
@@ -173,6 +179,7 @@ def test_seven_x_notes_put_the_lab_measurement_beside_the_page_pool_model(kernel
     gro_note = labfig.seven_x_note("gro", kernel=kernel, width=10_000)
     assert f"{kernel}: 22 build_skb and 23 eth_hlen heads in 45 packets" in gro_note or \
         f"{kernel}: 23 build_skb and 22 eth_hlen heads in 45 packets" in gro_note
+    # source: tests/test_output_width.py, every printed line fits 100 columns
     assert all(len(line) <= 100 for t in labfig.SEVEN_X_TOPICS
                for line in labfig.seven_x_note(t, kernel=kernel).splitlines())
 

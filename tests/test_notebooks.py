@@ -94,7 +94,7 @@ def test_nbval_compares_the_golden_text(tmp_path):
                           str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), str(tmp_path)],
                          cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert "1 failed, 1 passed" in run.stdout, run.stdout[-2000:]
-    assert "wrong.ipynb::Cell 0" in run.stdout and "481" in run.stdout
+    assert "wrong.ipynb::Cell 0" in run.stdout and "481" in run.stdout  # source: the wrong golden text above
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -90,7 +90,10 @@ def test_payload_edge_reachable_by_slider_and_by_typing():
 
 def test_payload_range_follows_mtu_and_l4():
     """The payload slider ends at the largest unsegmented packet: MTU - iphdr 20 - udphdr 8 (or TCP 32 with
-    timestamps); buffer truesize steps by L1_CACHE_BYTES (64 on x86_64, 128 on ppc64le: arches.toml sources)."""
+    timestamps) (include/uapi/linux/ip.h struct iphdr, include/uapi/linux/udp.h struct udphdr, tcphdr 20 +
+    TCPOLEN_TSTAMP_ALIGNED 12 from include/net/tcp.h); buffer truesize steps by L1_CACHE_BYTES (64 on x86_64,
+    arch/x86/include/asm/cache.h; 128 on ppc64le, arch/powerpc/include/asm/cache.h) up to its 65536-byte page
+    (data/arches.toml sources)."""
     p = rxpanels.packet_panel()
     assert p.controls["payload_len"].max == 1472
     p.controls["mtu"].value = 9000
@@ -107,6 +110,7 @@ def test_payload_range_follows_mtu_and_l4():
 def test_typed_value_outside_the_range_shows_the_models_error():
     p = rxpanels.packet_panel()
     p.controls["payload_len"].readout.value = 5000  # above the slider's end: kept for the model to judge
+    # the slider ends at ETH_DATA_LEN 1500 - iphdr 20 - udphdr 8 (include/uapi/linux/if_ether.h, ip.h, udp.h)
     assert p.controls["payload_len"].value == 5000 and p.controls["payload_len"].slider.value == 1472
     assert p.state is None and "payload_len=5000" in p.error and "mtu=1500" in p.message.value
     assert p.image.layout.display == "none" and p.png is None
@@ -141,6 +145,7 @@ def test_one_control_row_drives_every_view():
     p.controls["payload_len"].value = 1000
     assert [r.path for r in p.state.result] == ["copy+frag", "build_skb"]  # the paths view follows
     p.controls["view"].value = "buffer"
+    # kernel-facts A.5: 1000-byte UDP in a 1536-byte buffer, tailroom 1536 - 1054 = 482 -> build_skb
     assert p.state.result.path == "build_skb" and regions(p.figure)["tailroom"].get_width() == 482
     p.controls["view"].value = "skb"
     assert "frags[0]" not in regions(p.figure)
@@ -184,6 +189,10 @@ def test_panel_state_plain():
 
 
 def test_panel_texts():
+    """Numbers from kernel-facts A.5 (x86_64, MTU 1500): the copy path's 14-byte head after NET_SKB_PAD 64
+    (B.3) ends at 78; frame 1514 = ETH_HLEN + ETH_DATA_LEN; build_skb for payload 87..1162 (frame 129..1204) in a
+    1536-byte buffer; 21 buffers per 32 KiB frag, the last one with the 512-byte hole; a 64 KiB page is the frag
+    itself (B.3: SKB_FRAG_PAGE_ORDER is 0 when PAGE_SIZE >= 32 KiB). mips32 keeps NET_IP_ALIGN 2 (B.3)."""
     st = rxpanels.skb_panel_state(payload_len=1472)
     assert "skb_tail_pointer() = 78" in st.text and "frags[0]: 32 KiB page" in st.text
     st = rxpanels.paths_panel_state(payload_len=1000)
@@ -203,6 +212,7 @@ def test_gro_panel_tcp_unticks_udp_gro():
     g = gropanels.gro_panel()
     g.controls["l4"].value = "tcp"
     assert g.error is None and g.controls["udp_gro"].value is False and g.controls["udp_gro"].disabled
+    # MSS 1448 = 1500 - iphdr 20 - tcphdr 20 - timestamps 12 (kernel-facts A.5: "MSS 1448, frame 1514")
     assert g.controls["payload_len"].max == 1448
 
 
@@ -307,7 +317,9 @@ def test_buffer_control_in_small_mode_says_why_it_does_nothing():
 
 def test_mtu_with_xdp_says_why_the_tailroom_does_not_move():
     """With XDP, page_to_skb() (5.13-6.2) counts PAGE_SIZE as the buffer's truesize, so the MTU slider moves
-    nothing but the payload range: the panel says so; on 6.18 XDP_PASS bypasses page_to_skb()'s test."""
+    nothing but the payload range: the panel says so; on 6.18 XDP_PASS bypasses page_to_skb()'s test.
+    Source: kernel-facts A.2 (iii-b), drivers/net/virtio_net.c page_to_skb in Debian 6.1: ``truesize = headroom ?
+    PAGE_SIZE : truesize``; PAGE_SIZE 4096 on x86_64 (data/arches.toml)."""
     a = rxpanels.packet_panel_state(xdp=True, mtu=1500)
     b = rxpanels.packet_panel_state(xdp=True, mtu=9000)
     assert a.result.tailroom == b.result.tailroom  # the model: nothing moves
@@ -327,3 +339,59 @@ def test_carving_panel_takes_every_known_kernel(kernel):
     assert state.result and all(isinstance(n, int) and n > 0 for n in state.result)
     if kernel in ("7.2.12", "7.3.4"):
         assert state.result[:4] == [1536, 2560, 1536, 2560]
+
+
+def test_gro_panel_takes_a_flow_of_one_receive_ring_at_most():
+    """Typed into the packets box, 0 raised IndexError and 10**6 ran for minutes (issue 21). A flow is 1..256
+    packets, one receive ring: QEMU hw/net/virtio-net.c VIRTIO_NET_RX_QUEUE_DEFAULT_SIZE 256 (rx.RX_QUEUE_SIZE);
+    a UDP_GRO socket merges 64 packets per GRO skb (net/ipv4/udp_offload.c UDP_GRO_CNT_MAX, kernel-facts C.4)."""
+    g = gropanels.gro_panel()
+    for typed in (0, -1, 257, 10**6):
+        g.controls["n_packets"].readout.set_state({"value": typed})  # what the browser's comm message calls
+        assert g.state is None and "n_packets must be an int in 1..256" in g.error, typed
+        assert g.image.layout.display == "none"
+    g.controls["n_packets"].readout.set_state({"value": 256})
+    assert g.error is None and "256 packets → 4 GRO skb(s)</b> of 64, 64, 64, 64 packets" in g.message.value
+
+
+def test_window_panel_takes_a_buffer_of_one_page_frag_at_most():
+    """A typed buffer truesize of 2**31 - 1 asked numpy for 16 GiB (issue 21). add_recvbuf_mergeable carves every
+    buffer from one page frag and gives the last the frag's rest, so none is larger than the frag:
+    skb_page_frag_refill's 32768 bytes (include/net/sock.h SKB_FRAG_PAGE_ORDER = get_order(32768), kernel-facts
+    B.3) or the 65536-byte page of ppc64le (data/arches.toml)."""
+    p = rxpanels.window_panel()
+    p.controls["buf_len"].readout.set_state({"value": 32768})
+    assert p.error is None and p.state.params["buf_len"] == 32768
+    p.controls["buf_len"].readout.set_state({"value": 32769})
+    assert p.state is None and "buf_len must be an int in 1..32768" in p.error
+    assert rxpanels.max_buf_len("ppc64le", "6.1") == 65536 and rxpanels.max_buf_len("x86_64", "7.3.4") == 32768
+
+
+def test_a_typed_mtu_the_model_refuses_is_the_panels_message():
+    """The packet panel's payload range follows the MTU (constrain); a typed MTU outside ETH_MIN_MTU..IP_MAX_MTU
+    (include/uapi/linux/if_ether.h, include/net/ip.h) raised out of the browser's message there (issue 21). The
+    range is left as it was and the model's refusal, naming mtu, is what the panel shows."""
+    p = rxpanels.packet_panel()
+    for typed in (67, 70000):
+        p.controls["mtu"].readout.set_state({"value": typed})
+        assert p.state is None and f"mtu={typed} is out of range 68..65535" in p.error
+        assert p.controls["payload_len"].max == 1472  # ETH_DATA_LEN 1500 - iphdr 20 - udphdr 8, as before
+    p.controls["mtu"].readout.set_state({"value": 9000})
+    assert p.error is None and p.controls["payload_len"].max == 9000 - 20 - 8
+
+
+def test_threshold_panel_offers_the_header_sizes_the_kernel_negotiates():
+    """The hdr_len dropdown offered 24 on every kernel, and 6.1 refused it (the panel sweep found it). It offers
+    what virtnet_probe can pick on the chosen kernel: 10 and 12 on 5.10 (drivers/net/virtio_net.c virtnet_probe,
+    Debian linux-source-5.10), 10, 12, 20 on 6.1, and 24 (virtio_net_hdr_v1_hash_tunnel) from ~6.18
+    (Debian linux-source-7.2 virtnet_probe); data/kernels.toml vnet_hdr_lens holds each source."""
+    p = rxpanels.threshold_panel(kernel="6.1")
+    assert list(p.controls["hdr_len"].options) == [10, 12, 20]
+    p.controls["kernel"].set_state({"index": list(p.controls["kernel"].options).index("7.3.4")})
+    assert list(p.controls["hdr_len"].options) == [10, 12, 20, 24]
+    p.controls["hdr_len"].set_state({"index": 3})
+    assert p.error is None and p.state.params["hdr_len"] == 24
+    p.controls["kernel"].set_state({"index": list(p.controls["kernel"].options).index("5.10")})
+    assert list(p.controls["hdr_len"].options) == [10, 12] and p.state.params["hdr_len"] == 12 and p.error is None
+    with pytest.raises(ValueError, match="hdr_len=20 is not a virtio-net header size kernel 5.10"):
+        rxpanels.threshold_panel(kernel="5.10", hdr_len=20)

@@ -80,7 +80,8 @@ def test_receive_big_holds_what_the_chain_holds(k, max_frame):
 @pytest.mark.parametrize("tree, checks", [("5.10.262", False), ("6.12.95", False), ("6.12.117", True),
                                           ("6.1.192", True), ("7.3.4", True)])
 def test_receive_list_flush_probe(tree, checks):
-    # "net: gro: fix double aggregation of flush-marked skbs" (Debian changelog 6.1.184, 6.12.101).
+    # "net: gro: fix double aggregation of flush-marked skbs" (Debian changelog 6.1.184, 6.12.101); the matched
+    # line is skb_gro_receive_list's 64 KiB cap, "p->len + skb->len >= 65536" (tests/data/ksrc/<tree>/net/core/gro.c)
     f = probe("receive_list_checks_flush").run(Tree(KSRC / tree))
     assert f.value is checks and "65536" in f.match.text
 

@@ -36,7 +36,7 @@ def test_static_html_shows_panel_png_without_widget_js(tmp_path):
     assert len(panel_imgs) == 1 and "data:image/png;base64," in panel_imgs[0]
     assert 'class="vnetlab-panel-summary"' in body and "<b>build_skb</b>" in body
     # the panel with bad input: its error text, and no image (no stale figure)
-    assert "payload_len=5000" in body
+    assert "payload_len=5000" in body  # source: the third cell of CELLS above
     err = outputs[2][0]["data"]
     assert "image/png" not in err and "<img" not in err["text/html"]
     # the static figure is an image too, at the width it was drawn for
@@ -65,7 +65,7 @@ def test_static_copy_renders_the_handout_and_links_it(tmp_path):
     # the key numbers as an HTML table (not markdown pipes), the commands as code blocks
     assert "<table>" in handout and "| What |" not in handout
     rows = re.findall(r"<tr>(.*?)</tr>", handout, re.S)
-    assert any("956,864 → 1,158,465" in r for r in rows)
+    assert any("956,864 → 1,158,465" in r for r in rows)  # the build_skb patch mail (kernel-facts A.5)
     assert handout.count("<pre>") >= 2 and "requirements.lock" in handout
     assert "http://" not in handout and "https://" not in handout  # readable offline: nothing to fetch
     body = handout.split("<body>", 1)[1]

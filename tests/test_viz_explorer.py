@@ -181,6 +181,7 @@ def test_moving_a_control_changes_the_png(control, value):
 def test_png_is_shown_at_the_width_it_is_drawn():
     p = explorer.explorer_panel()
     w = _png_width(p.image.value)
+    # source: vnetlab/viz/style.py, FIG_WIDTH 9 in at DPI 100: the one figure width JupyterLab shows unscaled
     assert w == round(p.figure.get_figwidth() * p.figure.dpi) == 900
     assert p.image.layout.width == f"{w}px" and p.image.layout.max_width == "100%"
 

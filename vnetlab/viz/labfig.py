@@ -473,8 +473,6 @@ def profile_table(kernel: str = "5.10", profiles: Sequence[str] = ("5.10", "5.10
 # --------------------------------------------------------------------------------------------------
 # What 7.x changed in what notebooks 10-30 teach: a short paragraph, every number computed or read from data/lab/
 
-#: the topics of :func:`seven_x_note`: notebook 10's carving and small mode, 20's full-MTU share, 30's GRO slots
-SEVEN_X_TOPICS = ("carving", "small", "full_mtu", "gro")
 _FULL_MTU_FRAME = 1514  # ETH_HLEN + ETH_DATA_LEN: a full 1500-byte IP packet
 
 
@@ -506,8 +504,87 @@ def _measured_full_mtu(kernel: str) -> tuple[int, int, str]:
     """(build_skb, full-MTU packets, buffer truesizes of the whole sweep) from data/lab/<kernel>/mergeable.json."""
     pkts = labdata.load("mergeable", kernel)["rx"]["packets"]
     full = [p for p in pkts if p["frame_len"] == _FULL_MTU_FRAME]
-    bufs = _counts([p["page_to_skb"]["truesize"] for p in pkts if "page_to_skb" in p])
-    return sum(p["path"] == "build_skb" for p in full), len(full), bufs
+    return sum(p["path"] == "build_skb" for p in full), len(full), _buffer_counts(pkts)
+
+
+def _buffer_counts(pkts: Sequence[dict]) -> str:
+    """The truesizes of a lab run's mergeable buffers (page_to_skb's argument), counted: '35 x 1536, 35 x 2560'."""
+    return _counts([p["page_to_skb"]["truesize"] for p in pkts if "page_to_skb" in p])
+
+
+def _carving_model(kernel: str, before: str) -> str:
+    new, old = rx.mergeable_buf_lens(8, kernel=kernel), rx.mergeable_buf_lens(42, kernel=before)
+    head_new = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=kernel)
+    head_old = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=before)
+    return (f"From 7.x (model: {kernel}) mergeable buffers come from a page_pool of order-0 pages "
+            f"(virtnet_create_page_pools, page_pool_alloc_va): {_alternation(new)} per 4 KiB page instead "
+            f"of {before}'s {_alternation(old)} per 32 KiB frag; the copy path's head truesize is "
+            f"{head_new.truesize} (was {head_old.truesize}: napi_alloc_skb's skbuff_small_head).")
+
+
+def _carving_lab(kernel: str, lab: str) -> str:
+    pkts = labdata.load("mergeable", kernel)["rx"]["packets"]
+    copy_ts = _counts([p["page_to_skb_ret"]["truesize"] for p in pkts if p["path"] == "copy"])
+    return f"Measured on {lab}: mergeable buffers {_buffer_counts(pkts)}; copied heads truesize {copy_ts}."
+
+
+def _small_model(kernel: str, before: str) -> str:
+    small_new, small_old = rx.small_buf_lens(4, kernel=kernel), rx.small_buf_lens(4, kernel=before)
+    return (f"From 7.x (model: {kernel}) small-mode buffers come from the same order-0 page_pool: "
+            f"add_recvbuf_small asks {rx.small_buf_len(kernel=kernel)} bytes, and the page's last fragment "
+            f"gets the page's rest, so build_skb's frag_size alternates {_alternation(small_new)} "
+            f"({before}: {_alternation(small_old)} every time).")
+
+
+def _small_lab(kernel: str, lab: str) -> str:
+    sizes = [p["build_skb_frag_size"] for p in labdata.load("small", kernel)["rx"]["packets"]
+             if "build_skb_frag_size" in p]
+    return f"Measured on {lab}: frag_size {_counts(sizes)}."
+
+
+def _full_mtu_model(kernel: str, before: str) -> str:
+    (hn, nn), (ho, no) = _full_mtu_share(kernel), _full_mtu_share(before)
+    return (f"From 7.x the page_pool's second buffer of each page takes the page's rest, so a full-MTU frame "
+            f"gets build_skb in {hn} of {nn} buffers on {kernel} ({hn / nn:.3f}), against {ho} of {no} "
+            f"({ho / no:.3f}) on {before} (model, buffers at the EWMA floor).")
+
+
+def _full_mtu_lab(kernel: str, lab: str) -> str:
+    mh, mn, bufs = _measured_full_mtu(kernel)
+    return f"Measured on {lab}: {mh} of {mn} full-MTU frames took build_skb; the sweep's buffers were {bufs}."
+
+
+def _gro_model(kernel: str, before: str) -> str:
+    from vnetlab import gro
+
+    parts = []
+    for k in (before, kernel):
+        queue = gro.receive_flow(1448, 46, kernel=k)
+        heads = [rx.head_case(s) for s in queue[:45]]
+        first = gro.aggregate_trace(queue[:45], l4="tcp", kernel=k).packets_in_first_skb(0)
+        # the same flow one packet later: it starts in the page's second buffer
+        later = gro.aggregate_trace(queue[1:], l4="tcp", kernel=k).packets_in_first_skb(0)
+        parts.append(f"{k}: {heads.count('build_skb')} build_skb and {heads.count('eth_hlen')} eth_hlen heads "
+                     f"in 45 packets, {first} packets in the first sk_buff, {later} if the flow starts one "
+                     "buffer later")
+    big = max(rx.mergeable_buf_lens(2, kernel=kernel))
+    return (f"From 7.x every second mergeable buffer is a {big}-byte page_pool fragment, so a real queue of "
+            f"MSS-1448 TCP gives build_skb heads to half the packets; each still takes one frag slot, so "
+            f"only a GRO skb whose first packet has one holds a packet more (model; {'; '.join(parts)}).")
+
+
+def _gro_lab(kernel: str, lab: str) -> str:
+    del lab  # no TCP GRO run: the UDP sweep of the same kernel stands in
+    mh, mn, _ = _measured_full_mtu(kernel)
+    return (f"The lab has no TCP GRO run on 7.x; its UDP sweep on {kernel} gave build_skb to {mh} of "
+            f"{mn} full-MTU frames.")
+
+
+# topic -> (the model's sentence for (kernel, before), the lab's sentence for (kernel, lab folder text))
+_SEVEN_X = {"carving": (_carving_model, _carving_lab), "small": (_small_model, _small_lab),
+            "full_mtu": (_full_mtu_model, _full_mtu_lab), "gro": (_gro_model, _gro_lab)}
+#: the topics of :func:`seven_x_note`: notebook 10's carving and small mode, 20's full-MTU share, 30's GRO slots
+SEVEN_X_TOPICS = tuple(_SEVEN_X)
 
 
 def seven_x_note(topic: str, *, kernel: str = "7.3.4", before: str = "6.18", width: int = 100) -> str:
@@ -522,61 +599,8 @@ def seven_x_note(topic: str, *, kernel: str = "7.3.4", before: str = "6.18", wid
 
     if topic not in SEVEN_X_TOPICS:
         raise ValueError(f"topic must be one of {', '.join(SEVEN_X_TOPICS)} (notebooks 10, 20, 30); got {topic!r}")
-    measured = kernel in labdata.lab_kernels()
-    lab = f"Debian {kernel} in the QEMU lab (data/lab/{kernel}/)" if measured else ""
-    if topic == "carving":
-        new, old = rx.mergeable_buf_lens(8, kernel=kernel), rx.mergeable_buf_lens(42, kernel=before)
-        head_new = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=kernel)
-        head_old = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=before)
-        text = (f"From 7.x (model: {kernel}) mergeable buffers come from a page_pool of order-0 pages "
-                f"(virtnet_create_page_pools, page_pool_alloc_va): {_alternation(new)} per 4 KiB page instead "
-                f"of {before}'s {_alternation(old)} per 32 KiB frag; the copy path's head truesize is "
-                f"{head_new.truesize} (was {head_old.truesize}: napi_alloc_skb's skbuff_small_head).")
-        if measured:
-            pkts = labdata.load("mergeable", kernel)["rx"]["packets"]
-            copy_ts = _counts([p["page_to_skb_ret"]["truesize"] for p in pkts if p["path"] == "copy"])
-            text += (f" Measured on {lab}: mergeable buffers "
-                     f"{_counts([p['page_to_skb']['truesize'] for p in pkts if 'page_to_skb' in p])}; "
-                     f"copied heads truesize {copy_ts}.")
-    elif topic == "small":
-        small_new, small_old = rx.small_buf_lens(4, kernel=kernel), rx.small_buf_lens(4, kernel=before)
-        text = (f"From 7.x (model: {kernel}) small-mode buffers come from the same order-0 page_pool: "
-                f"add_recvbuf_small asks {rx.small_buf_len(kernel=kernel)} bytes, and the page's last fragment "
-                f"gets the page's rest, so build_skb's frag_size alternates {_alternation(small_new)} "
-                f"({before}: {_alternation(small_old)} every time).")
-        if measured:
-            small = labdata.load("small", kernel)["rx"]["packets"]
-            text += (f" Measured on {lab}: frag_size "
-                     f"{_counts([p['build_skb_frag_size'] for p in small if 'build_skb_frag_size' in p])}.")
-    elif topic == "full_mtu":
-        hn, nn = _full_mtu_share(kernel)
-        ho, no = _full_mtu_share(before)
-        text = (f"From 7.x the page_pool's second buffer of each page takes the page's rest, so a full-MTU frame "
-                f"gets build_skb in {hn} of {nn} buffers on {kernel} ({hn / nn:.3f}), against {ho} of {no} "
-                f"({ho / no:.3f}) on {before} (model, buffers at the EWMA floor).")
-        if measured:
-            mh, mn, bufs = _measured_full_mtu(kernel)
-            text += (f" Measured on {lab}: {mh} of {mn} full-MTU frames took build_skb; the sweep's buffers "
-                     f"were {bufs}.")
-    else:
-        from vnetlab import gro
-
-        parts = []
-        for k in (before, kernel):
-            queue = gro.receive_flow(1448, 46, kernel=k)
-            heads = [rx.head_case(s) for s in queue[:45]]
-            first = gro.aggregate_trace(queue[:45], l4="tcp", kernel=k).packets_in_first_skb(0)
-            # the same flow one packet later: it starts in the page's second buffer
-            later = gro.aggregate_trace(queue[1:], l4="tcp", kernel=k).packets_in_first_skb(0)
-            parts.append(f"{k}: {heads.count('build_skb')} build_skb and {heads.count('eth_hlen')} eth_hlen heads "
-                         f"in 45 packets, {first} packets in the first sk_buff, {later} if the flow starts one "
-                         "buffer later")
-        big = max(rx.mergeable_buf_lens(2, kernel=kernel))
-        text = (f"From 7.x every second mergeable buffer is a {big}-byte page_pool fragment, so a real queue of "
-                f"MSS-1448 TCP gives build_skb heads to half the packets; each still takes one frag slot, so "
-                f"only a GRO skb whose first packet has one holds a packet more (model; {'; '.join(parts)}).")
-        if measured:
-            mh, mn, _ = _measured_full_mtu(kernel)
-            text += (f" The lab has no TCP GRO run on 7.x; its UDP sweep on {kernel} gave build_skb to {mh} of "
-                     f"{mn} full-MTU frames.")
+    model, lab = _SEVEN_X[topic]
+    text = model(kernel, before)
+    if kernel in labdata.lab_kernels():
+        text += " " + lab(kernel, f"Debian {kernel} in the QEMU lab (data/lab/{kernel}/)")
     return textwrap.fill(text, width)

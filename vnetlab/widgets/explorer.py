@@ -16,6 +16,7 @@ from typing import Any
 import ipywidgets as W
 from matplotlib.figure import Figure
 
+from vnetlab.checks import public
 from vnetlab.errors import FixedFeatureError
 from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.viz import featuregrid, stacks
@@ -35,12 +36,16 @@ def _command_text(dev: str, settings: Mapping[str, bool]) -> str:
     return f"ethtool -K {dev} " + " ".join(f"{n} {'on' if v else 'off'}" for n, v in settings.items())
 
 
+@public
 def apply_ethtool(stack: stacks.Stack, commands: Sequence[EthtoolCommand]) -> tuple[list[str], list[tuple[str, str]]]:
     """Run ``ethtool -K`` commands in order (Device.ethtool_K). Returns (applied command texts, refused
     (command text, error text)): a command touching a fixed feature is refused whole and changes nothing."""
     refused: list[tuple[str, str]] = []
     applied: list[str] = []
-    for dev_name, settings in commands:
+    for command in commands:
+        if not (isinstance(command, Sequence) and len(command) == 2 and isinstance(command[1], Mapping)):
+            raise ValueError(f"each ethtool command is (device name, {{ethtool name: on}}), got {command!r}")
+        dev_name, settings = command
         if dev_name not in stack.net.devices:
             raise ValueError(f"ethtool names device {dev_name!r}; this stack has "
                              f"{', '.join(d.name for d in stack.devices())}")
@@ -54,6 +59,7 @@ def apply_ethtool(stack: stacks.Stack, commands: Sequence[EthtoolCommand]) -> tu
     return applied, refused
 
 
+@public
 def refusal_html(applied: Sequence[str], refused: Sequence[tuple[str, str]]) -> list[str]:
     """HTML lines: the commands applied, and each refusal in red with the error's text."""
     lines = []
@@ -65,6 +71,7 @@ def refusal_html(applied: Sequence[str], refused: Sequence[tuple[str, str]]) -> 
     return lines
 
 
+@public
 def explorer_state(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan",
                    ethtool: Sequence[EthtoolCommand] = (), udp_segs: int = 17, fraglist_segs: int = 44,
                    gso_size: int = 1472, fig: Figure | None = None) -> PanelState:
@@ -207,6 +214,7 @@ class EthtoolPanel(Panel):
                 self._sync_toggles(state.extra["grid"])
 
 
+@public
 def explorer_panel(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: str = "vlan") -> EthtoolPanel:
     """The device-stack explorer of notebook 40."""
     kernels = EXPLORER_KERNELS if kernel in EXPLORER_KERNELS else (*EXPLORER_KERNELS, kernel)

@@ -8,18 +8,34 @@ A model ValueError (e.g. GRO_UDP_FWD on a kernel before 5.12) is shown as text i
 from __future__ import annotations
 
 import html
+from typing import Annotated
 
 from matplotlib.figure import Figure
 
-from vnetlab import gro
+from vnetlab import gro, rx
+from vnetlab.checks import In, public
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
 from vnetlab.viz import grofig
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, size_slider
 from vnetlab.widgets.rxpanels import max_payload
 
-__all__ = ["gro_panel_state", "gro_panel", "gro_features"]
+__all__ = ["gro_panel_state", "gro_panel", "gro_features", "FLOW_PACKETS"]
+
+# A flow is at most one receive ring of packets (every packet takes one descriptor or more): QEMU's default rx
+# virtqueue, rx.RX_QUEUE_SIZE. The panel rebuilds every packet at each update, so this is also what stays quick.
+FLOW_PACKETS = In(1, rx.RX_QUEUE_SIZE, f"packets of one flow, at most one virtio-net receive ring "
+                  f"({rx.RX_QUEUE_SIZE} descriptors, QEMU's default rx queue size)")
+_LISTED_SKBS = 8  # GRO skbs whose packet counts the summary lists one by one
 
 
+def _per_skb_text(per: list[int]) -> str:
+    """'64, 64, 10' or, for a long flow, the first counts and how many GRO skbs there were."""
+    if len(per) <= _LISTED_SKBS:
+        return ", ".join(map(str, per))
+    return f"{', '.join(map(str, per[:_LISTED_SKBS - 2]))}, ... {per[-1]} ({len(per)} GRO skbs)"
+
+
+@public
 def gro_features(*, kernel: str, gro_fraglist: bool = False, gro_udp_fwd: bool = False) -> frozenset[str]:
     """The receiving device's GRO features: NETIF_F_GRO plus rx-gro-list / rx-udp-gro-forwarding if set.
 
@@ -29,10 +45,11 @@ def gro_features(*, kernel: str, gro_fraglist: bool = False, gro_udp_fwd: bool =
     return frozenset(["GRO"] + (["GRO_FRAGLIST"] if gro_fraglist else []) + (["GRO_UDP_FWD"] if gro_udp_fwd else []))
 
 
+@public
 def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                     arch: str = DEFAULT_ARCH, udp_gro: bool = True, gro_fraglist: bool = False,
-                    gro_udp_fwd: bool = False,
-                    n_packets: int = gro.UDP_GRO_CNT_MAX, fig: Figure | None = None) -> PanelState:
+                    gro_udp_fwd: bool = False, n_packets: Annotated[int, FLOW_PACKETS] = gro.UDP_GRO_CNT_MAX,
+                    fig: Figure | None = None) -> PanelState:
     """``n_packets`` identical packets (rx.receive on ``kernel``) through GRO; the first GRO skb drawn."""
     if udp_gro and l4 != "udp":
         raise ValueError("udp_gro (setsockopt UDP_GRO) needs l4='udp'; untick it for TCP")
@@ -47,7 +64,7 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = D
                if l4 == "udp" else "GRO did not merge these packets")
         text = f"<b>GRO did not aggregate</b>: {n_packets} packets went up one by one ({html.escape(why)})."
     else:
-        text = (f"<b>{n_packets} packets → {len(per)} GRO skb(s)</b> of {', '.join(map(str, per))} packets; "
+        text = (f"<b>{n_packets} packets → {len(per)} GRO skb(s)</b> of {_per_skb_text(per)} packets; "
                 f"first: {html.escape(s.describe())}<br>first sk_buff holds {fill.first_skb_packets} packets "
                 f"(nr_frags {s.nr_frags}/{fill.max_skb_frags}); frag_list {fill.frag_list_len} sk_buffs")
     text += f"<br>{html.escape(fill.label)}; {html.escape(grofig.GRO_FILL_KEY)}"
@@ -69,13 +86,14 @@ def _follow_l4(panel: Panel) -> None:
     c["udp_gro"].disabled = c["l4"].value != "udp"
 
 
+@public
 def gro_panel(*, payload_len: int = 1000, l4: str = "udp", kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH,
               udp_gro: bool = True, gro_fraglist: bool = False, gro_udp_fwd: bool = False,
-              n_packets: int = gro.UDP_GRO_CNT_MAX) -> Panel:
+              n_packets: Annotated[int, FLOW_PACKETS] = gro.UDP_GRO_CNT_MAX) -> Panel:
     """The GRO fill of the first GRO skb for a flow chosen with the controls."""
     return Panel(gro_panel_state, {
         "payload_len": size_slider(payload_len, 0, max_payload(_MTU, l4), f"{l4.upper()} payload (B)"),
-        "n_packets": size_slider(n_packets, 1, 2 * gro.UDP_GRO_CNT_MAX, "packets in the flow"),
+        "n_packets": size_slider(n_packets, FLOW_PACKETS.lo, 2 * gro.UDP_GRO_CNT_MAX, "packets in the flow"),
         "l4": choice(l4, ("udp", "tcp"), "L4"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),

@@ -10,12 +10,14 @@ the plain state function ``<name>_panel_state(**params)`` (tested without a fron
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Annotated, Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
 
 from vnetlab import rx
+from vnetlab.checks import In, check_choice, check_int, public
+from vnetlab.headers import IP_MAX_MTU
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
 from vnetlab.profiles import arch as arch_profile
 from vnetlab.profiles import kernel as kernel_profile
@@ -28,12 +30,14 @@ __all__ = [
     "skb_panel_state", "skb_panel",
     "paths_panel_state", "paths_panel",
     "threshold_panel_state", "threshold_panel",
-    "window_panel_state", "window_panel", "window_slider_range", "control_notes",
+    "window_panel_state", "window_panel", "window_slider_range", "max_buf_len", "control_notes",
     "carving_panel_state", "carving_panel",
 ]
 
 OLD_KERNEL = "5.12"  # the last kernel whose page_to_skb() always copies (build_skb arrived in 5.13, fb32856b16ad)
 JUMBO_MTU = 9000  # the topic's largest MTU on the slider (virtio-net accepts up to 65535: type it)
+# dev->min_mtu ETH_MIN_MTU (include/uapi/linux/if_ether.h) .. IP_MAX_MTU (include/net/ip.h)
+MTU = In(68, IP_MAX_MTU, "the device MTU, ETH_MIN_MTU..IP_MAX_MTU")
 # The three views of one packet, in tab order: (key, tab label).
 PACKET_VIEWS = (("buffer", "receive buffer"), ("skb", "sk_buff"), ("paths", "same packet, older kernel"))
 
@@ -41,8 +45,10 @@ PACKET_VIEWS = (("buffer", "receive buffer"), ("skb", "sk_buff"), ("paths", "sam
 # --------------------------------------------------------------------------------------------------
 # Plain state functions (tested without a frontend)
 
+@public
 def control_notes(*, mode: str, mtu: int, kernel: str, arch: str, xdp: bool, buf_len: int) -> list[str]:
     """Why a control of the packet panel changes nothing in the figure for these settings (shown in the panel)."""
+    check_choice("mode", mode, rx.MODES, "virtio-net receive modes", function="widgets.rxpanels.control_notes")
     notes = []
     if buf_len and mode != "mergeable":
         try:  # the model's own reason: it refuses a pinned buffer in small and big mode
@@ -75,6 +81,7 @@ def _summary(r: rx.RxResult, notes: list[str] = ()) -> str:
             + "".join(f"<br><b>Note:</b> {html.escape(n)}" for n in notes))
 
 
+@public
 def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                        kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
                        fig: Figure | None = None) -> PanelState:
@@ -86,6 +93,7 @@ def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1
                            buf_len=buf_len), figure, _summary(r, notes), r, extra={"notes": notes})
 
 
+@public
 def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                     kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
                     fig: Figure | None = None) -> PanelState:
@@ -98,6 +106,7 @@ def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500
                            buf_len=buf_len), figure, text, r, extra={"notes": notes})
 
 
+@public
 def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                       kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL, arch: str = DEFAULT_ARCH,
                       xdp: bool = False, buf_len: int = 0, fig: Figure | None = None) -> PanelState:
@@ -120,6 +129,7 @@ def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 15
 _VIEW_STATES = {"buffer": buffer_panel_state, "skb": skb_panel_state, "paths": paths_panel_state}
 
 
+@public
 def packet_panel_state(*, view: str = "buffer", payload_len: int = 1000, l4: str = "udp", mtu: int = 1500,
                        mode: str = "mergeable", kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL,
                        arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
@@ -138,6 +148,7 @@ def packet_panel_state(*, view: str = "buffer", payload_len: int = 1000, l4: str
     return st
 
 
+@public
 def threshold_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False,
                           hdr_len: int = 12, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_threshold_map() for one kernel and arch (XDP: headroom VIRTIO_XDP_HEADROOM)."""
@@ -157,9 +168,14 @@ def threshold_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_A
     return PanelState(dict(kernel=kernel, arch=arch, xdp=xdp, hdr_len=hdr_len), figure, text)
 
 
+@public
 def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                        arch: str = DEFAULT_ARCH, fig: Figure | None = None) -> PanelState:
-    """thresholds.draw_path_vs_payload(): the path against the payload for one buffer truesize."""
+    """thresholds.draw_path_vs_payload(): the path against the payload for one buffer truesize (at most one page
+    frag: :func:`max_buf_len`)."""
+    check_int("buf_len", buf_len, 1, max_buf_len(arch, kernel),
+              "a mergeable buffer lies in one page frag: skb_page_frag_refill's 32 KiB (SKB_FRAG_PAGE_ORDER) or one "
+              f"{arch} page, whichever is larger", function="widgets.rxpanels.window_panel_state")
     sweep = thresholds.payload_sweep(buf_len, l4=l4, kernel=kernel, arch=arch)
     figure = thresholds.draw_path_vs_payload(buf_len, l4=l4, kernel=kernel, arch=arch, fig=fig)
     win = sweep.window()
@@ -174,6 +190,7 @@ def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DE
                       extra={"window": win})
 
 
+@public
 def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500,
                         xdp: bool = False, avg_pkt_len: int = 0, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_mergeable_carving(): add_recvbuf_mergeable's buffers as the kernel's rx allocator carves them
@@ -191,9 +208,19 @@ def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARC
 # --------------------------------------------------------------------------------------------------
 # Slider ranges that fit the topic (typed values beyond them still reach the model, which says why it refuses)
 
-def max_payload(mtu: int, l4: str) -> int:
+@public
+def max_payload(mtu: Annotated[int, MTU], l4: str) -> int:
     """The largest IPv4 payload of a packet that fits the MTU unsegmented: mtu − iphdr − L4 header."""
-    return max(0, mtu - rx.IP_HLEN[4] - rx.L4_HDR_LEN.get(l4, rx.L4_HDR_LEN["udp"]))
+    check_choice("l4", l4, rx.L4_HDR_LEN, "the L4 header the payload follows", function="widgets.rxpanels.max_payload")
+    return max(0, mtu - rx.IP_HLEN[4] - rx.L4_HDR_LEN[l4])
+
+
+@public
+def max_buf_len(arch: str, kernel: str) -> int:
+    """The largest mergeable buffer truesize: add_recvbuf_mergeable carves buffers from one page frag and gives
+    the last one the frag's rest, so none exceeds the frag: max(SKB_FRAG_PAGE_SIZE, PAGE_SIZE) (include/net/sock.h
+    SKB_FRAG_PAGE_ORDER = get_order(32768), kernel-facts B.3)."""
+    return max(rx.SKB_FRAG_PAGE_SIZE, arch_profile(arch, kernel).page_size)
 
 
 def _buffer_range(arch: str, kernel: str) -> tuple[int, int, int]:
@@ -208,7 +235,7 @@ def _packet_controls(payload_len: int, l4: str, mtu: int, mode: str, kernel: str
     lo, hi, step = _buffer_range(arch, kernel)
     return {
         "payload_len": size_slider(payload_len, 0, max_payload(mtu, l4), f"{l4.upper()} payload (B)"),
-        "mtu": size_slider(mtu, 68, JUMBO_MTU, "MTU (B)"),
+        "mtu": size_slider(mtu, MTU.lo, JUMBO_MTU, "MTU (B)"),
         "buf_len": size_slider(buf_len, lo, hi, "buffer truesize (B, 0 = driver's)", step=step, width="520px"),
         "l4": choice(l4, ("udp", "tcp"), "L4"),
         "mode": choice(mode, rx.MODES, "mode"),
@@ -222,12 +249,12 @@ def _follow_packet(panel: Panel) -> None:
     """Payload range follows MTU and L4; buffer truesize steps follow the arch's L1_CACHE_BYTES and page."""
     c = panel.controls
     payload: SizeSlider = c["payload_len"]  # type: ignore[assignment]
-    payload.set_range(0, max_payload(c["mtu"].value, c["l4"].value))
-    payload.slider.description = f"{c['l4'].value.upper()} payload (B)"
     try:
+        payload.set_range(0, max_payload(c["mtu"].value, c["l4"].value))
         lo, hi, step = _buffer_range(c["arch"].value, c["kernel"].value)
     except ValueError:
-        return  # the model names the bad kernel/arch pair when the panel updates
+        return  # a typed MTU or a kernel/arch pair the model refuses: it says why when the panel updates
+    payload.slider.description = f"{c['l4'].value.upper()} payload (B)"
     c["buf_len"].set_range(lo, hi, step)  # type: ignore[attr-defined]
     pinned_ok = c["mode"].value == "mergeable"  # small and big mode size every buffer themselves
     c["buf_len"].slider.disabled = c["buf_len"].readout.disabled = not pinned_ok  # type: ignore[attr-defined]
@@ -235,6 +262,7 @@ def _follow_packet(panel: Panel) -> None:
         c["old_kernel"].layout.display = None if c["view"].value == "paths" else "none"
 
 
+@public
 def packet_panel(*, view: str = "buffer", payload_len: int = 1000, l4: str = "udp", mtu: int = 1500,
                  mode: str = "mergeable", kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL,
                  arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
@@ -252,6 +280,7 @@ def packet_panel(*, view: str = "buffer", payload_len: int = 1000, l4: str = "ud
 _PACKET_ROWS = [["payload_len", "mtu"], ["buf_len", "l4", "mode"], ["kernel", "arch", "xdp"]]
 
 
+@public
 def buffer_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                  kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
     """The receive buffer (draw_rx_buffer) alone; :func:`packet_panel` shows it with the other views."""
@@ -259,6 +288,7 @@ def buffer_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, m
                  rows=_PACKET_ROWS, constrain=_follow_packet)
 
 
+@public
 def skb_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
               kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0) -> Panel:
     """The resulting sk_buff (draw_skb) alone; :func:`packet_panel` shows it with the other views."""
@@ -266,6 +296,7 @@ def skb_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode
                  rows=_PACKET_ROWS, constrain=_follow_packet)
 
 
+@public
 def paths_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
                 kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL, arch: str = DEFAULT_ARCH,
                 xdp: bool = False, buf_len: int = 0) -> Panel:
@@ -276,15 +307,37 @@ def paths_panel(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mo
     return Panel(paths_panel_state, controls, rows=rows, constrain=_follow_packet)
 
 
+def _hdr_lens(kernel: str) -> list[int]:
+    """The virtio-net header sizes ``kernel`` can negotiate (virtnet_probe; profile rule vnet_hdr_lens)."""
+    return sorted(kernel_profile(kernel).rule("vnet_hdr_lens"))
+
+
+def _follow_hdr_lens(panel: Panel) -> None:
+    """hdr_len offers what the chosen kernel negotiates (24, the UDP tunnel header, only where it exists); a size
+    the new kernel lacks moves to the MRG_RXBUF header."""
+    c = panel.controls
+    try:
+        lens = _hdr_lens(c["kernel"].value)
+    except ValueError:
+        return
+    box = c["hdr_len"]
+    if list(box.options) != lens:
+        keep = box.value if box.value in lens else rx.MRG_RXBUF_HDR_LEN if rx.MRG_RXBUF_HDR_LEN in lens else lens[0]
+        box.options = lens
+        box.value = keep
+
+
+@public
 def threshold_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False,
-                    hdr_len: int = 12) -> Panel:
+                    hdr_len: int = rx.MRG_RXBUF_HDR_LEN) -> Panel:
     """The path map over frame length x buffer truesize for a chosen kernel and arch."""
+    rx.check_hdr_len(hdr_len, kernel_profile(kernel))  # the dropdown offers only what the kernel negotiates
     return Panel(threshold_panel_state, {
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),
         "xdp": checkbox(xdp, "XDP headroom"),
-        "hdr_len": choice(hdr_len, sorted(rx.VNET_HDR_STRUCTS), "hdr_len (B)"),
-    })
+        "hdr_len": choice(hdr_len, _hdr_lens(kernel), "hdr_len (B)"),
+    }, constrain=_follow_hdr_lens)
 
 
 # The window panel's slider spans the mergeable buffers the topic is about (the 1536-byte floor, the 2048 and 2560
@@ -292,6 +345,7 @@ def threshold_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, x
 WINDOW_SLIDER_RANGE = (512, 4096)
 
 
+@public
 def window_slider_range(arch: str, kernel: str) -> tuple[int, int, int]:
     """(lo, hi, step) of the window panel's buffer slider: :data:`WINDOW_SLIDER_RANGE` in L1_CACHE_BYTES steps
     (get_mergeable_buf_len aligns every buffer to it); any other truesize can be typed in the box."""
@@ -310,6 +364,7 @@ def _follow_arch(panel: Panel) -> None:
     c["buf_len"].set_range(lo, hi, step)  # type: ignore[attr-defined]
 
 
+@public
 def window_panel(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                  arch: str = DEFAULT_ARCH) -> Panel:
     """The path against the payload for one buffer truesize (the 87..1162 window at 1536 B)."""
@@ -333,12 +388,13 @@ def _follow_page(panel: Panel) -> None:
     c["avg_pkt_len"].set_range(0, page)  # type: ignore[attr-defined]
 
 
+@public
 def carving_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500, xdp: bool = False,
                   avg_pkt_len: int = 0) -> Panel:
     """add_recvbuf_mergeable's carving of a 32 KiB frag and a 4 KiB page."""
     page = arch_profile(arch, kernel).page_size
     return Panel(carving_panel_state, {
-        "mtu": size_slider(mtu, 68, JUMBO_MTU, "MTU (B)"),
+        "mtu": size_slider(mtu, MTU.lo, JUMBO_MTU, "MTU (B)"),
         "avg_pkt_len": size_slider(avg_pkt_len, 0, page, "EWMA packet length (B)"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),

@@ -42,7 +42,11 @@ __all__ = [
 
 def _segs_cap(panel: Panel) -> None:
     """segments follow gso_size: what one GRO skb holds (segment.max_gro_segs: 64 KiB, UDP_GRO_CNT_MAX)."""
-    panel.controls["segs"].set_range(1, segment.max_gro_segs(panel.controls["gso_size"].value))
+    try:
+        cap = segment.max_gro_segs(panel.controls["gso_size"].value)
+    except ValueError:
+        return  # a typed gso_size the model refuses: the panel's update shows its message
+    panel.controls["segs"].set_range(1, cap)
 
 
 # --------------------------------------------------------------------------------------------------
