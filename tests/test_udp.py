@@ -333,3 +333,13 @@ def test_vxlan6_tunnel_cases_deliver_ten_inner_datagrams(ip):
         t = udp.send_over_vxlan(vx0, vx1, 13000, gso_size=1300, ip=ip)
         assert t.rx is not None and t.vxlan is not None and t.recv is not None
         assert len(t.rx.delivered) == 10 and t.vxlan.rx_packets == 10 and t.recv.sizes == (1300,) * 10
+
+
+def test_udp_sendmsg_refuses_a_missing_device_and_non_bool_flags():
+    # issue 21: udp_sendmsg(None, 1000) reported success with nothing on the wire; dontfrag="no" was truthy
+    eth = netdev.Namespace("6.1").nic("eth0", driver="router")
+    with pytest.raises(ValueError, match="dev must be a vnetlab.netdev device"):
+        udp.udp_sendmsg(None, 1000)
+    for flag in ("dontfrag", "no_check_tx", "peer_udp_gro"):
+        with pytest.raises(ValueError, match=f"{flag} must be True or False"):
+            udp.udp_sendmsg(eth, 1000, **{flag: "no"})

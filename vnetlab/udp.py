@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from vnetlab.errors import TableError
 from vnetlab.features import FeatureSet, can_checksum_protocol, mask
 from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.netdev import Device
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel, device_kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import check_ip, skb_gso_segment
@@ -134,10 +135,10 @@ def _udp_skb(length: int, gso_size: int, ip: int, partial: bool, paged: bool) ->
         frags = [Frag(Page(pfn=3000 + i, size=_PAGE_FRAG), 0, min(_PAGE_FRAG, length - off), 0)
                  for i, off in enumerate(range(0, length, _PAGE_FRAG))]
         skb = Skb(headlen=hdr, truesize=768 + length, head_frag=False, end_offset=headroom + hdr + 64,
-                  headroom=headroom, frags=frags)
+                  headroom=headroom, frags=frags, l4="udp")
     else:
         skb = Skb(headlen=hdr + length, truesize=768 + hdr + length, head_frag=False,
-                  end_offset=headroom + hdr + length, headroom=headroom)
+                  end_offset=headroom + hdr + length, headroom=headroom, l4="udp")
     skb.ip_summed = "CHECKSUM_PARTIAL" if partial else "CHECKSUM_NONE"
     if gso_size and length > gso_size:
         skb.gso_size = gso_size
@@ -157,6 +158,11 @@ def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, ker
     step looks the socket up). The checks run in the order the kernel makes them, each citing its source.
     """
     check_ip(ip)
+    if not isinstance(dev, Device):
+        raise ValueError(f"dev must be a vnetlab.netdev device (the route's output device), got {dev!r}")
+    for name, flag in (("dontfrag", dontfrag), ("no_check_tx", no_check_tx), ("peer_udp_gro", peer_udp_gro)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
     kv = device_kernel(dev, kernel)
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise ValueError(f"length must be a non-negative int (bytes of UDP payload), got {length!r}")
