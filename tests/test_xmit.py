@@ -36,7 +36,7 @@ def vlan(lower: netdev.Device, vid: int = 10) -> netdev.Vlan:
 @pytest.mark.parametrize("dev", [None, "eth0", object()])
 def test_send_refuses_what_is_not_a_device(dev):
     # issue 21: send(None, skb) made the skb vanish and send("eth0", skb) sent through a featureless device
-    with pytest.raises(ValueError, match="dev must be a vnetlab.netdev device"):
+    with pytest.raises(ValueError, match="dev must be a Device"):
         xmit.send(dev, gso_skb(segs=2, gso_size=100))
 
 
@@ -202,7 +202,7 @@ def test_ip_fragment_sizes():
     # net/ipv6/ip6_output.c ip6_fragment: (1500 - 40 - 8) & ~7 = 1448
     assert xmit.ip_fragment_sizes(3008, 1500, ip=4) == [1480, 1480, 48]
     assert xmit.ip_fragment_sizes(1461, 1500, ip=6) == [1448, 13]
-    with pytest.raises(ValueError, match="mtu=20"):
+    with pytest.raises(ValueError, match="mtu must be an int in 68..65535"):
         xmit.ip_fragment_sizes(100, 20, ip=4)
 
 
@@ -314,7 +314,7 @@ def test_vxlan_rcv_pulls_the_outer_headers_and_runs_gro_cells():
     assert not any(s.encapsulation for s in r.decapsulated)
     vx1.ethtool_K({"rx-gro": False})
     assert not xmit.vxlan_rcv(vx1, outer).gro
-    with pytest.raises(ValueError, match="vx='v1' must be a vxlan device"):
+    with pytest.raises(ValueError, match="vx must be a Vxlan"):
         xmit.vxlan_rcv(v1, outer)
     with pytest.raises(ValueError, match="less than the outer headers"):
         xmit.vxlan_rcv(vx1, [replace(outer[0], headlen=20)])

@@ -17,6 +17,7 @@ from typing import Any
 
 from vnetlab import ethtool
 from vnetlab import features as F
+from vnetlab.checks import public
 from vnetlab.errors import DeviceError, FixedFeatureError, TableError
 from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, UDP_HLEN, VLAN_HLEN
@@ -192,6 +193,7 @@ class Device:
                 upper.on_lower_mtu_change(self)
         return self
 
+    @public
     def set_gso_max(self, *, size: int | None = None, segs: int | None = None) -> Device:
         """ip link set dev NAME gso_max_size SIZE gso_max_segs SEGS (net/core/rtnetlink.c do_setlink, 6.1:
         at most GSO_MAX_SIZE and GSO_MAX_SEGS, else -EINVAL)."""
@@ -251,6 +253,7 @@ class Veth(Device):
             features &= ~self.ns.mask("GSO_SOFTWARE")
         return features
 
+    @public
     def set_xdp(self, attached: bool) -> Veth:
         """Attach (True) or remove (False) an XDP program on this veth (ip link set dev NAME xdp ...)."""
         if bool(attached) == self.xdp:
@@ -975,6 +978,7 @@ class Namespace:
         upper.lowers.append(lower)
 
     # -- public constructors ---------------------------------------------------------------------
+    @public
     def veth(self, a: str, b: str) -> tuple[Veth, Veth]:
         """ip link add a type veth peer name b (drivers/net/veth.c veth_newlink)."""
         self._new_name(a)
@@ -992,7 +996,8 @@ class Namespace:
                 self._update_and_notify(d)
         return dev_a, dev_b
 
-    def macvlan(self, name: str, *, lower: Device) -> Macvlan:
+    @public
+    def macvlan(self, name: str, *, lower: Device | str) -> Macvlan:
         """ip link add name link lower type macvlan (macvlan_common_newlink)."""
         self._new_name(name)
         lower = self._device(lower, "lower")
@@ -1003,7 +1008,8 @@ class Namespace:
         lower.uppers.append(dev)
         return dev
 
-    def vlan(self, name: str, *, lower: Device, vid: int) -> Vlan:
+    @public
+    def vlan(self, name: str, *, lower: Device | str, vid: int) -> Vlan:
         """ip link add name link lower type vlan id vid (net/8021q/vlan.c register_vlan_dev)."""
         self._new_name(name)
         lower = self._device(lower, "lower")
@@ -1021,11 +1027,13 @@ class Namespace:
         lower.uppers.append(dev)
         return dev
 
+    @public
     def bridge(self, name: str) -> Bridge:
         self._new_name(name)
         return self._register(Bridge(self, name))  # type: ignore[return-value]
 
-    def vxlan(self, name: str, *, vni: int, underlay: Device | None = None, ip: int = 4) -> Vxlan:
+    @public
+    def vxlan(self, name: str, *, vni: int, underlay: Device | str | None = None, ip: int = 4) -> Vxlan:
         """ip link add name type vxlan id vni [dev underlay] (drivers/net/vxlan/vxlan_core.c vxlan_newlink);
         ``ip``: the outer IP version (remote/local address family)."""
         self._new_name(name)
@@ -1036,10 +1044,12 @@ class Namespace:
         under = None if underlay is None else self._device(underlay, "underlay")
         return self._register(Vxlan(self, name, vni, ip, under))  # type: ignore[return-value]
 
+    @public
     def bond(self, name: str) -> Bond:
         self._new_name(name)
         return self._register(Bond(self, name))  # type: ignore[return-value]
 
+    @public
     def nic(self, name: str, *, driver: str = "virtio_net", **params: object) -> Nic:
         """A NIC as its driver's probe leaves it; ``params`` are the driver's negotiated offloads."""
         self._new_name(name)
@@ -1052,7 +1062,8 @@ class Namespace:
             raise DeviceError(f"driver={driver!r}: {exc}") from None
         return self._register(dev)  # type: ignore[return-value]
 
-    def set_master(self, port: Device, master: Device) -> None:
+    @public
+    def set_master(self, port: Device | str, master: Device | str) -> None:
         """ip link set port master master: br_add_if or bond_enslave."""
         port = self._device(port, "port")
         master = self._device(master, "master")

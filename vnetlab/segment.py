@@ -18,8 +18,10 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from vnetlab import rx
+from vnetlab.checks import public
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
 from vnetlab.headers import ETH_HLEN, GRO_LEGACY_MAX_SIZE, IP_HLEN, IP_MAX_MTU, UDP_GRO_CNT_MAX, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
@@ -65,29 +67,34 @@ def _check_skb(skb: object, name: str = "skb") -> Skb:
     return skb
 
 
-def header_len(l4: str = "udp", ip: int = 4) -> int:
+@public
+def header_len(l4: Literal["udp", "tcp"] = "udp", ip: Literal[4, 6] = 4) -> int:
     """Ethernet + IP + L4 header bytes in front of each segment's payload (no in-band VLAN tag)."""
     return ETH_HLEN + IP_HLEN[check_ip(ip)] + L4_HLEN[_check_l4(l4)]
 
 
+@public
 def l4_of(skb: Skb) -> str:
     """The skb's L4 protocol (:attr:`vnetlab.skb.Skb.transport`: ``skb.l4``, else what its gso_type names)."""
     return _check_skb(skb).transport
 
 
-def _skb_header_len(skb: Skb, inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0,
+def _skb_header_len(skb: Skb, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4, outer: int = 0,
                     link_hlen: int = ETH_HLEN) -> int:
     # the skb's own geometry plus tags / tunnel bytes a caller says are in front beyond what the skb records
     return skb.header_len(ip=check_ip(ip), link_hlen=link_hlen) + VLAN_HLEN * inband_vlan_tags + outer
 
 
-def payload_len(skb: Skb, inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0) -> int:
+@public
+def payload_len(skb: Skb, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4, outer: int = 0) -> int:
     """L4 payload bytes carried by ``skb`` (its len minus one set of headers; ``inband_vlan_tags`` and ``outer``:
     tags and tunnel headers in front beyond those the skb records, :meth:`vnetlab.skb.Skb.payload_len`)."""
     return _check_skb(skb).len - _skb_header_len(skb, inband_vlan_tags, ip, outer)
 
 
-def max_gro_segs(gso_size: int, *, l4: str = "udp", ip: int = 4, gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> int:
+@public
+def max_gro_segs(gso_size: int, *, l4: Literal["udp", "tcp"] = "udp", ip: Literal[4, 6] = 4,
+                 gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> int:
     """How many full segments one GRO skb holds: p->len + len < gro_max_size, p->len counted from the network
     header (net/core/gro.c skb_gro_receive / skb_gro_receive_list, 6.1), and for UDP at most UDP_GRO_CNT_MAX
     (net/ipv4/udp_offload.c udp_gro_receive_segment)."""
@@ -102,16 +109,17 @@ def _rx_frag_truesize(size: int) -> int:
     return RX_FRAG_TRUESIZE * max(1, -(-size // RX_FRAG_TRUESIZE))
 
 
+@public
 def gso_skb(
     *,
-    l4: str = "udp",
+    l4: Literal["udp", "tcp"] = "udp",
     segs: int,
     gso_size: int,
     fraglist: bool = False,
     vlan_tag: int | None = None,
     tail_size: int | None = None,
     max_skb_frags: int | None = None,
-    ip: int = 4,
+    ip: Literal[4, 6] = 4,
     kernel: str | Kernel = DEFAULT_KERNEL,
     arch: str | Arch = DEFAULT_ARCH,
 ) -> Skb:
@@ -260,7 +268,8 @@ def _payload_frags(skb: Skb, hdr: int) -> list[tuple[int, Frag | None]]:
     return pieces
 
 
-def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: int = 4,
+@public
+def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4,
                 outer: int = 0, link_hlen: int = ETH_HLEN, kernel: str | Kernel = DEFAULT_KERNEL,
                 arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
     """net/core/skbuff.c skb_segment (6.1): one new skb per gso_size of payload, headers copied into each.
@@ -334,7 +343,8 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip
     return SegmentResult("skb_segment", tuple(segs), len(segs), len(segs), copied)
 
 
-def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: int = 4,
+@public
+def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4,
                      outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
     """net/core/skbuff.c skb_segment_list (5.10..6.18): the head and each frag_list member become the segments;
     each member is pushed back to its own network header and only the head's link (and tunnel) header
@@ -365,8 +375,9 @@ def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 
     return SegmentResult("skb_segment_list", tuple(out), 0, len(skb.frag_list), copied)
 
 
+@public
 def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DEFAULT_KERNEL,
-                    inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0, link_hlen: int = ETH_HLEN,
+                    inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4, outer: int = 0, link_hlen: int = ETH_HLEN,
                     arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
     """skb_gso_segment -> inet_gso_segment / ipv6_gso_segment -> __udp_gso_segment (UDP_L4), or
     tcp{4,6}_gso_segment -> skb_segment (TCP). For FRAGLIST:

@@ -27,8 +27,10 @@ import copy
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 from vnetlab import gro, rx
+from vnetlab.checks import In, public
 from vnetlab.features import (
     FeatureSet,
     can_checksum_protocol,
@@ -79,6 +81,7 @@ def _fs(dev: Device, attr: str, kernel: Kernel) -> FeatureSet:
 # The transmit decision
 
 
+@public
 def netif_needs_gso(skb: Skb, features: FeatureSet) -> bool:
     """include/linux/netdevice.h netif_needs_gso (6.1): a GSO skb the features cannot take whole, or whose
     ip_summed is neither CHECKSUM_PARTIAL nor CHECKSUM_UNNECESSARY."""
@@ -88,6 +91,7 @@ def netif_needs_gso(skb: Skb, features: FeatureSet) -> bool:
     )
 
 
+@public
 def skb_needs_linearize(skb: Skb, features: FeatureSet) -> bool:
     """include/linux/skbuff.h skb_needs_linearize (6.1): a frag_list without FRAGLIST, or frags without SG."""
     return bool(skb.frags or skb.frag_list) and (
@@ -107,15 +111,13 @@ class FeatureSteps:
         return self.steps[-1][1] if self.steps else self.start
 
 
+@public
 def netif_skb_features_steps(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None,
-                             inband_vlan_tags: int = 0, ip: int = 4) -> FeatureSteps:
+                             inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4) -> FeatureSteps:
     """:func:`netif_skb_features` with every intermediate feature set, for the notebook. ``inband_vlan_tags``:
     802.1Q tags in the frame beyond ``skb.vlan_inband``."""
-    _device(dev)
-    _check_skb(skb)
     _check_tags("inband_vlan_tags", inband_vlan_tags)
     kv = k = device_kernel(dev, kernel)
-    check_ip(ip)
     gmask = mask("GSO_MASK", kv)
     start = _fs(dev, "features", kv)
     feats = start
@@ -163,8 +165,9 @@ def netif_skb_features_steps(dev: Device, skb: Skb, *, kernel: str | Kernel | No
     return FeatureSteps(start, tuple(steps))
 
 
+@public
 def netif_skb_features(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: int = 0,
-                       ip: int = 4) -> FeatureSet:
+                       ip: Literal[4, 6] = 4) -> FeatureSet:
     """The features validate_xmit_skb() uses for ``skb`` on ``dev`` (net/core/dev.c netif_skb_features, 6.1):
     dev->features, gso_features_check, hw_enc_features, the VLAN intersection, ndo_features_check
     (passthru or vlan_features_check) and harmonize_features."""
@@ -190,8 +193,10 @@ def _missing_gso(skb: Skb, feats: FeatureSet) -> list[str]:
     return missing
 
 
+@public
 def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: int = 0,
-                      ip: int = 4, outer: int = 0, arch: str | Arch = DEFAULT_ARCH) -> Validated:
+                      ip: Literal[4, 6] = 4, outer: Annotated[int, In(0, 255, "tunnel header bytes")] = 0,
+                      arch: str | Arch = DEFAULT_ARCH) -> Validated:
     """net/core/dev.c validate_xmit_skb (6.1): features; validate_xmit_vlan (software tag insert when the
     device lacks VLAN TX offload); then segment if netif_needs_gso, else linearize if skb_needs_linearize.
     ``inband_vlan_tags`` / ``outer``: tags and tunnel header bytes in front beyond those the skb records.
@@ -201,10 +206,7 @@ def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = No
     A GSO skb whose gso_type names no transport (gso_size set, gso_type 0) is dropped: gso_features_check
     warns (skb_warn_bad_offload) and neither inet_gso_segment nor a driver (virtio_net_hdr_from_skb: -EINVAL)
     can segment it, so it is freed (kfree_skb)."""
-    kv = rules = device_kernel(_device(dev), kernel)
-    _check_skb(skb)
-    if not isinstance(outer, int) or isinstance(outer, bool) or not 0 <= outer <= 255:
-        raise ValueError(f"outer must be an int in 0..255 (tunnel header bytes), got {outer!r}")
+    kv = rules = device_kernel(dev, kernel)
     feats = netif_skb_features(dev, skb, kernel=kv, inband_vlan_tags=inband_vlan_tags, ip=ip)
     if skb.is_gso() and not skb.gso_type & set(GSO_L4):
         return Validated("dropped", (), feats, reason=f"gso_size {skb.gso_size} with gso_type "
@@ -237,7 +239,10 @@ def _network_seglen(skb: Skb, ip: int) -> int:
     return skb.header_len(ip=ip) - ETH_HLEN - VLAN_HLEN * len(skb.vlan_inband) + skb.gso_size
 
 
-def ip_fragment_sizes(l3_payload: int, mtu: int, *, ip: int = 4) -> list[int]:
+@public
+def ip_fragment_sizes(l3_payload: Annotated[int, In(0, 65535, "bytes of IP payload")],
+                      mtu: Annotated[int, In(68, 65535, "the route MTU, ETH_MIN_MTU..IP_MAX_MTU")], *,
+                      ip: Literal[4, 6] = 4) -> list[int]:
     """The IP payload bytes of each fragment: net/ipv4/ip_output.c ip_do_fragment / __ip_append_data put
     (mtu - 20) & ~7 bytes in every fragment but the last; net/ipv6/ip6_output.c ip6_fragment leaves room
     for the 8-byte fragment header, (mtu - 40 - 8) & ~7 (both 6.1; no IP options, no extension headers)."""
@@ -262,7 +267,9 @@ class MtuVerdict:
     reason: str = ""
 
 
-def ip_output_mtu(skb: Skb, mtu: int, *, ip: int = 4, df: bool = True, inband_vlan_tags: int = 0) -> MtuVerdict:
+@public
+def ip_output_mtu(skb: Skb, mtu: Annotated[int, In(68, 65535, "the route MTU, ETH_MIN_MTU..IP_MAX_MTU")], *,
+                  ip: Literal[4, 6] = 4, df: bool = True, inband_vlan_tags: int = 0) -> MtuVerdict:
     """The MTU rule of the IP layer for ``skb`` leaving through a route device of MTU ``mtu``.
 
     - net/ipv4/ip_forward.c ip_exceeds_mtu (6.1): larger than the MTU with DF set is refused, unless it is a
@@ -272,12 +279,7 @@ def ip_output_mtu(skb: Skb, mtu: int, *, ip: int = 4, df: bool = True, inband_vl
       segments do not fit is segmented in software and each segment fragmented; a plain skb is fragmented.
     ``df``: the IPv4 DF bit; for IPv6 ``df=False`` means a local sender that may fragment (no IPV6_DONTFRAG).
     """
-    check_ip(ip)
-    _check_skb(skb)
-    _check_bool("df", df)
     _check_tags("inband_vlan_tags", inband_vlan_tags)
-    if isinstance(mtu, bool) or not isinstance(mtu, int) or not 68 <= mtu <= 65535:
-        raise ValueError(f"mtu must be an int in 68..65535 (ETH_MIN_MTU..IP_MAX_MTU), got {mtu!r}")
     l3 = skb.network_len() - VLAN_HLEN * inband_vlan_tags
     if skb.is_gso():
         seglen = _network_seglen(skb, ip)
@@ -452,8 +454,9 @@ def _add(items: list[str], item: str, front: bool = False) -> None:
         items.append(item)
 
 
-def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Device | None = None, ip: int = 4,
-         df: bool = True, route: bool = True, local_udp: bool = False, udp_gro: bool = False,
+@public
+def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Device | None = None,
+         ip: Literal[4, 6] = 4, df: bool = True, route: bool = True, local_udp: bool = False, udp_gro: bool = False,
          local_socket: bool = True, arch: str | Arch = DEFAULT_ARCH) -> TxResult:
     """ip output at ``dev`` and dev_queue_xmit(skb) on it and down the stack: at every device
     validate_xmit_skb, then that device's ndo_start_xmit (:meth:`vnetlab.netdev.Device.start_xmit`), which
@@ -472,14 +475,6 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
     ``ops["kept_header_segs"]`` counts segments that left with the IP/UDP header they arrived with
     (:attr:`vnetlab.segment.SegmentResult.kept_headers`). ``arch`` sizes the heads segmentation allocates.
     """
-    _device(dev)
-    _check_skb(skb)
-    check_ip(ip)
-    for name, flag in (("df", df), ("route", route), ("local_udp", local_udp), ("udp_gro", udp_gro),
-                       ("local_socket", local_socket)):
-        _check_bool(name, flag)
-    if port is not None:
-        _device(port, "port")
     kv = rules = device_kernel(dev, kernel)
     a = _arch(arch, kv)
     hops: list[Hop] = []
@@ -568,6 +563,7 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
 # veth: the peer's receive side
 
 
+@public
 def veth_napi_active(rcv: Device, kernel: str | Kernel | None = None) -> bool:
     """Whether the receiving veth has NAPI instances (rq->napi set), per kernel (drivers/net/veth.c):
 
@@ -601,7 +597,8 @@ def _reassemble(group: Sequence[Skb], ip: int) -> Skb:
                headroom=64, note="reassembled by ip_defrag", l4=group[0].transport, vlan_tag=group[0].vlan_tag)
 
 
-def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None = None, ip: int = 4,
+@public
+def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None = None, ip: Literal[4, 6] = 4,
               local_udp: bool = False, udp_gro: bool = False, local_socket: bool = True) -> VethRx:
     """drivers/net/veth.c veth_xmit for ``skbs`` sent on veth ``dev``: what its peer's stack receives.
 
@@ -618,10 +615,6 @@ def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None =
     udp_gro_skips_local_encap holds (net/ipv4/udp_offload.c udp_gro_receive, Debian 6.1.192 on); :func:`vxlan_rcv`
     is the vxlan device above.
     """
-    _device(dev)
-    check_ip(ip)
-    for name, flag in (("local_udp", local_udp), ("udp_gro", udp_gro), ("local_socket", local_socket)):
-        _check_bool(name, flag)
     kv = k = device_kernel(dev, kernel)
     rcv = getattr(dev, "peer", None)
     if rcv is None:
@@ -698,7 +691,8 @@ class VxlanRx:
         return len(self.decapsulated)
 
 
-def vxlan_rcv(vx: Vxlan, skbs: Iterable[Skb], *, kernel: str | Kernel | None = None, ip: int = 4,
+@public
+def vxlan_rcv(vx: Vxlan, skbs: Iterable[Skb], *, kernel: str | Kernel | None = None, ip: Literal[4, 6] = 4,
               udp_gro: bool = False, local_socket: bool = True) -> VxlanRx:
     """drivers/net/vxlan/vxlan_core.c vxlan_udp_encap_recv -> vxlan_rcv (6.1; same in 6.12 and 7.2) for the
     skbs the underlay handed to vxlan's UDP socket (``skbs``: each starting at the outer IP header, as
@@ -711,11 +705,6 @@ def vxlan_rcv(vx: Vxlan, skbs: Iterable[Skb], *, kernel: str | Kernel | None = N
     gro_cells_receive queues it for the vxlan device's NAPI, whose GRO is :func:`vnetlab.gro.aggregate` with
     the vxlan device's features and the inner socket (``udp_gro``: UDP_GRO set; ``local_socket``: found).
     """
-    check_ip(ip)
-    _check_bool("udp_gro", udp_gro)
-    _check_bool("local_socket", local_socket)
-    if not isinstance(vx, Vxlan):
-        raise ValueError(f"vx={getattr(vx, 'name', vx)!r} must be a vxlan device (netdev.Namespace.vxlan)")
     kv = device_kernel(vx, kernel)
     outer = vx.headroom() - ETH_HLEN  # include/net/vxlan.h vxlan_headroom: outer IP + UDP + VXLAN header
     decap: list[Skb] = []
