@@ -597,6 +597,24 @@ def _reassemble(group: Sequence[Skb], ip: int) -> Skb:
                headroom=64, note="reassembled by ip_defrag", l4=group[0].transport, vlan_tag=group[0].vlan_tag)
 
 
+def _defrag(skbs: Sequence[Skb], ip: int) -> list[Skb]:
+    """The IP layer of the receiving stack: a first fragment and the ones after it become one datagram; an
+    encapsulated skb's fragments are inner ones, reassembled above the tunnel device (vxlan_rcv)."""
+    out: list[Skb] = []
+    group: list[Skb] = []
+    for s in [*skbs, None]:
+        if group and (s is None or s.ipfrag != "next" or s.tunnel_hlen):
+            out.append(_reassemble(group, ip))
+            group = []
+        if s is None:
+            break
+        if s.ipfrag and not s.tunnel_hlen:
+            group.append(s)
+        else:
+            out.append(s)
+    return out
+
+
 @public
 def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None = None, ip: Literal[4, 6] = 4,
               local_udp: bool = False, udp_gro: bool = False, local_socket: bool = True) -> VethRx:
@@ -636,7 +654,7 @@ def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None =
     napi_skbs = [s for s, p in zip(kept, paths) if p == "napi"]
     # __dev_forward_skb -> eth_type_trans: what the peer's stack sees starts at the network header
     delivered = [s.copy(headroom=s.headroom + ETH_HLEN, headlen=s.headlen - ETH_HLEN) for s in kept]
-    fragments = any(s.ipfrag for s in kept)
+    fragments = any(s.ipfrag and not s.tunnel_hlen for s in kept)
     # net/ipv4/udp_offload.c udp_gro_receive (kernel rule udp_gro_skips_local_encap): a locally encapsulated
     # skb (skb->encapsulation, kept across veth) found no tunnel GRO and gets no L4 GRO either: each goes up
     local_encap = bool(napi_skbs) and napi_skbs[0].encapsulation and napi_skbs[0].transport == "udp" and bool(
@@ -649,21 +667,7 @@ def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None =
         # the backlog is processed after this NAPI poll's GRO flush; one flow takes one path per send
         delivered = [s for s, p in zip(delivered, paths) if p == "backlog"] + list(merged)
     # net/core/dev.c __netif_receive_skb_core: skb_vlan_untag, the in-band tag becomes vlan_tci
-    delivered = [s.vlan_untag() for s in delivered]
-    if fragments:
-        out: list[Skb] = []
-        group: list[Skb] = []
-        for s in delivered + [None]:  # type: ignore[list-item]
-            if group and (s is None or s.ipfrag != "next"):
-                out.append(_reassemble(group, ip))
-                group = []
-            if s is None:
-                break
-            if s.ipfrag:
-                group.append(s)
-            else:
-                out.append(s)
-        delivered = out
+    delivered = _defrag([s.vlan_untag() for s in delivered], ip)
     reason = "longer than the peer's MTU (is_skb_forwardable)" if dropped else ""
     return VethRx(rcv.name, kv, tuple(paths), bool(napi_skbs) and gro_on, tuple(delivered), dropped, reason)
 
@@ -719,8 +723,8 @@ def vxlan_rcv(vx: Vxlan, skbs: Iterable[Skb], *, kernel: str | Kernel | None = N
                             encapsulation=False, gso_type=frozenset(gso_type), tunnel_hlen=0))
     feats = _fs(vx, "features", kv)
     gro_on = "GRO" in feats and bool(decap)
-    delivered = list(decap)
-    if gro_on:
+    delivered = _defrag(decap, ip)  # inet_gro_receive flushes fragments; ip_defrag reassembles them above
+    if gro_on and not any(s.ipfrag for s in decap):
         # gro_cells_receive -> napi_gro_receive on the vxlan device: the skb starts at the inner IP header
         # there, so GRO sees it with the Ethernet header in front again (eth_gro_receive)
         withmac = [s.copy(headroom=s.headroom - ETH_HLEN, headlen=s.headlen + ETH_HLEN) for s in decap]
