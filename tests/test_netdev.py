@@ -681,3 +681,9 @@ def test_master_loops_are_refused():
     vl = ns.vlan("br1.5", lower=b1, vid=5)
     with pytest.raises(DeviceError, match="-EBUSY"):
         ns.set_master(vl, b1)
+
+
+def test_driver_parameters_must_be_bools():
+    # issue 21: Namespace.nic(**params) passed "no" straight to the probe, where it read as True
+    with pytest.raises(DeviceError, match="gso_udp_l4 must be a bool"):
+        Namespace("6.1").nic("eth0", driver="router", gso_udp_l4="no")

@@ -315,3 +315,9 @@ def test_skb_field_checks():
         Skb(headlen=10, truesize=100, head_frag=False, end_offset=100, l4="udp", gso_type={"TCPV4"}, gso_size=1)
     with pytest.raises(ValueError, match="does not say its L4 protocol"):
         segment.l4_of(Skb(headlen=10, truesize=100, head_frag=False, end_offset=100))
+
+
+@pytest.mark.parametrize("kw", [{"inband_vlan_tags": -1}, {"outer": 1000}, {"link_hlen": -1}])
+def test_skb_gso_segment_refuses_impossible_geometry(kw):
+    with pytest.raises(ValueError, match=next(iter(kw))):
+        segment.skb_gso_segment(gso_skb(segs=2, gso_size=100), fs("SG"), **kw)

@@ -691,6 +691,7 @@ def _port_of(master: Device, port: Device | None) -> Device:
     return port
 
 
+@public  # the driver parameters a user passes to Namespace.nic
 def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: bool = True,
                       host_tso6: bool = True, host_ecn: bool = True, host_uso: bool = False,
                       guest_tso: bool = True, ctrl_guest_offloads: bool = True, rss: bool = False,
@@ -744,6 +745,7 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
         dev._hw_features |= k.m("RXHASH")
 
 
+@public  # the driver parameters a user passes to Namespace.nic
 def _probe_ixgbe(dev: Nic, mac_82599: bool = True, rsc: bool = True) -> None:
     """drivers/net/ethernet/intel/ixgbe/ixgbe_main.c ixgbe_probe (82599 and later, no IPsec/FCoE)."""
     k = dev.ns
@@ -772,6 +774,7 @@ def _probe_ixgbe(dev: Nic, mac_82599: bool = True, rsc: bool = True) -> None:
         dev._features |= k.m("LRO")
 
 
+@public  # the driver parameters a user passes to Namespace.nic
 def _probe_router(dev: Nic, gso_udp_l4: bool = True, gso_fraglist: bool = True, fraglist: bool = True,
                   vlan_offload: bool = False) -> None:
     """A router SoC NIC like the patch author's WIP MIPS32 driver (2e4ef10f5850 commit text): SG, HW_CSUM,

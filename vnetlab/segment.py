@@ -18,12 +18,12 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from vnetlab import rx
-from vnetlab.checks import public
+from vnetlab.checks import In, public
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
-from vnetlab.headers import ETH_HLEN, GRO_LEGACY_MAX_SIZE, IP_HLEN, IP_MAX_MTU, UDP_GRO_CNT_MAX, VLAN_HLEN
+from vnetlab.headers import ETH_HLEN, GRO_LEGACY_MAX_SIZE, GRO_MAX_SIZE, IP_HLEN, IP_MAX_MTU, UDP_GRO_CNT_MAX, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
@@ -34,6 +34,10 @@ __all__ = [
     "max_gro_segs", "payload_len", "skb_gso_segment", "skb_segment", "skb_segment_list",
 ]
 
+# Geometry a caller adds to what the skb records: 802.1Q tags, tunnel header bytes, the link header.
+_Tags = Annotated[int, In(0, 8, "802.1Q tags in front beyond the skb's own")]
+_Tunnel = Annotated[int, In(0, 255, "tunnel header bytes in front beyond skb.tunnel_hlen")]
+_Link = Annotated[int, In(0, 255, "link header bytes in front of the IP header (ETH_HLEN, or 0 once pulled)")]
 RX_FRAG_TRUESIZE = 2048  # truesize of one receive buffer behind a page frag in gso_skb (a half page)
 L4_HEADER = L4_HLEN  # the earlier name of vnetlab.skb.L4_HLEN
 # include/linux/skbuff.h SKB_GSO_*: UDP_L4 serves IPv4 and IPv6; TCP has one type per IP version.
@@ -79,14 +83,14 @@ def l4_of(skb: Skb) -> str:
     return _check_skb(skb).transport
 
 
-def _skb_header_len(skb: Skb, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4, outer: int = 0,
-                    link_hlen: int = ETH_HLEN) -> int:
+def _skb_header_len(skb: Skb, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0,
+                    link_hlen: _Link = ETH_HLEN) -> int:
     # the skb's own geometry plus tags / tunnel bytes a caller says are in front beyond what the skb records
     return skb.header_len(ip=check_ip(ip), link_hlen=link_hlen) + VLAN_HLEN * inband_vlan_tags + outer
 
 
 @public
-def payload_len(skb: Skb, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4, outer: int = 0) -> int:
+def payload_len(skb: Skb, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0) -> int:
     """L4 payload bytes carried by ``skb`` (its len minus one set of headers; ``inband_vlan_tags`` and ``outer``:
     tags and tunnel headers in front beyond those the skb records, :meth:`vnetlab.skb.Skb.payload_len`)."""
     return _check_skb(skb).len - _skb_header_len(skb, inband_vlan_tags, ip, outer)
@@ -94,7 +98,7 @@ def payload_len(skb: Skb, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4, oute
 
 @public
 def max_gro_segs(gso_size: int, *, l4: Literal["udp", "tcp"] = "udp", ip: Literal[4, 6] = 4,
-                 gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> int:
+                 gro_max_size: Annotated[int, In(1, GRO_MAX_SIZE, "GRO_MAX_SIZE")] = GRO_LEGACY_MAX_SIZE) -> int:
     """How many full segments one GRO skb holds: p->len + len < gro_max_size, p->len counted from the network
     header (net/core/gro.c skb_gro_receive / skb_gro_receive_list, 6.1), and for UDP at most UDP_GRO_CNT_MAX
     (net/ipv4/udp_offload.c udp_gro_receive_segment)."""
@@ -269,8 +273,8 @@ def _payload_frags(skb: Skb, hdr: int) -> list[tuple[int, Frag | None]]:
 
 
 @public
-def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4,
-                outer: int = 0, link_hlen: int = ETH_HLEN, kernel: str | Kernel = DEFAULT_KERNEL,
+def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4,
+                outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN, kernel: str | Kernel = DEFAULT_KERNEL,
                 arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
     """net/core/skbuff.c skb_segment (6.1): one new skb per gso_size of payload, headers copied into each.
 
@@ -344,8 +348,8 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip
 
 
 @public
-def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4,
-                     outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
+def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4,
+                     outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN) -> SegmentResult:
     """net/core/skbuff.c skb_segment_list (5.10..6.18): the head and each frag_list member become the segments;
     each member is pushed back to its own network header and only the head's link (and tunnel) header
     (``offset`` + tnl_hlen) is copied in front of it (skb_copy_from_linear_data_offset), so its IP/UDP header is
@@ -377,7 +381,7 @@ def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 
 
 @public
 def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DEFAULT_KERNEL,
-                    inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4, outer: int = 0, link_hlen: int = ETH_HLEN,
+                    inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN,
                     arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
     """skb_gso_segment -> inet_gso_segment / ipv6_gso_segment -> __udp_gso_segment (UDP_L4), or
     tcp{4,6}_gso_segment -> skb_segment (TCP). For FRAGLIST:

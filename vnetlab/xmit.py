@@ -207,6 +207,7 @@ def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = No
     warns (skb_warn_bad_offload) and neither inet_gso_segment nor a driver (virtio_net_hdr_from_skb: -EINVAL)
     can segment it, so it is freed (kfree_skb)."""
     kv = rules = device_kernel(dev, kernel)
+    a = _arch(arch, kv)
     feats = netif_skb_features(dev, skb, kernel=kv, inband_vlan_tags=inband_vlan_tags, ip=ip)
     if skb.is_gso() and not skb.gso_type & set(GSO_L4):
         return Validated("dropped", (), feats, reason=f"gso_size {skb.gso_size} with gso_type "
@@ -220,7 +221,7 @@ def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = No
         missing = _missing_gso(skb, feats)
         reason = "lacks " + ", ".join(missing) if missing else f"ip_summed {skb.ip_summed}"
         seg = skb_gso_segment(skb, feats, kernel=rules, inband_vlan_tags=inband_vlan_tags, ip=ip, outer=outer,
-                              arch=arch)
+                              arch=a)
         return Validated("segmented", seg.segs, feats, tag_inserted, seg, reason)
     if skb_needs_linearize(skb, feats):
         flat = skb.copy(headlen=skb.len, frags=[], frag_list=[], end_offset=skb.headroom + skb.len)
