@@ -455,6 +455,41 @@ def _add(items: list[str], item: str, front: bool = False) -> None:
         items.append(item)
 
 
+def _ip_output(dev: Device, skb: Skb, *, df: bool, ip: int, kernel: Kernel, arch: Arch,
+               ops: Counter[str]) -> tuple[MtuVerdict, list[Skb]]:
+    """The IP layer at the route device: its MTU rule, and the skbs that go on to dev_queue_xmit."""
+    verdict = ip_output_mtu(skb, dev.mtu, ip=ip, df=df)
+    if verdict.action != "fragment":
+        return verdict, [] if verdict.action == "drop" else [skb]
+    pending = [skb]
+    if skb.is_gso():
+        # net/ipv4/ip_output.c ip_finish_output_gso: skb_gso_segment(features & ~GSO_MASK), then fragment
+        feats = netif_skb_features(dev, skb, kernel=kernel, ip=ip) - mask("GSO_MASK", kernel)
+        seg = skb_gso_segment(skb, feats, kernel=kernel, ip=ip, arch=arch)
+        ops["skb_segment_segs"] += len(seg.segs)
+        ops["kept_header_segs"] += seg.kept_headers
+        pending = list(seg.segs)
+    # ip_fragment only where the packet exceeds the MTU (a segment that fits leaves whole)
+    mtu = verdict.mtu
+    return verdict, [f for s in pending
+                     for f in (_ip_fragment(s, mtu, ip, kernel, arch) if s.network_len() > mtu else [s])]
+
+
+def _tally(v: Validated, skb: Skb, ops: Counter[str]) -> None:
+    """The operation counts of one dev_queue_xmit -> validate_xmit_skb (for vnetlab.cost and the router)."""
+    ops["dev_queue_xmit"] += 1
+    ops["validate_xmit_skb"] += 1
+    ops["vlan_tag_insert_sw"] += v.tag_inserted
+    if v.segment is not None:
+        key = "skb_segment_list_segs" if v.segment.method == "skb_segment_list" else "skb_segment_segs"
+        ops[key] += len(v.segment.segs)
+        ops["segment_copied_bytes"] += v.segment.copied_bytes
+        ops["skb_allocs"] += v.segment.skb_allocs
+        ops["kept_header_segs"] += v.segment.kept_headers
+    elif v.action == "linearized":
+        ops["linearized_bytes"] += skb.data_len
+
+
 @public
 def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Device | None = None,
          ip: Literal[4, 6] = 4, df: bool = True, route: bool = True, local_udp: bool = False, udp_gro: bool = False,
@@ -487,23 +522,12 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
     peer_rx: VethRx | None = None
     pending: list[Skb] = [skb]
     if route:
-        verdict = ip_output_mtu(skb, dev.mtu, ip=ip, df=df)
+        verdict, pending = _ip_output(dev, skb, df=df, ip=ip, kernel=kv, arch=a, ops=ops)
         if verdict.action == "drop":
             dropped.append((dev.name, verdict.reason))
             hops.append(Hop(dev.name, dev.kind, ("dropped",), 1, 0, None, verdict.reason, "ip_output"))
             return TxResult(None, (), tuple(hops), dict(ops), (), kv, tuple(dropped))
-        if verdict.action == "fragment":
-            if skb.is_gso():
-                # net/ipv4/ip_output.c ip_finish_output_gso: skb_gso_segment(features & ~GSO_MASK), then fragment
-                feats = netif_skb_features(dev, skb, kernel=kv, ip=ip) - mask("GSO_MASK", kv)
-                seg = skb_gso_segment(skb, feats, kernel=rules, ip=ip, arch=a)
-                ops["skb_segment_segs"] += len(seg.segs)
-                ops["kept_header_segs"] += seg.kept_headers
-                segmented_at = dev.name
-                pending = list(seg.segs)
-            # ip_fragment only where the packet exceeds the MTU (a segment that fits leaves whole)
-            pending = [f for s in pending
-                       for f in (_ip_fragment(s, verdict.mtu, ip, kv, a) if s.network_len() > verdict.mtu else [s])]
+        segmented_at = dev.name if skb.is_gso() and verdict.action == "fragment" else None
     fragments_by = "software" if segmented_at else "none"
     current: Device | None = dev  # netdev refuses upper/lower loops (set_master), so the walk ends
     while current is not None and pending:
@@ -513,25 +537,14 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
         out: list[Skb] = []
         feats: FeatureSet | None = None
         for p in pending:
-            ops["dev_queue_xmit"] += 1
-            ops["validate_xmit_skb"] += 1
             v = validate_xmit_skb(current, p, kernel=rules, ip=ip, arch=a)
+            _tally(v, p, ops)
             feats = v.features
-            if v.tag_inserted:
-                ops["vlan_tag_insert_sw"] += 1
-                _add(actions, "tag inserted")
-            if v.action == "segmented":
-                assert v.segment is not None
+            _add(actions, "tag inserted" if v.tag_inserted else "")
+            if v.segment is not None:
                 segmented_at = segmented_at or current.name
                 methods.add(v.segment.method)
-                key = "skb_segment_list_segs" if v.segment.method == "skb_segment_list" else "skb_segment_segs"
-                ops[key] += len(v.segment.segs)
-                ops["segment_copied_bytes"] += v.segment.copied_bytes
-                ops["skb_allocs"] += v.segment.skb_allocs
-                ops["kept_header_segs"] += v.segment.kept_headers
-            elif v.action == "linearized":
-                ops["linearized_bytes"] += p.data_len
-            elif v.action == "dropped":
+            if v.action == "dropped":
                 dropped.append((current.name, v.reason))
             _add(actions, v.action, front=v.action != "passed")
             _add(reasons, v.reason)
