@@ -15,6 +15,7 @@ __udp_gso_segment from the 9fd1ff5d2ac7 / NAT-fix patch mails.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -247,12 +248,18 @@ class SegmentResult:
     kept_headers: int = 0
 
 
+@functools.lru_cache(maxsize=512)
+def _alloc_head(size: int, k: Kernel, a: Arch) -> rx.Head:
+    # every segment of one skb asks __alloc_skb for the same size: one answer per (size, kernel, arch)
+    return rx.alloc_skb_head(size, k, a)
+
+
 def _segment_skb(hdr: int, payload: int, *, sg: bool, frags: Sequence[Frag] = (), template: Skb, k: Kernel,
                  a: Arch) -> Skb:
     """One new segment: net/core/skbuff.c skb_segment (6.1) __alloc_skb(hsize + doffset + headroom) for the
     head (hsize = the payload copied into it: all of it without SG), then truesize += data_len for the frags."""
     linear = 0 if sg and frags else payload
-    head = rx.alloc_skb_head(_HEADROOM + hdr + linear, k, a)
+    head = _alloc_head(_HEADROOM + hdr + linear, k, a)
     # skb_segment -> __copy_skb_header: the segments keep the protocol, tags and skb->encapsulation (vxlan)
     keep = {"vlan_tag": template.vlan_tag, "ip_summed": template.ip_summed, "encapsulation": template.encapsulation,
             "l4": template.transport, "vlan_inband": template.vlan_inband, "tunnel_hlen": template.tunnel_hlen}

@@ -193,6 +193,9 @@ class Skb:
     def walk(self) -> Iterator[Skb]:
         """This skb and every frag_list member (skb_walk_frags order); a frag_list that reaches an skb twice
         (itself, or a member shared) is a ValueError, not a RecursionError."""
+        if not self.frag_list:
+            yield self
+            return
         seen: set[int] = set()
         stack = [self]
         while stack:
