@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from vnetlab import rx
-from vnetlab.checks import In, public
+from vnetlab.checks import In, check_int, public
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
 from vnetlab.headers import ETH_HLEN, GRO_LEGACY_MAX_SIZE, GRO_MAX_SIZE, IP_HLEN, IP_MAX_MTU, UDP_GRO_CNT_MAX, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
@@ -35,6 +35,7 @@ __all__ = [
     "max_gro_segs", "payload_len", "skb_gso_segment", "skb_segment", "skb_segment_list",
 ]
 
+_check_int = check_int  # the name router.py imports until the checks branch's router.py (check_int) lands
 # Geometry a caller adds to what the skb records: 802.1Q tags, tunnel header bytes, the link header.
 _Tags = Annotated[int, In(0, 8, "802.1Q tags in front beyond the skb's own")]
 _Tunnel = Annotated[int, In(0, 255, "tunnel header bytes in front beyond skb.tunnel_hlen")]
@@ -44,13 +45,6 @@ L4_HEADER = L4_HLEN  # the earlier name of vnetlab.skb.L4_HLEN
 # include/linux/skbuff.h SKB_GSO_*: UDP_L4 serves IPv4 and IPv6; TCP has one type per IP version.
 _L4_GSO_TYPE = {("udp", 4): "UDP_L4", ("udp", 6): "UDP_L4", ("tcp", 4): "TCPV4", ("tcp", 6): "TCPV6"}
 _HEADROOM = 64  # NET_SKB_PAD on x86_64; only skb_cow_head would look at it, which is not modelled
-
-
-def _check_int(name: str, value: object, lo: int, hi: int, meaning: str = "") -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        extra = f" ({meaning})" if meaning else ""
-        raise ValueError(f"{name} must be an int in {lo}..{hi}{extra}, got {value!r}")
-    return value
 
 
 def check_ip(ip: object) -> int:
@@ -103,7 +97,7 @@ def max_gro_segs(gso_size: int, *, l4: Literal["udp", "tcp"] = "udp", ip: Litera
     """How many full segments one GRO skb holds: p->len + len < gro_max_size, p->len counted from the network
     header (net/core/gro.c skb_gro_receive / skb_gro_receive_list, 6.1), and for UDP at most UDP_GRO_CNT_MAX
     (net/ipv4/udp_offload.c udp_gro_receive_segment)."""
-    _check_int("gso_size", gso_size, 1, IP_MAX_MTU)
+    check_int("gso_size", gso_size, 1, IP_MAX_MTU)
     l3l4 = IP_HLEN[check_ip(ip)] + L4_HLEN[_check_l4(l4)]
     n = (gro_max_size - 1 - l3l4) // gso_size
     return max(1, min(n, UDP_GRO_CNT_MAX) if l4 == "udp" else n)
@@ -156,18 +150,18 @@ def gso_skb(
     a = _arch(arch, k)
     if max_skb_frags is None:
         max_skb_frags = a.max_skb_frags
-    _check_int("max_skb_frags", max_skb_frags, 16, 45, "MAX_SKB_FRAGS")
+    check_int("max_skb_frags", max_skb_frags, 16, 45, "MAX_SKB_FRAGS")
     l3l4 = IP_HLEN[ip] + L4_HLEN[l4]
-    _check_int("gso_size", gso_size, 1, IP_MAX_MTU - l3l4)
+    check_int("gso_size", gso_size, 1, IP_MAX_MTU - l3l4)
     if l4 == "udp":
-        _check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets")
+        check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets")
     else:
-        _check_int("segs", segs, 1, IP_MAX_MTU)
+        check_int("segs", segs, 1, IP_MAX_MTU)
     if tail_size is None:
         tail_size = gso_size
-    _check_int("tail_size", tail_size, 1, gso_size, "the last segment is at most gso_size")
+    check_int("tail_size", tail_size, 1, gso_size, "the last segment is at most gso_size")
     if vlan_tag is not None:
-        _check_int("vlan_tag", vlan_tag, 0, 4095, "VLAN_VID_MASK")
+        check_int("vlan_tag", vlan_tag, 0, 4095, "VLAN_VID_MASK")
     payload = (segs - 1) * gso_size + tail_size
     # net/core/gro.c skb_gro_receive: GRO refuses a merge that would reach 65536 bytes from the network header.
     if l3l4 + payload >= GRO_LEGACY_MAX_SIZE:

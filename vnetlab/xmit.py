@@ -43,7 +43,7 @@ from vnetlab.headers import ETH_HLEN, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, VLAN_
 from vnetlab.netdev import Device, Handoff, Vxlan, _is_skb_forwardable
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, device_kernel
 from vnetlab.profiles import arch as _arch
-from vnetlab.segment import SegmentResult, _check_skb, check_ip, gso_skb, skb_gso_segment
+from vnetlab.segment import SegmentResult, _check_skb, _Tags, gso_skb, skb_gso_segment
 from vnetlab.skb import FRAG_HDR_LEN, GSO_L4, Skb
 
 __all__ = [
@@ -52,25 +52,6 @@ __all__ = [
     "netif_skb_features", "netif_skb_features_steps", "send", "skb_needs_linearize", "validate_xmit_skb",
     "veth_napi_active", "veth_xmit", "VxlanRx", "vxlan_rcv",
 ]
-
-
-def _device(dev: object, name: str = "dev") -> Device:
-    if not isinstance(dev, Device):
-        raise ValueError(f"{name} must be a vnetlab.netdev device (netdev.Namespace creates them), got {dev!r}")
-    return dev
-
-
-def _check_bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def _check_tags(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 8:
-        raise ValueError(f"{name} must be an int in 0..8 (802.1Q tags in the frame beyond the skb's own), "
-                         f"got {value!r}")
-    return value
 
 
 def _fs(dev: Device, attr: str, kernel: Kernel) -> FeatureSet:
@@ -113,10 +94,9 @@ class FeatureSteps:
 
 @public
 def netif_skb_features_steps(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None,
-                             inband_vlan_tags: int = 0, ip: Literal[4, 6] = 4) -> FeatureSteps:
+                             inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4) -> FeatureSteps:
     """:func:`netif_skb_features` with every intermediate feature set, for the notebook. ``inband_vlan_tags``:
     802.1Q tags in the frame beyond ``skb.vlan_inband``."""
-    _check_tags("inband_vlan_tags", inband_vlan_tags)
     kv = k = device_kernel(dev, kernel)
     gmask = mask("GSO_MASK", kv)
     start = _fs(dev, "features", kv)
@@ -166,7 +146,7 @@ def netif_skb_features_steps(dev: Device, skb: Skb, *, kernel: str | Kernel | No
 
 
 @public
-def netif_skb_features(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: int = 0,
+def netif_skb_features(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: _Tags = 0,
                        ip: Literal[4, 6] = 4) -> FeatureSet:
     """The features validate_xmit_skb() uses for ``skb`` on ``dev`` (net/core/dev.c netif_skb_features, 6.1):
     dev->features, gso_features_check, hw_enc_features, the VLAN intersection, ndo_features_check
@@ -194,7 +174,7 @@ def _missing_gso(skb: Skb, feats: FeatureSet) -> list[str]:
 
 
 @public
-def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: int = 0,
+def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: _Tags = 0,
                       ip: Literal[4, 6] = 4, outer: Annotated[int, In(0, 255, "tunnel header bytes")] = 0,
                       arch: str | Arch = DEFAULT_ARCH) -> Validated:
     """net/core/dev.c validate_xmit_skb (6.1): features; validate_xmit_vlan (software tag insert when the
@@ -247,10 +227,7 @@ def ip_fragment_sizes(l3_payload: Annotated[int, In(0, 65535, "bytes of IP paylo
     """The IP payload bytes of each fragment: net/ipv4/ip_output.c ip_do_fragment / __ip_append_data put
     (mtu - 20) & ~7 bytes in every fragment but the last; net/ipv6/ip6_output.c ip6_fragment leaves room
     for the 8-byte fragment header, (mtu - 40 - 8) & ~7 (both 6.1; no IP options, no extension headers)."""
-    check_ip(ip)
-    per = (mtu - IP_HLEN[ip] - (FRAG_HDR_LEN if ip == 6 else 0)) & ~7
-    if per <= 0:
-        raise ValueError(f"mtu={mtu} leaves no room for an IPv{ip} fragment")
+    per = (mtu - IP_HLEN[ip] - (FRAG_HDR_LEN if ip == 6 else 0)) & ~7  # > 0: mtu >= 68
     sizes = [per] * (l3_payload // per)
     if l3_payload % per:
         sizes.append(l3_payload % per)
@@ -270,7 +247,7 @@ class MtuVerdict:
 
 @public
 def ip_output_mtu(skb: Skb, mtu: Annotated[int, In(68, 65535, "the route MTU, ETH_MIN_MTU..IP_MAX_MTU")], *,
-                  ip: Literal[4, 6] = 4, df: bool = True, inband_vlan_tags: int = 0) -> MtuVerdict:
+                  ip: Literal[4, 6] = 4, df: bool = True, inband_vlan_tags: _Tags = 0) -> MtuVerdict:
     """The MTU rule of the IP layer for ``skb`` leaving through a route device of MTU ``mtu``.
 
     - net/ipv4/ip_forward.c ip_exceeds_mtu (6.1): larger than the MTU with DF set is refused, unless it is a
@@ -280,7 +257,6 @@ def ip_output_mtu(skb: Skb, mtu: Annotated[int, In(68, 65535, "the route MTU, ET
       segments do not fit is segmented in software and each segment fragmented; a plain skb is fragmented.
     ``df``: the IPv4 DF bit; for IPv6 ``df=False`` means a local sender that may fragment (no IPV6_DONTFRAG).
     """
-    _check_tags("inband_vlan_tags", inband_vlan_tags)
     l3 = skb.network_len() - VLAN_HLEN * inband_vlan_tags
     if skb.is_gso():
         seglen = _network_seglen(skb, ip)
@@ -586,7 +562,6 @@ def veth_napi_active(rcv: Device, kernel: str | Kernel | None = None) -> bool:
     - with it (5.13+, d3256efd8e8b "veth: allow enabling NAPI even without XDP"): an XDP program, or GRO requested
       (veth_gro_requested: NETIF_F_GRO in wanted_features) on the receiver, when it is up.
     """
-    _device(rcv, "rcv")
     k = device_kernel(rcv, kernel)
     xdp = bool(getattr(rcv, "xdp", False))
     if not k.rule("veth_napi_for_gro"):
