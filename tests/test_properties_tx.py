@@ -75,10 +75,11 @@ def gso_skbs(draw: st.DrawFn) -> tuple[Skb, dict]:
     ip = draw(st.sampled_from([4, 6]))
     kernel = draw(st.sampled_from(KERNELS))
     arch = draw(st.sampled_from(ARCHES))
-    fraglist = draw(st.booleans()) if l4 == "udp" else False
+    # TCP fraglist GRO (and so TCP fraglist GSO skbs) exists from 6.10 (net/ipv4/tcp_offload.c tcp_gro_receive)
+    fraglist = draw(st.booleans()) if l4 == "udp" or kernel in ("6.12", "6.18") else False
     gso_size = draw(st.integers(1, 3000))
     hdr = IP_HLEN[ip] + L4_HLEN[l4]
-    most = min((65535 - hdr) // gso_size, 64 if l4 == "udp" else 400)
+    most = min((65535 - hdr) // gso_size, 64 if l4 == "udp" or fraglist else 400)
     segs = draw(st.integers(1, max(1, most)))
     tail = draw(st.integers(1, gso_size))
     if hdr + (segs - 1) * gso_size + tail >= 65536:

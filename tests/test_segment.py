@@ -321,3 +321,10 @@ def test_skb_field_checks():
 def test_skb_gso_segment_refuses_impossible_geometry(kw):
     with pytest.raises(ValueError, match=next(iter(kw))):
         segment.skb_gso_segment(gso_skb(segs=2, gso_size=100), fs("SG"), **kw)
+
+
+def test_tcp_fraglist_gso_skb_holds_at_most_64_packets():
+    # net/ipv4/tcp_offload.c tcp_gro_receive (6.10+, mirror 6.18): a fraglist flow completes at count >= 64
+    assert gso_skb(l4="tcp", segs=64, gso_size=100, fraglist=True).gso_segs == 64
+    with pytest.raises(ValueError, match="segs must be an int in 1..64"):
+        gso_skb(l4="tcp", segs=65, gso_size=100, fraglist=True)

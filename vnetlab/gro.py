@@ -27,6 +27,7 @@ from vnetlab.headers import (
     GRO_LEGACY_MAX_SIZE,
     GRO_MAX_SIZE,
     IP_HLEN,
+    TCP_FRAGLIST_CNT_MAX,
     TCP_HLEN_MAX,
     TCP_HLEN_MIN,
     TCP_HLEN_TS,
@@ -39,9 +40,7 @@ from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Frag, Page, Skb
 
-# GRO_LEGACY_MAX_SIZE, GRO_MAX_SIZE and UDP_GRO_CNT_MAX live in vnetlab.headers (shared with GSO).
-# net/ipv4/tcp_offload.c tcp_gro_receive (6.10+, mirror 6.18): a fraglist flow completes at count >= 64.
-TCP_FRAGLIST_CNT_MAX = 64
+# GRO_LEGACY_MAX_SIZE, GRO_MAX_SIZE, UDP_GRO_CNT_MAX, TCP_FRAGLIST_CNT_MAX: vnetlab.headers (shared with GSO).
 # net/core/gro.c (6.1, 6.18), net/core/dev.c (5.x): MAX_GRO_SKBS 8 held skbs per bucket.
 MAX_GRO_SKBS = 8
 

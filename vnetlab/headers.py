@@ -22,3 +22,5 @@ GSO_MAX_SIZE = GRO_LEGACY_MAX_SIZE
 GSO_MAX_SEGS = 65535
 # net/ipv4/udp_offload.c udp_gro_receive_segment (5.10, 6.1, 6.18): UDP_GRO_CNT_MAX 64.
 UDP_GRO_CNT_MAX = 64
+# net/ipv4/tcp_offload.c tcp_gro_receive (6.10+, mirror 6.18): a TCP fraglist flow completes at count >= 64.
+TCP_FRAGLIST_CNT_MAX = 64

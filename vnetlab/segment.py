@@ -24,7 +24,16 @@ from typing import Annotated, Literal
 from vnetlab import rx
 from vnetlab.checks import In, check_int, public
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
-from vnetlab.headers import ETH_HLEN, GRO_LEGACY_MAX_SIZE, GRO_MAX_SIZE, IP_HLEN, IP_MAX_MTU, UDP_GRO_CNT_MAX, VLAN_HLEN
+from vnetlab.headers import (
+    ETH_HLEN,
+    GRO_LEGACY_MAX_SIZE,
+    GRO_MAX_SIZE,
+    IP_HLEN,
+    IP_MAX_MTU,
+    TCP_FRAGLIST_CNT_MAX,
+    UDP_GRO_CNT_MAX,
+    VLAN_HLEN,
+)
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
@@ -155,6 +164,8 @@ def gso_skb(
     check_int("gso_size", gso_size, 1, IP_MAX_MTU - l3l4)
     if l4 == "udp":
         check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets")
+    elif fraglist:
+        check_int("segs", segs, 1, TCP_FRAGLIST_CNT_MAX, "TCP fraglist GRO completes at TCP_FRAGLIST_CNT_MAX")
     else:
         check_int("segs", segs, 1, IP_MAX_MTU)
     if tail_size is None:
