@@ -40,6 +40,8 @@ SKB_GSO_NAMES = (
 L4_HLEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}
 # SKB_GSO_* types that name the transport (include/linux/skbuff.h): TCP has one per IP version.
 GSO_L4 = {"TCPV4": "tcp", "TCPV6": "tcp", "UDP_L4": "udp", "UDP": "udp"}
+_GSO_NAME_SET = frozenset(SKB_GSO_NAMES)
+_INT_FIELDS = ("headlen", "truesize", "end_offset", "headroom", "gso_size", "gso_segs", "tunnel_hlen")
 IPFRAG_KINDS = ("", "first", "next")  # not a fragment / offset 0 (carries the L4 header) / a later fragment
 FRAG_HDR_LEN = 8  # include/uapi/linux/ipv6.h struct frag_hdr, in every IPv6 fragment
 
@@ -92,45 +94,55 @@ class Skb:
     def __post_init__(self) -> None:
         if self.head_kind not in HEAD_KINDS:
             raise ValueError(f"head_kind must be one of {sorted(HEAD_KINDS)}, got {self.head_kind!r}")
-        for name in ("headlen", "truesize", "end_offset", "headroom", "gso_size", "gso_segs", "tunnel_hlen"):
+        for name in _INT_FIELDS:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            if type(value) is not int or value < 0:  # bool and numpy ints are not sk_buff fields
                 raise ValueError(f"Skb.{name} must be a non-negative int, got {value!r}")
-        self.vlan_inband = tuple(self.vlan_inband)
-        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 4095 for v in self.vlan_inband):
-            raise ValueError(f"Skb.vlan_inband must hold VLAN IDs in 0..4095 (VLAN_VID_MASK), got {self.vlan_inband!r}")
+        if self.vlan_inband:
+            self.vlan_inband = tuple(self.vlan_inband)
+            if not all(type(v) is int and 0 <= v <= 4095 for v in self.vlan_inband):
+                raise ValueError(f"Skb.vlan_inband must hold VLAN IDs in 0..4095 (VLAN_VID_MASK), "
+                                 f"got {self.vlan_inband!r}")
         if self.l4 is not None and self.l4 not in L4_HLEN:
             raise ValueError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}")
         if self.ipfrag not in IPFRAG_KINDS:
             raise ValueError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}")
-        for i, f in enumerate(self.frags):
-            if not isinstance(f, Frag):
-                raise ValueError(f"Skb.frags[{i}] must be a Frag (skb_frag_t), got {type(f).__name__}")
         for i, m in enumerate(self.frag_list):
             if not isinstance(m, Skb):
                 raise ValueError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}")
-        self.gso_type = frozenset(self.gso_type)
-        unknown = self.gso_type - set(SKB_GSO_NAMES)
-        if unknown:
-            raise ValueError(f"gso_type has unknown SKB_GSO names {sorted(unknown)}; known: {SKB_GSO_NAMES}")
-        named = {GSO_L4[t] for t in self.gso_type if t in GSO_L4}
-        if self.l4 is not None and named and named != {self.l4}:
-            raise ValueError(f"Skb.l4={self.l4!r} disagrees with gso_type {sorted(self.gso_type)}")
-        self.validate()
+        if self.gso_type:
+            self.gso_type = frozenset(self.gso_type)
+            unknown = self.gso_type - _GSO_NAME_SET
+            if unknown:
+                raise ValueError(f"gso_type has unknown SKB_GSO names {sorted(unknown)}; known: {SKB_GSO_NAMES}")
+            named = {GSO_L4[t] for t in self.gso_type if t in GSO_L4}
+            if self.l4 is not None and named and named != {self.l4}:
+                raise ValueError(f"Skb.l4={self.l4!r} disagrees with gso_type {sorted(self.gso_type)}")
+        elif not isinstance(self.gso_type, frozenset):
+            self.gso_type = frozenset(self.gso_type)
+        self._check_part()  # the members were checked when they were built; validate() re-checks them all
+        if self.truesize < self.len:
+            raise ValueError(f"Skb.truesize {self.truesize} < len {self.len}: truesize charges every byte the "
+                             "skb holds (include/linux/skbuff.h)")
+
+    def _check_part(self) -> None:
+        for i, f in enumerate(self.frags):
+            if not isinstance(f, Frag):
+                raise ValueError(f"Skb.frags[{i}] must be a Frag (skb_frag_t), got {type(f).__name__}")
+            if f.size < 0 or f.offset < 0 or f.truesize < 0:
+                raise ValueError(f"Skb frag {i} has size {f.size}, offset {f.offset}, truesize {f.truesize}: "
+                                 "skb_frag_t fields are unsigned")
+        if self.headroom + self.headlen > self.end_offset:
+            raise ValueError(
+                f"Skb linear part overflows the head: headroom {self.headroom} + headlen {self.headlen} "
+                f"> skb_end_offset {self.end_offset} (skb_over_panic in the kernel)")
 
     def validate(self) -> Skb:
         """The sk_buff invariants, also after in-place changes (GRO appends frags and members): frag_list
         acyclic, no negative frag (skb_frag_size is unsigned), truesize >= len (every byte is charged,
         include/linux/skbuff.h skb->truesize), the linear part inside the head (skb_over_panic)."""
         for part in self.walk():
-            for i, f in enumerate(part.frags):
-                if f.size < 0 or f.offset < 0 or f.truesize < 0:
-                    raise ValueError(f"Skb frag {i} has size {f.size}, offset {f.offset}, truesize {f.truesize}: "
-                                     "skb_frag_t fields are unsigned")
-            if part.headroom + part.headlen > part.end_offset:
-                raise ValueError(
-                    f"Skb linear part overflows the head: headroom {part.headroom} + headlen {part.headlen} "
-                    f"> skb_end_offset {part.end_offset} (skb_over_panic in the kernel)")
+            part._check_part()
         if self.truesize < self.len:
             raise ValueError(f"Skb.truesize {self.truesize} < len {self.len}: truesize charges every byte the "
                              "skb holds (include/linux/skbuff.h)")
