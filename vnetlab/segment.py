@@ -44,6 +44,7 @@ __all__ = [
     "max_gro_segs", "payload_len", "skb_gso_segment", "skb_segment", "skb_segment_list",
 ]
 
+_DEFAULT_K = _kernel(DEFAULT_KERNEL)
 _check_int = check_int  # the name router.py imports until the checks branch's router.py (check_int) lands
 # Geometry a caller adds to what the skb records: 802.1Q tags, tunnel header bytes, the link header.
 _Tags = Annotated[int, In(0, 8, "802.1Q tags in front beyond the skb's own")]
@@ -143,7 +144,8 @@ def gso_skb(
       MAX_SKB_FRAGS frags, GRO case 3 chains a new skb on ``frag_list`` (headlen 0 after the header pull) which
       takes up to MAX_SKB_FRAGS frags in turn. That is the layout an ETH_HLEN-copy or build_skb receive path gives.
 
-    ``max_skb_frags``: MAX_SKB_FRAGS, by default that of ``kernel`` on ``arch`` (vnetlab.profiles.arch).
+    ``max_skb_frags``: MAX_SKB_FRAGS, by default that of ``kernel`` on ``arch`` (vnetlab.profiles.arch); ``kernel``
+    and ``arch`` also size the heads (truesize): pass the stack's Kernel to build the skb its receive path gave.
     UDP GRO stops at UDP_GRO_CNT_MAX packets (udp_gro_receive_segment), so ``segs`` is at most that for
     ``l4="udp"``; a socket's own UDP_SEGMENT skb is built by :func:`vnetlab.udp.udp_sendmsg` instead.
     ``tail_size`` is the last segment's payload (default ``gso_size``): GRO merges one shorter segment and
@@ -155,7 +157,8 @@ def gso_skb(
     check_ip(ip)
     if not isinstance(fraglist, bool):
         raise ValueError(f"fraglist must be True or False, got {fraglist!r}")
-    k = _kernel(kernel)
+    # a defaulted kernel is the one resolved at import: a stack's send asks no kernel string again (issue 20)
+    k = _DEFAULT_K if kernel is DEFAULT_KERNEL else _kernel(kernel)
     a = _arch(arch, k)
     if max_skb_frags is None:
         max_skb_frags = a.max_skb_frags
