@@ -638,3 +638,52 @@ def test_live_veth_macvlan_bridge_vxlan_match_model():
         v1.ethtool_K({"tx-udp-segmentation": False})
         assert live.compare(br, rbr, fields=("on", "fixed", "wanted"))
         assert lab.mtu("vx0") == vx.mtu == 1450
+
+
+# --- issue 21: what the kernel refuses when devices are created or linked -----------------------------
+
+
+@pytest.mark.parametrize("name", ["", "a" * 16, "é" * 8, ".", "..", "a/b", "a:b", "a b", "a\tb", "a\nb", "a\xa0b"])
+def test_names_dev_valid_name_refuses(name):
+    # net/core/dev.c dev_valid_name (5.10..6.18): empty, strnlen == IFNAMSIZ (16 bytes, so "é" * 8 too), "." and
+    # "..", '/', ':' and isspace() characters (lib/ctype.c counts 0xa0 as space) -> -EINVAL
+    with pytest.raises(DeviceError, match="not a valid interface name"):
+        Namespace("6.1").bridge(name)
+
+
+def test_names_dev_valid_name_accepts():
+    ns = Namespace("6.1")
+    for name in ("a" * 15, "eth0.10", "br-lan", "v@x"):
+        assert ns.bridge(name).name == name
+
+
+def test_second_vlan_with_the_same_vid_is_refused():
+    # net/8021q/vlan.c vlan_check_real_dev: vlan_find_dev(real_dev, ETH_P_8021Q, vid) -> -EEXIST
+    ns = Namespace("6.1")
+    eth = ns.nic("eth0")
+    ns.vlan("eth0.10", lower=eth, vid=10)
+    with pytest.raises(DeviceError, match="-EEXIST"):
+        ns.vlan("vlan10b", lower=eth, vid=10)
+    assert ns.vlan("eth0.11", lower=eth, vid=11).vid == 11
+
+
+def test_master_loops_are_refused():
+    # net/bridge/br_if.c br_add_if: a bridge as a bridge port -> -ELOOP; net/core/dev.c __netdev_upper_dev_link:
+    # linking a master that already sits above the port -> -EBUSY (bonds may nest, but not in a circle)
+    ns = Namespace("6.1")
+    b1, b2 = ns.bridge("br1"), ns.bridge("br2")
+    with pytest.raises(DeviceError, match="-ELOOP"):
+        ns.set_master(b1, b2)
+    bd1, bd2 = ns.bond("bond1"), ns.bond("bond2")
+    ns.set_master(bd1, bd2)
+    with pytest.raises(DeviceError, match="-EBUSY"):
+        ns.set_master(bd2, bd1)
+    vl = ns.vlan("br1.5", lower=b1, vid=5)
+    with pytest.raises(DeviceError, match="-EBUSY"):
+        ns.set_master(vl, b1)
+
+
+def test_driver_parameters_must_be_bools():
+    # issue 21: Namespace.nic(**params) passed "no" straight to the probe, where it read as True
+    with pytest.raises(DeviceError, match="gso_udp_l4 must be a bool"):
+        Namespace("6.1").nic("eth0", driver="router", gso_udp_l4="no")

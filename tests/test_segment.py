@@ -266,3 +266,65 @@ def test_send_through_vxlan_conserves_payload(geom, fraglist, kernel, underlay):
         assert sum(x.gso_segs if x.is_gso() else 1 for x in tx.skbs_to_driver) == segs
     else:
         assert tx.wire_packets == segs
+
+
+# --- issue 21: truesize, the skb's protocol and its field checks ---------------------------------------
+
+
+@pytest.mark.parametrize("fraglist", [False, True])
+def test_gso_skb_truesize_charges_every_byte(fraglist):
+    # include/linux/skbuff.h: truesize covers the buffers behind every byte; a 2300 B frame fills two half-page
+    # buffers (skb_add_rx_frag charges each), a build_skb member SKB_TRUESIZE of its buffer (__build_skb_around)
+    s = gso_skb(segs=2, gso_size=2300, fraglist=fraglist)
+    assert s.truesize >= s.len == 14 + 20 + 8 + 4600
+    assert all(m.truesize >= m.len for m in s.walk())
+
+
+def test_skb_segment_truesize_is_its_head_plus_the_payload():
+    # net/core/skbuff.c skb_segment (6.1): nskb = __alloc_skb(hsize + doffset + headroom): SKB_TRUESIZE of the
+    # kmalloc'ed head (64 + 42 B -> SKB_HEAD_ALIGN -> kmalloc-512 on x86_64 6.1), then truesize += data_len
+    from vnetlab import profiles, rx
+    k, a = profiles.kernel("6.1"), profiles.arch("x86_64", "6.1")
+    head = rx.alloc_skb_head(64 + 42, k, a)
+    res = segment.skb_gso_segment(gso_skb(segs=4, gso_size=1000), fs("SG", "HW_CSUM"), kernel=k, arch=a)
+    assert [s.truesize for s in res.segs] == [head.truesize + 1000] * 4
+    linear = segment.skb_gso_segment(gso_skb(segs=4, gso_size=1000), fs("HW_CSUM"), kernel=k, arch=a)
+    assert all(s.truesize == rx.alloc_skb_head(64 + 42 + 1000, k, a).truesize for s in linear.segs)
+
+
+def test_tcp_segments_stay_tcp():
+    # skb_segment -> __copy_skb_header: a TCP segment is TCP whether or not it is still GSO
+    res = segment.skb_gso_segment(gso_skb(l4="tcp", segs=3, gso_size=500), fs("SG", "HW_CSUM"))
+    assert [segment.l4_of(s) for s in res.segs] == ["tcp"] * 3
+    assert [segment.payload_len(s) for s in res.segs] == [500] * 3
+
+
+def test_skb_field_checks():
+    from vnetlab.skb import Frag, Page, Skb
+    with pytest.raises(ValueError, match="unsigned"):
+        Skb(headlen=10, truesize=100, head_frag=False, end_offset=100, frags=[Frag(Page(1), 0, -5)])
+    with pytest.raises(ValueError, match="truesize 10 < len 100"):
+        Skb(headlen=100, truesize=10, head_frag=False, end_offset=100)
+    s = Skb(headlen=10, truesize=100, head_frag=False, end_offset=100)
+    s.frag_list.append(s)
+    with pytest.raises(ValueError, match="frag_list containing itself"):
+        s.validate()
+    with pytest.raises(ValueError, match="l4"):
+        Skb(headlen=10, truesize=100, head_frag=False, end_offset=100, l4="sctp")
+    with pytest.raises(ValueError, match="disagrees"):
+        Skb(headlen=10, truesize=100, head_frag=False, end_offset=100, l4="udp", gso_type={"TCPV4"}, gso_size=1)
+    with pytest.raises(ValueError, match="does not say its L4 protocol"):
+        segment.l4_of(Skb(headlen=10, truesize=100, head_frag=False, end_offset=100))
+
+
+@pytest.mark.parametrize("kw", [{"inband_vlan_tags": -1}, {"outer": 1000}, {"link_hlen": -1}])
+def test_skb_gso_segment_refuses_impossible_geometry(kw):
+    with pytest.raises(ValueError, match=next(iter(kw))):
+        segment.skb_gso_segment(gso_skb(segs=2, gso_size=100), fs("SG"), **kw)
+
+
+def test_tcp_fraglist_gso_skb_holds_at_most_64_packets():
+    # net/ipv4/tcp_offload.c tcp_gro_receive (6.10+, mirror 6.18): a fraglist flow completes at count >= 64
+    assert gso_skb(l4="tcp", segs=64, gso_size=100, fraglist=True).gso_segs == 64
+    with pytest.raises(ValueError, match="segs must be an int in 1..64"):
+        gso_skb(l4="tcp", segs=65, gso_size=100, fraglist=True)

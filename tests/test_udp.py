@@ -305,8 +305,10 @@ def test_send_over_vxlan_refuses_devices_that_are_not_a_vxlan_pair():
     v0, v1 = net.veth("v0", "v1")
     v2, _ = net.veth("v2", "v3")
     vx0, vx2 = net.vxlan("vx0", vni=42, underlay=v0), net.vxlan("vx2", vni=42, underlay=v2)
-    with pytest.raises(ValueError, match="vx='v0' must be a vxlan device on a veth underlay"):
+    with pytest.raises(ValueError, match="vx must be a Vxlan"):
         udp.send_over_vxlan(v0, vx2, 1400)
+    with pytest.raises(ValueError, match="vx='vx9' must be a vxlan device on a veth underlay"):
+        udp.send_over_vxlan(net.vxlan("vx9", vni=9, underlay=net.nic("eth0")), vx2, 1400)
     with pytest.raises(ValueError, match="peer_vx='vx2' must be a vxlan device on the peer of 'v0'"):
         udp.send_over_vxlan(vx0, vx2, 1400)
 
@@ -333,3 +335,13 @@ def test_vxlan6_tunnel_cases_deliver_ten_inner_datagrams(ip):
         t = udp.send_over_vxlan(vx0, vx1, 13000, gso_size=1300, ip=ip)
         assert t.rx is not None and t.vxlan is not None and t.recv is not None
         assert len(t.rx.delivered) == 10 and t.vxlan.rx_packets == 10 and t.recv.sizes == (1300,) * 10
+
+
+def test_udp_sendmsg_refuses_a_missing_device_and_non_bool_flags():
+    # issue 21: udp_sendmsg(None, 1000) reported success with nothing on the wire; dontfrag="no" was truthy
+    eth = netdev.Namespace("6.1").nic("eth0", driver="router")
+    with pytest.raises(ValueError, match="dev must be a Device"):
+        udp.udp_sendmsg(None, 1000)
+    for flag in ("dontfrag", "no_check_tx", "peer_udp_gro"):
+        with pytest.raises(ValueError, match=f"{flag} must be True or False|{flag} must be a bool"):
+            udp.udp_sendmsg(eth, 1000, **{flag: "no"})

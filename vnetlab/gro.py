@@ -24,10 +24,14 @@ from vnetlab import rx
 from vnetlab.headers import (
     ETH_DATA_LEN,
     ETH_HLEN,
+    GRO_LEGACY_MAX_SIZE,
+    GRO_MAX_SIZE,
     IP_HLEN,
+    TCP_FRAGLIST_CNT_MAX,
     TCP_HLEN_MAX,
     TCP_HLEN_MIN,
     TCP_HLEN_TS,
+    UDP_GRO_CNT_MAX,
     UDP_HLEN,
     VLAN_HLEN,
 )
@@ -36,13 +40,7 @@ from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Frag, Page, Skb
 
-# include/linux/netdevice.h (6.1): GRO_LEGACY_MAX_SIZE 65536u; GRO_MAX_SIZE (8 * 65535u).
-GRO_LEGACY_MAX_SIZE = 65536
-GRO_MAX_SIZE = 8 * 65535
-# net/ipv4/udp_offload.c udp_gro_receive_segment (5.10, 6.1, 6.18): UDP_GRO_CNT_MAX 64.
-UDP_GRO_CNT_MAX = 64
-# net/ipv4/tcp_offload.c tcp_gro_receive (6.10+, mirror 6.18): a fraglist flow completes at count >= 64.
-TCP_FRAGLIST_CNT_MAX = 64
+# GRO_LEGACY_MAX_SIZE, GRO_MAX_SIZE, UDP_GRO_CNT_MAX, TCP_FRAGLIST_CNT_MAX: vnetlab.headers (shared with GSO).
 # net/core/gro.c (6.1, 6.18), net/core/dev.c (5.x): MAX_GRO_SKBS 8 held skbs per bucket.
 MAX_GRO_SKBS = 8
 

@@ -1,4 +1,5 @@
-"""Protocol header and frame sizes in bytes, as the kernel's UAPI headers define them (the same 5.10..6.18)."""
+"""Protocol header and frame sizes in bytes, as the kernel's UAPI headers define them (the same 5.10..6.18), and
+the size and count limits the GRO and GSO code share (one home for both the receive and transmit models)."""
 
 from __future__ import annotations
 
@@ -12,3 +13,14 @@ TCP_HLEN_MIN = 20  # struct tcphdr without options (include/uapi/linux/tcp.h)
 TCP_HLEN_MAX = 60  # doff is 4 bits of 32-bit words
 TCP_HLEN_TS = 32  # 20-byte header + 12 bytes of timestamp option, as most TCP flows carry
 IP_MAX_MTU = 65535  # include/net/ip.h; also the 16-bit iphdr tot_len bound
+
+# include/linux/netdevice.h (6.1): GRO_LEGACY_MAX_SIZE 65536u (also dev->gso_max_size's default, GSO_MAX_SIZE
+# before 6.2); GRO_MAX_SIZE (8 * 65535u); GSO_MAX_SEGS 65535 (dev->gso_max_segs default), 5.10..6.18.
+GRO_LEGACY_MAX_SIZE = 65536
+GRO_MAX_SIZE = 8 * 65535
+GSO_MAX_SIZE = GRO_LEGACY_MAX_SIZE
+GSO_MAX_SEGS = 65535
+# net/ipv4/udp_offload.c udp_gro_receive_segment (5.10, 6.1, 6.18): UDP_GRO_CNT_MAX 64.
+UDP_GRO_CNT_MAX = 64
+# net/ipv4/tcp_offload.c tcp_gro_receive (6.10+, mirror 6.18): a TCP fraglist flow completes at count >= 64.
+TCP_FRAGLIST_CNT_MAX = 64

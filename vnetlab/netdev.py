@@ -11,20 +11,48 @@ path (vnetlab.xmit) honours.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vnetlab import ethtool
 from vnetlab import features as F
+from vnetlab.checks import public
 from vnetlab.errors import DeviceError, FixedFeatureError, TableError
 from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
-from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, UDP_HLEN
+from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.skb import Skb
 
 # include/uapi/linux/if_ether.h ETH_MIN_MTU / ETH_MAX_MTU: ether_setup's default MTU range.
 ETH_MIN_MTU = 68
 ETH_MAX_MTU = 65535
 VXLAN_HLEN = 8  # struct vxlanhdr (include/net/vxlan.h)
+IFNAMSIZ = 16  # include/uapi/linux/if.h: names are at most IFNAMSIZ - 1 characters
+# include/linux/if_vlan.h vlan_features_check: the direct mask for multi-tagged skbs (5.x..6.18)
+VLAN_MULTI_TAG_FEATURES = ("SG", "HIGHDMA", "HW_CSUM", "FRAGLIST", "HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX")
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """What a device's ndo_start_xmit did with the skbs validate_xmit_skb left it (vnetlab.xmit.send's loop).
+
+    ``to``: "lower" (dev_queue_xmit on ``lower``: the real device, slave, port or underlay), "peer" (veth_xmit:
+    ``lower`` is the peer that receives them), "wire" (the driver sends them; hardware segments a GSO skb) or
+    "drop" (nothing left). ``dropped``: (device, reason) per skb freed here; ``action`` names what was done for
+    the hop; ``op``: the operation counter it adds its skbs to."""
+
+    skbs: tuple[Skb, ...]
+    to: str
+    lower: Device | None = None
+    action: str = ""
+    op: str = ""
+    dropped: tuple[tuple[str, str], ...] = ()
+
+
+def _is_skb_forwardable(dev: Device, skb: Skb) -> bool:
+    # include/linux/netdevice.h __is_skb_forwardable (6.1): len <= mtu + hard_header_len + VLAN_HLEN, or GSO
+    return skb.is_gso() or skb.len <= dev.mtu + ETH_HLEN + VLAN_HLEN
 
 
 class Device:
@@ -47,6 +75,9 @@ class Device:
         self._hw_enc_features = 0
         self._mpls_features = 0
         self.gso_partial_features = 0
+        # include/linux/netdevice.h: dev->gso_max_size (GSO_LEGACY_MAX_SIZE) and dev->gso_max_segs defaults
+        self.gso_max_size = GSO_MAX_SIZE
+        self.gso_max_segs = GSO_MAX_SEGS
         self.loopback = False
         self.uppers: list[Device] = []
         self.lowers: list[Device] = []
@@ -134,6 +165,22 @@ class Device:
             self.ns._features_change(self)
         return self
 
+    # -- transmit ------------------------------------------------------------------------------
+    passthru_features_check = False  # ndo_features_check = passthru_features_check (else dflt_features_check)
+
+    def features_check(self, skb: Skb, features: FeatureSet, inband_vlan_tags: int = 0) -> FeatureSet:
+        """ndo_features_check: passthru_features_check leaves the features; dflt_features_check ->
+        include/linux/if_vlan.h vlan_features_check (6.1) keeps only a direct mask for a multi-tagged skb."""
+        tags = len(skb.vlan_inband) + inband_vlan_tags + (1 if skb.vlan_tag is not None else 0)
+        if self.passthru_features_check or tags < 2:
+            return features
+        return features & set(VLAN_MULTI_TAG_FEATURES)
+
+    def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        """ndo_start_xmit: a device without a lower device is a driver putting the skbs on the wire."""
+        gso = any(s.is_gso() for s in skbs)
+        return Handoff(tuple(skbs), "wire", None, "segmented by hardware" if gso else "", "driver_xmit_skbs")
+
     def set_mtu(self, mtu: int) -> Device:
         """ip link set dev NAME mtu MTU: net/core/dev.c dev_validate_mtu (min_mtu..max_mtu), the driver's
         ndo_change_mtu limits, then NETDEV_CHANGEMTU to every upper device (which may lower its own)."""
@@ -145,6 +192,19 @@ class Device:
             self.mtu = mtu
             for upper in list(self.uppers):
                 upper.on_lower_mtu_change(self)
+        return self
+
+    @public
+    def set_gso_max(self, *, size: int | None = None, segs: int | None = None) -> Device:
+        """ip link set dev NAME gso_max_size SIZE gso_max_segs SEGS (net/core/rtnetlink.c do_setlink, 6.1:
+        at most GSO_MAX_SIZE and GSO_MAX_SEGS, else -EINVAL)."""
+        for name, value, hi in (("size", size, GSO_MAX_SIZE), ("segs", segs, GSO_MAX_SEGS)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= hi):
+                raise DeviceError(f"{name}={value!r} must be an int in 0..{hi} (gso_max_{name}: -EINVAL)")
+        if size is not None:
+            self.gso_max_size = size
+        if segs is not None:
+            self.gso_max_segs = segs
         return self
 
     def mtu_limit(self) -> int:
@@ -161,9 +221,14 @@ class Device:
 # --- device types ----------------------------------------------------------------------------------
 
 class Veth(Device):
-    """drivers/net/veth.c: veth_setup, veth_fix_features, veth_xdp_set."""
+    """drivers/net/veth.c: veth_setup, veth_fix_features, veth_xdp_set; veth_xmit hands each skb to the peer."""
 
     kind = "veth"
+    passthru_features_check = True  # veth_netdev_ops .ndo_features_check (6.1)
+
+    def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        # drivers/net/veth.c veth_xmit (5.10..6.18): the peer receives each skb as it is, GSO or not
+        return Handoff(tuple(skbs), "peer", self.peer, "handed to peer", "veth_xmit")
 
     def __init__(self, ns: Namespace, name: str) -> None:
         super().__init__(ns, name)
@@ -189,6 +254,7 @@ class Veth(Device):
             features &= ~self.ns.mask("GSO_SOFTWARE")
         return features
 
+    @public
     def set_xdp(self, attached: bool) -> Veth:
         """Attach (True) or remove (False) an XDP program on this veth (ip link set dev NAME xdp ...)."""
         if bool(attached) == self.xdp:
@@ -240,6 +306,11 @@ class Macvlan(_StackedDevice):
     """drivers/net/macvlan.c: macvlan_init, macvlan_fix_features, macvlan_device_event."""
 
     kind = "macvlan"
+    passthru_features_check = True  # macvlan_netdev_ops .ndo_features_check (6.1)
+
+    def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        # drivers/net/macvlan.c macvlan_start_xmit -> macvlan_queue_xmit: dev_queue_xmit_accel on the lower
+        return Handoff(tuple(skbs), "lower", self.lowers[0], "", "macvlan_start_xmit")
 
     def _macros(self) -> tuple[int, int, int]:
         k = self.ns
@@ -292,6 +363,12 @@ class Vlan(_StackedDevice):
     def __init__(self, ns: Namespace, name: str, vid: int) -> None:
         super().__init__(ns, name)
         self.vid = vid
+
+    def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        # net/8021q/vlan_dev.c vlan_dev_hard_start_xmit (6.1): REORDER_HDR -> __vlan_hwaccel_put_tag, then
+        # dev_queue_xmit on the real device; a tag still hwaccel (QinQ below a device with CTAG_TX) goes in-band
+        out = tuple((s if s.vlan_tag is None else s.vlan_push_inside()).copy(vlan_tag=self.vid) for s in skbs)
+        return Handoff(out, "lower", self.lowers[0], "tag set (hwaccel)", "vlan_start_xmit")
 
     def _tnl_features(self) -> int:
         k = self.ns
@@ -349,6 +426,19 @@ class Bridge(Device):
     """net/bridge: br_dev_setup, br_fix_features -> br_features_recompute, br_device_event."""
 
     kind = "bridge"
+    passthru_features_check = True  # br_netdev_ops .ndo_features_check (6.1)
+
+    def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        """net/bridge/br_device.c br_dev_xmit -> br_forward.c br_forward to the port the FDB names (``port``,
+        default the first), br_dev_queue_push_xmit: is_skb_forwardable on it; br_flood to no port frees them."""
+        if not self.lowers:
+            why = "no port to forward or flood to (br_dev_xmit -> br_flood: kfree_skb)"
+            return Handoff((), "drop", None, "dropped", "bridge_start_xmit", tuple((self.name, why) for _ in skbs))
+        out = _port_of(self, port)
+        kept = tuple(s for s in skbs if _is_skb_forwardable(out, s))
+        why = "longer than the port's MTU (is_skb_forwardable)"
+        return Handoff(kept, "lower", out, "", "bridge_start_xmit",
+                       tuple((out.name, why) for _ in range(len(skbs) - len(kept))))
 
     def __init__(self, ns: Namespace, name: str) -> None:
         super().__init__(ns, name)
@@ -404,6 +494,15 @@ class Bond(Device):
     """
 
     kind = "bond"
+    passthru_features_check = True  # bond_netdev_ops .ndo_features_check (6.1)
+
+    def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        """drivers/net/bonding/bond_main.c bond_start_xmit: with no slave bond_tx_drop; else the slave
+        bond_xmit_roundrobin picks (``port``, default the first) gets dev_queue_xmit (bond_dev_queue_xmit)."""
+        if not self.lowers:
+            why = "no slave (bond_start_xmit -> bond_tx_drop)"
+            return Handoff((), "drop", None, "dropped", "bond_start_xmit", tuple((self.name, why) for _ in skbs))
+        return Handoff(tuple(skbs), "lower", _port_of(self, port), "", "bond_start_xmit")
 
     def _macros(self) -> tuple[int, int, int]:
         """BOND_VLAN_FEATURES, BOND_ENC_FEATURES, BOND_MPLS_FEATURES (6.12: MASTER_UPPER_DEV_*_FEATURES)."""
@@ -527,6 +626,17 @@ class Vxlan(Device):
     """
 
     kind = "vxlan"
+    passthru_features_check = True  # vxlan_netdev_ether_ops .ndo_features_check (6.1)
+
+    def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        """vxlan_xmit_one -> vxlan_build_skb -> iptunnel_handle_offloads (6.1): outer headers pushed,
+        skb->encapsulation set, gso_type |= SKB_GSO_UDP_TUNNEL (UDP_TUNNEL_CSUM when the outer UDP checksum is
+        on: the IPv6 default, udp6zerocsumtx off; IPv4 vxlan defaults to no outer checksum); then out of the
+        underlay (without one the route's device is not modelled: the frames leave as they are)."""
+        tunnel = "UDP_TUNNEL_CSUM" if self.ip == 6 else "UDP_TUNNEL"
+        out = tuple(s.encapsulate(self.headroom(), tunnel) for s in skbs)
+        to = "lower" if self.underlay is not None else "wire"
+        return Handoff(out, to, self.underlay, "encapsulated (vxlan_xmit_one)", "vxlan_xmit")
 
     def __init__(self, ns: Namespace, name: str, vni: int, ip: int, underlay: Device | None) -> None:
         super().__init__(ns, name)
@@ -569,8 +679,20 @@ class Nic(Device):
         super().__init__(ns, name)
         self.driver = driver
         self.params = dict(params)
+        # drivers/net/virtio_net.c virtnet_netdev .ndo_features_check = passthru_features_check (6.1)
+        self.passthru_features_check = driver == "virtio_net"
 
 
+def _port_of(master: Device, port: Device | None) -> Device:
+    if port is None:
+        return master.lowers[0]
+    if port not in master.lowers:
+        raise DeviceError(f"port={getattr(port, 'name', port)!r} is not a port of {master.kind} {master.name} "
+                          f"(ports: {', '.join(p.name for p in master.lowers)})")
+    return port
+
+
+@public  # the driver parameters a user passes to Namespace.nic
 def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: bool = True,
                       host_tso6: bool = True, host_ecn: bool = True, host_uso: bool = False,
                       guest_tso: bool = True, ctrl_guest_offloads: bool = True, rss: bool = False,
@@ -624,6 +746,7 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
         dev._hw_features |= k.m("RXHASH")
 
 
+@public  # the driver parameters a user passes to Namespace.nic
 def _probe_ixgbe(dev: Nic, mac_82599: bool = True, rsc: bool = True) -> None:
     """drivers/net/ethernet/intel/ixgbe/ixgbe_main.c ixgbe_probe (82599 and later, no IPsec/FCoE)."""
     k = dev.ns
@@ -652,6 +775,7 @@ def _probe_ixgbe(dev: Nic, mac_82599: bool = True, rsc: bool = True) -> None:
         dev._features |= k.m("LRO")
 
 
+@public  # the driver parameters a user passes to Namespace.nic
 def _probe_router(dev: Nic, gso_udp_l4: bool = True, gso_fraglist: bool = True, fraglist: bool = True,
                   vlan_offload: bool = False) -> None:
     """A router SoC NIC like the patch author's WIP MIPS32 driver (2e4ef10f5850 commit text): SG, HW_CSUM,
@@ -730,10 +854,18 @@ class Namespace:
 
     # -- core ------------------------------------------------------------------------------------
     def _new_name(self, name: str) -> None:
-        if not isinstance(name, str) or not 0 < len(name) < 16 or "/" in name or " " in name:
-            raise DeviceError(f"name={name!r} is not a valid interface name (1..15 chars, IFNAMSIZ)")
+        # net/core/dev.c dev_valid_name (5.10..6.18): not empty, shorter than IFNAMSIZ bytes, not "." or "..",
+        # no '/', ':' or whitespace (isspace, which in lib/ctype.c includes 0xa0)
+        if not isinstance(name, str):
+            raise DeviceError(f"name={name!r} must be a str (an interface name)")
+        bad = [c for c in name if c in "/:" or c.isspace() or c == "\xa0"]
+        size = len(name.encode())
+        if not name or size >= IFNAMSIZ or name in (".", "..") or bad:
+            why = ("empty" if not name else f"{size} bytes, at most IFNAMSIZ - 1 = {IFNAMSIZ - 1}" if size >= IFNAMSIZ
+                   else f"{name!r} is reserved" if name in (".", "..") else f"contains {bad[0]!r}")
+            raise DeviceError(f"name={name!r} is not a valid interface name ({why}; dev_valid_name: -EINVAL)")
         if name in self.devices:
-            raise DeviceError(f"name={name!r} already exists in this namespace")
+            raise DeviceError(f"name={name!r} already exists in this namespace (-EEXIST)")
 
     def _register(self, dev: Device) -> Device:
         """net/core/dev.c register_netdevice: ndo_init, the generic feature setup, __netdev_update_features."""
@@ -850,6 +982,7 @@ class Namespace:
         upper.lowers.append(lower)
 
     # -- public constructors ---------------------------------------------------------------------
+    @public
     def veth(self, a: str, b: str) -> tuple[Veth, Veth]:
         """ip link add a type veth peer name b (drivers/net/veth.c veth_newlink)."""
         self._new_name(a)
@@ -867,7 +1000,8 @@ class Namespace:
                 self._update_and_notify(d)
         return dev_a, dev_b
 
-    def macvlan(self, name: str, *, lower: Device) -> Macvlan:
+    @public
+    def macvlan(self, name: str, *, lower: Device | str) -> Macvlan:
         """ip link add name link lower type macvlan (macvlan_common_newlink)."""
         self._new_name(name)
         lower = self._device(lower, "lower")
@@ -878,12 +1012,16 @@ class Namespace:
         lower.uppers.append(dev)
         return dev
 
-    def vlan(self, name: str, *, lower: Device, vid: int) -> Vlan:
+    @public
+    def vlan(self, name: str, *, lower: Device | str, vid: int) -> Vlan:
         """ip link add name link lower type vlan id vid (net/8021q/vlan.c register_vlan_dev)."""
         self._new_name(name)
         lower = self._device(lower, "lower")
         if isinstance(vid, bool) or not isinstance(vid, int) or not 0 <= vid < 4095:
             raise DeviceError(f"vid={vid!r} must be an int in 0..4094 (VLAN_VID_MASK)")
+        if any(isinstance(u, Vlan) and u.vid == vid for u in lower.uppers):
+            # net/8021q/vlan.c vlan_check_real_dev: vlan_find_dev(real_dev, ETH_P_8021Q, vid) -> -EEXIST
+            raise DeviceError(f"vid={vid} already has a VLAN device on {lower.name} (vlan_check_real_dev: -EEXIST)")
         if lower._features & self.m("VLAN_CHALLENGED"):
             # net/8021q/vlan.c, vlan_check_real_dev: VLAN challenged devices refuse VLANs.
             raise DeviceError(f"lower={lower.name!r} is VLAN challenged")
@@ -893,11 +1031,13 @@ class Namespace:
         lower.uppers.append(dev)
         return dev
 
+    @public
     def bridge(self, name: str) -> Bridge:
         self._new_name(name)
         return self._register(Bridge(self, name))  # type: ignore[return-value]
 
-    def vxlan(self, name: str, *, vni: int, underlay: Device | None = None, ip: int = 4) -> Vxlan:
+    @public
+    def vxlan(self, name: str, *, vni: int, underlay: Device | str | None = None, ip: int = 4) -> Vxlan:
         """ip link add name type vxlan id vni [dev underlay] (drivers/net/vxlan/vxlan_core.c vxlan_newlink);
         ``ip``: the outer IP version (remote/local address family)."""
         self._new_name(name)
@@ -908,10 +1048,12 @@ class Namespace:
         under = None if underlay is None else self._device(underlay, "underlay")
         return self._register(Vxlan(self, name, vni, ip, under))  # type: ignore[return-value]
 
+    @public
     def bond(self, name: str) -> Bond:
         self._new_name(name)
         return self._register(Bond(self, name))  # type: ignore[return-value]
 
+    @public
     def nic(self, name: str, *, driver: str = "virtio_net", **params: object) -> Nic:
         """A NIC as its driver's probe leaves it; ``params`` are the driver's negotiated offloads."""
         self._new_name(name)
@@ -924,7 +1066,8 @@ class Namespace:
             raise DeviceError(f"driver={driver!r}: {exc}") from None
         return self._register(dev)  # type: ignore[return-value]
 
-    def set_master(self, port: Device, master: Device) -> None:
+    @public
+    def set_master(self, port: Device | str, master: Device | str) -> None:
         """ip link set port master master: br_add_if or bond_enslave."""
         port = self._device(port, "port")
         master = self._device(master, "master")
@@ -932,6 +1075,17 @@ class Namespace:
             raise DeviceError(f"port={port.name!r} already has master {port.master.name!r}")
         if port is master:
             raise DeviceError("port and master must be different devices")
+        if isinstance(master, Bridge) and isinstance(port, Bridge):
+            # net/bridge/br_if.c br_add_if (5.10..6.18): "Can not enslave a bridge to a bridge" -> -ELOOP
+            raise DeviceError(f"port={port.name!r} is a bridge: a bridge cannot be a bridge port (br_add_if: -ELOOP)")
+        above: list[Device] = list(master.uppers)
+        while above:
+            d = above.pop()
+            if d is port:
+                # net/core/dev.c __netdev_upper_dev_link: the master already sits on the port -> -EBUSY
+                raise DeviceError(f"port={port.name!r} is stacked above master={master.name!r}: linking them "
+                                  "would make a loop (__netdev_upper_dev_link: -EBUSY)")
+            above.extend(d.uppers)
         if isinstance(master, Bridge):
             # net/bridge/br_if.c, br_add_if: link, dev_disable_lro(port), then netdev_update_features(br).
             self._link(port, master)

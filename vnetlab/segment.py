@@ -14,34 +14,47 @@ __udp_gso_segment from the 9fd1ff5d2ac7 / NAT-fix patch mails.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
+from vnetlab import rx
+from vnetlab.checks import In, check_int, public
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
-from vnetlab.gro import GRO_LEGACY_MAX_SIZE, UDP_GRO_CNT_MAX
-from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
-from vnetlab.profiles import DEFAULT_KERNEL, Kernel
+from vnetlab.headers import (
+    ETH_HLEN,
+    GRO_LEGACY_MAX_SIZE,
+    GRO_MAX_SIZE,
+    IP_HLEN,
+    IP_MAX_MTU,
+    TCP_FRAGLIST_CNT_MAX,
+    UDP_GRO_CNT_MAX,
+    VLAN_HLEN,
+)
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
+from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
-from vnetlab.skb import Frag, Page, Skb
+from vnetlab.skb import L4_HLEN, Frag, Page, Skb
 
 __all__ = [
     "L4_HEADER", "RX_FRAG_TRUESIZE", "SegmentResult", "check_ip", "gso_skb", "header_len", "l4_of",
     "max_gro_segs", "payload_len", "skb_gso_segment", "skb_segment", "skb_segment_list",
 ]
 
-RX_FRAG_TRUESIZE = 2048  # truesize charged per received page frag in gso_skb (a half-page rx buffer)
-L4_HEADER = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}
+_DEFAULT_K = _kernel(DEFAULT_KERNEL)
+_check_int = check_int  # the name router.py imports until the checks branch's router.py (check_int) lands
+# Geometry a caller adds to what the skb records: 802.1Q tags, tunnel header bytes, the link header.
+_Tags = Annotated[int, In(0, 8, "802.1Q tags in front beyond the skb's own")]
+_Tunnel = Annotated[int, In(0, 255, "tunnel header bytes in front beyond skb.tunnel_hlen")]
+_Link = Annotated[int, In(0, 255, "link header bytes in front of the IP header (ETH_HLEN, or 0 once pulled)")]
+RX_FRAG_TRUESIZE = 2048  # truesize of one receive buffer behind a page frag in gso_skb (a half page)
+L4_HEADER = L4_HLEN  # the earlier name of vnetlab.skb.L4_HLEN
 # include/linux/skbuff.h SKB_GSO_*: UDP_L4 serves IPv4 and IPv6; TCP has one type per IP version.
 _L4_GSO_TYPE = {("udp", 4): "UDP_L4", ("udp", 6): "UDP_L4", ("tcp", 4): "TCPV4", ("tcp", 6): "TCPV6"}
 _HEADROOM = 64  # NET_SKB_PAD on x86_64; only skb_cow_head would look at it, which is not modelled
-
-
-def _check_int(name: str, value: object, lo: int, hi: int, meaning: str = "") -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        extra = f" ({meaning})" if meaning else ""
-        raise ValueError(f"{name} must be an int in {lo}..{hi}{extra}, got {value!r}")
-    return value
 
 
 def check_ip(ip: object) -> int:
@@ -52,65 +65,87 @@ def check_ip(ip: object) -> int:
 
 
 def _check_l4(l4: object) -> str:
-    if l4 not in L4_HEADER:
-        raise ValueError(f"l4 must be one of {sorted(L4_HEADER)}, got {l4!r}")
+    if l4 not in L4_HLEN:
+        raise ValueError(f"l4 must be one of {sorted(L4_HLEN)}, got {l4!r}")
     return str(l4)
 
 
-def header_len(l4: str = "udp", ip: int = 4) -> int:
+def _check_skb(skb: object, name: str = "skb") -> Skb:
+    if not isinstance(skb, Skb):
+        raise ValueError(f"{name} must be a vnetlab.skb.Skb, got {type(skb).__name__}")
+    return skb
+
+
+@public
+def header_len(l4: Literal["udp", "tcp"] = "udp", ip: Literal[4, 6] = 4) -> int:
     """Ethernet + IP + L4 header bytes in front of each segment's payload (no in-band VLAN tag)."""
-    return ETH_HLEN + IP_HLEN[check_ip(ip)] + L4_HEADER[_check_l4(l4)]
+    return ETH_HLEN + IP_HLEN[check_ip(ip)] + L4_HLEN[_check_l4(l4)]
 
 
+@public
 def l4_of(skb: Skb) -> str:
-    """"tcp" for a TCPV4/TCPV6 GSO skb, else "udp" (the only other transport the models build)."""
-    return "tcp" if skb.gso_type & {"TCPV4", "TCPV6"} else "udp"
+    """The skb's L4 protocol (:attr:`vnetlab.skb.Skb.transport`: ``skb.l4``, else what its gso_type names)."""
+    return _check_skb(skb).transport
 
 
-def _skb_header_len(skb: Skb, inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0,
-                    link_hlen: int = ETH_HLEN) -> int:
-    if "TCPV6" in skb.gso_type and ip != 6 or "TCPV4" in skb.gso_type and ip != 4:
-        raise ValueError(f"ip={ip} does not match the skb's gso_type {sorted(skb.gso_type)}")
-    return header_len(l4_of(skb), ip) - ETH_HLEN + link_hlen + VLAN_HLEN * inband_vlan_tags + outer
+def _skb_header_len(skb: Skb, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0,
+                    link_hlen: _Link = ETH_HLEN) -> int:
+    # the skb's own geometry plus tags / tunnel bytes a caller says are in front beyond what the skb records
+    return skb.header_len(ip=check_ip(ip), link_hlen=link_hlen) + VLAN_HLEN * inband_vlan_tags + outer
 
 
-def payload_len(skb: Skb, inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0) -> int:
-    """L4 payload bytes carried by ``skb`` (its len minus one set of headers; ``outer``: tunnel headers)."""
-    return skb.len - _skb_header_len(skb, inband_vlan_tags, ip, outer)
+@public
+def payload_len(skb: Skb, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0) -> int:
+    """L4 payload bytes carried by ``skb`` (its len minus one set of headers; ``inband_vlan_tags`` and ``outer``:
+    tags and tunnel headers in front beyond those the skb records, :meth:`vnetlab.skb.Skb.payload_len`)."""
+    return _check_skb(skb).len - _skb_header_len(skb, inband_vlan_tags, ip, outer)
 
 
-def max_gro_segs(gso_size: int, *, l4: str = "udp", ip: int = 4, gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> int:
+@public
+def max_gro_segs(gso_size: int, *, l4: Literal["udp", "tcp"] = "udp", ip: Literal[4, 6] = 4,
+                 gro_max_size: Annotated[int, In(1, GRO_MAX_SIZE, "GRO_MAX_SIZE")] = GRO_LEGACY_MAX_SIZE) -> int:
     """How many full segments one GRO skb holds: p->len + len < gro_max_size, p->len counted from the network
     header (net/core/gro.c skb_gro_receive / skb_gro_receive_list, 6.1), and for UDP at most UDP_GRO_CNT_MAX
     (net/ipv4/udp_offload.c udp_gro_receive_segment)."""
-    _check_int("gso_size", gso_size, 1, IP_MAX_MTU)
-    l3l4 = IP_HLEN[check_ip(ip)] + L4_HEADER[_check_l4(l4)]
+    check_int("gso_size", gso_size, 1, IP_MAX_MTU)
+    l3l4 = IP_HLEN[check_ip(ip)] + L4_HLEN[_check_l4(l4)]
     n = (gro_max_size - 1 - l3l4) // gso_size
     return max(1, min(n, UDP_GRO_CNT_MAX) if l4 == "udp" else n)
 
 
+def _rx_frag_truesize(size: int) -> int:
+    # a received frame's bytes fill whole half-page buffers; each buffer's truesize is charged (skb_add_rx_frag)
+    return RX_FRAG_TRUESIZE * max(1, -(-size // RX_FRAG_TRUESIZE))
+
+
+@public
 def gso_skb(
     *,
-    l4: str = "udp",
+    l4: Literal["udp", "tcp"] = "udp",
     segs: int,
     gso_size: int,
     fraglist: bool = False,
     vlan_tag: int | None = None,
     tail_size: int | None = None,
-    max_skb_frags: int = 17,
-    ip: int = 4,
+    max_skb_frags: int | None = None,
+    ip: Literal[4, 6] = 4,
+    kernel: str | Kernel = DEFAULT_KERNEL,
+    arch: str | Arch = DEFAULT_ARCH,
 ) -> Skb:
     """A forwarded GSO skb as GRO hands it up, at the point dev_queue_xmit() sees it (skb->data at the MAC
     header, so ``len`` counts ETH_HLEN + IP + L4 header once plus every segment's payload).
 
     - ``fraglist=True`` (skb_gro_receive_list, net/core/gro.c 6.1): the head is the first packet, linear
       (headers + first payload, a build_skb head); each further packet is a whole skb on ``frag_list`` with
-      its headers pulled (headlen = its payload). gso_type {UDP_L4, FRAGLIST} (udp{4,6}_gro_complete, 6.1).
+      its headers pulled (headlen = its payload), a build_skb head of its own receive buffer (truesize
+      SKB_TRUESIZE of that buffer, __build_skb_around). gso_type {UDP_L4, FRAGLIST} (udp{4,6}_gro_complete, 6.1).
     - otherwise (skb_gro_receive cases 1/2, C.1 of the fact sheet): the head holds only the headers, each
-      packet's payload is one page frag; once the head has ``max_skb_frags`` frags, GRO case 3 chains a
-      new skb on ``frag_list`` (headlen 0 after the header pull) which takes up to ``max_skb_frags`` frags
-      in turn. That is the layout an ETH_HLEN-copy or build_skb receive path gives (17 per sk_buff).
+      packet's payload is one page frag charged the half-page buffers it filled; once the head has
+      MAX_SKB_FRAGS frags, GRO case 3 chains a new skb on ``frag_list`` (headlen 0 after the header pull) which
+      takes up to MAX_SKB_FRAGS frags in turn. That is the layout an ETH_HLEN-copy or build_skb receive path gives.
 
+    ``max_skb_frags``: MAX_SKB_FRAGS, by default that of ``kernel`` on ``arch`` (vnetlab.profiles.arch); ``kernel``
+    and ``arch`` also size the heads (truesize): pass the stack's Kernel to build the skb its receive path gave.
     UDP GRO stops at UDP_GRO_CNT_MAX packets (udp_gro_receive_segment), so ``segs`` is at most that for
     ``l4="udp"``; a socket's own UDP_SEGMENT skb is built by :func:`vnetlab.udp.udp_sendmsg` instead.
     ``tail_size`` is the last segment's payload (default ``gso_size``): GRO merges one shorter segment and
@@ -122,18 +157,25 @@ def gso_skb(
     check_ip(ip)
     if not isinstance(fraglist, bool):
         raise ValueError(f"fraglist must be True or False, got {fraglist!r}")
-    _check_int("max_skb_frags", max_skb_frags, 16, 45, "MAX_SKB_FRAGS")
-    l3l4 = IP_HLEN[ip] + L4_HEADER[l4]
-    _check_int("gso_size", gso_size, 1, IP_MAX_MTU - l3l4)
+    # a defaulted kernel is the one resolved at import: a stack's send asks no kernel string again (issue 20)
+    k = _DEFAULT_K if kernel is DEFAULT_KERNEL else _kernel(kernel)
+    a = _arch(arch, k)
+    if max_skb_frags is None:
+        max_skb_frags = a.max_skb_frags
+    check_int("max_skb_frags", max_skb_frags, 16, 45, "MAX_SKB_FRAGS")
+    l3l4 = IP_HLEN[ip] + L4_HLEN[l4]
+    check_int("gso_size", gso_size, 1, IP_MAX_MTU - l3l4)
     if l4 == "udp":
-        _check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets")
+        check_int("segs", segs, 1, UDP_GRO_CNT_MAX, "UDP GRO merges at most UDP_GRO_CNT_MAX packets")
+    elif fraglist:
+        check_int("segs", segs, 1, TCP_FRAGLIST_CNT_MAX, "TCP fraglist GRO completes at TCP_FRAGLIST_CNT_MAX")
     else:
-        _check_int("segs", segs, 1, IP_MAX_MTU)
+        check_int("segs", segs, 1, IP_MAX_MTU)
     if tail_size is None:
         tail_size = gso_size
-    _check_int("tail_size", tail_size, 1, gso_size, "the last segment is at most gso_size")
+    check_int("tail_size", tail_size, 1, gso_size, "the last segment is at most gso_size")
     if vlan_tag is not None:
-        _check_int("vlan_tag", vlan_tag, 0, 4095, "VLAN_VID_MASK")
+        check_int("vlan_tag", vlan_tag, 0, 4095, "VLAN_VID_MASK")
     payload = (segs - 1) * gso_size + tail_size
     # net/core/gro.c skb_gro_receive: GRO refuses a merge that would reach 65536 bytes from the network header.
     if l3l4 + payload >= GRO_LEGACY_MAX_SIZE:
@@ -147,37 +189,46 @@ def gso_skb(
     gso_type = {_L4_GSO_TYPE[(l4, ip)]}
     gso = {"gso_size": gso_size if segs > 1 else 0, "gso_segs": segs if segs > 1 else 0}
     if fraglist:
+        def rx_buffer(size: int) -> int:
+            # a build_skb receive buffer: headroom + frame, then room for skb_shared_info, in half pages
+            return RX_FRAG_TRUESIZE * -(-(_HEADROOM + hdr + size + a.shinfo_size) // RX_FRAG_TRUESIZE)
+
         members = [
             Skb(
-                headlen=size, truesize=RX_FRAG_TRUESIZE, head_frag=True, head_kind="build_skb",
-                end_offset=_HEADROOM + hdr + size, headroom=_HEADROOM + hdr,
-                head_page=Page(pfn=1000 + i), ip_summed="CHECKSUM_UNNECESSARY",
+                headlen=size, truesize=rx.build_skb_truesize(rx_buffer(size), a), head_frag=True,
+                head_kind="build_skb", end_offset=rx_buffer(size) - a.shinfo_size, headroom=_HEADROOM + hdr,
+                head_page=Page(pfn=1000 + i), ip_summed="CHECKSUM_UNNECESSARY", l4=l4,
             )
             for i, size in enumerate(sizes[1:], start=1)
         ]
+        head_buf = rx_buffer(sizes[0])
         return Skb(
-            headlen=hdr + sizes[0], truesize=RX_FRAG_TRUESIZE + sum(m.truesize for m in members),
-            head_frag=True, head_kind="build_skb", end_offset=_HEADROOM + hdr + sizes[0], headroom=_HEADROOM,
+            headlen=hdr + sizes[0],
+            truesize=rx.build_skb_truesize(head_buf, a) + sum(m.truesize for m in members),
+            head_frag=True, head_kind="build_skb", end_offset=head_buf - a.shinfo_size, headroom=_HEADROOM,
             head_page=Page(pfn=1000), frag_list=members,
             gso_type=frozenset(gso_type | {"FRAGLIST"}) if segs > 1 else frozenset(),
-            vlan_tag=vlan_tag, ip_summed="CHECKSUM_UNNECESSARY", **gso,
+            vlan_tag=vlan_tag, ip_summed="CHECKSUM_UNNECESSARY", l4=l4, **gso,
             note="fraglist GRO skb (skb_gro_receive_list)",
         )
-    frags = [Frag(Page(pfn=2000 + i), offset=0, size=s, truesize=RX_FRAG_TRUESIZE) for i, s in enumerate(sizes)]
+    frags = [Frag(Page(pfn=2000 + i), offset=0, size=s, truesize=_rx_frag_truesize(s)) for i, s in enumerate(sizes)]
     head_frags, rest = frags[:max_skb_frags], frags[max_skb_frags:]
     members = []
     while rest:
         chunk, rest = rest[:max_skb_frags], rest[max_skb_frags:]
+        # net/core/gro.c skb_gro_receive case 3: the skb whose frags these are, its (header-only) head included
+        head = rx.alloc_skb_head(_HEADROOM + hdr, k, a)
         members.append(
-            Skb(headlen=0, truesize=256 + sum(f.truesize for f in chunk), head_frag=False, head_kind="kmalloc",
-                end_offset=_HEADROOM + hdr, headroom=_HEADROOM + hdr, frags=chunk)
+            Skb(headlen=0, truesize=head.truesize + sum(f.truesize for f in chunk), head_frag=False,
+                head_kind="kmalloc", end_offset=head.end_offset, headroom=_HEADROOM + hdr, frags=chunk, l4=l4)
         )
+    head = rx.alloc_skb_head(_HEADROOM + hdr, k, a)
     return Skb(
-        headlen=hdr, truesize=512 + sum(f.truesize for f in head_frags) + sum(m.truesize for m in members),
-        head_frag=False, head_kind="kmalloc", end_offset=_HEADROOM + 128, headroom=_HEADROOM,
+        headlen=hdr, truesize=head.truesize + sum(f.truesize for f in head_frags) + sum(m.truesize for m in members),
+        head_frag=False, head_kind=head.kind, end_offset=head.end_offset, headroom=_HEADROOM,
         frags=head_frags, frag_list=members,
         gso_type=frozenset(gso_type) if segs > 1 else frozenset(), vlan_tag=vlan_tag,
-        ip_summed="CHECKSUM_PARTIAL", note="GRO skb (skb_gro_receive)", **gso,
+        ip_summed="CHECKSUM_PARTIAL", note="GRO skb (skb_gro_receive)", l4=l4, **gso,
     )
 
 
@@ -205,15 +256,24 @@ class SegmentResult:
     kept_headers: int = 0
 
 
-def _segment_skb(hdr: int, payload: int, *, sg: bool, frags: Sequence[Frag] = (), template: Skb) -> Skb:
-    if sg and frags:
-        return Skb(headlen=hdr, truesize=512 + payload, head_frag=False, end_offset=_HEADROOM + hdr + 64,
-                   headroom=_HEADROOM, frags=list(frags), vlan_tag=template.vlan_tag, ip_summed=template.ip_summed,
-                   encapsulation=template.encapsulation)
-    # net/core/skbuff.c skb_segment -> __copy_skb_header: the segments keep skb->encapsulation (a vxlan skb)
-    return Skb(headlen=hdr + payload, truesize=512 + hdr + payload, head_frag=False,
-               end_offset=_HEADROOM + hdr + payload, headroom=_HEADROOM, vlan_tag=template.vlan_tag,
-               ip_summed=template.ip_summed, encapsulation=template.encapsulation)
+@functools.lru_cache(maxsize=512)
+def _alloc_head(size: int, k: Kernel, a: Arch) -> rx.Head:
+    # every segment of one skb asks __alloc_skb for the same size: one answer per (size, kernel, arch)
+    return rx.alloc_skb_head(size, k, a)
+
+
+def _segment_skb(hdr: int, payload: int, *, sg: bool, frags: Sequence[Frag] = (), template: Skb, k: Kernel,
+                 a: Arch) -> Skb:
+    """One new segment: net/core/skbuff.c skb_segment (6.1) __alloc_skb(hsize + doffset + headroom) for the
+    head (hsize = the payload copied into it: all of it without SG), then truesize += data_len for the frags."""
+    linear = 0 if sg and frags else payload
+    head = _alloc_head(_HEADROOM + hdr + linear, k, a)
+    # skb_segment -> __copy_skb_header: the segments keep the protocol, tags and skb->encapsulation (vxlan)
+    keep = {"vlan_tag": template.vlan_tag, "ip_summed": template.ip_summed, "encapsulation": template.encapsulation,
+            "l4": template.transport, "vlan_inband": template.vlan_inband, "tunnel_hlen": template.tunnel_hlen}
+    return Skb(headlen=hdr + linear, truesize=head.truesize + payload - linear, head_frag=False,
+               head_kind=head.kind, end_offset=head.end_offset, headroom=_HEADROOM,
+               frags=list(frags) if linear == 0 else [], **keep)
 
 
 def _payload_frags(skb: Skb, hdr: int) -> list[tuple[int, Frag | None]]:
@@ -227,8 +287,10 @@ def _payload_frags(skb: Skb, hdr: int) -> list[tuple[int, Frag | None]]:
     return pieces
 
 
-def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: int = 4,
-                outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
+@public
+def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4,
+                outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN, kernel: str | Kernel = DEFAULT_KERNEL,
+                arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
     """net/core/skbuff.c skb_segment (6.1): one new skb per gso_size of payload, headers copied into each.
 
     With SG and checksum offload the new skbs share the payload pages (frag refs); without SG the payload
@@ -236,11 +298,18 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip
     FRAGLIST missing), and uniform geometry (no linear non-head_frag members, every member but the last
     of equal length, the head's payload equal to it), the skb is split into GSO skbs at frag_list
     boundaries instead (the "partial_segs" path), which the driver then segments in hardware. ``outer``:
-    tunnel headers in front (skb_udp_tunnel_segment copies them into every segment as well); ``link_hlen``:
-    the link header in front of the IP header (ETH_HLEN on the transmit path, 0 for a received skb).
+    tunnel headers in front beyond ``skb.tunnel_hlen`` (skb_udp_tunnel_segment copies them into every segment
+    as well); ``link_hlen``: the link header in front of the IP header (ETH_HLEN on the transmit path, 0 for a
+    received skb). Each segment's truesize is its own head (__alloc_skb on ``kernel`` and ``arch``) plus the
+    payload it references.
     """
+    _check_skb(skb)
+    k = _kernel(kernel)
+    a = _arch(arch, k)
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
     mss = skb.gso_size
+    if not mss:
+        raise ValueError("skb must be a GSO skb (gso_size != 0) to be segmented")
     payload = skb.len - hdr
     sg = "SG" in features
     csum = can_checksum_protocol(features, ip)
@@ -258,11 +327,11 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip
             left = payload
             while left > 0:
                 size = min(per, left)
-                seg = _segment_skb(hdr, size, sg=False, template=skb)
+                seg = _segment_skb(hdr, size, sg=False, template=skb, k=k, a=a)
                 n = math.ceil(size / mss)
                 # skb_segment (6.1): the tail gets gso_size 0 when it is at most one gso_size
-                segs.append(replace(seg, gso_type=skb.gso_type, gso_size=mss if n > 1 else 0,
-                                    gso_segs=n if n > 1 else 0))
+                segs.append(seg.copy(gso_type=skb.gso_type, gso_size=mss if n > 1 else 0,
+                                     gso_segs=n if n > 1 else 0))
                 left -= size
             return SegmentResult("skb_segment (split at frag_list boundaries)", tuple(segs), len(segs),
                                  len(segs), 0, note="GSO skbs of one frag_list member each; hardware segments them")
@@ -288,40 +357,47 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip
         if not sg:
             copied += sum(f.size for f in frags)
             frags = []
-        segs.append(_segment_skb(hdr, size, sg=sg, frags=frags, template=skb))
+        segs.append(_segment_skb(hdr, size, sg=sg, frags=frags, template=skb, k=k, a=a))
         left -= size
     return SegmentResult("skb_segment", tuple(segs), len(segs), len(segs), copied)
 
 
-def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: int = 0, ip: int = 4,
-                     outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
+@public
+def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4,
+                     outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN) -> SegmentResult:
     """net/core/skbuff.c skb_segment_list (5.10..6.18): the head and each frag_list member become the segments;
-    each member is pushed back to its own network header and only the head's link header (``offset`` =
-    skb_mac_header_len) is copied in front of it (skb_copy_from_linear_data_offset), so its IP/UDP header is
+    each member is pushed back to its own network header and only the head's link (and tunnel) header
+    (``offset`` + tnl_hlen) is copied in front of it (skb_copy_from_linear_data_offset), so its IP/UDP header is
     the one it arrived with; no new sk_buffs and no payload copy, unless a member needs linearizing (frags
-    without SG). The callers rewrite those headers where the kernel does (:func:`skb_gso_segment`)."""
+    without SG) or has less headroom than the headers (the head is reallocated, its truesize grows). The callers
+    rewrite those headers where the kernel does (:func:`skb_gso_segment`)."""
+    _check_skb(skb)
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
+    keep = {"vlan_tag": skb.vlan_tag, "ip_summed": skb.ip_summed, "encapsulation": skb.encapsulation,
+            "l4": skb.transport, "vlan_inband": skb.vlan_inband, "tunnel_hlen": skb.tunnel_hlen}
     out = []
     copied = 0
-    head = Skb(headlen=skb.headlen, truesize=skb.truesize - sum(m.truesize for m in skb.frag_list),
-               head_frag=skb.head_frag, head_kind=skb.head_kind, end_offset=skb.end_offset,
-               headroom=skb.headroom, frags=list(skb.frags), vlan_tag=skb.vlan_tag, ip_summed=skb.ip_summed)
-    for member in [head] + [
-        Skb(headlen=m.headlen + hdr, truesize=m.truesize, head_frag=m.head_frag, head_kind=m.head_kind,
-            end_offset=m.end_offset, headroom=max(0, m.headroom - hdr), frags=list(m.frags),
-            vlan_tag=skb.vlan_tag, ip_summed=skb.ip_summed)
-        for m in skb.frag_list
-    ]:
+    head = skb.copy(truesize=skb.truesize - sum(m.truesize for m in skb.frag_list), frag_list=[], gso_type=frozenset(),
+                    gso_size=0, gso_segs=0, note="", **keep)
+    members = []
+    for m in skb.frag_list:
+        seg = m.copy(gso_type=frozenset(), gso_size=0, gso_segs=0, **keep)
+        seg._grow_head(hdr)  # skb_push back to the network header, the head's link/tunnel header copied in
+        members.append(seg)
+    for member in [head, *members]:
         # include/linux/skbuff.h skb_needs_linearize (6.1): frags without NETIF_F_SG
         if member.frags and "SG" not in features:
             copied += member.data_len
-            member = replace(member, headlen=member.len, frags=[], end_offset=member.headroom + member.len)
+            member = member.copy(headlen=member.len, frags=[], end_offset=member.headroom + member.len,
+                                 truesize=max(member.truesize, member.len))
         out.append(member)
     return SegmentResult("skb_segment_list", tuple(out), 0, len(skb.frag_list), copied)
 
 
+@public
 def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DEFAULT_KERNEL,
-                    inband_vlan_tags: int = 0, ip: int = 4, outer: int = 0, link_hlen: int = ETH_HLEN) -> SegmentResult:
+                    inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN,
+                    arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
     """skb_gso_segment -> inet_gso_segment / ipv6_gso_segment -> __udp_gso_segment (UDP_L4), or
     tcp{4,6}_gso_segment -> skb_segment (TCP). For FRAGLIST:
 
@@ -337,11 +413,17 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
     b936a9b8d4a5, v6.15); elsewhere they keep their own (``kept_headers``). TCP fraglist GSO (6.10+,
     net/ipv4/tcp_offload.c __tcp4_gso_segment_list) always rewrites them.
 
+    An skb whose gso_type names no protocol (gso_size set, gso_type 0) is refused: inet_gso_segment finds no
+    handler for it and returns -EINVAL (validate_xmit_skb then frees it, see vnetlab.xmit).
     ``outer`` > 0: an encapsulated skb (SKB_GSO_UDP_TUNNEL): net/ipv4/udp_offload.c skb_udp_tunnel_segment
     segments the inner packet the same way and copies the ``outer`` header bytes into every segment.
     """
+    _check_skb(skb)
     if not skb.is_gso():
         raise ValueError("skb must be a GSO skb (gso_size != 0) to be segmented")
+    if not skb.gso_type & {"UDP_L4", "UDP", "TCPV4", "TCPV6"}:
+        raise ValueError(f"skb has gso_size {skb.gso_size} but gso_type {sorted(skb.gso_type)} names no L4 GSO type "
+                         "(inet_gso_segment: -EINVAL)")
     k = _kernel(kernel)
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
     kw = {"inband_vlan_tags": inband_vlan_tags, "ip": ip, "outer": outer, "link_hlen": link_hlen}
@@ -352,12 +434,11 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
         # a1e40ac5b5e9 (kernel rule udp_gso_list_geometry_check), after it only for an unmodified geometry
         if not k.rules.typed("udp_gso_list_geometry_check", bool) or valid:
             res = skb_segment_list(skb, features, **kw)
-            fixed = l4_of(skb) == "tcp" or k.rule("udp_gso_list_nat_fix" if ip == 4 else "udp6_gso_list_nat_fix")
-            return res if fixed else replace(res, kept_headers=len(res.segs) - 1)
+            fixed = skb.transport == "tcp" or k.rule("udp_gso_list_nat_fix" if ip == 4 else "udp6_gso_list_nat_fix")
+            return res if fixed else dataclasses.replace(res, kept_headers=len(res.segs) - 1)
         # net/ipv4/udp_offload.c __udp_gso_segment (6.1.192): modified geometry -> __skb_linearize + skb_segment
-        flat = Skb(headlen=skb.len, truesize=skb.truesize, head_frag=False, end_offset=skb.len + _HEADROOM,
-                   headroom=_HEADROOM, gso_type=skb.gso_type, gso_size=skb.gso_size, gso_segs=skb.gso_segs,
-                   vlan_tag=skb.vlan_tag, ip_summed="CHECKSUM_PARTIAL")
-        res = skb_segment(flat, features, **kw)
-        return replace(res, method="linearize+skb_segment", copied_bytes=res.copied_bytes + skb.data_len)
-    return skb_segment(skb, features, **kw)
+        flat = skb.copy(headlen=skb.len, frags=[], frag_list=[], end_offset=skb.len + _HEADROOM, headroom=_HEADROOM,
+                        head_frag=False, head_kind="kmalloc", ip_summed="CHECKSUM_PARTIAL", l4=skb.transport)
+        res = skb_segment(flat, features, kernel=k, arch=arch, **kw)
+        return dataclasses.replace(res, method="linearize+skb_segment", copied_bytes=res.copied_bytes + skb.data_len)
+    return skb_segment(skb, features, kernel=k, arch=arch, **kw)

@@ -4,12 +4,21 @@ Terms follow include/linux/skbuff.h: ``headlen`` = skb_headlen() (bytes in the l
 ``data_len`` = bytes in frags and frag_list, ``len`` = headlen + data_len, ``end_offset`` =
 skb_end_offset() (where skb_shared_info starts), ``tailroom`` = skb_tailroom(), ``truesize`` = memory
 charged to the skb. len, data_len and nr_frags are derived, so they can never disagree with the frags.
+
+The packet geometry lives here too: ``l4`` (the IP header's protocol), in-band 802.1Q tags in the linear part
+(``vlan_inband``), tunnel headers pushed in front of the inner IP header (``tunnel_hlen``: vxlan's outer IP,
+UDP, VXLAN and inner Ethernet headers) and the IP fragment position (``ipfrag``) say where the L4 payload
+starts (:meth:`Skb.header_len`, :meth:`Skb.payload_len`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 
 # How the linear part (skb->head) was obtained; the kernel's allocator decides head_frag and truesize.
 HEAD_KINDS = {
@@ -27,6 +36,14 @@ SKB_GSO_NAMES = (
     "UDP_TUNNEL", "UDP_TUNNEL_CSUM", "PARTIAL", "TUNNEL_REMCSUM", "SCTP", "ESP", "UDP", "UDP_L4",
     "FRAGLIST", "TCP_ACCECN",
 )
+# The transport header in front of each segment's payload: struct udphdr, or a TCP header with timestamps.
+L4_HLEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}
+# SKB_GSO_* types that name the transport (include/linux/skbuff.h): TCP has one per IP version.
+GSO_L4 = {"TCPV4": "tcp", "TCPV6": "tcp", "UDP_L4": "udp", "UDP": "udp"}
+_GSO_NAME_SET = frozenset(SKB_GSO_NAMES)
+_INT_FIELDS = ("headlen", "truesize", "end_offset", "headroom", "gso_size", "gso_segs", "tunnel_hlen")
+IPFRAG_KINDS = ("", "first", "next")  # not a fragment / offset 0 (carries the L4 header) / a later fragment
+FRAG_HDR_LEN = 8  # include/uapi/linux/ipv6.h struct frag_hdr, in every IPv6 fragment
 
 
 @dataclass(frozen=True)
@@ -69,23 +86,67 @@ class Skb:
     encapsulation: bool = False
     ip_summed: str = "CHECKSUM_UNNECESSARY"
     note: str = ""
+    l4: str | None = None  # iphdr->protocol / ipv6hdr->nexthdr: "udp" or "tcp"; None = not known to the model
+    vlan_inband: tuple[int, ...] = ()  # VIDs of 802.1Q tags in the linear part, outermost first (vlan_insert_tag)
+    tunnel_hlen: int = 0  # bytes from the outer network header to the inner one (vxlan: outer IP+UDP+VXLAN+ETH)
+    ipfrag: str = ""  # "" not an IP fragment, "first" (MF, offset 0: has the L4 header) or "next"
 
     def __post_init__(self) -> None:
         if self.head_kind not in HEAD_KINDS:
             raise ValueError(f"head_kind must be one of {sorted(HEAD_KINDS)}, got {self.head_kind!r}")
-        for name in ("headlen", "truesize", "end_offset", "headroom", "gso_size", "gso_segs"):
+        for name in _INT_FIELDS:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            if type(value) is not int or value < 0:  # bool and numpy ints are not sk_buff fields
                 raise ValueError(f"Skb.{name} must be a non-negative int, got {value!r}")
+        if self.vlan_inband:
+            self.vlan_inband = tuple(self.vlan_inband)
+            if not all(type(v) is int and 0 <= v <= 4095 for v in self.vlan_inband):
+                raise ValueError(f"Skb.vlan_inband must hold VLAN IDs in 0..4095 (VLAN_VID_MASK), "
+                                 f"got {self.vlan_inband!r}")
+        if self.l4 is not None and self.l4 not in L4_HLEN:
+            raise ValueError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}")
+        if self.ipfrag not in IPFRAG_KINDS:
+            raise ValueError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}")
+        for i, m in enumerate(self.frag_list):
+            if not isinstance(m, Skb):
+                raise ValueError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}")
+        if self.gso_type:
+            self.gso_type = frozenset(self.gso_type)
+            unknown = self.gso_type - _GSO_NAME_SET
+            if unknown:
+                raise ValueError(f"gso_type has unknown SKB_GSO names {sorted(unknown)}; known: {SKB_GSO_NAMES}")
+            named = {GSO_L4[t] for t in self.gso_type if t in GSO_L4}
+            if self.l4 is not None and named and named != {self.l4}:
+                raise ValueError(f"Skb.l4={self.l4!r} disagrees with gso_type {sorted(self.gso_type)}")
+        elif not isinstance(self.gso_type, frozenset):
+            self.gso_type = frozenset(self.gso_type)
+        self._check_part()  # the members were checked when they were built; validate() re-checks them all
+        if self.truesize < self.len:
+            raise ValueError(f"Skb.truesize {self.truesize} < len {self.len}: truesize charges every byte the "
+                             "skb holds (include/linux/skbuff.h)")
+
+    def _check_part(self) -> None:
+        for i, f in enumerate(self.frags):
+            if not isinstance(f, Frag):
+                raise ValueError(f"Skb.frags[{i}] must be a Frag (skb_frag_t), got {type(f).__name__}")
+            if f.size < 0 or f.offset < 0 or f.truesize < 0:
+                raise ValueError(f"Skb frag {i} has size {f.size}, offset {f.offset}, truesize {f.truesize}: "
+                                 "skb_frag_t fields are unsigned")
         if self.headroom + self.headlen > self.end_offset:
             raise ValueError(
                 f"Skb linear part overflows the head: headroom {self.headroom} + headlen {self.headlen} "
-                f"> skb_end_offset {self.end_offset} (skb_over_panic in the kernel)"
-            )
-        self.gso_type = frozenset(self.gso_type)
-        unknown = self.gso_type - set(SKB_GSO_NAMES)
-        if unknown:
-            raise ValueError(f"gso_type has unknown SKB_GSO names {sorted(unknown)}; known: {SKB_GSO_NAMES}")
+                f"> skb_end_offset {self.end_offset} (skb_over_panic in the kernel)")
+
+    def validate(self) -> Skb:
+        """The sk_buff invariants, also after in-place changes (GRO appends frags and members): frag_list
+        acyclic, no negative frag (skb_frag_size is unsigned), truesize >= len (every byte is charged,
+        include/linux/skbuff.h skb->truesize), the linear part inside the head (skb_over_panic)."""
+        for part in self.walk():
+            part._check_part()
+        if self.truesize < self.len:
+            raise ValueError(f"Skb.truesize {self.truesize} < len {self.len}: truesize charges every byte the "
+                             "skb holds (include/linux/skbuff.h)")
+        return self
 
     @property
     def nr_frags(self) -> int:
@@ -93,7 +154,10 @@ class Skb:
 
     @property
     def data_len(self) -> int:
-        return sum(f.size for f in self.frags) + sum(s.len for s in self.frag_list)
+        if not self.frag_list:
+            return sum(f.size for f in self.frags)
+        # every member's linear part and frags (walk() refuses a frag_list that reaches an skb twice)
+        return sum(sum(f.size for f in part.frags) + (part.headlen if part is not self else 0) for part in self.walk())
 
     @property
     def len(self) -> int:
@@ -139,10 +203,92 @@ class Skb:
         return max(1, -(-(self.len - header_len) // self.gso_size))
 
     def walk(self) -> Iterator[Skb]:
-        """This skb and every frag_list member (skb_walk_frags order)."""
-        yield self
-        for member in self.frag_list:
-            yield from member.walk()
+        """This skb and every frag_list member (skb_walk_frags order); a frag_list that reaches an skb twice
+        (itself, or a member shared) is a ValueError, not a RecursionError."""
+        if not self.frag_list:
+            yield self
+            return
+        seen: set[int] = set()
+        stack = [self]
+        while stack:
+            skb = stack.pop()
+            if id(skb) in seen:
+                raise ValueError("Skb.frag_list reaches the same sk_buff twice (a frag_list containing itself)")
+            seen.add(id(skb))
+            yield skb
+            stack.extend(reversed(skb.frag_list))
+
+    def copy(self, **changes: Any) -> Skb:
+        """dataclasses.replace with the frags and frag_list lists copied (the new skb may append to them)."""
+        changes.setdefault("frags", list(self.frags))
+        changes.setdefault("frag_list", list(self.frag_list))
+        return dataclasses.replace(self, **changes)
+
+    # -- packet geometry ---------------------------------------------------------------------------
+    @property
+    def transport(self) -> str:
+        """The L4 protocol: ``l4``, else the one the gso_type names; an skb with neither is refused."""
+        if self.l4 is not None:
+            return self.l4
+        named = {GSO_L4[t] for t in self.gso_type if t in GSO_L4}
+        if len(named) == 1:
+            return named.pop()
+        raise ValueError("the skb does not say its L4 protocol: set Skb.l4 ('udp' or 'tcp')")
+
+    def header_len(self, *, ip: int = 4, link_hlen: int = ETH_HLEN) -> int:
+        """Bytes in front of the L4 payload: link header, in-band VLAN tags, tunnel headers, the IP header
+        (+ the IPv6 fragment header in a fragment) and the L4 header (absent from non-first fragments)."""
+        if ip not in IP_HLEN or isinstance(ip, bool):
+            raise ValueError(f"ip must be 4 (struct iphdr) or 6 (struct ipv6hdr), got {ip!r}")
+        if "TCPV6" in self.gso_type and ip != 6 or "TCPV4" in self.gso_type and ip != 4:
+            raise ValueError(f"ip={ip} does not match the skb's gso_type {sorted(self.gso_type)}")
+        hdr = link_hlen + VLAN_HLEN * len(self.vlan_inband) + self.tunnel_hlen + IP_HLEN[ip]
+        if self.ipfrag:
+            hdr += FRAG_HDR_LEN if ip == 6 else 0
+        if self.ipfrag != "next":
+            hdr += L4_HLEN[self.transport]
+        return hdr
+
+    def payload_len(self, *, ip: int = 4, link_hlen: int = ETH_HLEN) -> int:
+        """L4 payload bytes this skb carries (len minus one set of headers)."""
+        return self.len - self.header_len(ip=ip, link_hlen=link_hlen)
+
+    def network_len(self, *, link_hlen: int = ETH_HLEN) -> int:
+        """Bytes from the (outer) network header on: what an MTU is compared with."""
+        return self.len - link_hlen - VLAN_HLEN * len(self.vlan_inband)
+
+    def _grow_head(self, n: int) -> None:
+        # skb_cow_head / skb_push: use the headroom, or reallocate the head (pskb_expand_head charges it)
+        if self.headroom >= n:
+            self.headroom -= n
+        else:
+            self.end_offset += n
+            self.truesize += n
+        self.headlen += n
+
+    def vlan_push_inside(self) -> Skb:
+        """include/linux/if_vlan.h __vlan_hwaccel_push_inside: the hwaccel tag goes in-band (4 bytes)."""
+        out = self.copy(vlan_tag=None, vlan_inband=(self.vlan_tag or 0, *self.vlan_inband))
+        out._grow_head(VLAN_HLEN)
+        return out
+
+    def vlan_untag(self) -> Skb:
+        """net/core/skbuff.c skb_vlan_untag: an in-band tag leaves the data and becomes vlan_tci (receive)."""
+        if not self.vlan_inband:
+            return self
+        return self.copy(vlan_inband=self.vlan_inband[1:], vlan_tag=self.vlan_inband[0],
+                         headlen=self.headlen - VLAN_HLEN, headroom=self.headroom + VLAN_HLEN)
+
+    def encapsulate(self, hlen: int, gso_tunnel: str) -> Skb:
+        """The tunnel headers (``hlen`` bytes, outer link header excluded) pushed in front; skb->encapsulation set
+        and ``gso_tunnel`` (SKB_GSO_UDP_TUNNEL[_CSUM]) added to a GSO skb (iptunnel_handle_offloads). The inner
+        frame's in-band tags become part of the tunnel headers' payload."""
+        gso_type = self.gso_type | ({gso_tunnel} if self.is_gso() else set())
+        inner_tags = VLAN_HLEN * len(self.vlan_inband)
+        out = self.copy(encapsulation=True, gso_type=frozenset(gso_type), vlan_tag=None, vlan_inband=(),
+                        tunnel_hlen=self.tunnel_hlen + hlen + inner_tags)
+        out._grow_head(hlen)
+        return out
 
     def total_frags(self) -> int:
         return sum(s.nr_frags for s in self.walk())

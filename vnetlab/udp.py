@@ -36,10 +36,13 @@ from __future__ import annotations
 import errno as _errno
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
+from vnetlab.checks import public
 from vnetlab.errors import TableError
 from vnetlab.features import FeatureSet, can_checksum_protocol, mask
 from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.netdev import Device, Vxlan
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel, device_kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import check_ip, skb_gso_segment
@@ -58,6 +61,7 @@ IP6_MAX_MTU = IP_MAX_MTU + IP_HLEN[6]  # include/net/ip6_route.h: 0xFFFF + sizeo
 _PAGE_FRAG = 32768  # include/net/sock.h SKB_FRAG_PAGE_ORDER: sk_page_frag refills 32 KiB
 
 
+@public
 def udp_max_segments(kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     """include/linux/udp.h UDP_MAX_SEGMENTS of ``kernel`` (kernel rule ``udp_max_segments``: 64, or 128 from
     1382e3b6a350, v6.9, also in 6.1.y from 6.1.107)."""
@@ -134,10 +138,10 @@ def _udp_skb(length: int, gso_size: int, ip: int, partial: bool, paged: bool) ->
         frags = [Frag(Page(pfn=3000 + i, size=_PAGE_FRAG), 0, min(_PAGE_FRAG, length - off), 0)
                  for i, off in enumerate(range(0, length, _PAGE_FRAG))]
         skb = Skb(headlen=hdr, truesize=768 + length, head_frag=False, end_offset=headroom + hdr + 64,
-                  headroom=headroom, frags=frags)
+                  headroom=headroom, frags=frags, l4="udp")
     else:
         skb = Skb(headlen=hdr + length, truesize=768 + hdr + length, head_frag=False,
-                  end_offset=headroom + hdr + length, headroom=headroom)
+                  end_offset=headroom + hdr + length, headroom=headroom, l4="udp")
     skb.ip_summed = "CHECKSUM_PARTIAL" if partial else "CHECKSUM_NONE"
     if gso_size and length > gso_size:
         skb.gso_size = gso_size
@@ -146,8 +150,10 @@ def _udp_skb(length: int, gso_size: int, ip: int, partial: bool, paged: bool) ->
     return skb
 
 
-def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, kernel: str | Kernel | None = None,
-                dontfrag: bool = False, no_check_tx: bool = False, peer_udp_gro: bool = False) -> UdpSend:
+@public
+def udp_sendmsg(dev: Device, length: int, *, gso_size: int = 0, ip: Literal[4, 6] = 4,
+                kernel: str | Kernel | None = None, dontfrag: bool = False, no_check_tx: bool = False,
+                peer_udp_gro: bool = False) -> UdpSend:
     """sendmsg() of ``length`` payload bytes on a UDP socket whose route leaves through ``dev`` (a
     vnetlab.netdev device; its ``mtu`` is the route MTU, its ``features`` decide checksum offload).
 
@@ -156,7 +162,6 @@ def udp_sendmsg(dev: object, length: int, *, gso_size: int = 0, ip: int = 4, ker
     ``peer_udp_gro``: when ``dev`` is a veth, whether the socket behind its peer set UDP_GRO (the peer's GRO
     step looks the socket up). The checks run in the order the kernel makes them, each citing its source.
     """
-    check_ip(ip)
     kv = device_kernel(dev, kernel)
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise ValueError(f"length must be a non-negative int (bytes of UDP payload), got {length!r}")
@@ -264,7 +269,8 @@ def _unexpected_gso(skb: Skb, udp_gro: bool, k: Kernel) -> bool:
     return "FRAGLIST" in skb.gso_type and not k.rule("udp_gro_accepts_fraglist")
 
 
-def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: int = 4,
+@public
+def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: Literal[4, 6] = 4,
              kernel: str | Kernel = DEFAULT_KERNEL) -> UdpRecv:
     """The skbs the stack hands a UDP socket (skb->data at the IP header, as after eth_type_trans) -> recvmsg.
 
@@ -306,7 +312,8 @@ class UdpTransfer:
     vxlan: VxlanRx | None = None
 
 
-def send_over_veth(dev: object, length: int, *, gso_size: int = 0, udp_gro: bool = False, ip: int = 4,
+@public
+def send_over_veth(dev: Device, length: int, *, gso_size: int = 0, udp_gro: bool = False, ip: Literal[4, 6] = 4,
                    kernel: str | Kernel | None = None, dontfrag: bool = False) -> UdpTransfer:
     """udp_sendmsg on veth ``dev`` into a UDP socket behind its peer (``udp_gro``: that socket set UDP_GRO).
 
@@ -320,8 +327,9 @@ def send_over_veth(dev: object, length: int, *, gso_size: int = 0, udp_gro: bool
     return UdpTransfer(s, rx, udp_recv(rx.delivered, udp_gro=udp_gro, ip=ip, kernel=kv))
 
 
-def send_over_vxlan(vx: object, peer_vx: object, length: int, *, gso_size: int = 0, udp_gro: bool = False,
-                    ip: int = 4, kernel: str | Kernel | None = None) -> UdpTransfer:
+@public
+def send_over_vxlan(vx: Vxlan, peer_vx: Vxlan, length: int, *, gso_size: int = 0, udp_gro: bool = False,
+                    ip: Literal[4, 6] = 4, kernel: str | Kernel | None = None) -> UdpTransfer:
     """udp_sendmsg on vxlan ``vx`` (its underlay a veth) into a UDP socket behind ``peer_vx``, the vxlan device
     on the veth's peer (``udp_gro``: that socket set UDP_GRO; ``ip``: the inner IP version).
 
