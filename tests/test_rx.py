@@ -438,3 +438,81 @@ def test_7x_napi_head_is_a_704_byte_small_head(kernel):
     # page_to_skb's napi_alloc_skb(128) head has truesize 960 and head_frag 0 (data/lab/7.*/mergeable).
     h = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=kernel)
     assert (h.kind, h.head_frag, h.tailroom, h.truesize) == ("small_head_cache", False, 320, 960)
+
+
+# --- issue 21: what the kernel refuses, the model refuses -----------------------------------------------
+
+@pytest.mark.parametrize("kernel, longest", [
+    # 5.10 drivers/net/virtio_net.c page_to_skb ("too much data": remainder > MAX_SKB_FRAGS * PAGE_SIZE) lets
+    # through remainders up to 69632, but from 69617 the loop would add an 18th frag; frags start at
+    # sizeof(padded_vnet_hdr) = 16 (kernel-facts A.1), so 17 frags hold 17 * 4096 - 16 = 69616.
+    ("5.10", 17 * 4096 - 16),
+    # Debian 6.1.192 receive_big drops len > 18 * 4096 - 32 + hdr_len (tests/data/ksrc/6.1.192); 17 frags from
+    # offset sizeof(padded_vnet_hdr) = 32 hold 17 * 4096 - 32 = 69600 (frame 69601 is the issue's 18-frag case).
+    ("6.1", 17 * 4096 - 32),
+])
+def test_big_mode_refuses_frames_no_skb_can_hold(kernel, longest):
+    r = rx.page_to_skb(longest, 4096, mode="big", kernel=kernel)
+    assert r.skb.nr_frags == 17 and r.skb.len == longest
+    with pytest.raises(ValueError, match=rf"frame_len={longest + 1} is out of range 14..{longest}.*MAX_SKB_FRAGS"):
+        rx.page_to_skb(longest + 1, 4096, mode="big", kernel=kernel)
+    with pytest.raises(ValueError, match=rf"frame_lens has {longest + 1}.*up to {longest}"):
+        rx.classify([longest + 1], 4096, mode="big", kernel=kernel)
+
+
+def test_big_mode_short_chain_bound_is_receive_bigs_own():
+    # Debian 6.12.95 receive_big: len > (num_skbfrags + 1) * PAGE_SIZE is dropped ("pages", kernels.toml 6.12);
+    # Debian 6.1.192: len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded").
+    assert rx.big_max_frame(3, 12, vnetlab.kernel("6.12"), vnetlab.arch("x86_64"))[0] == 3 * 4096 - 32
+    assert rx.big_max_frame(3, 12, vnetlab.kernel("6.1"), vnetlab.arch("x86_64"))[0] == 3 * 4096 - 32
+    # 5.10: no receive_big test; the chain (3 pages from offset 16) is the bound.
+    assert rx.big_max_frame(3, 12, vnetlab.kernel("5.10"), vnetlab.arch("x86_64"))[0] == 3 * 4096 - 16
+
+
+@pytest.mark.parametrize("pages", [1, 19, 100])
+def test_big_pages_is_big_packets_num_skbfrags_plus_one(pages):
+    # virtnet_set_big_packets: num_skbfrags = DIV_ROUND_UP(mtu, PAGE_SIZE) >= 1, or MAX_SKB_FRAGS (17) with guest GSO.
+    with pytest.raises(ValueError, match=rf"big_pages={pages} is out of range 2..18"):
+        rx.page_to_skb(1000, 4096, mode="big", big_pages=pages)
+
+
+@pytest.mark.parametrize("kernel, hi", [("5.13", 4096 - 576), ("6.18", 4096)])
+def test_xdp_buffers_are_at_most_a_page(kernel, hi):
+    # add_recvbuf_mergeable with XDP: len = get_mergeable_buf_len = PAGE_SIZE - room, room = SKB_DATA_ALIGN(256 +
+    # sizeof(shinfo) 320) = 576 (x86_64, kernel-facts B.1); the ctx holds len (<= 6.2) or len + room (6.3+).
+    a = vnetlab.arch("x86_64")
+    assert rx.mergeable_room(rx.VIRTIO_XDP_HEADROOM, a) == 576 and rx.mergeable_room(0, a) == 0
+    assert rx.mergeable_buf_lens(1, xdp=True, kernel=kernel) == [hi]
+    rx.page_to_skb(1000, hi, headroom=256, kernel=kernel)
+    with pytest.raises(ValueError, match=rf"truesize={hi + 1} is out of range 1..{hi}: with XDP"):
+        rx.page_to_skb(1000, hi + 1, headroom=256, kernel=kernel)
+    with pytest.raises(ValueError, match=rf"buf_len=8192 is out of range 27..{hi}: with XDP"):
+        rx.receive(5000, xdp=True, buf_len=8192, mtu=9000, kernel=kernel)
+    with pytest.raises(ValueError, match=rf"truesizes has 8192, out of range 1..{hi}"):
+        rx.classify([1000], 8192, headroom=256, kernel=kernel)
+
+
+@pytest.mark.parametrize("call, match", [
+    # the reported cause: hdr_len 12.0 used to pass the header test and blame truesize
+    (lambda: rx.receive(1000, hdr_len=12.0), r"hdr_len=12.0 is not a virtio-net header size"),
+    (lambda: rx.page_to_skb(1000, 2048, offset=-1), r"offset=-1 is out of range 0\.\."),
+    (lambda: rx.page_to_skb(1000, 2048, offset=32000), r"offset=32000 is out of range 0..31756"),
+    (lambda: rx.page_to_skb(1000, 4096, mode="big", offset=16), r"offset=16 is out of range 0..0"),
+    (lambda: rx.page_to_skb(1000, 2048, page="p"), r"page must be a vnetlab.skb.Page"),
+    (lambda: rx.RxQueue(mtu=0), r"mtu=0 is out of range 68..65535: the device MTU"),
+    (lambda: rx.receive(10, mtu=28), r"mtu=28 is out of range 68..65535"),
+    (lambda: rx.mergeable_min_buf_len(mtu=67), r"mtu=67 is out of range 68"),
+    (lambda: rx.classify("abc", 1536), r"frame_lens must be ints .* <U3"),
+    (lambda: rx.classify([100.5], 1536), r"frame_lens must hold whole numbers"),
+    (lambda: rx.classify([np.nan], 1536), r"frame_lens must hold whole numbers"),
+    (lambda: rx.classify([True], 1536), r"frame_lens must be ints .* bool"),
+    (lambda: rx.classify([None], 1536), r"frame_lens must be ints .* object"),
+    (lambda: rx.classify([100], "x"), r"truesizes must be ints"),
+    (lambda: rx.classify([100], 1536.5), r"truesizes must hold whole numbers"),
+    (lambda: rx.classify([100], 1 << 40), r"truesizes has 1099511627776, out of range 1..4194304"),
+    (lambda: rx.classify([1000], 2048, mode="big"), r"truesizes has 2048, out of range 4096..4096"),
+    (lambda: rx.classify([1000], 2048, headroom=100), r"headroom=100 is not one of \[0, 256\]"),
+])
+def test_bad_input_issue_21(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

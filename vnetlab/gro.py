@@ -683,10 +683,18 @@ class _Shapes:
     d: np.ndarray  # frag slots the packet takes in lp when merged; MAX_SKB_FRAGS + 1 = never fits (case 3)
     delta: np.ndarray  # truesize p (and lp) gain when the packet is merged by case 1 or 2
     l0: np.ndarray  # frags of the packet's own skb (when it is p or a chained sk_buff)
+    unfit: np.ndarray | None = None  # entries whose frame does not fit the buffer (no packet may use them)
 
 
 def _shapes(frames: np.ndarray, bufs: np.ndarray, fp: FlowParams, hdr_len: int) -> _Shapes:
     k, a = fp.kernel, fp.arch
+    # receive_mergeable: len > truesize is a length error; a table entry no packet has may be such a pair, so it
+    # is classified as a stand-in frame and refused only if a packet uses it (_check_fit).
+    unfit = frames + hdr_len > bufs
+    if unfit.any():
+        frames = np.where(unfit, ETH_HLEN, frames)
+    else:
+        unfit = None
     cls = rx.classify(frames, bufs, hdr_len=hdr_len, kernel=k, arch=a)
     build = cls.codes == rx.PATH_CODES["build_skb"]
     nf = cls.frags.astype(np.int64)
@@ -702,7 +710,21 @@ def _shapes(frames: np.ndarray, bufs: np.ndarray, fp: FlowParams, hdr_len: int) 
     d = np.where(in_frags & (nf == 0), most + 1, d)
     # skb_gro_receive (6.1): case 1 keeps SKB_TRUESIZE(skb_end_offset), case 2 SKB_DATA_ALIGN(sizeof(sk_buff)).
     delta = np.where(in_frags, T - a.skb_truesize(end), T - a.skb_data_align(a.sk_buff_size))
-    return _Shapes(cls.codes, T.astype(np.int64), d.astype(np.int64), delta.astype(np.int64), nf)
+    return _Shapes(cls.codes, T.astype(np.int64), d.astype(np.int64), delta.astype(np.int64), nf, unfit)
+
+
+def _check_fit(sh: _Shapes, flat: np.ndarray, first: int, payload: Callable[[int], int],
+               buf: Callable[[int], int], hdr_len: int) -> None:
+    """Refuse the first packet of a block (``flat``: its entries; ``first``: its first packet) whose frame and
+    virtio-net header do not fit its buffer: receive_mergeable's length error (single-buffer packets only)."""
+    if sh.unfit is None:
+        return
+    bad = sh.unfit[flat]
+    if bad.any():
+        i = first + int(np.argmax(bad))
+        raise ValueError(f"packet {i}: payload_len {payload(i)} with its headers and the {hdr_len}-byte virtio-net "
+                         f"header does not fit its {buf(i)}-byte buffer (buf_lens): a length error in "
+                         "receive_mergeable; simulate_stream takes single-buffer packets only")
 
 
 def _few_values(x: np.ndarray, block: int, most: int = 16) -> tuple[int, np.ndarray, np.ndarray] | None:
@@ -833,6 +855,11 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
         else:
             period = np.asarray([int(buf_lens)], dtype=np.int64)
+        bufs_in = period
+
+        def buf_of(i: int) -> int:
+            return int(bufs_in[i % bufs_in.size])
+
         bvals, per_idx = np.unique(period, return_inverse=True)
         sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
         tiled = np.resize(per_idx.astype(np.intp) * width - base, min(n, block + period.size))
@@ -846,6 +873,10 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         bl = np.asarray(buf_lens, dtype=np.int64)
         if bl.shape != (n,):
             raise ValueError(f"buf_lens must be one int or one per packet ({n})")
+
+        def buf_of(i: int) -> int:
+            return int(bl[i])
+
         few = _few_values(bl, block)
         if few is not None and few[2].size * width <= max(4096, n // 4):
             # a few buffer sizes (the carving gives 2 or 3): one table entry per (buffer, payload)
@@ -861,6 +892,9 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         else:
             sh = _shapes((np.full(n, const_p, np.int64) if P is None else P) + hdrs, bl, fp, hdr_len)
 
+    def payload_of(i: int) -> int:
+        return int(const_p if P is None else P[i])
+
     counts = np.zeros(sh.code.size, dtype=np.int64) if rows is not None else np.ones(n, dtype=np.int64)
     pieces = []
     for s in range(0, n, block):
@@ -869,10 +903,12 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             flat = rows(s, e)
             if width > 1:
                 flat += P[s:e] if col is None else col[s:e]
+            _check_fit(sh, flat, s, payload_of, buf_of, hdr_len)
             per_entry = np.bincount(flat, minlength=sh.code.size)
             counts += per_entry
             sh_b = sh
         else:
+            _check_fit(sh, np.arange(s, e), s, payload_of, buf_of, hdr_len)
             flat, per_entry = np.arange(e - s), np.ones(e - s, dtype=np.int64)
             sh_b = _Shapes(*(x[s:e] for x in (sh.code, sh.T, sh.d, sh.delta, sh.l0)))
         pieces.append(_stream_block(fp, e - s, budget, const_p, None if P is None else P[s:e],

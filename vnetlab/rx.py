@@ -65,6 +65,17 @@ def _check_int(name: str, value: object, lo: int, hi: int, meaning: str) -> int:
     return value
 
 
+# include/uapi/linux/if_ether.h ETH_MIN_MTU: virtnet_probe's dev->min_mtu; dev->max_mtu is MAX_MTU (ETH_MAX_MTU
+# 65535) without VIRTIO_NET_F_MTU, the device's own mtu with it.
+ETH_MIN_MTU = 68
+MTU_MEANING = ("the device MTU: virtnet_probe sets dev->min_mtu = ETH_MIN_MTU (68) and dev->max_mtu = MAX_MTU "
+               "(65535, or the device's VIRTIO_NET_F_MTU value)")
+
+
+def check_mtu(mtu: object) -> int:
+    return _check_int("mtu", mtu, ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)
+
+
 def _check_choice(name: str, value: object, choices: Sequence[object], meaning: str) -> object:
     if value not in choices:
         raise ValueError(f"{name}={value!r} is not one of {list(choices)}: {meaning}")
@@ -73,7 +84,7 @@ def _check_choice(name: str, value: object, choices: Sequence[object], meaning: 
 
 def check_hdr_len(hdr_len: object, k: Kernel) -> int:
     allowed = list(k.rule("vnet_hdr_lens"))
-    if hdr_len not in allowed:
+    if not isinstance(hdr_len, int) or isinstance(hdr_len, bool) or hdr_len not in allowed:
         names = "; ".join(f"{n} = {VNET_HDR_STRUCTS[n]}" for n in allowed)
         raise ValueError(
             f"hdr_len={hdr_len!r} is not a virtio-net header size kernel {k.version} can negotiate "
@@ -85,6 +96,29 @@ def check_hdr_len(hdr_len: object, k: Kernel) -> int:
 def _resolve(kernel: str | Kernel, arch: str | Arch) -> tuple[Kernel, Arch]:
     k = _kernel(kernel)
     return k, _arch(arch, k)
+
+
+def int_array(name: str, values: object, meaning: str, *, ndim: int | None = None) -> np.ndarray:
+    """``values`` as an int64 array of byte counts (or one int), refusing what numpy would silently cast: bools,
+    strings, objects, non-whole or non-finite floats. ``ndim``: the number of dimensions it must have."""
+    import numpy as np
+
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as e:  # ragged nested lists
+        raise ValueError(f"{name} must be an array of ints ({meaning}): {e}") from None
+    kind = arr.dtype.kind
+    if kind == "f" and arr.size:
+        whole = np.isfinite(arr).all() and (np.floor(arr) == arr).all()
+        if not whole:
+            raise ValueError(f"{name} must hold whole numbers of bytes ({meaning}), got {arr.dtype} values such as "
+                             f"{arr.flat[int(np.argmax(~np.isfinite(arr) | (np.floor(arr) != arr)))]!r}")
+    elif kind not in "iuf":
+        raise ValueError(f"{name} must be ints ({meaning}), got {arr.dtype} values"
+                         + (f" such as {arr.flat[0]!r}" if arr.size else ""))
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array ({meaning}), got shape {arr.shape}")
+    return arr if kind in "iu" else arr.astype(np.int64)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -247,6 +281,43 @@ def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
     return pages * a.page_size - padded_vnet_hdr_len(k)
 
 
+def big_pages_range(a: Arch) -> tuple[int, int]:
+    """big_packets_num_skbfrags + 1, the pages add_recvbuf_big chains: DIV_ROUND_UP(mtu, PAGE_SIZE) + 1 >= 2 without
+    guest GSO, MAX_SKB_FRAGS + 1 with it (virtnet_set_big_packets)."""
+    return 2, a.max_skb_frags + 1
+
+
+def big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> tuple[int, str]:
+    """The longest frame receive_big turns into an skb on a chain of ``pages`` pages, and why: the least of what
+    the chain holds (receive_big_max_frame), the kernel's own drop test, and what MAX_SKB_FRAGS frags hold.
+
+    Drop tests: receive_big "padded" len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len, "pages"
+    len > pages * PAGE_SIZE; "none" (5.x): page_to_skb drops a remainder (after the copy into the napi head)
+    over MAX_SKB_FRAGS * PAGE_SIZE as "too much data". The frags start sizeof(padded_vnet_hdr) + copy into the
+    first page, so MAX_SKB_FRAGS of them hold MAX_SKB_FRAGS * PAGE_SIZE - sizeof(padded_vnet_hdr) bytes with
+    the copy; a longer frame that passes the drop test would make page_to_skb's loop write past
+    skb_shinfo(skb)->frags[MAX_SKB_FRAGS] (no test in any version stops it), which no sk_buff can be."""
+    padded = padded_vnet_hdr_len(k)
+    bounds = [(receive_big_max_frame(pages, hdr_len, k, a),
+               f"the {pages}-page chain holds {pages} * PAGE_SIZE - sizeof(padded_vnet_hdr) ({padded})")]
+    rule = k.rule("receive_big_len_check")
+    if rule == "padded":
+        bounds.append((pages * a.page_size - padded,
+                       "receive_big drops len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len"))
+    elif rule == "pages":
+        bounds.append((pages * a.page_size - hdr_len, "receive_big drops len > pages * PAGE_SIZE"))
+    else:
+        head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
+        copy = head.tailroom if k.rule("page_to_skb") == "copy128" else ETH_HLEN
+        bounds.append((a.max_skb_frags * a.page_size + copy,
+                       f"page_to_skb drops a remainder after its {copy}-byte copy over MAX_SKB_FRAGS * PAGE_SIZE "
+                       "('too much data')"))
+    bounds.append((a.max_skb_frags * a.page_size - padded,
+                   f"MAX_SKB_FRAGS ({a.max_skb_frags}) page frags from offset sizeof(padded_vnet_hdr) hold no more "
+                   "(a longer frame would overrun skb_shinfo(skb)->frags[])"))
+    return min(bounds)
+
+
 def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
     """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
     if mode == "mergeable":
@@ -286,21 +357,36 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
     if mode == "big":
         _check_int("truesize", truesize, a.page_size, a.page_size,
                    f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})")
-        pages = big_pages if big_pages is not None else a.max_skb_frags + 1
-        max_frame = receive_big_max_frame(pages, hdr_len, k, a)
+        lo_pages, hi_pages = big_pages_range(a)
+        pages = hi_pages if big_pages is None else _check_int(
+            "big_pages", big_pages, lo_pages, hi_pages, "the pages add_recvbuf_big chains, big_packets_num_skbfrags "
+            f"+ 1: DIV_ROUND_UP(mtu, PAGE_SIZE) + 1 without guest GSO, MAX_SKB_FRAGS + 1 = {hi_pages} with it")
+        max_frame, why = big_max_frame(pages, hdr_len, k, a)
         _check_int("frame_len", frame_len, ETH_HLEN, max_frame,
-                   f"a big-mode chain of {pages} pages holds (big_packets_num_skbfrags + 1) * PAGE_SIZE - "
-                   f"sizeof(padded_vnet_hdr) ({padded_vnet_hdr_len(k)} in {k.version}) = frame {max_frame}; "
-                   f"receive_big's own bound in {k.version}: {k.rule('receive_big_len_check')}")
+                   f"kernel {k.version} on {a.name} makes an skb of a big-mode frame up to {max_frame} bytes: {why}")
     else:
-        _check_int("truesize", truesize, 1, 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)")
-        room = headroom and a.skb_data_align(headroom + a.skb_shared_info_size)
+        room = mergeable_room(headroom, a)
+        # add_recvbuf_mergeable: with XDP headroom every buffer is get_mergeable_buf_len = PAGE_SIZE - room long.
+        hi_true = (a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size) if headroom \
+            else 1 << 22
+        _check_int("truesize", truesize, 1, hi_true,
+                   "the mergeable buffer truesize (ctx holds it in 22 bits)" if not headroom else
+                   f"with XDP headroom add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte "
+                   f"buffers (get_mergeable_buf_len), the ctx truesize {hi_true} in kernel {k.version}")
         limit = truesize if k.rule("mergeable_truesize") == "len" else truesize - room
         _check_int("frame_len", frame_len, ETH_HLEN, max(ETH_HLEN, limit - hdr_len),
                    f"a frame longer than its buffer is a length error in receive_mergeable "
                    f"(len {hdr_len} + frame > {limit})")
 
+    if page is not None and not isinstance(page, Page):
+        raise ValueError(f"page must be a vnetlab.skb.Page (the page the buffer lies in) or None, got {page!r}")
     page = page or _new_page(a.page_size if mode == "big" else SKB_FRAG_PAGE_SIZE, "rx buffer")
+    if mode == "big":
+        _check_int("offset", offset, 0, 0, "receive_big calls page_to_skb with offset 0: the chain's first page")
+    else:
+        _check_int("offset", offset, 0, max(0, page.size - (headroom + padded + frame_len)),
+                   f"the buffer's start in its {page.size}-byte page (add_recvbuf_mergeable's alloc_frag offset); "
+                   f"headroom {headroom} + header {padded} + frame {frame_len} must end inside the page")
     data_offset = offset + headroom + padded  # p = page_address(page) + offset + hdr_padded_len
     shinfo = a.shinfo_size
     tailroom = build_skb_tailroom(frame_len, truesize, mode=mode, hdr_len=hdr_len, headroom=headroom, k=k, a=a)
@@ -378,6 +464,7 @@ def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_H
 
     packet_len is IP_MAX_MTU with big packets, else dev->max_mtu (the device MTU with VIRTIO_NET_F_MTU,
     MAX_MTU 65535 without it)."""
+    check_mtu(mtu)
     _check_int("ring_size", ring_size, 1, 32768, "the virtqueue size (virtqueue_get_vring_size)")
     packet_len = IP_MAX_MTU if big_packets or not f_mtu else mtu
     buf_len = hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
@@ -397,6 +484,12 @@ class Ewma:
 
     def read(self) -> int:
         return self.internal
+
+
+def mergeable_room(headroom: int, a: Arch) -> int:
+    """add_recvbuf_mergeable's room = SKB_DATA_ALIGN(headroom + tailroom), tailroom = headroom ? sizeof(struct
+    skb_shared_info) : 0: what get_mergeable_buf_len takes off PAGE_SIZE with an XDP program (0 without)."""
+    return a.skb_data_align(headroom + a.skb_shared_info_size) if headroom else 0
 
 
 def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, room: int, a: Arch) -> int:
@@ -486,8 +579,7 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
     """add_recvbuf_mergeable: one receive buffer carved from the rq page frag (or 7.x page_pool), the hole
     rule included."""
     headroom = VIRTIO_XDP_HEADROOM if xdp else 0
-    # add_recvbuf_mergeable: tailroom = headroom ? sizeof(shinfo) : 0; room = SKB_DATA_ALIGN(headroom + tailroom).
-    room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0))
+    room = mergeable_room(headroom, a)
     length = get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_buf_len, hdr_len=hdr_len, room=room, a=a)
     if isinstance(frag, PagePool) != bool(k.rule("rx_page_pool")):
         raise ValueError(f"frag={type(frag).__name__}: kernel {k.version} carves receive buffers from "
@@ -533,7 +625,7 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int =
     k, a = _resolve(kernel, arch)
     _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
     _check_mergeable_hdr_len(hdr_len, k)
-    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
+    check_mtu(mtu)
     frag = rx_page_allocator(k, a, frag_size)
     avg = 0 if avg_pkt_len is None else _check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
                                                       "the EWMA of received packet length (ewma_pkt_len_read)")
@@ -693,6 +785,7 @@ def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = 
     """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1
     pages."""
     k, a = _resolve(kernel, arch)
+    check_mtu(mtu)
     # virtnet_set_big_packets: num_skbfrags = guest_gso ? MAX_SKB_FRAGS : DIV_ROUND_UP(mtu, PAGE_SIZE).
     skbfrags = a.max_skb_frags if guest_gso else -(-mtu // a.page_size)
     first = _new_page(a.page_size, "big-mode first page")
@@ -756,7 +849,7 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
     _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
     _check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
                   "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
-    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
+    check_mtu(mtu)
     mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=mtu, gso_size=gso_size, k=k, mode=mode,
                          guest_gso=guest_gso)
     result = _receive(payload_len, l4=l4, ip=ip, vlan=vlan, mode=mode, mtu=mtu, xdp=xdp, k=k, a=a, buf_len=buf_len,
@@ -788,9 +881,12 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
     _check_mergeable_hdr_len(hdr_len, k)
     if buf_len is not None:
         headroom = VIRTIO_XDP_HEADROOM if xdp else 0
-        room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0))
-        _check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, 1 << 22,
-                   "a mergeable buffer truesize as the ctx records it (up to 22 bits)")
+        room = mergeable_room(headroom, a)
+        hi_true = (a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size) if xdp else 1 << 22
+        _check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, hi_true,
+                   "a mergeable buffer truesize as the ctx records it (up to 22 bits)" if not xdp else
+                   f"with XDP add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte buffers "
+                   f"(get_mergeable_buf_len), ctx truesize {hi_true} in kernel {k.version}")
         sg_len = buf_len if k.rule("mergeable_truesize") == "len" else buf_len - room
         if sg_len < hdr_len + ETH_HLEN:
             raise ValueError(f"buf_len={buf_len} leaves no room for a frame after XDP room {room}")
@@ -825,6 +921,7 @@ class RxQueue:
         self.k, self.a = _resolve(kernel, arch)
         _check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
         _check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
+        check_mtu(mtu)
         _check_mergeable_hdr_len(hdr_len, self.k)
         self.ring_size, self.budget, self.mtu, self.hdr_len, self.xdp = ring_size, budget, mtu, hdr_len, xdp
         self.guest_gso = guest_gso
@@ -888,7 +985,7 @@ class RxQueue:
 
     def next_buffer_len(self) -> int:
         """The size add_recvbuf_mergeable would give the next buffer now (get_mergeable_buf_len)."""
-        room = self.a.skb_data_align(VIRTIO_XDP_HEADROOM + self.a.skb_shared_info_size) if self.xdp else 0
+        room = mergeable_room(VIRTIO_XDP_HEADROOM if self.xdp else 0, self.a)
         return get_mergeable_buf_len(self.ewma.read(), min_buf_len=self.min_buf_len, hdr_len=self.hdr_len,
                                      room=room, a=self.a)
 
@@ -964,17 +1061,26 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
     k, a = _resolve(kernel, arch)
     _check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() runs in mergeable and big mode")
     check_hdr_len(hdr_len, k)
-    frames = np.asarray(frame_lens)
-    if frames.dtype.kind not in "iu":
-        as_int = frames.astype(np.int64)
-        if frames.size and not np.array_equal(as_int, frames):
-            raise ValueError("frame_lens must be whole byte counts (ints)")
-        frames = as_int
-    if frames.ndim != 1:
-        raise ValueError(f"frame_lens must be a 1-D array of frame lengths, got shape {frames.shape}")
-    trues = np.asarray(truesizes)
+    _check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
+                  "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
+    frames = int_array("frame_lens", frame_lens, "frame lengths in bytes", ndim=1)
+    trues = int_array("truesizes", truesizes, "buffer truesizes in bytes, one int or one per frame")
     if trues.ndim and trues.shape != frames.shape:
         raise ValueError(f"truesizes must be one int or one per frame ({frames.size}), got shape {trues.shape}")
+    if trues.size:
+        room = mergeable_room(headroom, a)
+        if mode == "big":
+            t_lo = t_hi = a.page_size
+            t_why = f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})"
+        elif headroom:
+            t_lo, t_hi = 1, a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size
+            t_why = (f"with XDP headroom add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte "
+                     f"buffers (get_mergeable_buf_len)")
+        else:
+            t_lo, t_hi, t_why = 1, 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)"
+        t_min, t_max = int(trues.min()), int(trues.max())
+        if t_min < t_lo or t_max > t_hi:
+            raise ValueError(f"truesizes has {t_min if t_min < t_lo else t_max}, out of range {t_lo}..{t_hi}: {t_why}")
     padded = hdr_padded_len(mode, hdr_len, k)
     head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
     has_build = k.rule("page_to_skb") == "build_skb"
@@ -994,8 +1100,11 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
                 t = int(trues if trues.ndim == 0 else trues[i])
                 raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {t} "
                                  f"with a {hdr_len}-byte header): a length error in receive_mergeable")
-        elif int(frames.max()) > receive_big_max_frame(a.max_skb_frags + 1, hdr_len, k, a):
-            raise ValueError(f"frame_lens has {int(frames.max())}: more than receive_big accepts")
+        else:
+            max_frame, why = big_max_frame(big_pages_range(a)[1], hdr_len, k, a)
+            if int(frames.max()) > max_frame:
+                raise ValueError(f"frame_lens has {int(frames.max())}: kernel {k.version} on {a.name} makes an skb "
+                                 f"of a big-mode frame up to {max_frame} bytes: {why}")
     if has_build and a.net_ip_align == 0:
         # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(shinfo).
         build = frames > GOOD_COPY_LEN

@@ -124,7 +124,7 @@ def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan:
     mode, hdr_len, padded = result.mode, result.hdr_len, result.hdr_padded_len
     headroom = buf.headroom
     ptk_len = _ptk_len(result)
-    room = a.skb_data_align(headroom + a.skb_shared_info_size) if (mode == "mergeable" and headroom) else 0
+    room = rx.mergeable_room(headroom, a) if mode == "mergeable" else 0
     if result.tailroom is not None and mode != "small":
         end = headroom + padded + ptk_len + result.tailroom
     elif mode == "small":

@@ -80,7 +80,7 @@ def threshold_grid(frame_lens: object, truesizes: object, *, kernel: str = DEFAU
     trues = np.asarray(truesizes, dtype=np.int64)
     ff, tt = np.meshgrid(frames, trues)
     k, a = _kernel(kernel), _arch(arch, kernel)
-    room = a.skb_data_align(headroom + a.skb_shared_info_size) if headroom else 0
+    room = rx.mergeable_room(headroom, a)
     limit = tt if k.rule("mergeable_truesize") == "len" else tt - room
     ok = ff + hdr_len <= limit
     out = np.full(ff.shape, INVALID, dtype=np.int8)
@@ -354,7 +354,7 @@ def carve(frag_size: int = 32768, *, count: int | None = None, kernel: str = DEF
     min_len = rx.mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, big_packets=mtu > rx.ETH_DATA_LEN)
     frag = rx.rx_page_allocator(k, a, frag_size)  # rq->alloc_frag, or 7.x's rq->page_pool
     headroom = rx.VIRTIO_XDP_HEADROOM if xdp else 0
-    room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0)) if xdp else 0
+    room = rx.mergeable_room(headroom, a)
     base = rx.get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_len, hdr_len=hdr_len, room=room, a=a)
     out: list[CarvedBuffer] = []
     pages: dict[int, int] = {}
