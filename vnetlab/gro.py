@@ -195,6 +195,10 @@ def _flag_bits(flags: object, index: int) -> int:
 
 # ---------------------------------------------------------------- GRO's input: skbs from the receive model
 
+# receive_flow builds one Skb (about 1 KiB, 30-150 us) per packet: 256 NAPI polls of 64 stay within seconds and
+# tens of MiB (tests/test_gro.py runs the maximum under a memory and CPU-time limit).
+MAX_FLOW_PACKETS = 1 << 14
+
 _page_ids = itertools.count(1)
 
 
@@ -209,7 +213,8 @@ def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int =
     ``buf_len``, or in small or big mode: rx.receive() per packet. The skbs still hold the Ethernet header
     (receive_buf calls eth_type_trans just before napi_gro_receive; :func:`aggregate` does that pull).
     """
-    _check_int("n_packets", n_packets, 1, 1 << 24, "packets in the flow")
+    _check_int("n_packets", n_packets, 1, MAX_FLOW_PACKETS, "packets in the flow, one Skb object each (longer "
+               "flows: simulate_stream, the same rules over arrays)")
     if mode == "mergeable" and buf_len is None:
         q = rx.RxQueue(mtu=mtu, hdr_len=hdr_len, xdp=xdp, kernel=kernel, arch=arch)
         return [q.receive(payload_len, l4=l4, ip=ip, vlan=vlan).skb for _ in range(n_packets)]
@@ -339,6 +344,39 @@ def _check_gso(skb: Skb, i: int, fp: FlowParams) -> None:
                          f"an IPv{fp.ip} {fp.l4.upper()} flow's GSO skbs carry SKB_GSO_{'/'.join(sorted(want))}")
 
 
+def _check_skb(skb: object, i: int, a: Arch) -> None:
+    """An input skb must be one the kernel can hold: frags inside their pages, the linear part inside the head, no
+    frag_list loop, and truesize >= SKB_TRUESIZE(skb_end_offset) + data_len. __alloc_skb / build_skb charge
+    SKB_TRUESIZE(end), skb_add_rx_frag / skb_segment add each frag's truesize >= its size, frag_list members
+    their own truesize; skb_gro_receive (6.1) takes skb->truesize - SKB_TRUESIZE(end) (case 1) or
+    - SKB_DATA_ALIGN(sizeof(struct sk_buff)) (case 2) into p, which is >= 0 only for such skbs."""
+    if not isinstance(skb, Skb):
+        raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(skb).__name__}")
+    seen: set[int] = set()
+    todo = [(skb, f"skbs[{i}]")]
+    while todo:
+        s, name = todo.pop()
+        if id(s) in seen:
+            raise ValueError(f"{name} is already in skbs[{i}]'s frag_list chain: a frag_list loop no sk_buff can have")
+        seen.add(id(s))
+        for j, f in enumerate(s.frags):
+            if not (isinstance(f.size, int) and isinstance(f.offset, int)) or f.size < 0 or f.offset < 0 \
+                    or f.offset + f.size > f.page.size:
+                raise ValueError(f"{name}.frags[{j}] (offset {f.offset}, size {f.size}) must lie inside its "
+                                 f"{f.page.size}-byte page (skb_frag_t: page, offset, size)")
+        if s.headroom + s.headlen > s.end_offset:
+            raise ValueError(f"{name}: headroom {s.headroom} + headlen {s.headlen} > skb_end_offset {s.end_offset} "
+                             "(skb_over_panic in the kernel)")
+        todo.extend((m, f"{name}.frag_list[{j}]") for j, m in enumerate(s.frag_list))
+    for s in skb.walk():
+        least = a.skb_truesize(s.end_offset) + s.data_len
+        if s.truesize < least:
+            raise ValueError(f"skbs[{i}]{'' if s is skb else ' (a frag_list member)'} has truesize {s.truesize} < "
+                             f"SKB_TRUESIZE(skb_end_offset {s.end_offset}) + data_len {s.data_len} = {least}: "
+                             f"__alloc_skb/build_skb charge SKB_TRUESIZE(end) on {a.name} and every frag or "
+                             "frag_list member adds at least its size (skb_add_rx_frag, skb_segment)")
+
+
 def _gro_flush(skb: Skb, fp: FlowParams) -> bool:
     """NAPI_GRO_CB(skb)->flush as dev_gro_receive sets it before the protocol handlers run."""
     if skb.frag_list:
@@ -447,8 +485,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
                      gro_max_size=gro_max_size)
     skbs = list(skbs)
     for i, s in enumerate(skbs):
-        if not isinstance(s, Skb):
-            raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(s).__name__}")
+        _check_skb(s, i, fp.arch)
         _check_gso(s, i, fp)
     if tcp_flags is not None:
         if l4 != "tcp":
@@ -672,6 +709,11 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
 _BUF_PERIOD = 32 * 21
 # packets per block of NAPI polls in simulate_stream: its temporaries stay in the CPU caches
 _BLOCK = 1 << 16
+# simulate_stream's longest flow: a few seconds and a few hundred MiB for a payload mix on one core (its
+# per-GRO-skb arrays grow with the flow; tests/test_gro.py runs the maximum under memory and CPU-time limits).
+MAX_STREAM_PACKETS = 1 << 22
+_STREAM_N_MEANING = f"packets in the flow (at most {MAX_STREAM_PACKETS}: the per-skb arrays are kept in memory)"
+_BUF_MEANING = "the mergeable buffer truesize per packet (ctx holds it in 22 bits)"
 
 
 @dataclass(frozen=True)
@@ -790,14 +832,21 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     const_p: int | None = None
     cols: np.ndarray | None = None  # the payload sizes the table has a column for
     col: np.ndarray | None = None  # each packet's column
+    if seed is not None:
+        _check_int("seed", seed, 0, 2**63 - 1, "the numpy.random.default_rng seed of the payload draws")
     if isinstance(payload_len, dict):
-        n = _check_int("n_packets", n_packets, 1, 1 << 31)
+        n = _check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
+        if not payload_len:
+            raise ValueError("payload_len must not be an empty dict: give {payload bytes: weight}")
+        for p, wt in payload_len.items():
+            _check_int("payload_len key", p, 0, 65535, "L4 payload bytes")
+            if isinstance(wt, bool) or not isinstance(wt, (int, float, np.integer, np.floating)) \
+                    or not np.isfinite(wt) or wt < 0:
+                raise ValueError(f"payload_len[{p}]={wt!r}: a weight must be a finite number >= 0")
         cols = np.fromiter(payload_len.keys(), dtype=np.int64)
         w = np.asarray(list(payload_len.values()), dtype=float)
-        if (w < 0).any() or w.sum() <= 0:
+        if w.sum() <= 0:
             raise ValueError("payload_len weights must be non-negative with a positive sum")
-        if cols.min() < 0 or cols.max() > 65535:
-            raise ValueError("payload_len must be in 0..65535")
         cdf = np.cumsum(w / w.sum())
         cdf /= cdf[-1]  # numpy Generator.choice(p=...): the same draws as before
         u = np.random.default_rng(seed).random(n)
@@ -811,16 +860,18 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         P = cols[col]
         pmin, pmax = int(cols.min()), int(cols.max())
     elif np.ndim(payload_len) == 0:
-        n = _check_int("n_packets", n_packets, 1, 1 << 31)
+        n = _check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
         const_p = _check_int("payload_len", payload_len, 0, 65535, "L4 payload bytes")
         P = None
     else:
-        P = np.asarray(payload_len, dtype=np.int64)
+        P = rx.int_array("payload_len", payload_len, "L4 payload bytes, one per packet", ndim=1).astype(np.int64,
+                                                                                                       copy=False)
         n = P.size
         if n_packets is not None and n_packets != n:
             raise ValueError(f"n_packets ({n_packets}) must match len(payload_len) ({n})")
         if n == 0:
             raise ValueError("payload_len must not be empty")
+        _check_int("len(payload_len)", n, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
     if P is not None and cols is None:
         pmin, pmax = int(P.min()), int(P.max())
         if pmin < 0 or pmax > 65535:
@@ -835,9 +886,13 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     if tcp_flags is not None:
         if l4 != "tcp":
             raise ValueError("tcp_flags is only meaningful with l4='tcp'")
-        F = np.asarray(tcp_flags, np.int64)
+        F = rx.int_array("tcp_flags", tcp_flags, "TCP flag bits per packet (gro.TCP_FLAGS, bit i = TCP_FLAGS[i])")
         if F.shape != (n,):
             raise ValueError(f"tcp_flags must be an int array with one entry per packet ({n})")
+        if n and (int(F.min()) < 0 or int(F.max()) > 0xFF):
+            raise ValueError(f"tcp_flags has {int(F.min()) if F.min() < 0 else int(F.max())}: the 8 flag bits of "
+                             "the TCP header (FIN..CWR) are 0..255")
+        F = F.astype(np.int64, copy=False)
     off = fp.offset
     hdrs = ETH_HLEN + off
     # net/core/dev.c napi_complete_done (6.1): napi_gro_flush() at every poll end (gro_flush_timeout 0), so polls
@@ -854,7 +909,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         if buf_lens is None:
             period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
         else:
-            period = np.asarray([int(buf_lens)], dtype=np.int64)
+            period = np.asarray([_check_int("buf_lens", buf_lens, 1, 1 << 22, _BUF_MEANING)], dtype=np.int64)
         bufs_in = period
 
         def buf_of(i: int) -> int:
@@ -870,9 +925,12 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         rows = carved_rows
 
     else:
-        bl = np.asarray(buf_lens, dtype=np.int64)
+        bl = rx.int_array("buf_lens", buf_lens, _BUF_MEANING).astype(np.int64, copy=False)
         if bl.shape != (n,):
             raise ValueError(f"buf_lens must be one int or one per packet ({n})")
+        if int(bl.min()) < 1 or int(bl.max()) > 1 << 22:
+            raise ValueError(f"buf_lens has {int(bl.min()) if bl.min() < 1 else int(bl.max())}, out of range "
+                             f"1..{1 << 22}: {_BUF_MEANING}")
 
         def buf_of(i: int) -> int:
             return int(bl[i])

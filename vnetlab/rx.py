@@ -111,7 +111,7 @@ def int_array(name: str, values: object, meaning: str, *, ndim: int | None = Non
     if kind == "f" and arr.size:
         whole = np.isfinite(arr).all() and (np.floor(arr) == arr).all()
         if not whole:
-            raise ValueError(f"{name} must hold whole numbers of bytes ({meaning}), got {arr.dtype} values such as "
+            raise ValueError(f"{name} must hold whole numbers ({meaning}), got {arr.dtype} values such as "
                              f"{arr.flat[int(np.argmax(~np.isfinite(arr) | (np.floor(arr) != arr)))]!r}")
     elif kind not in "iuf":
         raise ValueError(f"{name} must be ints ({meaning}), got {arr.dtype} values"
