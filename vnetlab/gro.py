@@ -16,11 +16,12 @@ import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from vnetlab import rx
+from vnetlab.checks import In, check_int, public
 from vnetlab.headers import (
     ETH_DATA_LEN,
     ETH_HLEN,
@@ -79,12 +80,6 @@ def _check_features(features: Any, rules: Any, k: Kernel) -> Any:
     return features
 
 
-def _check_int(name: str, value: object, lo: int, hi: int, meaning: str = "") -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an int in {lo}..{hi}{' (' + meaning + ')' if meaning else ''}, got {value!r}")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class FlowParams:
     """The per-flow inputs GRO looks at, resolved and checked."""
@@ -116,18 +111,13 @@ class FlowParams:
         return _rules(self.kernel)
 
 
-def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS,
+@public
+def flow_params(*, l4: rx.L4 = "tcp", ip: rx.IpVersion = 4, vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS,
                 udp_gro: bool = False, local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                 features: Any = None, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                 gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> FlowParams:
     """Check the flow parameters and decide whether (and how) this flow aggregates."""
-    if l4 not in ("tcp", "udp"):
-        raise ValueError(f"l4 must be 'tcp' or 'udp', got {l4!r}")
-    if ip not in IP_HLEN:
-        raise ValueError(f"ip must be 4 or 6, got {ip!r}")
-    if not isinstance(vlan, bool):
-        raise ValueError(f"vlan must be a bool, got {vlan!r}")
-    tcp_hdr_len = _check_int("tcp_hdr_len", tcp_hdr_len, TCP_HLEN_MIN, TCP_HLEN_MAX, "doff*4, a multiple of 4")
+    tcp_hdr_len = check_int("tcp_hdr_len", tcp_hdr_len, TCP_HLEN_MIN, TCP_HLEN_MAX, "doff*4, a multiple of 4")
     if tcp_hdr_len % 4:
         raise ValueError(f"tcp_hdr_len must be a multiple of 4 in 20..60 (doff*4), got {tcp_hdr_len}")
     k = _kernel(kernel)
@@ -141,7 +131,7 @@ def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len
             raise ValueError(f"gro_max_size must be {GRO_LEGACY_MAX_SIZE} for kernel {k.version} "
                              f"(dev->gro_max_size exists from 5.19), got {gro_max_size!r}")
     else:
-        _check_int("gro_max_size", gro_max_size, 0, GRO_MAX_SIZE, "ip link set gro_max_size, GRO_MAX_SIZE = 8*65535")
+        check_int("gro_max_size", gro_max_size, 0, GRO_MAX_SIZE, "ip link set gro_max_size, GRO_MAX_SIZE = 8*65535")
     if udp_gro and l4 != "udp":
         raise ValueError("udp_gro=True needs l4='udp'")
     if local_socket is None:
@@ -198,13 +188,16 @@ def _flag_bits(flags: object, index: int) -> int:
 # receive_flow builds one Skb (about 1 KiB, 30-150 us) per packet: 256 NAPI polls of 64 stay within seconds and
 # tens of MiB (tests/test_gro.py runs the maximum under a memory and CPU-time limit).
 MAX_FLOW_PACKETS = 1 << 14
+FlowPackets = Annotated[int, In(1, MAX_FLOW_PACKETS, "packets in the flow, one Skb object each (longer flows: "
+                                                     "simulate_stream, the same rules over arrays)")]
 
 _page_ids = itertools.count(1)
 
 
-def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
-                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, mode: str = "mergeable",
-                 buf_len: int | None = None, mtu: int = ETH_DATA_LEN, xdp: bool = False,
+@public
+def receive_flow(payload_len: rx.PayloadLen, n_packets: FlowPackets, *, l4: rx.L4 = "tcp", ip: rx.IpVersion = 4,
+                 vlan: bool = False, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
+                 mode: rx.Mode = "mergeable", buf_len: int | None = None, mtu: rx.Mtu = ETH_DATA_LEN, xdp: bool = False,
                  hdr_len: int = rx.MRG_RXBUF_HDR_LEN) -> list[Skb]:
     """``n_packets`` packets of one flow as virtio-net's receive path hands them to napi_gro_receive().
 
@@ -213,8 +206,6 @@ def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int =
     ``buf_len``, or in small or big mode: rx.receive() per packet. The skbs still hold the Ethernet header
     (receive_buf calls eth_type_trans just before napi_gro_receive; :func:`aggregate` does that pull).
     """
-    _check_int("n_packets", n_packets, 1, MAX_FLOW_PACKETS, "packets in the flow, one Skb object each (longer "
-               "flows: simulate_stream, the same rules over arrays)")
     if mode == "mergeable" and buf_len is None:
         q = rx.RxQueue(mtu=mtu, hdr_len=hdr_len, xdp=xdp, kernel=kernel, arch=arch)
         return [q.receive(payload_len, l4=l4, ip=ip, vlan=vlan).skb for _ in range(n_packets)]
@@ -222,8 +213,10 @@ def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int =
                        buf_len=buf_len, hdr_len=hdr_len).skb for _ in range(n_packets)]
 
 
-def head_case_flow(case: str, payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
-                   kernel: str | Kernel | None = None, arch: str | Arch = DEFAULT_ARCH) -> list[Skb]:
+@public
+def head_case_flow(case: str, payload_len: int, n_packets: FlowPackets, *, l4: rx.L4 = "tcp", ip: rx.IpVersion = 4,
+                   vlan: bool = False, kernel: str | Kernel | None = None,
+                   arch: str | Arch = DEFAULT_ARCH) -> list[Skb]:
     """:func:`receive_flow` on a kernel whose receive path builds every packet in head case ``case``
     (rx.HEAD_CASES, kernel-facts C.3): "build_skb" (a), "kmalloc128" (b1), "pagefrag128" (b2), "eth_hlen" (c).
 
@@ -468,9 +461,10 @@ def _complete(h: _Held, fp: FlowParams, members: list[Skb]) -> Skb:
     return p
 
 
-def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
+@public
+def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = False, features: Any = None,
                     kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
-                    gro_max_size: int = GRO_LEGACY_MAX_SIZE, ip: int = 4, vlan: bool = False,
+                    gro_max_size: int = GRO_LEGACY_MAX_SIZE, ip: rx.IpVersion = 4, vlan: bool = False,
                     tcp_hdr_len: int = TCP_HLEN_TS, tcp_flags: Sequence[object] | None = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                     napi_budget: int | None = None) -> GroTrace:
@@ -493,7 +487,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
         if len(tcp_flags) != len(skbs):
             raise ValueError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}")
     if napi_budget is not None:
-        _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
+        check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
     list_checks_flush = bool(fp.rules["receive_list_checks_flush"])
     cmp_mask = _cmp_mask(fp)
     trace = GroTrace()
@@ -635,7 +629,8 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
     return trace
 
 
-def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
+@public
+def aggregate(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = False, features: Any = None,
               kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
               gro_max_size: int = GRO_LEGACY_MAX_SIZE, **flow: Any) -> list[Skb]:
     """One flow's skbs (arrival order, as the receive path or a veth peer hands them over, Ethernet header
@@ -652,6 +647,7 @@ def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, fe
                            gro_max_size=gro_max_size, **flow).skbs
 
 
+@public
 def gro_segs(skb: Skb) -> int:
     """Packets carried by a delivered skb: gso_segs, or 1 for a packet that went up alone."""
     return skb.gso_segs if skb.gso_segs else 1
@@ -807,7 +803,8 @@ def _uniform(x: np.ndarray, used: np.ndarray) -> int | None:
     return lo if lo == int(vals.max()) else None
 
 
-def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4: str = "tcp", ip: int = 4,
+@public
+def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4: rx.L4 = "tcp", ip: rx.IpVersion = 4,
                     vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS, udp_gro: bool = False, features: Any = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                     kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
@@ -833,13 +830,13 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     cols: np.ndarray | None = None  # the payload sizes the table has a column for
     col: np.ndarray | None = None  # each packet's column
     if seed is not None:
-        _check_int("seed", seed, 0, 2**63 - 1, "the numpy.random.default_rng seed of the payload draws")
+        check_int("seed", seed, 0, 2**63 - 1, "the numpy.random.default_rng seed of the payload draws")
     if isinstance(payload_len, dict):
-        n = _check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
+        n = check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
         if not payload_len:
             raise ValueError("payload_len must not be an empty dict: give {payload bytes: weight}")
         for p, wt in payload_len.items():
-            _check_int("payload_len key", p, 0, 65535, "L4 payload bytes")
+            check_int("payload_len key", p, 0, 65535, "L4 payload bytes")
             if isinstance(wt, bool) or not isinstance(wt, (int, float, np.integer, np.floating)) \
                     or not np.isfinite(wt) or wt < 0:
                 raise ValueError(f"payload_len[{p}]={wt!r}: a weight must be a finite number >= 0")
@@ -860,8 +857,8 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         P = cols[col]
         pmin, pmax = int(cols.min()), int(cols.max())
     elif np.ndim(payload_len) == 0:
-        n = _check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
-        const_p = _check_int("payload_len", payload_len, 0, 65535, "L4 payload bytes")
+        n = check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
+        const_p = check_int("payload_len", payload_len, 0, 65535, "L4 payload bytes")
         P = None
     else:
         P = rx.int_array("payload_len", payload_len, "L4 payload bytes, one per packet", ndim=1).astype(np.int64,
@@ -871,7 +868,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             raise ValueError(f"n_packets ({n_packets}) must match len(payload_len) ({n})")
         if n == 0:
             raise ValueError("payload_len must not be empty")
-        _check_int("len(payload_len)", n, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
+        check_int("len(payload_len)", n, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
     if P is not None and cols is None:
         pmin, pmax = int(P.min()), int(P.max())
         if pmin < 0 or pmax > 65535:
@@ -880,7 +877,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     if P is not None and pmin == pmax:
         const_p, P, cols, col = pmin, None, None, None
     if napi_budget is not None:
-        _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
+        check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
     budget = n if napi_budget is None else min(int(napi_budget), n)
     F = None
     if tcp_flags is not None:
@@ -909,7 +906,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         if buf_lens is None:
             period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
         else:
-            period = np.asarray([_check_int("buf_lens", buf_lens, 1, 1 << 22, _BUF_MEANING)], dtype=np.int64)
+            period = np.asarray([check_int("buf_lens", buf_lens, 1, 1 << 22, _BUF_MEANING)], dtype=np.int64)
         bufs_in = period
 
         def buf_of(i: int) -> int:

@@ -35,6 +35,7 @@ from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any
 
 from vnetlab import ethtool
+from vnetlab.checks import check_int
 from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
 from vnetlab.labkernels import DEFAULT_LAB_KERNEL, KERNELS, LabKernel, lab_kernel, model_kernel
 from vnetlab.profiles import Kernel
@@ -518,6 +519,8 @@ def predicted_intact(gro_skb_segs: Sequence[int], case: RouterCasePrediction) ->
 def gro_skb_segs(case: Mapping[str, Any], payload: int) -> list[int]:
     """Packets in each skb the router's eth1 GRO handed up, from the traced skb->len (IP header on):
     the head is 20 + 8 + payload, each frag_list member adds its payload."""
+    check_int("payload", payload, 1, IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN, "the UDP payload of each datagram; a 0-byte "
+              "datagram is never merged (udp_gro_receive_segment flushes uh->len <= sizeof(*uh))")
     return [1 + (length - 28 - payload) // payload for length in case["gro_skb_lens"]]
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
 
+from vnetlab.checks import In, check_choice, check_int, public
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
@@ -51,19 +52,17 @@ VNET_HDR_STRUCTS = {
 PATHS = ("copy", "copy+frag", "build_skb")
 MODES = ("small", "big", "mergeable")
 
+# Annotations @public enforces (vnetlab.checks): the names and ranges a caller meets everywhere in rx and gro.
+L4 = Literal["udp", "tcp"]
+IpVersion = Literal[4, 6]
+Mode = Literal["small", "big", "mergeable"]
+PayloadLen = Annotated[int, In(0, IP_MAX_MTU, "L4 payload bytes")]
+
 L4_HDR_LEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}  # TCP with the timestamp option, as Linux sends by default
 
 
 # --------------------------------------------------------------------------------------------------
 # Argument checks: every bad value names the parameter, the allowed range and its kernel meaning.
-
-def _check_int(name: str, value: object, lo: int, hi: int, meaning: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{name} must be an int number of bytes ({meaning}), got {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name}={value} is out of range {lo}..{hi}: {meaning}")
-    return value
-
 
 # include/uapi/linux/if_ether.h ETH_MIN_MTU: virtnet_probe's dev->min_mtu; dev->max_mtu is MAX_MTU (ETH_MAX_MTU
 # 65535) without VIRTIO_NET_F_MTU, the device's own mtu with it.
@@ -72,16 +71,15 @@ MTU_MEANING = ("the device MTU: virtnet_probe sets dev->min_mtu = ETH_MIN_MTU (6
                "(65535, or the device's VIRTIO_NET_F_MTU value)")
 
 
+Mtu = Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)]
+
+
+@public
 def check_mtu(mtu: object) -> int:
-    return _check_int("mtu", mtu, ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)
+    return check_int("mtu", mtu, ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)
 
 
-def _check_choice(name: str, value: object, choices: Sequence[object], meaning: str) -> object:
-    if value not in choices:
-        raise ValueError(f"{name}={value!r} is not one of {list(choices)}: {meaning}")
-    return value
-
-
+@public
 def check_hdr_len(hdr_len: object, k: Kernel) -> int:
     allowed = list(k.rule("vnet_hdr_lens"))
     if not isinstance(hdr_len, int) or isinstance(hdr_len, bool) or hdr_len not in allowed:
@@ -98,6 +96,7 @@ def _resolve(kernel: str | Kernel, arch: str | Arch) -> tuple[Kernel, Arch]:
     return k, _arch(arch, k)
 
 
+@public
 def int_array(name: str, values: object, meaning: str, *, ndim: int | None = None) -> np.ndarray:
     """``values`` as an int64 array of byte counts (or one int), refusing what numpy would silently cast: bools,
     strings, objects, non-whole or non-finite floats. ``ndim``: the number of dimensions it must have."""
@@ -128,6 +127,7 @@ def int_array(name: str, values: object, meaning: str, *, ndim: int | None = Non
 _KMALLOC_SIZES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
 
 
+@public
 def kmalloc_size_roundup(size: int) -> int:
     """kmalloc_size_roundup() / ksize(): the slab object size a kmalloc(size) really gets."""
     for s in _KMALLOC_SIZES:
@@ -151,6 +151,7 @@ class Head:
         return self.end_offset - self.reserve
 
 
+@public
 def small_head_cache_size(k: Kernel, a: Arch) -> int:
     """SKB_SMALL_HEAD_CACHE_SIZE (net/core/skbuff.c, 6.3+): SKB_HEAD_ALIGN(max(MAX_TCP_HEADER, GRO_MAX_HEAD_PAD)),
     plus L1_CACHE_BYTES when that is a power of two (to keep the cache apart from kmalloc-N)."""
@@ -158,6 +159,7 @@ def small_head_cache_size(k: Kernel, a: Arch) -> int:
     return size + a.l1_cache_bytes if size & (size - 1) == 0 else size
 
 
+@public
 def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
     """__alloc_skb(size): a kmalloc'ed head (kmalloc_reserve; 6.3+ the skb_small_head_cache)."""
     obj = a.skb_head_align(size)
@@ -171,10 +173,11 @@ def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
     return Head(kind, False, end, a.skb_truesize(end), reserve)
 
 
+@public
 def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Head:
     """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c)."""
     k, a = _resolve(kernel, arch)
-    _check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
+    check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
     reserve = a.net_skb_pad + a.net_ip_align
     n = length + reserve  # len += NET_SKB_PAD + NET_IP_ALIGN
     rule = k.rule("napi_head")
@@ -212,6 +215,7 @@ def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: 
     raise ValueError(f"data/kernels.toml: [{k.version}].napi_head has unknown value {rule!r}")
 
 
+@public
 def build_skb_truesize(frag_size: int, a: Arch) -> int:
     """build_skb(data, frag_size): truesize = SKB_TRUESIZE(frag_size - SKB_DATA_ALIGN(shinfo)) (__build_skb_around)."""
     return a.skb_truesize(frag_size - a.shinfo_size)
@@ -267,11 +271,13 @@ def _new_page(size: int, label: str) -> Page:
     return Page(next(_PAGE_IDS), size, label)
 
 
+@public
 def padded_vnet_hdr_len(k: Kernel) -> int:
     """sizeof(struct padded_vnet_hdr) in drivers/net/virtio_net.c: 16 before v5.18, 32 from c1ddc42da2b2 (v5.18)."""
     return int(k.rule("padded_vnet_hdr_len"))
 
 
+@public
 def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
     """The longest frame a big-mode chain of ``pages`` pages holds: sg[0] = hdr_len bytes, sg[1] from
     sizeof(padded_vnet_hdr) to the page end, then whole pages (add_recvbuf_big). The kernel's own test differs
@@ -281,12 +287,14 @@ def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
     return pages * a.page_size - padded_vnet_hdr_len(k)
 
 
+@public
 def big_pages_range(a: Arch) -> tuple[int, int]:
     """big_packets_num_skbfrags + 1, the pages add_recvbuf_big chains: DIV_ROUND_UP(mtu, PAGE_SIZE) + 1 >= 2 without
     guest GSO, MAX_SKB_FRAGS + 1 with it (virtnet_set_big_packets)."""
     return 2, a.max_skb_frags + 1
 
 
+@public
 def big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> tuple[int, str]:
     """The longest frame receive_big turns into an skb on a chain of ``pages`` pages, and why: the least of what
     the chain holds (receive_big_max_frame), the kernel's own drop test, and what MAX_SKB_FRAGS frags hold.
@@ -318,6 +326,7 @@ def big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> tuple[int, st
     return min(bounds)
 
 
+@public
 def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
     """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
     if mode == "mergeable":
@@ -325,6 +334,7 @@ def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
     return padded_vnet_hdr_len(k)
 
 
+@public
 def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
                        k: Kernel, a: Arch) -> int | None:
     """The tailroom page_to_skb tests against SKB_DATA_ALIGN(sizeof(shinfo)); None where it has no build_skb branch."""
@@ -337,6 +347,7 @@ def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int
     return truesize - headroom - hdr_padded_len(mode, hdr_len, k) - frame_len
 
 
+@public
 def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_len: int = MRG_RXBUF_HDR_LEN,
                 headroom: int = 0,
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
@@ -348,33 +359,33 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
     ``headroom`` is the XDP headroom of a mergeable buffer (0 or VIRTIO_XDP_HEADROOM).
     """
     k, a = _resolve(kernel, arch)
-    _check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() is called by receive_mergeable and receive_big; "
+    check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() is called by receive_mergeable and receive_big; "
                   "small mode builds its skb in receive_small")
     check_hdr_len(hdr_len, k)
-    _check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
+    check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
                   "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
     padded = hdr_padded_len(mode, hdr_len, k)
     if mode == "big":
-        _check_int("truesize", truesize, a.page_size, a.page_size,
+        check_int("truesize", truesize, a.page_size, a.page_size,
                    f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})")
         lo_pages, hi_pages = big_pages_range(a)
-        pages = hi_pages if big_pages is None else _check_int(
+        pages = hi_pages if big_pages is None else check_int(
             "big_pages", big_pages, lo_pages, hi_pages, "the pages add_recvbuf_big chains, big_packets_num_skbfrags "
             f"+ 1: DIV_ROUND_UP(mtu, PAGE_SIZE) + 1 without guest GSO, MAX_SKB_FRAGS + 1 = {hi_pages} with it")
         max_frame, why = big_max_frame(pages, hdr_len, k, a)
-        _check_int("frame_len", frame_len, ETH_HLEN, max_frame,
+        check_int("frame_len", frame_len, ETH_HLEN, max_frame,
                    f"kernel {k.version} on {a.name} makes an skb of a big-mode frame up to {max_frame} bytes: {why}")
     else:
         room = mergeable_room(headroom, a)
         # add_recvbuf_mergeable: with XDP headroom every buffer is get_mergeable_buf_len = PAGE_SIZE - room long.
         hi_true = (a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size) if headroom \
             else 1 << 22
-        _check_int("truesize", truesize, 1, hi_true,
+        check_int("truesize", truesize, 1, hi_true,
                    "the mergeable buffer truesize (ctx holds it in 22 bits)" if not headroom else
                    f"with XDP headroom add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte "
                    f"buffers (get_mergeable_buf_len), the ctx truesize {hi_true} in kernel {k.version}")
         limit = truesize if k.rule("mergeable_truesize") == "len" else truesize - room
-        _check_int("frame_len", frame_len, ETH_HLEN, max(ETH_HLEN, limit - hdr_len),
+        check_int("frame_len", frame_len, ETH_HLEN, max(ETH_HLEN, limit - hdr_len),
                    f"a frame longer than its buffer is a length error in receive_mergeable "
                    f"(len {hdr_len} + frame > {limit})")
 
@@ -382,9 +393,9 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
         raise ValueError(f"page must be a vnetlab.skb.Page (the page the buffer lies in) or None, got {page!r}")
     page = page or _new_page(a.page_size if mode == "big" else SKB_FRAG_PAGE_SIZE, "rx buffer")
     if mode == "big":
-        _check_int("offset", offset, 0, 0, "receive_big calls page_to_skb with offset 0: the chain's first page")
+        check_int("offset", offset, 0, 0, "receive_big calls page_to_skb with offset 0: the chain's first page")
     else:
-        _check_int("offset", offset, 0, max(0, page.size - (headroom + padded + frame_len)),
+        check_int("offset", offset, 0, max(0, page.size - (headroom + padded + frame_len)),
                    f"the buffer's start in its {page.size}-byte page (add_recvbuf_mergeable's alloc_frag offset); "
                    f"headroom {headroom} + header {padded} + frame {frame_len} must end inside the page")
     data_offset = offset + headroom + padded  # p = page_address(page) + offset + hdr_padded_len
@@ -457,6 +468,7 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
 # --------------------------------------------------------------------------------------------------
 # Mergeable buffers: sizing and carving (add_recvbuf_mergeable, get_mergeable_buf_len)
 
+@public
 def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_HDR_LEN, ring_size: int = RX_QUEUE_SIZE,
                           big_packets: bool = False,
                           f_mtu: bool = False) -> int:
@@ -465,7 +477,7 @@ def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_H
     packet_len is IP_MAX_MTU with big packets, else dev->max_mtu (the device MTU with VIRTIO_NET_F_MTU,
     MAX_MTU 65535 without it)."""
     check_mtu(mtu)
-    _check_int("ring_size", ring_size, 1, 32768, "the virtqueue size (virtqueue_get_vring_size)")
+    check_int("ring_size", ring_size, 1, 32768, "the virtqueue size (virtqueue_get_vring_size)")
     packet_len = IP_MAX_MTU if big_packets or not f_mtu else mtu
     buf_len = hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
     per_buf = -(-buf_len // ring_size)
@@ -486,12 +498,14 @@ class Ewma:
         return self.internal
 
 
+@public
 def mergeable_room(headroom: int, a: Arch) -> int:
     """add_recvbuf_mergeable's room = SKB_DATA_ALIGN(headroom + tailroom), tailroom = headroom ? sizeof(struct
     skb_shared_info) : 0: what get_mergeable_buf_len takes off PAGE_SIZE with an XDP program (0 without)."""
     return a.skb_data_align(headroom + a.skb_shared_info_size) if headroom else 0
 
 
+@public
 def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, room: int, a: Arch) -> int:
     """get_mergeable_buf_len: PAGE_SIZE - room with XDP, else
     ALIGN(hdr_len + clamp(ewma, min, PAGE_SIZE - hdr_len), L1_CACHE_BYTES)."""
@@ -547,6 +561,7 @@ class PagePool:
         return self.page, start, size
 
 
+@public
 def rx_frag_sizes(k: Kernel, a: Arch) -> tuple[int, ...]:
     """The page sizes receive buffers are carved from, the usual one first: skb_page_frag_refill's order-3
     (32 KiB) compound page or its order-0 fallback (rq->alloc_frag, <= 6.18), or 7.x's page_pool of
@@ -556,24 +571,27 @@ def rx_frag_sizes(k: Kernel, a: Arch) -> tuple[int, ...]:
     return tuple(dict.fromkeys((max(a.page_size, SKB_FRAG_PAGE_SIZE), a.page_size)))
 
 
+@public
 def rq_frag_size(k: Kernel, a: Arch) -> int:
     """The memory mergeable buffers are usually carved from: the first of rx_frag_sizes."""
     return rx_frag_sizes(k, a)[0]
 
 
+@public
 def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageFrag | PagePool:
     """A fresh rq allocator for receive buffers as the kernel has it: rq->alloc_frag or rq->page_pool."""
     sizes = rx_frag_sizes(k, a)
     size = sizes[0] if frag_size is None else frag_size
     if k.rule("rx_page_pool"):
-        _check_choice("frag_size", size, sizes, f"kernel {k.version} carves receive buffers from a page_pool of "
+        check_choice("frag_size", size, sizes, f"kernel {k.version} carves receive buffers from a page_pool of "
                       f"order-{k.rule('rx_frag_order')} pages (virtnet_create_page_pools), not from a page frag")
         return PagePool(size, a)
-    _check_choice("frag_size", size, sorted(sizes), "skb_page_frag_refill takes an order-3 (32 KiB) compound page, "
+    check_choice("frag_size", size, sorted(sizes), "skb_page_frag_refill takes an order-3 (32 KiB) compound page, "
                   "or falls back to one page")
     return PageFrag(size, a)
 
 
+@public
 def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, xdp: bool,
                            k: Kernel, a: Arch) -> RxBuffer:
     """add_recvbuf_mergeable: one receive buffer carved from the rq page frag (or 7.x page_pool), the hole
@@ -614,6 +632,7 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
     return RxBuffer(frag.page, start, headroom, length, truesize)
 
 
+@public
 def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int = ETH_DATA_LEN,
                        frag_size: int | None = None,
                        hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
@@ -623,11 +642,11 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int =
     ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
     where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes)."""
     k, a = _resolve(kernel, arch)
-    _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
+    check_int("count", count, 0, 10_000_000, "how many buffers to carve")
     _check_mergeable_hdr_len(hdr_len, k)
     check_mtu(mtu)
     frag = rx_page_allocator(k, a, frag_size)
-    avg = 0 if avg_pkt_len is None else _check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
+    avg = 0 if avg_pkt_len is None else check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
                                                       "the EWMA of received packet length (ewma_pkt_len_read)")
     min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size, big_packets=mtu > ETH_DATA_LEN)
     return [carve_mergeable_buffer(frag, avg, min_buf_len=min_len, hdr_len=hdr_len, xdp=xdp, k=k, a=a).truesize
@@ -645,13 +664,15 @@ def _check_mergeable_hdr_len(hdr_len: object, k: Kernel) -> int:
 # --------------------------------------------------------------------------------------------------
 # Whole packets: receive_small, receive_big, receive_mergeable
 
-def frame_len_for(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> int:
+@public
+def frame_len_for(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False) -> int:
     """The Ethernet frame (no FCS) carrying ``payload_len`` bytes of L4 payload."""
-    _check_choice("l4", l4, tuple(L4_HDR_LEN), "udp, or tcp (32-byte header with timestamps)")
-    _check_choice("ip", ip, tuple(IP_HLEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
+    check_choice("l4", l4, tuple(L4_HDR_LEN), "udp, or tcp (32-byte header with timestamps)")
+    check_choice("ip", ip, tuple(IP_HLEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
     return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + L4_HDR_LEN[l4] + payload_len
 
 
+@public
 def small_buf_len(*, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
                   arch: str | Arch = DEFAULT_ARCH) -> int:
     """add_recvbuf_small's request: SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + xdp_headroom)
@@ -662,6 +683,7 @@ def small_buf_len(*, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel
     return a.skb_data_align(hdr_len + a.net_ip_align + a.net_skb_pad + GOOD_PACKET_LEN + xdp_headroom) + a.shinfo_size
 
 
+@public
 def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False,
                    kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> list[int]:
     """The buflen receive_small hands build_skb for each successive small-mode buffer from a fresh allocator.
@@ -670,7 +692,7 @@ def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = 
     7.x takes it from a page_pool, whose last fragment of a page gets the page's rest, and receive_small
     reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom))."""
     k, a = _resolve(kernel, arch)
-    _check_int("count", count, 0, 10_000_000, "how many buffers to post")
+    check_int("count", count, 0, 10_000_000, "how many buffers to post")
     want = small_buf_len(hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
     if not k.rule("rx_page_pool"):
         return [want] * count
@@ -678,6 +700,7 @@ def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = 
     return [pool.alloc(want)[2] for _ in range(count)]
 
 
+@public
 def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False,
                   kernel: str | Kernel = DEFAULT_KERNEL,
                   arch: str | Arch = DEFAULT_ARCH, buflen: int | None = None) -> RxResult:
@@ -687,7 +710,7 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
     rest, as small_buf_lens gives them; default the request). Up to 6.18 it is always the request."""
     k, a = _resolve(kernel, arch)
     check_hdr_len(hdr_len, k)
-    _check_int("frame_len", frame_len, ETH_HLEN, GOOD_PACKET_LEN,
+    check_int("frame_len", frame_len, ETH_HLEN, GOOD_PACKET_LEN,
                f"small-mode buffers hold GOOD_PACKET_LEN ({GOOD_PACKET_LEN}) bytes; longer frames are length errors")
     xdp_headroom = VIRTIO_XDP_HEADROOM if xdp else 0
     rx_pad = a.net_ip_align + a.net_skb_pad  # VIRTNET_RX_PAD
@@ -696,10 +719,10 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
         buflen = want
     elif k.rule("rx_page_pool"):
         # add_recvbuf_small (7.x): page_pool_alloc_va gives the request, or up to the rest of the pool's page.
-        _check_int("buflen", buflen, want, rx_frag_sizes(k, a)[0],
+        check_int("buflen", buflen, want, rx_frag_sizes(k, a)[0],
                    f"a small-mode buffer from the page_pool: the request {want} up to the pool's page")
     else:
-        _check_int("buflen", buflen, want, want, f"kernel {k.version}'s receive_small computes buflen = {want} "
+        check_int("buflen", buflen, want, want, f"kernel {k.version}'s receive_small computes buflen = {want} "
                    "again from add_recvbuf_small's formula; only 7.x's page_pool passes the real size in the ctx")
     headroom = rx_pad + xdp_headroom + hdr_len
     page = _new_page(rx_frag_sizes(k, a)[0], "rx page_pool page" if k.rule("rx_page_pool") else "32 KiB rx page frag")
@@ -745,6 +768,7 @@ def _append_buffer(head: Skb, curr: Skb, buf: RxBuffer, used: int, k: Kernel, a:
     return curr
 
 
+@public
 def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: int = MRG_RXBUF_HDR_LEN,
                       xdp: bool = False,
                       kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
@@ -780,6 +804,7 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
     return result
 
 
+@public
 def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = ETH_DATA_LEN, guest_gso: bool = True,
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1
@@ -813,7 +838,7 @@ def _guest_gso_mss(payload_len: int, *, l4: str, ip: int, vlan: bool, mtu: int, 
                              "a virtio-net gso_size only on packets it did not segment")
         return 0
     mss = mtu - IP_HLEN[ip] - L4_HDR_LEN[l4] if gso_size is None else gso_size
-    return _check_int("gso_size", mss, 1, max(1, payload_len - 1),
+    return check_int("gso_size", mss, 1, max(1, payload_len - 1),
                       "the virtio-net header's gso_size: segment payload, less than the packet's payload")
 
 
@@ -834,8 +859,9 @@ def _frag_size(frag_size: int | None, k: Kernel, a: Arch) -> int | None:
     return frag_size if frag_size >= a.page_size else a.page_size
 
 
-def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
-            mtu: int = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+@public
+def receive(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False,
+            mode: Mode = "mergeable", mtu: Mtu = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
             arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = MRG_RXBUF_HDR_LEN,
             frag_size: int | None = None, guest_gso: bool = True, gso_size: int | None = None) -> RxResult:
     """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
@@ -846,8 +872,8 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
     (default the MTU's MSS) as virtio_net_hdr_to_skb sets it (SKB_GSO_DODGY, gso_segs 0).
     """
     k, a = _resolve(kernel, arch)
-    _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
-    _check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
+    check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
+    check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
                   "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
     check_mtu(mtu)
     mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=mtu, gso_size=gso_size, k=k, mode=mode,
@@ -883,7 +909,7 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
         headroom = VIRTIO_XDP_HEADROOM if xdp else 0
         room = mergeable_room(headroom, a)
         hi_true = (a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size) if xdp else 1 << 22
-        _check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, hi_true,
+        check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, hi_true,
                    "a mergeable buffer truesize as the ctx records it (up to 22 bits)" if not xdp else
                    f"with XDP add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte buffers "
                    f"(get_mergeable_buf_len), ctx truesize {hi_true} in kernel {k.version}")
@@ -914,13 +940,14 @@ class RxQueue:
     head_skb->len to the EWMA. A buffer posted before the EWMA moved keeps the size it was given.
     """
 
+    @public
     def __init__(self, *, ring_size: int = RX_QUEUE_SIZE, budget: int = NAPI_POLL_WEIGHT, mtu: int = ETH_DATA_LEN,
                  hdr_len: int = MRG_RXBUF_HDR_LEN,
                  frag_size: int | None = None, xdp: bool = False, guest_gso: bool = True,
                  kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> None:
         self.k, self.a = _resolve(kernel, arch)
-        _check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
-        _check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
+        check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
+        check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
         check_mtu(mtu)
         _check_mergeable_hdr_len(hdr_len, self.k)
         self.ring_size, self.budget, self.mtu, self.hdr_len, self.xdp = ring_size, budget, mtu, hdr_len, xdp
@@ -944,9 +971,10 @@ class RxQueue:
         self.refills += 1
         return added
 
-    def receive(self, payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> RxResult:
+    @public
+    def receive(self, payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False) -> RxResult:
         """One packet through the queue: takes the buffers it needs, updates the EWMA, refills at poll end."""
-        _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
+        check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
         frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
         mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=self.mtu, gso_size=None, k=self.k,
                              guest_gso=self.guest_gso)
@@ -1019,6 +1047,7 @@ HEAD_CASES: dict[str, HeadCase] = {
 }
 
 
+@public
 def head_case(skb: Skb) -> str:
     """The C.3 case of an skb as page_to_skb built it: a HEAD_CASES name, "copy" (whole frame copied, no
     frag) or "other"."""
@@ -1048,6 +1077,7 @@ class Classification(NamedTuple):
     copied: np.ndarray  # bytes copied into the napi_alloc_skb head (0 on the build_skb path)
 
 
+@public
 def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergeable",
              hdr_len: int = MRG_RXBUF_HDR_LEN, headroom: int = 0, kernel: str | Kernel = DEFAULT_KERNEL,
              arch: str | Arch = DEFAULT_ARCH) -> Classification:
@@ -1059,9 +1089,9 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
     import numpy as np
 
     k, a = _resolve(kernel, arch)
-    _check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() runs in mergeable and big mode")
+    check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() runs in mergeable and big mode")
     check_hdr_len(hdr_len, k)
-    _check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
+    check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
                   "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
     frames = int_array("frame_lens", frame_lens, "frame lengths in bytes", ndim=1)
     trues = int_array("truesizes", truesizes, "buffer truesizes in bytes, one int or one per frame")
