@@ -319,3 +319,12 @@ def test_report_has_all_three_parts(cal):
     text = cost.report()
     assert text.startswith("Calibration to fb32856b16ad")
     assert "Predicted receive rate" in text and "What GRO itself buys" in text
+
+
+def test_op_counts_honours_a_lab_kernels_rules():
+    # data/lab kernel 6.1-no-build-skb: 6.1 with page_to_skb's build_skb branch reverted (vnetlab.labkernels), so
+    # the seed's 1000-byte frames take the copy path there and build_skb on plain 6.1 (kernel-facts A.5: 1536 buffers).
+    from vnetlab.labkernels import model_kernel
+    plain, reverted = cost.op_counts(SEED, "6.1"), cost.op_counts(SEED, model_kernel("6.1-no-build-skb"))
+    assert plain.path_counts["build_skb"] > 0 and reverted.path_counts["build_skb"] == 0
+    assert cost.rx_cost(SEED, model_kernel("6.1-no-build-skb")).ops is reverted

@@ -328,12 +328,12 @@ def op_counts(traffic: Traffic, kernel: str | Kernel, arch: str = DEFAULT_ARCH, 
               napi_budget: Annotated[int, In(1, 65536, "the NAPI budget (packets per poll)")] = rx.NAPI_POLL_WEIGHT
               ) -> OpCounts:
     """Mean operation counts per packet for ``traffic`` received by virtio-net (mergeable, MTU 1500) on ``kernel``."""
-    return _op_counts(traffic, _kernel(kernel).version, arch, gro_on, napi_budget)
+    return _op_counts(traffic, _kernel(kernel), arch, gro_on, napi_budget)
 
 
 @lru_cache(maxsize=256)
-def _op_counts(traffic: Traffic, kernel: str, arch: str, gro_on: bool, napi_budget: int) -> OpCounts:
-    k = _kernel(kernel)
+def _op_counts(traffic: Traffic, k: Kernel, arch: str, gro_on: bool, napi_budget: int) -> OpCounts:
+    # keyed by the Kernel object (version and lab name): a lab kernel's patched rules are its own entry
     a = _arch(arch, k)
     pattern = np.asarray(traffic.payloads, dtype=np.int64)
     # One exact period: the buffer carving repeats every _BUF_PERIOD packets and GRO holds nothing across a
@@ -427,7 +427,7 @@ def _costs(costs: Costs | Mapping[str, Any] | None) -> Costs:
 def rx_cost(traffic: Traffic, kernel: str | Kernel, costs: Costs | Mapping[str, Any] | None = None, *,
             arch: str = DEFAULT_ARCH, gro_on: bool = True) -> RxCost:
     """ns per packet of ``traffic`` on ``kernel`` with ``costs`` (default: the table's priors)."""
-    return RxCost(op_counts(traffic, _kernel(kernel).version, arch, gro_on=gro_on), _costs(costs))
+    return RxCost(op_counts(traffic, kernel, arch, gro_on=gro_on), _costs(costs))
 
 
 # --------------------------------------------------------------------------------------------------
