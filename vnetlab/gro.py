@@ -205,6 +205,7 @@ def receive_flow(payload_len: rx.PayloadLen, n_packets: FlowPackets, *, l4: rx.L
     frag, the EWMA, the refills), so 1 buffer in 21 is the hole-extended one as on a real queue. With
     ``buf_len``, or in small or big mode: rx.receive() per packet. The skbs still hold the Ethernet header
     (receive_buf calls eth_type_trans just before napi_gro_receive; :func:`aggregate` does that pull).
+    At most MAX_FLOW_PACKETS (16384) packets: one Skb object each; :func:`simulate_stream` takes longer flows.
     """
     if mode == "mergeable" and buf_len is None:
         q = rx.RxQueue(mtu=mtu, hdr_len=hdr_len, xdp=xdp, kernel=kernel, arch=arch)
@@ -817,7 +818,8 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
 
     ``payload_len``: one size, an array of sizes (one per packet), or a dict {size: weight} drawn with
     ``seed``. ``buf_lens``: buffer truesize per packet (default: rx.mergeable_buf_lens carving, repeated).
-    ``tcp_flags``: optional int array of TCP flag bits (gro._FLAG_BIT). Single-buffer packets only.
+    ``tcp_flags``: optional int array of TCP flag bits (gro._FLAG_BIT). Single-buffer packets only: a packet whose
+    frame and header do not fit its buffer is refused by its index. At most MAX_STREAM_PACKETS (4,194,304) packets.
 
     The same rules as :func:`aggregate_trace` (the tests cross-check every statistic), as numpy passes over
     blocks of NAPI polls: Python loops only over the blocks, and over the k-th GRO skb of all polls of a block
