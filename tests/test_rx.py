@@ -516,3 +516,19 @@ def test_xdp_buffers_are_at_most_a_page(kernel, hi):
 def test_bad_input_issue_21(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: rx.receive(1000, xdp="no"), r"rx.receive: xdp must be a bool \(True/False\), got 'no'"),
+    (lambda: rx.RxQueue(xdp="no"), r"rx.RxQueue.__init__: xdp must be a bool"),
+    (lambda: rx.frame_len_for(-5), r"payload_len must be an int in 0..65535"),
+    (lambda: rx.frame_len_for(100, vlan="no"), r"vlan must be a bool"),
+    (lambda: rx.kmalloc_size_roundup(-1), r"size must be an int in 0..4194304"),
+    # 10,000,000 buffers took 2 minutes: the documented range is what completes in about a second
+    (lambda: rx.mergeable_buf_lens(rx.MAX_BUFFERS + 1), r"count must be an int in 0..65536"),
+    (lambda: rx.small_buf_lens(rx.MAX_BUFFERS + 1), r"count must be an int in 0..65536"),
+    (lambda: rx.receive_mergeable(100, ["x"]), r"buffers\[0\] must be an rx.RxBuffer"),
+])
+def test_flags_and_ranges_at_the_boundary(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -163,7 +163,7 @@ class Traffic:
 
 
 @public
-def max_payload(l4: str) -> int:
+def max_payload(l4: rx.L4) -> int:
     """Largest L4 payload of one IPv4 packet at MTU 1500 (TCP with the 12-byte timestamp option)."""
     return ETH_DATA_LEN - IP_HLEN[4] - rx.L4_HDR_LEN[l4]
 
@@ -251,7 +251,9 @@ class OpCounts:
 
 @public
 def packet_op_counts(frame_lens: ArrayLike, buf_truesizes: ArrayLike, *, kernel: str | Kernel,
-                     arch: str | Arch = DEFAULT_ARCH, headers: int, merged: ArrayLike | None = None,
+                     arch: str | Arch = DEFAULT_ARCH,
+                     headers: Annotated[int, In(0, 65535, "L3 + L4 header bytes the stack needs linear")],
+                     merged: ArrayLike | None = None,
                      hdr_len: int = rx.MRG_RXBUF_HDR_LEN) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per-packet operation counts of the receive path up to (not including) GRO and the stack, vectorised.
 

@@ -49,6 +49,10 @@ VNET_HDR_STRUCTS = {
     24: "virtio_net_hdr_v1_hash_tunnel (UDP tunnel GSO)",
 }
 
+# mergeable_buf_lens / small_buf_lens carve one buffer object each (~10 us): 65536 stay within a second or so
+# (10,000,000 took 2 minutes).
+MAX_BUFFERS = 1 << 16
+
 PATHS = ("copy", "copy+frag", "build_skb")
 MODES = ("small", "big", "mergeable")
 
@@ -128,7 +132,8 @@ _KMALLOC_SIZES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
 
 
 @public
-def kmalloc_size_roundup(size: int) -> int:
+def kmalloc_size_roundup(size: Annotated[int, In(0, 1 << 22, "a kmalloc request in bytes, up to KMALLOC_MAX_SIZE "
+                                                     "(4 MiB: 2^(MAX_PAGE_ORDER + PAGE_SHIFT))")]) -> int:
     """kmalloc_size_roundup() / ksize(): the slab object size a kmalloc(size) really gets."""
     for s in _KMALLOC_SIZES:
         if size <= s:
@@ -642,7 +647,7 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int =
     ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
     where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes)."""
     k, a = _resolve(kernel, arch)
-    check_int("count", count, 0, 10_000_000, "how many buffers to carve")
+    check_int("count", count, 0, MAX_BUFFERS, "how many buffers to carve (one Python object each)")
     _check_mergeable_hdr_len(hdr_len, k)
     check_mtu(mtu)
     frag = rx_page_allocator(k, a, frag_size)
@@ -692,7 +697,7 @@ def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = 
     7.x takes it from a page_pool, whose last fragment of a page gets the page's rest, and receive_small
     reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom))."""
     k, a = _resolve(kernel, arch)
-    check_int("count", count, 0, 10_000_000, "how many buffers to post")
+    check_int("count", count, 0, MAX_BUFFERS, "how many buffers to post (one Python object each)")
     want = small_buf_len(hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
     if not k.rule("rx_page_pool"):
         return [want] * count
@@ -775,6 +780,9 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
     """receive_mergeable: the device spreads hdr + frame over num_buffers buffers; page_to_skb on the first."""
     k, a = _resolve(kernel, arch)
     _check_mergeable_hdr_len(hdr_len, k)
+    for i, buf in enumerate(buffers):
+        if not isinstance(buf, RxBuffer):
+            raise ValueError(f"buffers[{i}] must be an rx.RxBuffer (a posted receive buffer), got {buf!r}")
     total = hdr_len + frame_len
     fills: list[int] = []
     for buf in buffers:

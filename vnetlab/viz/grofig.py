@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from vnetlab import gro, rx
-from vnetlab.checks import public
+from vnetlab.checks import In, public
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.skb import Skb
@@ -57,7 +57,7 @@ PACKET_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
 
 
 @public
-def packet_color(i: int) -> str:
+def packet_color(i: Annotated[int, In(0, None, "packet index")]) -> str:
     return PACKET_COLORS[i % len(PACKET_COLORS)]
 
 
@@ -160,7 +160,7 @@ def gro_fill(shape: str, *, kernel: str | Kernel = DEFAULT_KERNEL, payload_len: 
 @public
 def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str | Kernel = DEFAULT_KERNEL,
                  arch: str | Arch = DEFAULT_ARCH,
-                 n_packets: int = gro.UDP_GRO_CNT_MAX, udp_gro: bool = False, features: Any = None,
+                 n_packets: gro.FlowPackets = gro.UDP_GRO_CNT_MAX, udp_gro: bool = False, features: Any = None,
                  mtu: int = 1500) -> GroFill:
     """``n_packets`` identical packets as rx.receive() builds them on ``kernel``, through GRO."""
     results = [rx.receive(payload_len, l4=l4, kernel=kernel, arch=arch, mtu=mtu) for _ in range(n_packets)]

@@ -15,6 +15,7 @@ figure, not on pixels.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
@@ -22,7 +23,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import ConnectionPatch, Rectangle
 
 from vnetlab import rx
-from vnetlab.checks import public
+from vnetlab.checks import In, public
+from vnetlab.headers import IP_MAX_MTU
 from vnetlab.profiles import Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
@@ -89,7 +91,8 @@ class BufferLayout:
 
 
 @public
-def frame_parts(frame_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> list[tuple[str, int, str]]:
+def frame_parts(frame_len: Annotated[int, In(0, IP_MAX_MTU + 64, "frame bytes")], *, l4: str = "udp", ip: int = 4,
+                vlan: bool = False) -> list[tuple[str, int, str]]:
     """The frame split into (gid, bytes, kernel label): ethhdr, IP header, L4 header, payload.
 
     A frame shorter than its headers (page_to_skb called directly) is cut where it ends.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Annotated
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -19,7 +20,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 
 from vnetlab import rx
-from vnetlab.checks import public
+from vnetlab.checks import In, public
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
@@ -80,8 +81,8 @@ def threshold_grid(frame_lens: object, truesizes: object, *, kernel: str | Kerne
                    hdr_len: int = 12, headroom: int = 0) -> np.ndarray:
     """page_to_skb()'s path for every (truesize, frame_len) pair of a mergeable buffer: rx.PATH_CODES,
     or INVALID (-1) where the frame does not fit the buffer. Shape (len(truesizes), len(frame_lens))."""
-    frames = np.asarray(frame_lens, dtype=np.int64)
-    trues = np.asarray(truesizes, dtype=np.int64)
+    frames = rx.int_array("frame_lens", frame_lens, "frame lengths in bytes")
+    trues = rx.int_array("truesizes", truesizes, "buffer truesizes in bytes")
     ff, tt = np.meshgrid(frames, trues)
     k, a = _kernel(kernel), _arch(arch, kernel)
     room = rx.mergeable_room(headroom, a)
@@ -355,7 +356,8 @@ class CarvedBuffer:
 
 
 @public
-def carve(frag_size: int = 32768, *, count: int | None = None, kernel: str | Kernel = DEFAULT_KERNEL,
+def carve(frag_size: int = 32768, *, count: Annotated[int, In(0, rx.MAX_BUFFERS, "buffers to carve")] | None = None,
+          kernel: str | Kernel = DEFAULT_KERNEL,
           arch: str | Arch = DEFAULT_ARCH, mtu: int = 1500, hdr_len: int = 12, xdp: bool = False,
           avg_pkt_len: int = 0) -> list[CarvedBuffer]:
     """add_recvbuf_mergeable's carving of rq->alloc_frag: one whole frag unless ``count`` is given."""
