@@ -482,6 +482,8 @@ def test_xdp_buffers_are_at_most_a_page(kernel, hi):
     # sizeof(shinfo) 320) = 576 (x86_64, kernel-facts B.1); the ctx holds len (<= 6.2) or len + room (6.3+).
     a = vnetlab.arch("x86_64")
     assert rx.mergeable_room(rx.VIRTIO_XDP_HEADROOM, a) == 576 and rx.mergeable_room(0, a) == 0
+    # ppc64le-4k: SKB_DATA_ALIGN to SMP_CACHE_BYTES 128 of 256 + sizeof(shinfo) 320 (kernel-facts B.1 table) = 640
+    assert rx.mergeable_room(rx.VIRTIO_XDP_HEADROOM, vnetlab.arch("ppc64le-4k")) == 640
     assert rx.mergeable_buf_lens(1, xdp=True, kernel=kernel) == [hi]
     rx.page_to_skb(1000, hi, headroom=256, kernel=kernel)
     with pytest.raises(ValueError, match=rf"truesize must be an int in 1..{hi} \(with XDP.*got {hi + 1}"):
