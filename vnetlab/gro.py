@@ -768,10 +768,11 @@ def _check_fit(sh: _Shapes, flat: np.ndarray, first: int, payload: Callable[[int
                          "receive_mergeable; simulate_stream takes single-buffer packets only")
 
 
-def _few_values(x: np.ndarray, block: int, most: int = 16) -> tuple[int, np.ndarray, np.ndarray] | None:
-    """(lo, lut, values) when x holds at most ``most`` distinct ints in a short range, with lut[v - lo] the index
-    of v in the sorted distinct values; None otherwise. Avoids sorting x (and temporaries as large as x)."""
-    lo, hi = int(x.min()), int(x.max())
+def _few_values(x: np.ndarray, block: int, lo: int, hi: int, most: int = 16
+                ) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """(lo, lut, values) when x (whose min and max are lo and hi) holds at most ``most`` distinct ints in a short
+    range, with lut[v - lo] the index of v in the sorted distinct values; None otherwise. Avoids sorting x (and
+    temporaries as large as x)."""
     if hi - lo > 1 << 16:
         return None
     present = np.zeros(hi - lo + 1, dtype=bool)
@@ -930,14 +931,14 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         bufs = rx.int_array("buf_lens", buf_lens, _BUF_MEANING).astype(np.int64, copy=False)
         if bufs.shape != (n,):
             raise ValueError(f"buf_lens must be one int or one per packet ({n})")
-        if int(bufs.min()) < 1 or int(bufs.max()) > 1 << 22:
-            raise ValueError(f"buf_lens has {int(bufs.min()) if bufs.min() < 1 else int(bufs.max())}, out of range "
-                             f"1..{1 << 22}: {_BUF_MEANING}")
+        b_lo, b_hi = int(bufs.min()), int(bufs.max())
+        if b_lo < 1 or b_hi > 1 << 22:
+            raise ValueError(f"buf_lens has {b_lo if b_lo < 1 else b_hi}, out of range 1..{1 << 22}: {_BUF_MEANING}")
 
         def buf_of(i: int) -> int:
             return int(bufs[i])
 
-        few = _few_values(bufs, block)
+        few = _few_values(bufs, block, b_lo, b_hi)
         if few is not None and few[2].size * width <= max(4096, n // 4):
             # a few buffer sizes (the carving gives 2 or 3): one table entry per (buffer, payload)
             lo, lut, bvals = few
