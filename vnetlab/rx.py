@@ -382,13 +382,7 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
                    f"kernel {k.version} on {a.name} makes an skb of a big-mode frame up to {max_frame} bytes: {why}")
     else:
         room = mergeable_room(headroom, a)
-        # add_recvbuf_mergeable: with XDP headroom every buffer is get_mergeable_buf_len = PAGE_SIZE - room long.
-        hi_true = (a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size) if headroom \
-            else 1 << 22
-        check_int("truesize", truesize, 1, hi_true,
-                   "the mergeable buffer truesize (ctx holds it in 22 bits)" if not headroom else
-                   f"with XDP headroom add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte "
-                   f"buffers (get_mergeable_buf_len), the ctx truesize {hi_true} in kernel {k.version}")
+        check_int("truesize", truesize, 1, *mergeable_truesize_max(headroom, k, a))
         limit = truesize if k.rule("mergeable_truesize") == "len" else truesize - room
         check_int("frame_len", frame_len, ETH_HLEN, max(ETH_HLEN, limit - hdr_len),
                    f"a frame longer than its buffer is a length error in receive_mergeable "
@@ -508,6 +502,19 @@ def mergeable_room(headroom: int, a: Arch) -> int:
     """add_recvbuf_mergeable's room = SKB_DATA_ALIGN(headroom + tailroom), tailroom = headroom ? sizeof(struct
     skb_shared_info) : 0: what get_mergeable_buf_len takes off PAGE_SIZE with an XDP program (0 without)."""
     return a.skb_data_align(headroom + a.skb_shared_info_size) if headroom else 0
+
+
+@public
+def mergeable_truesize_max(headroom: int, k: Kernel, a: Arch) -> tuple[int, str]:
+    """The largest truesize a mergeable buffer's ctx can hold, and why: 22 bits (mergeable_len_to_ctx) without
+    XDP; with XDP headroom add_recvbuf_mergeable carves get_mergeable_buf_len = PAGE_SIZE - room, and the ctx
+    holds that len (<= 6.2) or len + room = PAGE_SIZE (6.3+, rule mergeable_truesize)."""
+    if not headroom:
+        return 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)"
+    room = mergeable_room(headroom, a)
+    hi = a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size
+    return hi, (f"with XDP headroom add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte "
+                f"buffers (get_mergeable_buf_len), ctx truesize {hi} in kernel {k.version}")
 
 
 @public
@@ -916,11 +923,7 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
     if buf_len is not None:
         headroom = VIRTIO_XDP_HEADROOM if xdp else 0
         room = mergeable_room(headroom, a)
-        hi_true = (a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size) if xdp else 1 << 22
-        check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, hi_true,
-                   "a mergeable buffer truesize as the ctx records it (up to 22 bits)" if not xdp else
-                   f"with XDP add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte buffers "
-                   f"(get_mergeable_buf_len), ctx truesize {hi_true} in kernel {k.version}")
+        check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, *mergeable_truesize_max(headroom, k, a))
         sg_len = buf_len if k.rule("mergeable_truesize") == "len" else buf_len - room
         if sg_len < hdr_len + ETH_HLEN:
             raise ValueError(f"buf_len={buf_len} leaves no room for a frame after XDP room {room}")
@@ -1106,16 +1109,11 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
     if trues.ndim and trues.shape != frames.shape:
         raise ValueError(f"truesizes must be one int or one per frame ({frames.size}), got shape {trues.shape}")
     if trues.size:
-        room = mergeable_room(headroom, a)
         if mode == "big":
             t_lo = t_hi = a.page_size
             t_why = f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})"
-        elif headroom:
-            t_lo, t_hi = 1, a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size
-            t_why = (f"with XDP headroom add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte "
-                     f"buffers (get_mergeable_buf_len)")
         else:
-            t_lo, t_hi, t_why = 1, 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)"
+            t_lo, (t_hi, t_why) = 1, mergeable_truesize_max(headroom, k, a)
         t_min, t_max = int(trues.min()), int(trues.max())
         if t_min < t_lo or t_max > t_hi:
             raise ValueError(f"truesizes has {t_min if t_min < t_lo else t_max}, out of range {t_lo}..{t_hi}: {t_why}")
