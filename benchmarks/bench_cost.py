@@ -25,7 +25,7 @@ def main() -> None:
         print(f"packet_op_counts {kernel:5s}: {N / dt:12,.0f} frames/s ({dt:.3f} s), mean {ns.mean():.1f} ns/packet "
               "without GRO and stack")
     t0 = time.perf_counter()
-    cost.op_counts.cache_clear()
+    cost._op_counts.cache_clear()
     cost.calibrate()
     print(f"calibrate() from cold caches: {time.perf_counter() - t0:.3f} s")
 

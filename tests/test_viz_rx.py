@@ -352,3 +352,15 @@ def test_threshold_maps_mark_each_kernels_own_buffers_through_7x():
         ys = sorted({round(float(seg[0][1])) for seg in lines.get_segments()})
         assert tuple(ys) == thresholds.marked_buffers(k), k
         assert ax.get_title().startswith(f"{k}, x86_64")
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: thresholds.threshold_grid([100.5], [1536]), r"frame_lens must hold whole numbers"),
+    (lambda: thresholds.carve(count=-1), r"count must be an int in 0..65536"),
+    (lambda: memory.frame_parts(-1), r"frame_len must be an int in 0\.\."),
+    (lambda: grofig.receive_fill(1000, n_packets=0), r"n_packets must be an int in 1..16384"),
+    (lambda: grofig.packet_color(-1), r"i must be an int in >= 0"),
+])
+def test_viz_bad_input_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

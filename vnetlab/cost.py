@@ -17,12 +17,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from vnetlab import gro, rx
+from vnetlab.checks import In, public
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel, known_kernels
 from vnetlab.profiles import arch as _arch
@@ -64,11 +65,17 @@ _FREE_OP = {"napi_page_frag": "skb_free_head/page_frag", "napi_page_frag_1k": "s
             "kmalloc": "skb_free_head/kmalloc", "small_head_cache": "skb_free_head/small_head_cache",
             "build_skb": "skb_free_head/page_frag"}
 _BUF_PERIOD = 32 * 21  # carving repeats every 21 buffers per 32 KiB frag (kernel-facts A.5)
+# op_counts runs one exact period, lcm(pattern, carving, NAPI budget) packets: at most MAX_PERIOD (about 2 s and
+# 250 MiB on one core; tests/test_cost.py runs the worst pattern under limits), so a pattern holds at most
+# MAX_PERIOD // lcm(672, 64) = 780 packets.
+MAX_PERIOD = 1 << 20
+MAX_PATTERN = MAX_PERIOD // math.lcm(_BUF_PERIOD, rx.NAPI_POLL_WEIGHT)
 
 
 # --------------------------------------------------------------------------------------------------
 # Costs
 
+@public
 def check_costs(values: Mapping[str, Any], *, name: str = "costs") -> dict[str, float]:
     """Validate op -> ns: known op names only, finite numbers >= 0."""
     if not isinstance(values, Mapping):
@@ -139,6 +146,11 @@ class Traffic:
             raise ValueError("destination='udp_gro_socket' needs l4='udp' (UDP_GRO is a UDP socket option)")
         if len(self.payloads) == 0:
             raise ValueError("payloads must not be empty: give at least one L4 payload size in bytes")
+        if len(self.payloads) > MAX_PATTERN:
+            raise ValueError(f"payloads has {len(self.payloads)} packets; a traffic pattern holds at most "
+                             f"{MAX_PATTERN}: "
+                             f"op_counts runs one exact period, lcm(pattern, {_BUF_PERIOD} carved buffers, NAPI budget "
+                             f"{rx.NAPI_POLL_WEIGHT}) <= MAX_PERIOD {MAX_PERIOD} packets")
         hi = max_payload(self.l4)
         for i, p in enumerate(self.payloads):
             if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 <= p <= hi:
@@ -150,11 +162,13 @@ class Traffic:
         return tuple(rx.frame_len_for(p, l4=self.l4) for p in self.payloads)
 
 
-def max_payload(l4: str) -> int:
+@public
+def max_payload(l4: rx.L4) -> int:
     """Largest L4 payload of one IPv4 packet at MTU 1500 (TCP with the 12-byte timestamp option)."""
     return ETH_DATA_LEN - IP_HLEN[4] - rx.L4_HDR_LEN[l4]
 
 
+@public
 def mix(weights: Mapping[int, int], *, label: str = "", l4: str = "udp", destination: str = "no_socket") -> Traffic:
     """A size mix {payload: integer weight}, interleaved deterministically (each size spread evenly)."""
     if not isinstance(weights, Mapping) or len(weights) == 0:
@@ -165,12 +179,21 @@ def mix(weights: Mapping[int, int], *, label: str = "", l4: str = "udp", destina
     total = sum(int(w) for w in weights.values())
     if total == 0:
         raise ValueError("weights must have a positive sum")
+    for p in weights:
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise ValueError(f"weights key {p!r}: must be an int L4 payload size in bytes")
     g = math.gcd(*(int(w) for w in weights.values() if w))
+    if total // g > MAX_PATTERN:
+        raise ValueError(f"weights sum to {total // g} after dividing by their gcd {g}: a traffic pattern holds at "
+                         f"most {MAX_PATTERN} packets (op_counts runs one exact period of pattern, carving and NAPI "
+                         "budget); "
+                         "round the weights to a smaller ratio")
     slots = sorted(((i + 0.5) / (int(w) // g), int(p)) for p, w in weights.items() if w for i in range(int(w) // g))
     name = label or "mix " + ":".join(f"{p}x{w}" for p, w in weights.items())
     return Traffic(name, tuple(p for _, p in slots), l4=l4, destination=destination)
 
 
+@public
 def imix() -> Traffic:
     """The IMIX of data/rx_costs.toml [imix]: IPv4 packets of 64/576/1500 bytes, 7:4:1, as UDP (payload = IP - 28)."""
     sec = load_table("rx_costs")["imix"]
@@ -180,6 +203,7 @@ def imix() -> Traffic:
     return t
 
 
+@public
 def seed_traffic() -> Traffic:
     """The commit's benchmark: sockperf 1000-byte UDP to a port with no socket."""
     sec = load_table("rx_costs")["seed"]
@@ -187,6 +211,7 @@ def seed_traffic() -> Traffic:
                    destination=sec["destination"])
 
 
+@public
 def prediction_cases() -> dict[str, Traffic]:
     """The workloads the calibrated model is asked about."""
     return {
@@ -224,8 +249,11 @@ class OpCounts:
         return self.packets / self.gro_skbs
 
 
+@public
 def packet_op_counts(frame_lens: ArrayLike, buf_truesizes: ArrayLike, *, kernel: str | Kernel,
-                     arch: str | Arch = DEFAULT_ARCH, headers: int, merged: ArrayLike | None = None,
+                     arch: str | Arch = DEFAULT_ARCH,
+                     headers: Annotated[int, In(0, 65535, "L3 + L4 header bytes the stack needs linear")],
+                     merged: ArrayLike | None = None,
                      hdr_len: int = rx.MRG_RXBUF_HDR_LEN) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per-packet operation counts of the receive path up to (not including) GRO and the stack, vectorised.
 
@@ -297,18 +325,27 @@ def _buffers(n: int, k: Kernel, a: Arch) -> np.ndarray:
     return np.resize(period, n)
 
 
-@lru_cache(maxsize=256)
+@public
 def op_counts(traffic: Traffic, kernel: str | Kernel, arch: str = DEFAULT_ARCH, *, gro_on: bool = True,
-              napi_budget: int = rx.NAPI_POLL_WEIGHT) -> OpCounts:
+              napi_budget: Annotated[int, In(1, 65536, "the NAPI budget (packets per poll)")] = rx.NAPI_POLL_WEIGHT
+              ) -> OpCounts:
     """Mean operation counts per packet for ``traffic`` received by virtio-net (mergeable, MTU 1500) on ``kernel``."""
-    if not isinstance(traffic, Traffic):
-        raise ValueError(f"traffic must be a vnetlab.cost.Traffic, got {type(traffic).__name__}")
-    k = _kernel(kernel)
+    return _op_counts(traffic, _kernel(kernel), arch, gro_on, napi_budget)
+
+
+@lru_cache(maxsize=256)
+def _op_counts(traffic: Traffic, k: Kernel, arch: str, gro_on: bool, napi_budget: int) -> OpCounts:
+    # keyed by the Kernel object (version and lab name): a lab kernel's patched rules are its own entry
     a = _arch(arch, k)
     pattern = np.asarray(traffic.payloads, dtype=np.int64)
     # One exact period: the buffer carving repeats every _BUF_PERIOD packets and GRO holds nothing across a
     # NAPI poll (napi_complete_done flushes), so the per-packet means of n packets are those of any longer run.
     n = math.lcm(pattern.size, _BUF_PERIOD, napi_budget)
+    if n > MAX_PERIOD:
+        raise ValueError(f"napi_budget={napi_budget} with a {pattern.size}-packet pattern needs a period of {n} "
+                         "packets "
+                         f"(lcm with the {_BUF_PERIOD}-buffer carving), above MAX_PERIOD {MAX_PERIOD}: choose a "
+                         f"budget dividing {_BUF_PERIOD * pattern.size}")
     payloads = np.resize(pattern, n)
     bufs = _buffers(n, k, a)
     udp_gro = traffic.destination == "udp_gro_socket"
@@ -388,10 +425,11 @@ def _costs(costs: Costs | Mapping[str, Any] | None) -> Costs:
     return load_costs().with_values(costs)
 
 
+@public
 def rx_cost(traffic: Traffic, kernel: str | Kernel, costs: Costs | Mapping[str, Any] | None = None, *,
             arch: str = DEFAULT_ARCH, gro_on: bool = True) -> RxCost:
     """ns per packet of ``traffic`` on ``kernel`` with ``costs`` (default: the table's priors)."""
-    return RxCost(op_counts(traffic, _kernel(kernel).version, arch, gro_on=gro_on), _costs(costs))
+    return RxCost(op_counts(traffic, kernel, arch, gro_on=gro_on), _costs(costs))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -414,6 +452,7 @@ class Measurement:
             _kernel(getattr(self, name))
 
 
+@public
 def seed_measurement() -> Measurement:
     sec = load_table("rx_costs")["seed"]
     return Measurement(float(sec["baseline_pps"]), float(sec["patched_pps"]), sec["baseline_kernel"],
@@ -454,6 +493,7 @@ class Calibration:
         return "\n".join(lines)
 
 
+@public
 def calibrate(costs: Costs | Mapping[str, Any] | None = None, measurement: Measurement | None = None) -> Calibration:
     """Fit the per-skb stack cost to the baseline (1 parameter), then stack + cache-line miss to both (2)."""
     prior = _costs(costs)
@@ -488,6 +528,7 @@ def calibrate(costs: Costs | Mapping[str, Any] | None = None, measurement: Measu
 # --------------------------------------------------------------------------------------------------
 # Predictions and the gain breakdown
 
+@public
 def predictions(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequence[str] = KERNELS,
                 cases: Mapping[str, Traffic] | None = None) -> dict[tuple[str, str], RxCost]:
     """{(case, kernel): RxCost} with ``costs`` (default: the 2-parameter calibration)."""
@@ -498,6 +539,7 @@ def predictions(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequ
     return {(name, k): rx_cost(t, k, c) for name, t in cases.items() for k in kernels}
 
 
+@public
 def predictions_table(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequence[str] = KERNELS) -> str:
     """Text table: kpps per case and kernel, with the path mix and packets per GRO skb; each case's label on a
     line of its own so that eight kernels fit in 100 columns."""
@@ -567,11 +609,13 @@ class Breakdown:
         return "\n".join(lines)
 
 
+@public
 def breakdown(traffic: Traffic, base: str, new: str, costs: Costs | Mapping[str, Any] | None = None) -> Breakdown:
     c = calibrate().two_param if costs is None else _costs(costs)
     return Breakdown(traffic, rx_cost(traffic, base, c), rx_cost(traffic, new, c))
 
 
+@public
 def gain_breakdown(costs: Costs | Mapping[str, Any] | None = None) -> str:
     """Which part of build_skb's gain is allocation and copy, which is GRO: the seed, then GRO-friendly flows."""
     c = calibrate().two_param if costs is None else _costs(costs)
@@ -594,6 +638,7 @@ def gain_breakdown(costs: Costs | Mapping[str, Any] | None = None) -> str:
     return "\n".join(parts)
 
 
+@public
 def report(costs: Costs | Mapping[str, Any] | None = None) -> str:
     """Everything the notebook prints: calibration, predictions per kernel, and the gain breakdown."""
     cal = calibrate(costs)

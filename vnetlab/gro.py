@@ -16,11 +16,12 @@ import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from vnetlab import rx
+from vnetlab.checks import In, check_int, public
 from vnetlab.headers import (
     ETH_DATA_LEN,
     ETH_HLEN,
@@ -77,12 +78,6 @@ def _check_features(features: Any, rules: Any, k: Kernel) -> Any:
     return features
 
 
-def _check_int(name: str, value: object, lo: int, hi: int, meaning: str = "") -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an int in {lo}..{hi}{' (' + meaning + ')' if meaning else ''}, got {value!r}")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class FlowParams:
     """The per-flow inputs GRO looks at, resolved and checked."""
@@ -114,18 +109,13 @@ class FlowParams:
         return _rules(self.kernel)
 
 
-def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS,
+@public
+def flow_params(*, l4: rx.L4 = "tcp", ip: rx.IpVersion = 4, vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS,
                 udp_gro: bool = False, local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                 features: Any = None, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
                 gro_max_size: int = GRO_LEGACY_MAX_SIZE) -> FlowParams:
     """Check the flow parameters and decide whether (and how) this flow aggregates."""
-    if l4 not in ("tcp", "udp"):
-        raise ValueError(f"l4 must be 'tcp' or 'udp', got {l4!r}")
-    if ip not in IP_HLEN:
-        raise ValueError(f"ip must be 4 or 6, got {ip!r}")
-    if not isinstance(vlan, bool):
-        raise ValueError(f"vlan must be a bool, got {vlan!r}")
-    tcp_hdr_len = _check_int("tcp_hdr_len", tcp_hdr_len, TCP_HLEN_MIN, TCP_HLEN_MAX, "doff*4, a multiple of 4")
+    tcp_hdr_len = check_int("tcp_hdr_len", tcp_hdr_len, TCP_HLEN_MIN, TCP_HLEN_MAX, "doff*4, a multiple of 4")
     if tcp_hdr_len % 4:
         raise ValueError(f"tcp_hdr_len must be a multiple of 4 in 20..60 (doff*4), got {tcp_hdr_len}")
     k = _kernel(kernel)
@@ -139,7 +129,7 @@ def flow_params(*, l4: str = "tcp", ip: int = 4, vlan: bool = False, tcp_hdr_len
             raise ValueError(f"gro_max_size must be {GRO_LEGACY_MAX_SIZE} for kernel {k.version} "
                              f"(dev->gro_max_size exists from 5.19), got {gro_max_size!r}")
     else:
-        _check_int("gro_max_size", gro_max_size, 0, GRO_MAX_SIZE, "ip link set gro_max_size, GRO_MAX_SIZE = 8*65535")
+        check_int("gro_max_size", gro_max_size, 0, GRO_MAX_SIZE, "ip link set gro_max_size, GRO_MAX_SIZE = 8*65535")
     if udp_gro and l4 != "udp":
         raise ValueError("udp_gro=True needs l4='udp'")
     if local_socket is None:
@@ -193,12 +183,19 @@ def _flag_bits(flags: object, index: int) -> int:
 
 # ---------------------------------------------------------------- GRO's input: skbs from the receive model
 
+# receive_flow builds one Skb (about 1 KiB, 30-150 us) per packet: 256 NAPI polls of 64 stay within seconds and
+# tens of MiB (tests/test_gro.py runs the maximum under a memory and CPU-time limit).
+MAX_FLOW_PACKETS = 1 << 14
+FlowPackets = Annotated[int, In(1, MAX_FLOW_PACKETS, "packets in the flow, one Skb object each (longer flows: "
+                                                     "simulate_stream, the same rules over arrays)")]
+
 _page_ids = itertools.count(1)
 
 
-def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
-                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, mode: str = "mergeable",
-                 buf_len: int | None = None, mtu: int = ETH_DATA_LEN, xdp: bool = False,
+@public
+def receive_flow(payload_len: rx.PayloadLen, n_packets: FlowPackets, *, l4: rx.L4 = "tcp", ip: rx.IpVersion = 4,
+                 vlan: bool = False, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
+                 mode: rx.Mode = "mergeable", buf_len: int | None = None, mtu: rx.Mtu = ETH_DATA_LEN, xdp: bool = False,
                  hdr_len: int = rx.MRG_RXBUF_HDR_LEN) -> list[Skb]:
     """``n_packets`` packets of one flow as virtio-net's receive path hands them to napi_gro_receive().
 
@@ -206,8 +203,8 @@ def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int =
     frag, the EWMA, the refills), so 1 buffer in 21 is the hole-extended one as on a real queue. With
     ``buf_len``, or in small or big mode: rx.receive() per packet. The skbs still hold the Ethernet header
     (receive_buf calls eth_type_trans just before napi_gro_receive; :func:`aggregate` does that pull).
+    At most MAX_FLOW_PACKETS (16384) packets: one Skb object each; :func:`simulate_stream` takes longer flows.
     """
-    _check_int("n_packets", n_packets, 1, 1 << 24, "packets in the flow")
     if mode == "mergeable" and buf_len is None:
         q = rx.RxQueue(mtu=mtu, hdr_len=hdr_len, xdp=xdp, kernel=kernel, arch=arch)
         return [q.receive(payload_len, l4=l4, ip=ip, vlan=vlan).skb for _ in range(n_packets)]
@@ -215,8 +212,10 @@ def receive_flow(payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int =
                        buf_len=buf_len, hdr_len=hdr_len).skb for _ in range(n_packets)]
 
 
-def head_case_flow(case: str, payload_len: int, n_packets: int, *, l4: str = "tcp", ip: int = 4, vlan: bool = False,
-                   kernel: str | Kernel | None = None, arch: str | Arch = DEFAULT_ARCH) -> list[Skb]:
+@public
+def head_case_flow(case: str, payload_len: int, n_packets: FlowPackets, *, l4: rx.L4 = "tcp", ip: rx.IpVersion = 4,
+                   vlan: bool = False, kernel: str | Kernel | None = None,
+                   arch: str | Arch = DEFAULT_ARCH) -> list[Skb]:
     """:func:`receive_flow` on a kernel whose receive path builds every packet in head case ``case``
     (rx.HEAD_CASES, kernel-facts C.3): "build_skb" (a), "kmalloc128" (b1), "pagefrag128" (b2), "eth_hlen" (c).
 
@@ -337,6 +336,39 @@ def _check_gso(skb: Skb, i: int, fp: FlowParams) -> None:
                          f"an IPv{fp.ip} {fp.l4.upper()} flow's GSO skbs carry SKB_GSO_{'/'.join(sorted(want))}")
 
 
+def _check_skb(skb: object, i: int, a: Arch) -> None:
+    """An input skb must be one the kernel can hold: frags inside their pages, the linear part inside the head, no
+    frag_list loop, and truesize >= SKB_TRUESIZE(skb_end_offset) + data_len. __alloc_skb / build_skb charge
+    SKB_TRUESIZE(end), skb_add_rx_frag / skb_segment add each frag's truesize >= its size, frag_list members
+    their own truesize; skb_gro_receive (6.1) takes skb->truesize - SKB_TRUESIZE(end) (case 1) or
+    - SKB_DATA_ALIGN(sizeof(struct sk_buff)) (case 2) into p, which is >= 0 only for such skbs."""
+    if not isinstance(skb, Skb):
+        raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(skb).__name__}")
+    seen: set[int] = set()
+    todo = [(skb, f"skbs[{i}]")]
+    while todo:
+        s, name = todo.pop()
+        if id(s) in seen:
+            raise ValueError(f"{name} is already in skbs[{i}]'s frag_list chain: a frag_list loop no sk_buff can have")
+        seen.add(id(s))
+        for j, f in enumerate(s.frags):
+            if not (isinstance(f.size, int) and isinstance(f.offset, int)) or f.size < 0 or f.offset < 0 \
+                    or f.offset + f.size > f.page.size:
+                raise ValueError(f"{name}.frags[{j}] (offset {f.offset}, size {f.size}) must lie inside its "
+                                 f"{f.page.size}-byte page (skb_frag_t: page, offset, size)")
+        if s.headroom + s.headlen > s.end_offset:
+            raise ValueError(f"{name}: headroom {s.headroom} + headlen {s.headlen} > skb_end_offset {s.end_offset} "
+                             "(skb_over_panic in the kernel)")
+        todo.extend((m, f"{name}.frag_list[{j}]") for j, m in enumerate(s.frag_list))
+    for s in skb.walk():
+        least = a.skb_truesize(s.end_offset) + s.data_len
+        if s.truesize < least:
+            raise ValueError(f"skbs[{i}]{'' if s is skb else ' (a frag_list member)'} has truesize {s.truesize} < "
+                             f"SKB_TRUESIZE(skb_end_offset {s.end_offset}) + data_len {s.data_len} = {least}: "
+                             f"__alloc_skb/build_skb charge SKB_TRUESIZE(end) on {a.name} and every frag or "
+                             "frag_list member adds at least its size (skb_add_rx_frag, skb_segment)")
+
+
 def _gro_flush(skb: Skb, fp: FlowParams) -> bool:
     """NAPI_GRO_CB(skb)->flush as dev_gro_receive sets it before the protocol handlers run."""
     if skb.frag_list:
@@ -428,9 +460,10 @@ def _complete(h: _Held, fp: FlowParams, members: list[Skb]) -> Skb:
     return p
 
 
-def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
+@public
+def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = False, features: Any = None,
                     kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
-                    gro_max_size: int = GRO_LEGACY_MAX_SIZE, ip: int = 4, vlan: bool = False,
+                    gro_max_size: int = GRO_LEGACY_MAX_SIZE, ip: rx.IpVersion = 4, vlan: bool = False,
                     tcp_hdr_len: int = TCP_HLEN_TS, tcp_flags: Sequence[object] | None = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                     napi_budget: int | None = None) -> GroTrace:
@@ -445,8 +478,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
                      gro_max_size=gro_max_size)
     skbs = list(skbs)
     for i, s in enumerate(skbs):
-        if not isinstance(s, Skb):
-            raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(s).__name__}")
+        _check_skb(s, i, fp.arch)
         _check_gso(s, i, fp)
     if tcp_flags is not None:
         if l4 != "tcp":
@@ -454,7 +486,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
         if len(tcp_flags) != len(skbs):
             raise ValueError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}")
     if napi_budget is not None:
-        _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
+        check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
     list_checks_flush = bool(fp.rules["receive_list_checks_flush"])
     cmp_mask = _cmp_mask(fp)
     trace = GroTrace()
@@ -596,7 +628,8 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = Fal
     return trace
 
 
-def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, features: Any = None,
+@public
+def aggregate(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = False, features: Any = None,
               kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
               gro_max_size: int = GRO_LEGACY_MAX_SIZE, **flow: Any) -> list[Skb]:
     """One flow's skbs (arrival order, as the receive path or a veth peer hands them over, Ethernet header
@@ -613,6 +646,7 @@ def aggregate(skbs: Sequence[Skb], *, l4: str = "tcp", udp_gro: bool = False, fe
                            gro_max_size=gro_max_size, **flow).skbs
 
 
+@public
 def gro_segs(skb: Skb) -> int:
     """Packets carried by a delivered skb: gso_segs, or 1 for a packet that went up alone."""
     return skb.gso_segs if skb.gso_segs else 1
@@ -670,6 +704,11 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
 _BUF_PERIOD = 32 * 21
 # packets per block of NAPI polls in simulate_stream: its temporaries stay in the CPU caches
 _BLOCK = 1 << 16
+# simulate_stream's longest flow: a few seconds and a few hundred MiB for a payload mix on one core (its
+# per-GRO-skb arrays grow with the flow; tests/test_gro.py runs the maximum under memory and CPU-time limits).
+MAX_STREAM_PACKETS = 1 << 22
+_STREAM_N_MEANING = f"packets in the flow (at most {MAX_STREAM_PACKETS}: the per-skb arrays are kept in memory)"
+_BUF_MEANING = "the mergeable buffer truesize per packet (ctx holds it in 22 bits)"
 
 
 @dataclass(frozen=True)
@@ -677,36 +716,61 @@ class _Shapes:
     """What page_to_skb built for each (buffer, payload) entry and what skb_gro_receive does with it."""
 
     code: np.ndarray  # PATH_CODES
-    T: np.ndarray  # truesize page_to_skb charged
-    d: np.ndarray  # frag slots the packet takes in lp when merged; MAX_SKB_FRAGS + 1 = never fits (case 3)
+    truesize: np.ndarray  # truesize page_to_skb charged
+    slots: np.ndarray  # frag slots the packet takes in lp when merged; MAX_SKB_FRAGS + 1 = never fits (case 3)
     delta: np.ndarray  # truesize p (and lp) gain when the packet is merged by case 1 or 2
-    l0: np.ndarray  # frags of the packet's own skb (when it is p or a chained sk_buff)
+    own_frags: np.ndarray  # frags of the packet's own skb (when it is p or a chained sk_buff)
+    unfit: np.ndarray | None = None  # entries whose frame does not fit the buffer (no packet may use them)
 
 
 def _shapes(frames: np.ndarray, bufs: np.ndarray, fp: FlowParams, hdr_len: int) -> _Shapes:
     k, a = fp.kernel, fp.arch
+    # receive_mergeable: len > truesize is a length error; a table entry no packet has may be such a pair, so it
+    # is classified as a stand-in frame and refused only if a packet uses it (_check_fit).
+    unfit = frames + hdr_len > bufs
+    if unfit.any():
+        frames = np.where(unfit, ETH_HLEN, frames)
+    else:
+        unfit = None
     cls = rx.classify(frames, bufs, hdr_len=hdr_len, kernel=k, arch=a)
     build = cls.codes == rx.PATH_CODES["build_skb"]
-    nf = cls.frags.astype(np.int64)
+    own_frags = cls.frags.astype(np.int64)
     head = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=k, arch=a)
     off, most = fp.offset, fp.max_skb_frags
     # page_to_skb: build_skb(buf, truesize) -> SKB_TRUESIZE(truesize - shinfo); else head + the buffer as a frag.
-    T = np.where(build, bufs - a.shinfo_size + a.skb_truesize(0), head.truesize + np.where(nf > 0, bufs, 0))
+    truesize = np.where(build, bufs - a.shinfo_size + a.skb_truesize(0),
+                        head.truesize + np.where(own_frags > 0, bufs, 0))
     end = np.where(build, bufs - a.shinfo_size, head.end_offset)
-    hl = np.where(build, frames, cls.copied) - ETH_HLEN
-    in_frags = hl <= off
+    headlen = np.where(build, frames, cls.copied) - ETH_HLEN
+    in_frags = headlen <= off
     # skb_gro_receive (6.1): slots in lp: case 1 nr_frags, case 2 (head_frag) 1 + nr_frags, case 3 never.
-    d = np.where(in_frags, nf, np.where(build | bool(head.head_frag), 1 + nf, most + 1))
-    d = np.where(in_frags & (nf == 0), most + 1, d)
+    slots = np.where(in_frags, own_frags, np.where(build | bool(head.head_frag), 1 + own_frags, most + 1))
+    slots = np.where(in_frags & (own_frags == 0), most + 1, slots)
     # skb_gro_receive (6.1): case 1 keeps SKB_TRUESIZE(skb_end_offset), case 2 SKB_DATA_ALIGN(sizeof(sk_buff)).
-    delta = np.where(in_frags, T - a.skb_truesize(end), T - a.skb_data_align(a.sk_buff_size))
-    return _Shapes(cls.codes, T.astype(np.int64), d.astype(np.int64), delta.astype(np.int64), nf)
+    delta = np.where(in_frags, truesize - a.skb_truesize(end), truesize - a.skb_data_align(a.sk_buff_size))
+    return _Shapes(cls.codes, truesize.astype(np.int64), slots.astype(np.int64), delta.astype(np.int64), own_frags,
+                   unfit)
 
 
-def _few_values(x: np.ndarray, block: int, most: int = 16) -> tuple[int, np.ndarray, np.ndarray] | None:
-    """(lo, lut, values) when x holds at most ``most`` distinct ints in a short range, with lut[v - lo] the index
-    of v in the sorted distinct values; None otherwise. Avoids sorting x (and temporaries as large as x)."""
-    lo, hi = int(x.min()), int(x.max())
+def _check_fit(sh: _Shapes, flat: np.ndarray, first: int, payload: Callable[[int], int],
+               buf: Callable[[int], int], hdr_len: int) -> None:
+    """Refuse the first packet of a block (``flat``: its entries; ``first``: its first packet) whose frame and
+    virtio-net header do not fit its buffer: receive_mergeable's length error (single-buffer packets only)."""
+    if sh.unfit is None:
+        return
+    bad = sh.unfit[flat]
+    if bad.any():
+        i = first + int(np.argmax(bad))
+        raise ValueError(f"packet {i}: payload_len {payload(i)} with its headers and the {hdr_len}-byte virtio-net "
+                         f"header does not fit its {buf(i)}-byte buffer (buf_lens): a length error in "
+                         "receive_mergeable; simulate_stream takes single-buffer packets only")
+
+
+def _few_values(x: np.ndarray, block: int, lo: int, hi: int, most: int = 16
+                ) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """(lo, lut, values) when x (whose min and max are lo and hi) holds at most ``most`` distinct ints in a short
+    range, with lut[v - lo] the index of v in the sorted distinct values; None otherwise. Avoids sorting x (and
+    temporaries as large as x)."""
     if hi - lo > 1 << 16:
         return None
     present = np.zeros(hi - lo + 1, dtype=bool)
@@ -741,7 +805,8 @@ def _uniform(x: np.ndarray, used: np.ndarray) -> int | None:
     return lo if lo == int(vals.max()) else None
 
 
-def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4: str = "tcp", ip: int = 4,
+@public
+def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4: rx.L4 = "tcp", ip: rx.IpVersion = 4,
                     vlan: bool = False, tcp_hdr_len: int = TCP_HLEN_TS, udp_gro: bool = False, features: Any = None,
                     local_socket: bool | None = None, udp_encap_needed: bool | None = None,
                     kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
@@ -752,7 +817,8 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
 
     ``payload_len``: one size, an array of sizes (one per packet), or a dict {size: weight} drawn with
     ``seed``. ``buf_lens``: buffer truesize per packet (default: rx.mergeable_buf_lens carving, repeated).
-    ``tcp_flags``: optional int array of TCP flag bits (gro._FLAG_BIT). Single-buffer packets only.
+    ``tcp_flags``: optional int array of TCP flag bits (gro._FLAG_BIT). Single-buffer packets only: a packet whose
+    frame and header do not fit its buffer is refused by its index. At most MAX_STREAM_PACKETS (4,194,304) packets.
 
     The same rules as :func:`aggregate_trace` (the tests cross-check every statistic), as numpy passes over
     blocks of NAPI polls: Python loops only over the blocks, and over the k-th GRO skb of all polls of a block
@@ -766,54 +832,68 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     const_p: int | None = None
     cols: np.ndarray | None = None  # the payload sizes the table has a column for
     col: np.ndarray | None = None  # each packet's column
+    if seed is not None:
+        check_int("seed", seed, 0, 2**63 - 1, "the numpy.random.default_rng seed of the payload draws")
     if isinstance(payload_len, dict):
-        n = _check_int("n_packets", n_packets, 1, 1 << 31)
+        n = check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
+        if not payload_len:
+            raise ValueError("payload_len must not be an empty dict: give {payload bytes: weight}")
+        for p, wt in payload_len.items():
+            check_int("payload_len key", p, 0, 65535, "L4 payload bytes")
+            if isinstance(wt, bool) or not isinstance(wt, (int, float, np.integer, np.floating)) \
+                    or not np.isfinite(wt) or wt < 0:
+                raise ValueError(f"payload_len[{p}]={wt!r}: a weight must be a finite number >= 0")
         cols = np.fromiter(payload_len.keys(), dtype=np.int64)
-        w = np.asarray(list(payload_len.values()), dtype=float)
-        if (w < 0).any() or w.sum() <= 0:
+        weights = np.asarray(list(payload_len.values()), dtype=float)
+        if weights.sum() <= 0:
             raise ValueError("payload_len weights must be non-negative with a positive sum")
-        if cols.min() < 0 or cols.max() > 65535:
-            raise ValueError("payload_len must be in 0..65535")
-        cdf = np.cumsum(w / w.sum())
+        cdf = np.cumsum(weights / weights.sum())
         cdf /= cdf[-1]  # numpy Generator.choice(p=...): the same draws as before
-        u = np.random.default_rng(seed).random(n)
+        draws = np.random.default_rng(seed).random(n)
         if cols.size <= 16:
             # how many cdf values are <= u, as searchsorted(side="right") counts them, in a few passes
             col = np.zeros(n, dtype=np.intp)
             for c in cdf[:-1]:
-                col += u >= c
+                col += draws >= c
         else:
-            col = np.minimum(np.searchsorted(cdf, u, side="right"), cols.size - 1)
-        P = cols[col]
+            col = np.minimum(np.searchsorted(cdf, draws, side="right"), cols.size - 1)
+        payloads = cols[col]
         pmin, pmax = int(cols.min()), int(cols.max())
     elif np.ndim(payload_len) == 0:
-        n = _check_int("n_packets", n_packets, 1, 1 << 31)
-        const_p = _check_int("payload_len", payload_len, 0, 65535, "L4 payload bytes")
-        P = None
+        n = check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
+        const_p = check_int("payload_len", payload_len, 0, 65535, "L4 payload bytes")
+        payloads = None
     else:
-        P = np.asarray(payload_len, dtype=np.int64)
-        n = P.size
+        payloads = rx.int_array("payload_len", payload_len, "L4 payload bytes, one per packet", ndim=1).astype(np.int64,
+                                                                                                       copy=False)
+        n = payloads.size
         if n_packets is not None and n_packets != n:
             raise ValueError(f"n_packets ({n_packets}) must match len(payload_len) ({n})")
         if n == 0:
             raise ValueError("payload_len must not be empty")
-    if P is not None and cols is None:
-        pmin, pmax = int(P.min()), int(P.max())
+        check_int("len(payload_len)", n, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
+    if payloads is not None and cols is None:
+        pmin, pmax = int(payloads.min()), int(payloads.max())
         if pmin < 0 or pmax > 65535:
             raise ValueError("payload_len must be in 0..65535")
         cols = np.arange(pmin, pmax + 1, dtype=np.int64)
-    if P is not None and pmin == pmax:
-        const_p, P, cols, col = pmin, None, None, None
+    if payloads is not None and pmin == pmax:
+        const_p, payloads, cols, col = pmin, None, None, None
     if napi_budget is not None:
-        _check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
+        check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
     budget = n if napi_budget is None else min(int(napi_budget), n)
-    F = None
+    flags = None
     if tcp_flags is not None:
         if l4 != "tcp":
             raise ValueError("tcp_flags is only meaningful with l4='tcp'")
-        F = np.asarray(tcp_flags, np.int64)
-        if F.shape != (n,):
+        flags = rx.int_array("tcp_flags", tcp_flags, "TCP flag bits per packet (gro.TCP_FLAGS, bit i = TCP_FLAGS[i])")
+        if flags.shape != (n,):
             raise ValueError(f"tcp_flags must be an int array with one entry per packet ({n})")
+        if n and (int(flags.min()) < 0 or int(flags.max()) > 0xFF):
+            raise ValueError(f"tcp_flags has {int(flags.min()) if flags.min() < 0 else int(flags.max())}: the 8 flag "
+                             "bits of "
+                             "the TCP header (FIN..CWR) are 0..255")
+        flags = flags.astype(np.int64, copy=False)
     off = fp.offset
     hdrs = ETH_HLEN + off
     # net/core/dev.c napi_complete_done (6.1): napi_gro_flush() at every poll end (gro_flush_timeout 0), so polls
@@ -823,14 +903,19 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     # ---- what page_to_skb built: a table per (buffer, payload), or per packet when buffers are given per packet
     cols_ = np.asarray([const_p], dtype=np.int64) if cols is None else cols
     width = cols_.size
-    # a packet's table entry is row * width + its payload's column (col, or P - pmin for payloads given per packet)
-    base = pmin if (P is not None and col is None) else 0
+    # a packet's table entry is row * width + its payload's column (col, or payloads - pmin when given per packet)
+    base = pmin if (payloads is not None and col is None) else 0
     rows: Callable[[int, int], np.ndarray] | None = None  # row * width - base of packets s..e-1; None: per packet
     if buf_lens is None or np.ndim(buf_lens) == 0:
         if buf_lens is None:
             period = np.asarray(_carved_period(k, a, hdr_len), dtype=np.int64)
         else:
-            period = np.asarray([int(buf_lens)], dtype=np.int64)
+            period = np.asarray([check_int("buf_lens", buf_lens, 1, 1 << 22, _BUF_MEANING)], dtype=np.int64)
+        bufs_in = period
+
+        def buf_of(i: int) -> int:
+            return int(bufs_in[i % bufs_in.size])
+
         bvals, per_idx = np.unique(period, return_inverse=True)
         sh = _shapes(np.tile(cols_ + hdrs, bvals.size), np.repeat(bvals, width), fp, hdr_len)
         tiled = np.resize(per_idx.astype(np.intp) * width - base, min(n, block + period.size))
@@ -841,10 +926,17 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         rows = carved_rows
 
     else:
-        bl = np.asarray(buf_lens, dtype=np.int64)
-        if bl.shape != (n,):
+        bufs = rx.int_array("buf_lens", buf_lens, _BUF_MEANING).astype(np.int64, copy=False)
+        if bufs.shape != (n,):
             raise ValueError(f"buf_lens must be one int or one per packet ({n})")
-        few = _few_values(bl, block)
+        b_lo, b_hi = int(bufs.min()), int(bufs.max())
+        if b_lo < 1 or b_hi > 1 << 22:
+            raise ValueError(f"buf_lens has {b_lo if b_lo < 1 else b_hi}, out of range 1..{1 << 22}: {_BUF_MEANING}")
+
+        def buf_of(i: int) -> int:
+            return int(bufs[i])
+
+        few = _few_values(bufs, block, b_lo, b_hi)
         if few is not None and few[2].size * width <= max(4096, n // 4):
             # a few buffer sizes (the carving gives 2 or 3): one table entry per (buffer, payload)
             lo, lut, bvals = few
@@ -852,12 +944,15 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             lut = lut * width - base
 
             def given_rows(s: int, e: int) -> np.ndarray:
-                return lut[bl[s:e] - lo]
+                return lut[bufs[s:e] - lo]
 
             rows = given_rows
 
         else:
-            sh = _shapes((np.full(n, const_p, np.int64) if P is None else P) + hdrs, bl, fp, hdr_len)
+            sh = _shapes((np.full(n, const_p, np.int64) if payloads is None else payloads) + hdrs, bufs, fp, hdr_len)
+
+    def payload_of(i: int) -> int:
+        return int(const_p if payloads is None else payloads[i])
 
     counts = np.zeros(sh.code.size, dtype=np.int64) if rows is not None else np.ones(n, dtype=np.int64)
     pieces = []
@@ -866,15 +961,17 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         if rows is not None:
             flat = rows(s, e)
             if width > 1:
-                flat += P[s:e] if col is None else col[s:e]
+                flat += payloads[s:e] if col is None else col[s:e]
+            _check_fit(sh, flat, s, payload_of, buf_of, hdr_len)
             per_entry = np.bincount(flat, minlength=sh.code.size)
             counts += per_entry
             sh_b = sh
         else:
+            _check_fit(sh, np.arange(s, e), s, payload_of, buf_of, hdr_len)
             flat, per_entry = np.arange(e - s), np.ones(e - s, dtype=np.int64)
-            sh_b = _Shapes(*(x[s:e] for x in (sh.code, sh.T, sh.d, sh.delta, sh.l0)))
-        pieces.append(_stream_block(fp, e - s, budget, const_p, None if P is None else P[s:e],
-                                    None if F is None else F[s:e], sh_b, per_entry, flat))
+            sh_b = _Shapes(*(x[s:e] for x in (sh.code, sh.truesize, sh.slots, sh.delta, sh.own_frags)))
+        pieces.append(_stream_block(fp, e - s, budget, const_p, None if payloads is None else payloads[s:e],
+                                    None if flags is None else flags[s:e], sh_b, per_entry, flat))
     # the six per-skb arrays in one buffer: one allocation, which the allocator can hand back call after call
     out = np.empty((6, sum(p[0].size for p in pieces)), dtype=np.int64)
     for row, parts in zip(out, zip(*pieces)):
@@ -883,12 +980,12 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     return StreamStats(packets=n, path_counts=path_counts, gro_skbs=int(out[0].size), segs_per_skb=out[0],
                        first_skb_packets=out[1], sk_buffs_per_skb=out[2], frags_per_skb=out[3], len_per_skb=out[4],
                        truesize_per_skb=out[5],
-                       payload_bytes=n * const_p if P is None else int(P.sum(dtype=np.int64)),
-                       rx_truesize=int((counts * sh.T).sum()))
+                       payload_bytes=n * const_p if payloads is None else int(payloads.sum(dtype=np.int64)),
+                       rx_truesize=int((counts * sh.truesize).sum()))
 
 
-def _stream_block(fp: FlowParams, n: int, budget: int, const_p: int | None, P: np.ndarray | None,
-                  F: np.ndarray | None, sh: _Shapes, counts: np.ndarray,
+def _stream_block(fp: FlowParams, n: int, budget: int, const_p: int | None, payloads: np.ndarray | None,
+                  flags: np.ndarray | None, sh: _Shapes, counts: np.ndarray,
                   flat: np.ndarray) -> tuple[np.ndarray, ...]:
     """A block of whole NAPI polls through GRO: (packets, packets in the first sk_buff, sk_buffs, frags, len,
     truesize) of each skb handed up, in order. ``flat``: each packet's entry in ``sh``; ``counts``: the block's
@@ -896,19 +993,19 @@ def _stream_block(fp: FlowParams, n: int, budget: int, const_p: int | None, P: n
     off = fp.offset
     if not fp.aggregates:
         ones = np.ones(n, dtype=np.int64)
-        return (ones, ones, ones, sh.l0[flat].astype(np.int64),
-                (np.full(n, const_p, np.int64) if P is None else P) + off, sh.T[flat])
-    if fp.l4 != "udp" or P is None or P.min() > 0:
-        return _gro_skb_stats(fp, _stream_groups(fp, n, budget, const_p, P, F, None), sh, counts, flat)
+        return (ones, ones, ones, sh.own_frags[flat].astype(np.int64),
+                (np.full(n, const_p, np.int64) if payloads is None else payloads) + off, sh.truesize[flat])
+    if fp.l4 != "udp" or payloads is None or payloads.min() > 0:
+        return _gro_skb_stats(fp, _stream_groups(fp, n, budget, const_p, payloads, flags, None), sh, counts, flat)
     # udp_gro_receive_segment (6.1): uh->len <= sizeof(*uh) is flushed without completing p, so 0-byte
     # datagrams go up alone while the held skb stays: group the others, then put them back in order.
-    zeros = np.flatnonzero(P == 0)
+    zeros = np.flatnonzero(payloads == 0)
     ones = np.ones(zeros.size, np.int64)
-    alone = (ones, ones, ones, sh.l0[flat[zeros]].astype(np.int64), ones * off, sh.T[flat[zeros]])
+    alone = (ones, ones, ones, sh.own_frags[flat[zeros]].astype(np.int64), ones * off, sh.truesize[flat[zeros]])
     if zeros.size == n:
         return alone
-    orig = np.flatnonzero(P)
-    groups = _stream_groups(fp, n, budget, const_p, P, F, orig)
+    orig = np.flatnonzero(payloads)
+    groups = _stream_groups(fp, n, budget, const_p, payloads, flags, orig)
     st = _gro_skb_stats(fp, groups, sh, counts, flat[orig])
     order = np.argsort(np.concatenate((groups.times, zeros.astype(float))), kind="stable")
     return tuple(np.concatenate((g, z))[order] for g, z in zip(st, alone))
@@ -923,8 +1020,8 @@ class _Groups:
     times: np.ndarray  # when it goes up, in packet indices of the uncompressed flow (only with 0-byte UDP)
 
 
-def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: np.ndarray | None,
-                   F: np.ndarray | None, orig: np.ndarray | None) -> _Groups:
+def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, payloads: np.ndarray | None,
+                   flags: np.ndarray | None, orig: np.ndarray | None) -> _Groups:
     """The GRO skbs of the flow: the rules of aggregate_trace (tcp_gro_receive / udp_gro_receive_segment, the
     size cap, UDP_GRO_CNT_MAX, napi_complete_done at every poll end). Where a GRO skb that begins at a packet
     ends follows from the payloads and flags alone, for every packet at once; the GRO skbs are then chained
@@ -934,7 +1031,7 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
     cap_room = (GRO_LEGACY_MAX_SIZE - 2 * off) if fp.is_flist else (fp.cap_limit - off)
     # udp_gro_receive_segment: UDP_GRO_CNT_MAX; tcp_gro_receive (6.10+): a fraglist flow completes at 64.
     cnt_max = UDP_GRO_CNT_MAX if l4 == "udp" else (TCP_FRAGLIST_CNT_MAX if fp.is_flist else n)
-    if P is None and F is None:
+    if payloads is None and flags is None:
         # constant payload: every GRO skb holds what the cap and the count allow, or what is left of the poll
         # (tcp_gro_receive and udp_gro_receive_segment merge no 0-byte payload)
         per = 1 if const_p == 0 else min(max(1, -(-cap_room // const_p) - 1), cnt_max)
@@ -945,80 +1042,80 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, P: 
         g_e = np.minimum(g_s + per, np.repeat(polls + lens, reps))
         segs = g_e - g_s
         return _Groups(g_s, g_e, segs, segs * const_p, np.zeros(0))
-    if P is None:
-        P = np.full(n, const_p, dtype=np.int64)
+    if payloads is None:
+        payloads = np.full(n, const_p, dtype=np.int64)
     if orig is not None:
-        P = P[orig]
-    m = P.size
+        payloads = payloads[orig]
+    n_kept = payloads.size
     first = np.arange(0, n, budget)
     if orig is not None:
         first = np.searchsorted(orig, first)
-    poll_start = np.zeros(m + 1, dtype=bool)  # each poll's first packet, and m
+    poll_start = np.zeros(n_kept + 1, dtype=bool)  # each poll's first packet, and n_kept
     poll_start[first] = True
-    poll_start[m] = True
+    poll_start[n_kept] = True
     # ---- end[i]: one past the last packet of a GRO skb that begins at packet i. It takes the rest of its run
     # of equal payloads (runs are cut at poll starts), and the next packet too if that one is shorter:
     # tcp_gro_receive (6.1): payload > mss (or 0) is refused; a shorter one merges, then flushes.
     # udp_gro_receive_segment (6.1): a longer datagram is refused; a shorter one merges, then completes p.
-    new_run = poll_start[:m].copy()
-    np.logical_or(new_run[1:], P[1:] != P[:-1], out=new_run[1:])
-    rs = np.flatnonzero(new_run)
-    Pr = P[rs]
-    shorter = np.append(Pr[1:] < Pr[:-1], False)
-    shorter[:-1] &= ~poll_start[rs[1:]]
+    new_run = poll_start[:n_kept].copy()
+    np.logical_or(new_run[1:], payloads[1:] != payloads[:-1], out=new_run[1:])
+    run_starts = np.flatnonzero(new_run)
+    run_payload = payloads[run_starts]
+    shorter = np.append(run_payload[1:] < run_payload[:-1], False)
+    shorter[:-1] &= ~poll_start[run_starts[1:]]
     if l4 == "tcp":
-        shorter[:-1] &= Pr[1:] != 0
-    run_end = np.append(rs[1:], m) + shorter
+        shorter[:-1] &= run_payload[1:] != 0
+    run_end = np.append(run_starts[1:], n_kept) + shorter
     # the size cap can only cut into a run whose payloads from its first packet to run_end reach cap_room
-    capped = (run_end - rs) * Pr >= cap_room
+    capped = (run_end - run_starts) * run_payload >= cap_room
     run = np.cumsum(new_run)
     run -= 1
     end = run_end[run]
     if l4 == "tcp":
-        alone = P == 0
-        if F is not None:
+        alone = payloads == 0
+        if flags is not None:
             # tcp_gro_receive (6.1): CWR and a flag mismatch refuse; PSH|FIN merge then flush; URG|PSH|RST|SYN|FIN
             # at the head of a group (nothing to merge into) go up alone (out_check_final).
-            alone |= (F & _FINAL_FLUSH) != 0
-            refs = [_next_change(F & _cmp_mask(fp)), _next_true((F & _FLAG_BIT["CWR"]) != 0)]
+            alone |= (flags & _FINAL_FLUSH) != 0
+            refs = [_next_change(flags & _cmp_mask(fp)), _next_true((flags & _FLAG_BIT["CWR"]) != 0)]
             if fp.is_flist:
-                refs.append(_next_change(F))  # tcp_gro_receive (6.18): fraglist flows need equal flags
+                refs.append(_next_change(flags))  # tcp_gro_receive (6.18): fraglist flows need equal flags
             is_close = shorter[run]
-            ref_all = np.where(is_close, m, end)
+            ref_all = np.where(is_close, n_kept, end)
             np.minimum(ref_all, np.minimum.reduce(refs), out=ref_all)
-            close_all = np.where(is_close, end, m + 1)
-            np.minimum(close_all, _next_true((F & (_FLAG_BIT["PSH"] | _FLAG_BIT["FIN"])) != 0) + 1, out=close_all)
+            close_all = np.where(is_close, end, n_kept + 1)
+            np.minimum(close_all, _next_true((flags & (_FLAG_BIT["PSH"] | _FLAG_BIT["FIN"])) != 0) + 1, out=close_all)
             end = np.minimum(ref_all, close_all)
         single = np.flatnonzero(alone)
         end[single] = single + 1
     if cnt_max < budget:  # (a poll of at most cnt_max packets never reaches the count)
-        np.minimum(end, np.arange(cnt_max, m + cnt_max), out=end)
+        np.minimum(end, np.arange(cnt_max, n_kept + cnt_max), out=end)
     if capped.any():
         # skb_gro_receive (6.1): refused, the first packet that takes the payload from i to cap_room or more
         big = np.flatnonzero(capped[run])
-        C = _cumsum0(P)
-        cut = np.searchsorted(C, C[big] + cap_room, side="left") - 1
+        payload_cum = _cumsum0(payloads)
+        cut = np.searchsorted(payload_cum, payload_cum[big] + cap_room, side="left") - 1
         end[big] = np.minimum(end[big], np.maximum(cut, big + 1))
     # ---- chain the GRO skbs from each poll's first packet; a chain stops at the next poll's first packet
-    pos = np.flatnonzero(poll_start[:m])
+    pos = np.flatnonzero(poll_start[:n_kept])
     free = ~poll_start  # packets no GRO skb begins at yet
     while pos.size:
         pos = end[pos]
         pos = pos[free[pos]]
         free[pos] = False
-    g_s = np.flatnonzero(~free[:m])
-    g_e = np.append(g_s[1:], m)
+    g_s = np.flatnonzero(~free[:n_kept])
+    g_e = np.append(g_s[1:], n_kept)
     segs = g_e - g_s
     # every packet of a GRO skb has its first packet's payload, but the last, which may be shorter
-    last = P[g_e - 1]
+    last = payloads[g_e - 1]
     payload = segs - 1
-    payload *= P[g_s]
+    payload *= payloads[g_s]
     payload += last
     times = np.zeros(0)
     if orig is not None:
         # when the GRO skb goes up: right after merging its last datagram (a shorter one, or the 64th),
         # else just before the refused one, else at the poll end
-        after = (last < P[g_s]) | (segs == cnt_max)
+        after = (last < payloads[g_s]) | (segs == cnt_max)
         poll_end = np.minimum((orig[g_s] // budget + 1) * budget, n)
         refused = np.minimum(np.append(orig, n)[g_e], poll_end)
         times = np.where(after, orig[g_e - 1] + 0.5, refused - 0.5)
@@ -1038,40 +1135,40 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
     """Where each GRO skb's sk_buffs begin: skb_gro_receive fills lp's frags (next fit) and chains a new
     sk_buff on frag_list (case 3) when a packet does not fit; fraglist GRO chains every packet.
     ``ent``: the table entry of each group's first packet."""
-    G = g_s.size
+    n_groups = g_s.size
     most = fp.max_skb_frags
-    if fp.is_flist or G == flat.size:
+    if fp.is_flist or n_groups == flat.size:
         # skb_gro_receive_list chains every packet whole
-        return _SkBuffs(segs, np.ones(G, np.int64), None, None)
+        return _SkBuffs(segs, np.ones(n_groups, np.int64), None, None)
     used = counts > 0
     # the frag slots a merged packet takes (those a GRO skb took after its first; not those of a packet that
     # only ever goes up alone, a 0-byte TCP segment)
-    du = _uniform(sh.d, used)
-    if du is None:
-        du = _uniform(sh.d, counts > np.bincount(ent, minlength=counts.size))
-    if du is not None and du > most:
+    slots_u = _uniform(sh.slots, used)
+    if slots_u is None:
+        slots_u = _uniform(sh.slots, counts > np.bincount(ent, minlength=counts.size))
+    if slots_u is not None and slots_u > most:
         # case 3 for every packet: each packet is an sk_buff of its own
-        return _SkBuffs(segs, np.ones(G, np.int64), None, None)
-    l0u = _uniform(sh.l0, used)
-    if du is not None and l0u is not None:
-        # the same shape for every packet: every sk_buff holds 1 + (MAX_SKB_FRAGS - l0) // d packets
-        per = 1 + max(most - l0u, 0) // du
+        return _SkBuffs(segs, np.ones(n_groups, np.int64), None, None)
+    own_frags_u = _uniform(sh.own_frags, used)
+    if slots_u is not None and own_frags_u is not None:
+        # the same shape for every packet: every sk_buff holds 1 + (MAX_SKB_FRAGS - own_frags) // slots packets
+        per = 1 + max(most - own_frags_u, 0) // slots_u
         reps = -(-segs // per)
         multi = np.flatnonzero(reps > 1)
         more = reps[multi] - 1  # the sk_buffs chained on those groups' frag_list
         group = np.repeat(multi, more)
         k = np.arange(1, group.size + 1) - np.repeat(np.cumsum(more) - more, more)  # 1, 2, .. in each group
         return _SkBuffs(reps, np.minimum(per, segs), g_s[group] + k * per, group)
-    room = most - sh.l0  # frag slots left in an sk_buff after its first packet, per table entry
-    Dc = _cumsum0(sh.d[flat]) if du is None else None
-    take = None if du is None else 1 + np.maximum(room, 0) // du  # packets per sk_buff when every d is du
+    room = most - sh.own_frags  # frag slots left in an sk_buff after its first packet, per table entry
+    slots_cum = _cumsum0(sh.slots[flat]) if slots_u is None else None
+    take = None if slots_u is None else 1 + np.maximum(room, 0) // slots_u  # packets per sk_buff
 
     def sk_buff_end(pos: np.ndarray, entry: np.ndarray, end: np.ndarray) -> np.ndarray:
         """One past the last packet of the sk_buff that begins at each of pos (table entry ``entry``)."""
         if take is not None:
             nxt = pos + take[entry]
         else:
-            nxt = np.searchsorted(Dc, Dc[pos + 1] + room[entry], side="right") - 1
+            nxt = np.searchsorted(slots_cum, slots_cum[pos + 1] + room[entry], side="right") - 1
             np.maximum(nxt, pos + 1, out=nxt)
         return np.minimum(nxt, end, out=nxt)
 
@@ -1088,7 +1185,7 @@ def _stream_sk_buffs(fp: FlowParams, g_s: np.ndarray, g_e: np.ndarray, segs: np.
         pos, gid, end = nxt[keep], gid[keep], end[keep]
     chained = np.concatenate(s_pos) if s_pos else np.zeros(0, np.intp)
     group = np.concatenate(s_gid) if s_gid else np.zeros(0, np.intp)
-    per_group = np.bincount(group, minlength=G)
+    per_group = np.bincount(group, minlength=n_groups)
     per_group += 1
     return _SkBuffs(per_group, first, chained, group)
 
@@ -1097,35 +1194,35 @@ def _gro_skb_stats(fp: FlowParams, groups: _Groups, sh: _Shapes, counts: np.ndar
                    flat: np.ndarray) -> tuple[np.ndarray, ...]:
     """(packets, packets in the first sk_buff, sk_buffs, frags, len, truesize) of each GRO skb."""
     g_s, g_e, segs = groups.starts, groups.ends, groups.segs
-    G = g_s.size
+    n_groups = g_s.size
     ent = flat[g_s]  # the table entry of each group's first packet
     sk = _stream_sk_buffs(fp, g_s, g_e, segs, ent, sh, counts, flat)
     used = counts > 0
 
     def group_sum(x: np.ndarray) -> np.ndarray:
         """Per group sum of a per-table-entry quantity over the group's packets (groups tile the flow)."""
-        u = _uniform(x, used)
-        if u is not None:
-            return segs * u
+        same = _uniform(x, used)
+        if same is not None:
+            return segs * same
         c = _cumsum0(x[flat])
         return c[g_e] - c[g_s]
 
     if sk.chained is None:
         # every packet an sk_buff of its own: its frags and its whole truesize
-        frags = group_sum(sh.l0)
-        truesize = group_sum(sh.T)
+        frags = group_sum(sh.own_frags)
+        truesize = group_sum(sh.truesize)
     else:
         # an sk_buff's first packet brings its own frags and whole truesize; the others d slots and delta
-        corr_f = sh.l0 - sh.d
-        corr_t = sh.T - sh.delta
-        frags = group_sum(sh.d)
+        corr_f = sh.own_frags - sh.slots
+        corr_t = sh.truesize - sh.delta
+        frags = group_sum(sh.slots)
         frags += corr_f[ent]
         truesize = group_sum(sh.delta)
         truesize += corr_t[ent]
         if sk.chained.size:
             ent = flat[sk.chained]
-            frags += np.bincount(sk.group, weights=corr_f[ent], minlength=G).astype(np.int64)
-            truesize += np.bincount(sk.group, weights=corr_t[ent], minlength=G).astype(np.int64)
+            frags += np.bincount(sk.group, weights=corr_f[ent], minlength=n_groups).astype(np.int64)
+            truesize += np.bincount(sk.group, weights=corr_t[ent], minlength=n_groups).astype(np.int64)
     lens = groups.payload
     lens += fp.offset
     return segs, sk.first, sk.per_group, frags, lens, truesize

@@ -11,8 +11,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
 
+from vnetlab.checks import In, check_choice, check_int, public
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
@@ -48,8 +49,18 @@ VNET_HDR_STRUCTS = {
     24: "virtio_net_hdr_v1_hash_tunnel (UDP tunnel GSO)",
 }
 
+# mergeable_buf_lens / small_buf_lens carve one buffer object each (~10 us): 65536 stay within a second or so
+# (10,000,000 took 2 minutes).
+MAX_BUFFERS = 1 << 16
+
 PATHS = ("copy", "copy+frag", "build_skb")
 MODES = ("small", "big", "mergeable")
+
+# Annotations @public enforces (vnetlab.checks): the names and ranges a caller meets everywhere in rx and gro.
+L4 = Literal["udp", "tcp"]
+IpVersion = Literal[4, 6]
+Mode = Literal["small", "big", "mergeable"]
+PayloadLen = Annotated[int, In(0, IP_MAX_MTU, "L4 payload bytes")]
 
 L4_HDR_LEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}  # TCP with the timestamp option, as Linux sends by default
 
@@ -57,23 +68,25 @@ L4_HDR_LEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}  # TCP with the timestamp opt
 # --------------------------------------------------------------------------------------------------
 # Argument checks: every bad value names the parameter, the allowed range and its kernel meaning.
 
-def _check_int(name: str, value: object, lo: int, hi: int, meaning: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{name} must be an int number of bytes ({meaning}), got {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name}={value} is out of range {lo}..{hi}: {meaning}")
-    return value
+# include/uapi/linux/if_ether.h ETH_MIN_MTU: virtnet_probe's dev->min_mtu; dev->max_mtu is MAX_MTU (ETH_MAX_MTU
+# 65535) without VIRTIO_NET_F_MTU, the device's own mtu with it.
+ETH_MIN_MTU = 68
+MTU_MEANING = ("the device MTU: virtnet_probe sets dev->min_mtu = ETH_MIN_MTU (68) and dev->max_mtu = MAX_MTU "
+               "(65535, or the device's VIRTIO_NET_F_MTU value)")
 
 
-def _check_choice(name: str, value: object, choices: Sequence[object], meaning: str) -> object:
-    if value not in choices:
-        raise ValueError(f"{name}={value!r} is not one of {list(choices)}: {meaning}")
-    return value
+Mtu = Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)]
 
 
+@public
+def check_mtu(mtu: object) -> int:
+    return check_int("mtu", mtu, ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)
+
+
+@public
 def check_hdr_len(hdr_len: object, k: Kernel) -> int:
     allowed = list(k.rule("vnet_hdr_lens"))
-    if hdr_len not in allowed:
+    if not isinstance(hdr_len, int) or isinstance(hdr_len, bool) or hdr_len not in allowed:
         names = "; ".join(f"{n} = {VNET_HDR_STRUCTS[n]}" for n in allowed)
         raise ValueError(
             f"hdr_len={hdr_len!r} is not a virtio-net header size kernel {k.version} can negotiate "
@@ -87,6 +100,30 @@ def _resolve(kernel: str | Kernel, arch: str | Arch) -> tuple[Kernel, Arch]:
     return k, _arch(arch, k)
 
 
+@public
+def int_array(name: str, values: object, meaning: str, *, ndim: int | None = None) -> np.ndarray:
+    """``values`` as an int64 array of byte counts (or one int), refusing what numpy would silently cast: bools,
+    strings, objects, non-whole or non-finite floats. ``ndim``: the number of dimensions it must have."""
+    import numpy as np
+
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as e:  # ragged nested lists
+        raise ValueError(f"{name} must be an array of ints ({meaning}): {e}") from None
+    kind = arr.dtype.kind
+    if kind == "f" and arr.size:
+        whole = np.isfinite(arr).all() and (np.floor(arr) == arr).all()
+        if not whole:
+            raise ValueError(f"{name} must hold whole numbers ({meaning}), got {arr.dtype} values such as "
+                             f"{arr.flat[int(np.argmax(~np.isfinite(arr) | (np.floor(arr) != arr)))]!r}")
+    elif kind not in "iuf":
+        raise ValueError(f"{name} must be ints ({meaning}), got {arr.dtype} values"
+                         + (f" such as {arr.flat[0]!r}" if arr.size else ""))
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array ({meaning}), got shape {arr.shape}")
+    return arr if kind in "iu" else arr.astype(np.int64)
+
+
 # --------------------------------------------------------------------------------------------------
 # skb head allocators (net/core/skbuff.c)
 
@@ -94,7 +131,9 @@ def _resolve(kernel: str | Kernel, arch: str | Arch) -> tuple[Kernel, Arch]:
 _KMALLOC_SIZES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
 
 
-def kmalloc_size_roundup(size: int) -> int:
+@public
+def kmalloc_size_roundup(size: Annotated[int, In(0, 1 << 22, "a kmalloc request in bytes, up to KMALLOC_MAX_SIZE "
+                                                     "(4 MiB: 2^(MAX_PAGE_ORDER + PAGE_SHIFT))")]) -> int:
     """kmalloc_size_roundup() / ksize(): the slab object size a kmalloc(size) really gets."""
     for s in _KMALLOC_SIZES:
         if size <= s:
@@ -117,6 +156,7 @@ class Head:
         return self.end_offset - self.reserve
 
 
+@public
 def small_head_cache_size(k: Kernel, a: Arch) -> int:
     """SKB_SMALL_HEAD_CACHE_SIZE (net/core/skbuff.c, 6.3+): SKB_HEAD_ALIGN(max(MAX_TCP_HEADER, GRO_MAX_HEAD_PAD)),
     plus L1_CACHE_BYTES when that is a power of two (to keep the cache apart from kmalloc-N)."""
@@ -124,6 +164,7 @@ def small_head_cache_size(k: Kernel, a: Arch) -> int:
     return size + a.l1_cache_bytes if size & (size - 1) == 0 else size
 
 
+@public
 def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
     """__alloc_skb(size): a kmalloc'ed head (kmalloc_reserve; 6.3+ the skb_small_head_cache)."""
     obj = a.skb_head_align(size)
@@ -137,10 +178,11 @@ def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
     return Head(kind, False, end, a.skb_truesize(end), reserve)
 
 
+@public
 def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Head:
     """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c)."""
     k, a = _resolve(kernel, arch)
-    _check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
+    check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
     reserve = a.net_skb_pad + a.net_ip_align
     n = length + reserve  # len += NET_SKB_PAD + NET_IP_ALIGN
     rule = k.rule("napi_head")
@@ -178,6 +220,7 @@ def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: 
     raise ValueError(f"data/kernels.toml: [{k.version}].napi_head has unknown value {rule!r}")
 
 
+@public
 def build_skb_truesize(frag_size: int, a: Arch) -> int:
     """build_skb(data, frag_size): truesize = SKB_TRUESIZE(frag_size - SKB_DATA_ALIGN(shinfo)) (__build_skb_around)."""
     return a.skb_truesize(frag_size - a.shinfo_size)
@@ -233,11 +276,13 @@ def _new_page(size: int, label: str) -> Page:
     return Page(next(_PAGE_IDS), size, label)
 
 
+@public
 def padded_vnet_hdr_len(k: Kernel) -> int:
     """sizeof(struct padded_vnet_hdr) in drivers/net/virtio_net.c: 16 before v5.18, 32 from c1ddc42da2b2 (v5.18)."""
     return int(k.rule("padded_vnet_hdr_len"))
 
 
+@public
 def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
     """The longest frame a big-mode chain of ``pages`` pages holds: sg[0] = hdr_len bytes, sg[1] from
     sizeof(padded_vnet_hdr) to the page end, then whole pages (add_recvbuf_big). The kernel's own test differs
@@ -247,6 +292,46 @@ def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
     return pages * a.page_size - padded_vnet_hdr_len(k)
 
 
+@public
+def big_pages_range(a: Arch) -> tuple[int, int]:
+    """big_packets_num_skbfrags + 1, the pages add_recvbuf_big chains: DIV_ROUND_UP(mtu, PAGE_SIZE) + 1 >= 2 without
+    guest GSO, MAX_SKB_FRAGS + 1 with it (virtnet_set_big_packets)."""
+    return 2, a.max_skb_frags + 1
+
+
+@public
+def big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> tuple[int, str]:
+    """The longest frame receive_big turns into an skb on a chain of ``pages`` pages, and why: the least of what
+    the chain holds (receive_big_max_frame), the kernel's own drop test, and what MAX_SKB_FRAGS frags hold.
+
+    Drop tests: receive_big "padded" len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len, "pages"
+    len > pages * PAGE_SIZE; "none" (5.x): page_to_skb drops a remainder (after the copy into the napi head)
+    over MAX_SKB_FRAGS * PAGE_SIZE as "too much data". The frags start sizeof(padded_vnet_hdr) + copy into the
+    first page, so MAX_SKB_FRAGS of them hold MAX_SKB_FRAGS * PAGE_SIZE - sizeof(padded_vnet_hdr) bytes with
+    the copy; a longer frame that passes the drop test would make page_to_skb's loop write past
+    skb_shinfo(skb)->frags[MAX_SKB_FRAGS] (no test in any version stops it), which no sk_buff can be."""
+    padded = padded_vnet_hdr_len(k)
+    bounds = [(receive_big_max_frame(pages, hdr_len, k, a),
+               f"the {pages}-page chain holds {pages} * PAGE_SIZE - sizeof(padded_vnet_hdr) ({padded})")]
+    rule = k.rule("receive_big_len_check")
+    if rule == "padded":
+        bounds.append((pages * a.page_size - padded,
+                       "receive_big drops len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len"))
+    elif rule == "pages":
+        bounds.append((pages * a.page_size - hdr_len, "receive_big drops len > pages * PAGE_SIZE"))
+    else:
+        head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
+        copy = head.tailroom if k.rule("page_to_skb") == "copy128" else ETH_HLEN
+        bounds.append((a.max_skb_frags * a.page_size + copy,
+                       f"page_to_skb drops a remainder after its {copy}-byte copy over MAX_SKB_FRAGS * PAGE_SIZE "
+                       "('too much data')"))
+    bounds.append((a.max_skb_frags * a.page_size - padded,
+                   f"MAX_SKB_FRAGS ({a.max_skb_frags}) page frags from offset sizeof(padded_vnet_hdr) hold no more "
+                   "(a longer frame would overrun skb_shinfo(skb)->frags[])"))
+    return min(bounds)
+
+
+@public
 def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
     """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
     if mode == "mergeable":
@@ -254,6 +339,7 @@ def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
     return padded_vnet_hdr_len(k)
 
 
+@public
 def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
                        k: Kernel, a: Arch) -> int | None:
     """The tailroom page_to_skb tests against SKB_DATA_ALIGN(sizeof(shinfo)); None where it has no build_skb branch."""
@@ -266,6 +352,7 @@ def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int
     return truesize - headroom - hdr_padded_len(mode, hdr_len, k) - frame_len
 
 
+@public
 def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_len: int = MRG_RXBUF_HDR_LEN,
                 headroom: int = 0,
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH,
@@ -277,30 +364,39 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
     ``headroom`` is the XDP headroom of a mergeable buffer (0 or VIRTIO_XDP_HEADROOM).
     """
     k, a = _resolve(kernel, arch)
-    _check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() is called by receive_mergeable and receive_big; "
+    check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() is called by receive_mergeable and receive_big; "
                   "small mode builds its skb in receive_small")
     check_hdr_len(hdr_len, k)
-    _check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
+    check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
                   "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
     padded = hdr_padded_len(mode, hdr_len, k)
     if mode == "big":
-        _check_int("truesize", truesize, a.page_size, a.page_size,
+        check_int("truesize", truesize, a.page_size, a.page_size,
                    f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})")
-        pages = big_pages if big_pages is not None else a.max_skb_frags + 1
-        max_frame = receive_big_max_frame(pages, hdr_len, k, a)
-        _check_int("frame_len", frame_len, ETH_HLEN, max_frame,
-                   f"a big-mode chain of {pages} pages holds (big_packets_num_skbfrags + 1) * PAGE_SIZE - "
-                   f"sizeof(padded_vnet_hdr) ({padded_vnet_hdr_len(k)} in {k.version}) = frame {max_frame}; "
-                   f"receive_big's own bound in {k.version}: {k.rule('receive_big_len_check')}")
+        lo_pages, hi_pages = big_pages_range(a)
+        pages = hi_pages if big_pages is None else check_int(
+            "big_pages", big_pages, lo_pages, hi_pages, "the pages add_recvbuf_big chains, big_packets_num_skbfrags "
+            f"+ 1: DIV_ROUND_UP(mtu, PAGE_SIZE) + 1 without guest GSO, MAX_SKB_FRAGS + 1 = {hi_pages} with it")
+        max_frame, why = big_max_frame(pages, hdr_len, k, a)
+        check_int("frame_len", frame_len, ETH_HLEN, max_frame,
+                   f"kernel {k.version} on {a.name} makes an skb of a big-mode frame up to {max_frame} bytes: {why}")
     else:
-        _check_int("truesize", truesize, 1, 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)")
-        room = headroom and a.skb_data_align(headroom + a.skb_shared_info_size)
+        room = mergeable_room(headroom, a)
+        check_int("truesize", truesize, 1, *mergeable_truesize_max(headroom, k, a))
         limit = truesize if k.rule("mergeable_truesize") == "len" else truesize - room
-        _check_int("frame_len", frame_len, ETH_HLEN, max(ETH_HLEN, limit - hdr_len),
+        check_int("frame_len", frame_len, ETH_HLEN, max(ETH_HLEN, limit - hdr_len),
                    f"a frame longer than its buffer is a length error in receive_mergeable "
                    f"(len {hdr_len} + frame > {limit})")
 
+    if page is not None and not isinstance(page, Page):
+        raise ValueError(f"page must be a vnetlab.skb.Page (the page the buffer lies in) or None, got {page!r}")
     page = page or _new_page(a.page_size if mode == "big" else SKB_FRAG_PAGE_SIZE, "rx buffer")
+    if mode == "big":
+        check_int("offset", offset, 0, 0, "receive_big calls page_to_skb with offset 0: the chain's first page")
+    else:
+        check_int("offset", offset, 0, max(0, page.size - (headroom + padded + frame_len)),
+                   f"the buffer's start in its {page.size}-byte page (add_recvbuf_mergeable's alloc_frag offset); "
+                   f"headroom {headroom} + header {padded} + frame {frame_len} must end inside the page")
     data_offset = offset + headroom + padded  # p = page_address(page) + offset + hdr_padded_len
     shinfo = a.shinfo_size
     tailroom = build_skb_tailroom(frame_len, truesize, mode=mode, hdr_len=hdr_len, headroom=headroom, k=k, a=a)
@@ -371,6 +467,7 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
 # --------------------------------------------------------------------------------------------------
 # Mergeable buffers: sizing and carving (add_recvbuf_mergeable, get_mergeable_buf_len)
 
+@public
 def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_HDR_LEN, ring_size: int = RX_QUEUE_SIZE,
                           big_packets: bool = False,
                           f_mtu: bool = False) -> int:
@@ -378,7 +475,8 @@ def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_H
 
     packet_len is IP_MAX_MTU with big packets, else dev->max_mtu (the device MTU with VIRTIO_NET_F_MTU,
     MAX_MTU 65535 without it)."""
-    _check_int("ring_size", ring_size, 1, 32768, "the virtqueue size (virtqueue_get_vring_size)")
+    check_mtu(mtu)
+    check_int("ring_size", ring_size, 1, 32768, "the virtqueue size (virtqueue_get_vring_size)")
     packet_len = IP_MAX_MTU if big_packets or not f_mtu else mtu
     buf_len = hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
     per_buf = -(-buf_len // ring_size)
@@ -399,6 +497,27 @@ class Ewma:
         return self.internal
 
 
+@public
+def mergeable_room(headroom: int, a: Arch) -> int:
+    """add_recvbuf_mergeable's room = SKB_DATA_ALIGN(headroom + tailroom), tailroom = headroom ? sizeof(struct
+    skb_shared_info) : 0: what get_mergeable_buf_len takes off PAGE_SIZE with an XDP program (0 without)."""
+    return a.skb_data_align(headroom + a.skb_shared_info_size) if headroom else 0
+
+
+@public
+def mergeable_truesize_max(headroom: int, k: Kernel, a: Arch) -> tuple[int, str]:
+    """The largest truesize a mergeable buffer's ctx can hold, and why: 22 bits (mergeable_len_to_ctx) without
+    XDP; with XDP headroom add_recvbuf_mergeable carves get_mergeable_buf_len = PAGE_SIZE - room, and the ctx
+    holds that len (<= 6.2) or len + room = PAGE_SIZE (6.3+, rule mergeable_truesize)."""
+    if not headroom:
+        return 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)"
+    room = mergeable_room(headroom, a)
+    hi = a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size
+    return hi, (f"with XDP headroom add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte "
+                f"buffers (get_mergeable_buf_len), ctx truesize {hi} in kernel {k.version}")
+
+
+@public
 def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, room: int, a: Arch) -> int:
     """get_mergeable_buf_len: PAGE_SIZE - room with XDP, else
     ALIGN(hdr_len + clamp(ewma, min, PAGE_SIZE - hdr_len), L1_CACHE_BYTES)."""
@@ -454,6 +573,7 @@ class PagePool:
         return self.page, start, size
 
 
+@public
 def rx_frag_sizes(k: Kernel, a: Arch) -> tuple[int, ...]:
     """The page sizes receive buffers are carved from, the usual one first: skb_page_frag_refill's order-3
     (32 KiB) compound page or its order-0 fallback (rq->alloc_frag, <= 6.18), or 7.x's page_pool of
@@ -463,31 +583,33 @@ def rx_frag_sizes(k: Kernel, a: Arch) -> tuple[int, ...]:
     return tuple(dict.fromkeys((max(a.page_size, SKB_FRAG_PAGE_SIZE), a.page_size)))
 
 
+@public
 def rq_frag_size(k: Kernel, a: Arch) -> int:
     """The memory mergeable buffers are usually carved from: the first of rx_frag_sizes."""
     return rx_frag_sizes(k, a)[0]
 
 
+@public
 def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageFrag | PagePool:
     """A fresh rq allocator for receive buffers as the kernel has it: rq->alloc_frag or rq->page_pool."""
     sizes = rx_frag_sizes(k, a)
     size = sizes[0] if frag_size is None else frag_size
     if k.rule("rx_page_pool"):
-        _check_choice("frag_size", size, sizes, f"kernel {k.version} carves receive buffers from a page_pool of "
+        check_choice("frag_size", size, sizes, f"kernel {k.version} carves receive buffers from a page_pool of "
                       f"order-{k.rule('rx_frag_order')} pages (virtnet_create_page_pools), not from a page frag")
         return PagePool(size, a)
-    _check_choice("frag_size", size, sorted(sizes), "skb_page_frag_refill takes an order-3 (32 KiB) compound page, "
+    check_choice("frag_size", size, sorted(sizes), "skb_page_frag_refill takes an order-3 (32 KiB) compound page, "
                   "or falls back to one page")
     return PageFrag(size, a)
 
 
+@public
 def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, xdp: bool,
                            k: Kernel, a: Arch) -> RxBuffer:
     """add_recvbuf_mergeable: one receive buffer carved from the rq page frag (or 7.x page_pool), the hole
     rule included."""
     headroom = VIRTIO_XDP_HEADROOM if xdp else 0
-    # add_recvbuf_mergeable: tailroom = headroom ? sizeof(shinfo) : 0; room = SKB_DATA_ALIGN(headroom + tailroom).
-    room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0))
+    room = mergeable_room(headroom, a)
     length = get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_buf_len, hdr_len=hdr_len, room=room, a=a)
     if isinstance(frag, PagePool) != bool(k.rule("rx_page_pool")):
         raise ValueError(f"frag={type(frag).__name__}: kernel {k.version} carves receive buffers from "
@@ -522,6 +644,7 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
     return RxBuffer(frag.page, start, headroom, length, truesize)
 
 
+@public
 def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int = ETH_DATA_LEN,
                        frag_size: int | None = None,
                        hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
@@ -531,11 +654,11 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int =
     ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
     where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes)."""
     k, a = _resolve(kernel, arch)
-    _check_int("count", count, 0, 10_000_000, "how many buffers to carve")
+    check_int("count", count, 0, MAX_BUFFERS, "how many buffers to carve (one Python object each)")
     _check_mergeable_hdr_len(hdr_len, k)
-    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
+    check_mtu(mtu)
     frag = rx_page_allocator(k, a, frag_size)
-    avg = 0 if avg_pkt_len is None else _check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
+    avg = 0 if avg_pkt_len is None else check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
                                                       "the EWMA of received packet length (ewma_pkt_len_read)")
     min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size, big_packets=mtu > ETH_DATA_LEN)
     return [carve_mergeable_buffer(frag, avg, min_buf_len=min_len, hdr_len=hdr_len, xdp=xdp, k=k, a=a).truesize
@@ -553,13 +676,15 @@ def _check_mergeable_hdr_len(hdr_len: object, k: Kernel) -> int:
 # --------------------------------------------------------------------------------------------------
 # Whole packets: receive_small, receive_big, receive_mergeable
 
-def frame_len_for(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> int:
+@public
+def frame_len_for(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False) -> int:
     """The Ethernet frame (no FCS) carrying ``payload_len`` bytes of L4 payload."""
-    _check_choice("l4", l4, tuple(L4_HDR_LEN), "udp, or tcp (32-byte header with timestamps)")
-    _check_choice("ip", ip, tuple(IP_HLEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
+    check_choice("l4", l4, tuple(L4_HDR_LEN), "udp, or tcp (32-byte header with timestamps)")
+    check_choice("ip", ip, tuple(IP_HLEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
     return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + L4_HDR_LEN[l4] + payload_len
 
 
+@public
 def small_buf_len(*, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
                   arch: str | Arch = DEFAULT_ARCH) -> int:
     """add_recvbuf_small's request: SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + xdp_headroom)
@@ -570,6 +695,7 @@ def small_buf_len(*, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel
     return a.skb_data_align(hdr_len + a.net_ip_align + a.net_skb_pad + GOOD_PACKET_LEN + xdp_headroom) + a.shinfo_size
 
 
+@public
 def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False,
                    kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> list[int]:
     """The buflen receive_small hands build_skb for each successive small-mode buffer from a fresh allocator.
@@ -578,7 +704,7 @@ def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = 
     7.x takes it from a page_pool, whose last fragment of a page gets the page's rest, and receive_small
     reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom))."""
     k, a = _resolve(kernel, arch)
-    _check_int("count", count, 0, 10_000_000, "how many buffers to post")
+    check_int("count", count, 0, MAX_BUFFERS, "how many buffers to post (one Python object each)")
     want = small_buf_len(hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
     if not k.rule("rx_page_pool"):
         return [want] * count
@@ -586,6 +712,7 @@ def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = 
     return [pool.alloc(want)[2] for _ in range(count)]
 
 
+@public
 def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False,
                   kernel: str | Kernel = DEFAULT_KERNEL,
                   arch: str | Arch = DEFAULT_ARCH, buflen: int | None = None) -> RxResult:
@@ -595,7 +722,7 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
     rest, as small_buf_lens gives them; default the request). Up to 6.18 it is always the request."""
     k, a = _resolve(kernel, arch)
     check_hdr_len(hdr_len, k)
-    _check_int("frame_len", frame_len, ETH_HLEN, GOOD_PACKET_LEN,
+    check_int("frame_len", frame_len, ETH_HLEN, GOOD_PACKET_LEN,
                f"small-mode buffers hold GOOD_PACKET_LEN ({GOOD_PACKET_LEN}) bytes; longer frames are length errors")
     xdp_headroom = VIRTIO_XDP_HEADROOM if xdp else 0
     rx_pad = a.net_ip_align + a.net_skb_pad  # VIRTNET_RX_PAD
@@ -604,10 +731,10 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
         buflen = want
     elif k.rule("rx_page_pool"):
         # add_recvbuf_small (7.x): page_pool_alloc_va gives the request, or up to the rest of the pool's page.
-        _check_int("buflen", buflen, want, rx_frag_sizes(k, a)[0],
+        check_int("buflen", buflen, want, rx_frag_sizes(k, a)[0],
                    f"a small-mode buffer from the page_pool: the request {want} up to the pool's page")
     else:
-        _check_int("buflen", buflen, want, want, f"kernel {k.version}'s receive_small computes buflen = {want} "
+        check_int("buflen", buflen, want, want, f"kernel {k.version}'s receive_small computes buflen = {want} "
                    "again from add_recvbuf_small's formula; only 7.x's page_pool passes the real size in the ctx")
     headroom = rx_pad + xdp_headroom + hdr_len
     page = _new_page(rx_frag_sizes(k, a)[0], "rx page_pool page" if k.rule("rx_page_pool") else "32 KiB rx page frag")
@@ -653,12 +780,16 @@ def _append_buffer(head: Skb, curr: Skb, buf: RxBuffer, used: int, k: Kernel, a:
     return curr
 
 
+@public
 def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: int = MRG_RXBUF_HDR_LEN,
                       xdp: bool = False,
                       kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_mergeable: the device spreads hdr + frame over num_buffers buffers; page_to_skb on the first."""
     k, a = _resolve(kernel, arch)
     _check_mergeable_hdr_len(hdr_len, k)
+    for i, buf in enumerate(buffers):
+        if not isinstance(buf, RxBuffer):
+            raise ValueError(f"buffers[{i}] must be an rx.RxBuffer (a posted receive buffer), got {buf!r}")
     total = hdr_len + frame_len
     fills: list[int] = []
     for buf in buffers:
@@ -688,11 +819,13 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
     return result
 
 
+@public
 def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = ETH_DATA_LEN, guest_gso: bool = True,
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1
     pages."""
     k, a = _resolve(kernel, arch)
+    check_mtu(mtu)
     # virtnet_set_big_packets: num_skbfrags = guest_gso ? MAX_SKB_FRAGS : DIV_ROUND_UP(mtu, PAGE_SIZE).
     skbfrags = a.max_skb_frags if guest_gso else -(-mtu // a.page_size)
     first = _new_page(a.page_size, "big-mode first page")
@@ -720,7 +853,7 @@ def _guest_gso_mss(payload_len: int, *, l4: str, ip: int, vlan: bool, mtu: int, 
                              "a virtio-net gso_size only on packets it did not segment")
         return 0
     mss = mtu - IP_HLEN[ip] - L4_HDR_LEN[l4] if gso_size is None else gso_size
-    return _check_int("gso_size", mss, 1, max(1, payload_len - 1),
+    return check_int("gso_size", mss, 1, max(1, payload_len - 1),
                       "the virtio-net header's gso_size: segment payload, less than the packet's payload")
 
 
@@ -741,8 +874,9 @@ def _frag_size(frag_size: int | None, k: Kernel, a: Arch) -> int | None:
     return frag_size if frag_size >= a.page_size else a.page_size
 
 
-def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False, mode: str = "mergeable",
-            mtu: int = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
+@public
+def receive(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False,
+            mode: Mode = "mergeable", mtu: Mtu = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
             arch: str | Arch = DEFAULT_ARCH, buf_len: int | None = None, hdr_len: int = MRG_RXBUF_HDR_LEN,
             frag_size: int | None = None, guest_gso: bool = True, gso_size: int | None = None) -> RxResult:
     """A whole packet from L4 payload to skb, choosing the buffer(s) the way the driver would.
@@ -753,10 +887,10 @@ def receive(payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = Fals
     (default the MTU's MSS) as virtio_net_hdr_to_skb sets it (SKB_GSO_DODGY, gso_segs 0).
     """
     k, a = _resolve(kernel, arch)
-    _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
-    _check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
+    check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
+    check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
                   "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
-    _check_int("mtu", mtu, 68, IP_MAX_MTU, "the device MTU (ETH_MIN_MTU..IP_MAX_MTU)")
+    check_mtu(mtu)
     mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=mtu, gso_size=gso_size, k=k, mode=mode,
                          guest_gso=guest_gso)
     result = _receive(payload_len, l4=l4, ip=ip, vlan=vlan, mode=mode, mtu=mtu, xdp=xdp, k=k, a=a, buf_len=buf_len,
@@ -788,9 +922,8 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
     _check_mergeable_hdr_len(hdr_len, k)
     if buf_len is not None:
         headroom = VIRTIO_XDP_HEADROOM if xdp else 0
-        room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0))
-        _check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, 1 << 22,
-                   "a mergeable buffer truesize as the ctx records it (up to 22 bits)")
+        room = mergeable_room(headroom, a)
+        check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, *mergeable_truesize_max(headroom, k, a))
         sg_len = buf_len if k.rule("mergeable_truesize") == "len" else buf_len - room
         if sg_len < hdr_len + ETH_HLEN:
             raise ValueError(f"buf_len={buf_len} leaves no room for a frame after XDP room {room}")
@@ -818,13 +951,15 @@ class RxQueue:
     head_skb->len to the EWMA. A buffer posted before the EWMA moved keeps the size it was given.
     """
 
+    @public
     def __init__(self, *, ring_size: int = RX_QUEUE_SIZE, budget: int = NAPI_POLL_WEIGHT, mtu: int = ETH_DATA_LEN,
                  hdr_len: int = MRG_RXBUF_HDR_LEN,
                  frag_size: int | None = None, xdp: bool = False, guest_gso: bool = True,
                  kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> None:
         self.k, self.a = _resolve(kernel, arch)
-        _check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
-        _check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
+        check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
+        check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
+        check_mtu(mtu)
         _check_mergeable_hdr_len(hdr_len, self.k)
         self.ring_size, self.budget, self.mtu, self.hdr_len, self.xdp = ring_size, budget, mtu, hdr_len, xdp
         self.guest_gso = guest_gso
@@ -847,9 +982,10 @@ class RxQueue:
         self.refills += 1
         return added
 
-    def receive(self, payload_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> RxResult:
+    @public
+    def receive(self, payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False) -> RxResult:
         """One packet through the queue: takes the buffers it needs, updates the EWMA, refills at poll end."""
-        _check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
+        check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
         frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
         mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=self.mtu, gso_size=None, k=self.k,
                              guest_gso=self.guest_gso)
@@ -888,7 +1024,7 @@ class RxQueue:
 
     def next_buffer_len(self) -> int:
         """The size add_recvbuf_mergeable would give the next buffer now (get_mergeable_buf_len)."""
-        room = self.a.skb_data_align(VIRTIO_XDP_HEADROOM + self.a.skb_shared_info_size) if self.xdp else 0
+        room = mergeable_room(VIRTIO_XDP_HEADROOM if self.xdp else 0, self.a)
         return get_mergeable_buf_len(self.ewma.read(), min_buf_len=self.min_buf_len, hdr_len=self.hdr_len,
                                      room=room, a=self.a)
 
@@ -922,6 +1058,7 @@ HEAD_CASES: dict[str, HeadCase] = {
 }
 
 
+@public
 def head_case(skb: Skb) -> str:
     """The C.3 case of an skb as page_to_skb built it: a HEAD_CASES name, "copy" (whole frame copied, no
     frag) or "other"."""
@@ -951,6 +1088,7 @@ class Classification(NamedTuple):
     copied: np.ndarray  # bytes copied into the napi_alloc_skb head (0 on the build_skb path)
 
 
+@public
 def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergeable",
              hdr_len: int = MRG_RXBUF_HDR_LEN, headroom: int = 0, kernel: str | Kernel = DEFAULT_KERNEL,
              arch: str | Arch = DEFAULT_ARCH) -> Classification:
@@ -962,19 +1100,23 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
     import numpy as np
 
     k, a = _resolve(kernel, arch)
-    _check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() runs in mergeable and big mode")
+    check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() runs in mergeable and big mode")
     check_hdr_len(hdr_len, k)
-    frames = np.asarray(frame_lens)
-    if frames.dtype.kind not in "iu":
-        as_int = frames.astype(np.int64)
-        if frames.size and not np.array_equal(as_int, frames):
-            raise ValueError("frame_lens must be whole byte counts (ints)")
-        frames = as_int
-    if frames.ndim != 1:
-        raise ValueError(f"frame_lens must be a 1-D array of frame lengths, got shape {frames.shape}")
-    trues = np.asarray(truesizes)
+    check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
+                  "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
+    frames = int_array("frame_lens", frame_lens, "frame lengths in bytes", ndim=1)
+    trues = int_array("truesizes", truesizes, "buffer truesizes in bytes, one int or one per frame")
     if trues.ndim and trues.shape != frames.shape:
         raise ValueError(f"truesizes must be one int or one per frame ({frames.size}), got shape {trues.shape}")
+    if trues.size:
+        if mode == "big":
+            t_lo = t_hi = a.page_size
+            t_why = f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})"
+        else:
+            t_lo, (t_hi, t_why) = 1, mergeable_truesize_max(headroom, k, a)
+        t_min, t_max = int(trues.min()), int(trues.max())
+        if t_min < t_lo or t_max > t_hi:
+            raise ValueError(f"truesizes has {t_min if t_min < t_lo else t_max}, out of range {t_lo}..{t_hi}: {t_why}")
     padded = hdr_padded_len(mode, hdr_len, k)
     head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
     has_build = k.rule("page_to_skb") == "build_skb"
@@ -994,8 +1136,11 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
                 t = int(trues if trues.ndim == 0 else trues[i])
                 raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {t} "
                                  f"with a {hdr_len}-byte header): a length error in receive_mergeable")
-        elif int(frames.max()) > receive_big_max_frame(a.max_skb_frags + 1, hdr_len, k, a):
-            raise ValueError(f"frame_lens has {int(frames.max())}: more than receive_big accepts")
+        else:
+            max_frame, why = big_max_frame(big_pages_range(a)[1], hdr_len, k, a)
+            if int(frames.max()) > max_frame:
+                raise ValueError(f"frame_lens has {int(frames.max())}: kernel {k.version} on {a.name} makes an skb "
+                                 f"of a big-mode frame up to {max_frame} bytes: {why}")
     if has_build and a.net_ip_align == 0:
         # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(shinfo).
         build = frames > GOOD_COPY_LEN

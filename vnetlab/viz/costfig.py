@@ -20,6 +20,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from vnetlab import cost
+from vnetlab.checks import public
 from vnetlab.viz.style import (
     COLORS,
     DPI,
@@ -52,6 +53,7 @@ def _op_counts(traffic: cost.Traffic, kernel: str, arch: str) -> cost.OpCounts:
     return cost.op_counts(traffic, kernel, arch)
 
 
+@public
 def rx_costs(traffic: cost.Traffic, kernels: Sequence[str], costs: cost.Costs, arch: str = "x86_64"
              ) -> dict[str, cost.RxCost]:
     """cost.rx_cost for each kernel, with the op counts cached per (traffic, kernel, arch)."""
@@ -77,6 +79,7 @@ def _px_per_unit(ax: Axes, span: float) -> float:
 
 # --------------------------------------------------------------------------------------------------
 
+@public
 def draw_rx_rate(*, costs: cost.Costs | None = None, kernels: Sequence[str] = cost.KERNELS,
                  fig: Figure | None = None) -> Figure:
     """Model pps per kernel for the seed traffic, for the 1-parameter fit (baseline only: the patched rate is
@@ -167,6 +170,7 @@ def _legend_order(shown: Mapping[str, str]) -> list[str]:
     return list(reversed(order))
 
 
+@public
 def draw_cost_breakdown(traffic: cost.Traffic | None = None, *, kernels: Sequence[str] = cost.KERNELS,
                         costs: cost.Costs | None = None, highlight: str | None = None,
                         fig: Figure | None = None) -> Figure:

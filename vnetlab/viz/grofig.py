@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -23,7 +23,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from vnetlab import gro, rx
-from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL
+from vnetlab.checks import In, public
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.skb import Skb
 from vnetlab.viz.style import (
@@ -55,7 +56,8 @@ PACKET_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
                  "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
 
 
-def packet_color(i: int) -> str:
+@public
+def packet_color(i: Annotated[int, In(0, None, "packet index")]) -> str:
     return PACKET_COLORS[i % len(PACKET_COLORS)]
 
 
@@ -74,8 +76,8 @@ class GroFill:
 
     key: str
     label: str
-    kernel: str
-    arch: str
+    kernel: str | Kernel
+    arch: str | Arch
     max_skb_frags: int
     skb: Skb
     sk_buffs: list[SkbFill]
@@ -96,8 +98,10 @@ class GroFill:
         return len(self.sk_buffs) - 1
 
 
+@public
 def fill_from_trace(trace: gro.GroTrace, nr_frags_in: Sequence[int], *, offset: int, gro_skb: int = 0,
-                    key: str = "", label: str = "", kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH,
+                    key: str = "", label: str = "", kernel: str | Kernel = DEFAULT_KERNEL,
+                    arch: str | Arch = DEFAULT_ARCH,
                     head_kind: str = "") -> GroFill:
     """Slot ownership of GRO skb ``gro_skb`` from the trace's merge cases (skb_gro_receive, net/core/gro.c 6.1).
 
@@ -135,8 +139,10 @@ def fill_from_trace(trace: gro.GroTrace, nr_frags_in: Sequence[int], *, offset: 
                    head_kind, {"offset": offset})
 
 
-def gro_fill(shape: str, *, kernel: str = DEFAULT_KERNEL, payload_len: int = 1448, n_packets: int | None = None,
-             l4: str = "tcp", arch: str = DEFAULT_ARCH, label: str = "", **gro_kw: Any) -> GroFill:
+@public
+def gro_fill(shape: str, *, kernel: str | Kernel = DEFAULT_KERNEL, payload_len: int = 1448,
+             n_packets: int | None = None,
+             l4: str = "tcp", arch: str | Arch = DEFAULT_ARCH, label: str = "", **gro_kw: Any) -> GroFill:
     """One flow of ``gro.head_case_flow(shape, ...)`` packets (built by the receive model) through GRO; the first
     GRO skb's slot ownership.
 
@@ -151,8 +157,10 @@ def gro_fill(shape: str, *, kernel: str = DEFAULT_KERNEL, payload_len: int = 144
                            head_kind=shape)
 
 
-def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH,
-                 n_packets: int = gro.UDP_GRO_CNT_MAX, udp_gro: bool = False, features: Any = None,
+@public
+def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str | Kernel = DEFAULT_KERNEL,
+                 arch: str | Arch = DEFAULT_ARCH,
+                 n_packets: gro.FlowPackets = gro.UDP_GRO_CNT_MAX, udp_gro: bool = False, features: Any = None,
                  mtu: int = 1500) -> GroFill:
     """``n_packets`` identical packets as rx.receive() builds them on ``kernel``, through GRO."""
     results = [rx.receive(payload_len, l4=l4, kernel=kernel, arch=arch, mtu=mtu) for _ in range(n_packets)]
@@ -166,7 +174,8 @@ def receive_fill(payload_len: int, *, l4: str = "udp", kernel: str = DEFAULT_KER
                            arch=arch, head_kind=r0.skb.head_kind)
 
 
-def head_case_fills(*, payload_len: int = 1448, arch: str = DEFAULT_ARCH) -> list[GroFill]:
+@public
+def head_case_fills(*, payload_len: int = 1448, arch: str | Arch = DEFAULT_ARCH) -> list[GroFill]:
     """The four head kinds of :data:`FILL_ROWS` for a TCP flow (18 / 17 / 9 / 1 packets in the first sk_buff)."""
     return [gro_fill(shape, kernel=k, payload_len=payload_len, arch=arch, label=label)
             for shape, k, label in FILL_ROWS]
@@ -242,6 +251,7 @@ GRO_FILL_KEY = ("GRO (net/core/gro.c skb_gro_receive): linear part | skb_shinfo(
                 "coloured by packet pN | → frag_list sk_buffs")
 
 
+@public
 def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = None, key: bool = True) -> Figure:
     """The first GRO skb of each flow: linear part, frags[] slots coloured by packet (pN = N-th packet of
     the flow), then the frag_list chain; to scale in slots, not bytes. ``key``: :data:`GRO_FILL_KEY` as the
@@ -272,7 +282,7 @@ def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = No
 
 @dataclass
 class PerSkbPoint:
-    kernel: str
+    kernel: str | Kernel
     payload_len: int
     packets_per_skb: float  # median gso_segs of the GRO skbs handed up (the flow's last one left out)
     first_skb_packets: float  # median packets in the first sk_buff
@@ -280,8 +290,10 @@ class PerSkbPoint:
     path: str  # the dominant page_to_skb path
 
 
+@public
 def packets_per_skb(kernels: Sequence[str] = ("5.10", "5.11", "5.12", DEFAULT_KERNEL),
-                    payloads: Sequence[int] = (100, 400, 1000, 1472), *, l4: str = "udp", arch: str = DEFAULT_ARCH,
+                    payloads: Sequence[int] = (100, 400, 1000, 1472), *, l4: str = "udp",
+                    arch: str | Arch = DEFAULT_ARCH,
                     n_packets: int = 1024, udp_gro: bool | None = None, napi_budget: int | None = None,
                     **stream_kw: Any) -> list[PerSkbPoint]:
     """simulate_stream() per kernel and payload: mean packets per GRO skb, and how many sit in the first sk_buff.
@@ -304,6 +316,7 @@ def packets_per_skb(kernels: Sequence[str] = ("5.10", "5.11", "5.12", DEFAULT_KE
     return out
 
 
+@public
 def draw_packets_per_skb(points: Sequence[PerSkbPoint] | None = None, *, fig: Figure | None = None,
                          l4: str = "udp", title: str = "") -> Figure:
     """Grouped bars: for each payload size, one bar per kernel = packets per GRO skb; the solid lower part is

@@ -15,6 +15,7 @@ figure, not on pixels.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
@@ -22,6 +23,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import ConnectionPatch, Rectangle
 
 from vnetlab import rx
+from vnetlab.checks import In, public
+from vnetlab.headers import IP_MAX_MTU
+from vnetlab.profiles import Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import HEAD_KINDS, Skb
@@ -86,7 +90,9 @@ class BufferLayout:
         raise KeyError(gid)
 
 
-def frame_parts(frame_len: int, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> list[tuple[str, int, str]]:
+@public
+def frame_parts(frame_len: Annotated[int, In(0, IP_MAX_MTU + 64, "frame bytes")], *, l4: str = "udp", ip: int = 4,
+                vlan: bool = False) -> list[tuple[str, int, str]]:
     """The frame split into (gid, bytes, kernel label): ethhdr, IP header, L4 header, payload.
 
     A frame shorter than its headers (page_to_skb called directly) is cut where it ends.
@@ -113,6 +119,7 @@ def _ptk_len(result: rx.RxResult) -> int:
     return result.frame_len
 
 
+@public
 def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> BufferLayout:
     """The first receive buffer of ``result`` laid out in bytes (drivers/net/virtio_net.c page_to_skb)."""
     if not result.buffers:
@@ -124,7 +131,7 @@ def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan:
     mode, hdr_len, padded = result.mode, result.hdr_len, result.hdr_padded_len
     headroom = buf.headroom
     ptk_len = _ptk_len(result)
-    room = a.skb_data_align(headroom + a.skb_shared_info_size) if (mode == "mergeable" and headroom) else 0
+    room = rx.mergeable_room(headroom, a) if mode == "mergeable" else 0
     if result.tailroom is not None and mode != "small":
         end = headroom + padded + ptk_len + result.tailroom
     elif mode == "small":
@@ -205,6 +212,7 @@ def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan:
                         buf.page.size, page_label, buf.offset)
 
 
+@public
 def rx_buffer_caption(result: rx.RxResult, lay: BufferLayout) -> list[tuple[str, bool | None]]:
     """page_to_skb()'s build_skb test term by term in the kernel's names, then the verdict: (text, passed),
     passed None for information. The static figure prints it under the buffer; widget panels show it as HTML."""
@@ -326,6 +334,7 @@ def _verdict_color(ok: bool | None) -> str:
 _LINE_IN = 0.17  # one line of FONT["small"] text, in inches
 
 
+@public
 def draw_rx_buffer(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: bool = False,
                    mtu: int | None = None, fig: Figure | None = None) -> Figure:
     """One receive buffer to scale, as drivers/net/virtio_net.c page_to_skb() tests it for build_skb().
@@ -433,7 +442,8 @@ class TruesizeParts:
         return self.sk_buff + self.head + self.shinfo + sum(self.frags) + self.frag_list
 
 
-def truesize_parts(skb: Skb, *, kernel: str, arch: str) -> TruesizeParts:
+@public
+def truesize_parts(skb: Skb, *, kernel: str | Kernel, arch: str | Arch) -> TruesizeParts:
     """Split ``skb.truesize`` into the sk_buff struct, the head, skb_shared_info, each frag and frag_list."""
     a = _arch(arch, kernel)
     return TruesizeParts(a.skb_data_align(a.sk_buff_size), skb.end_offset, a.shinfo_size,
@@ -569,6 +579,7 @@ def _draw_skb_rows(fig: Figure, axes: list[Axes], result: rx.RxResult, prefix: s
                       fontsize=_SMALL, loc="left", pad=2)
 
 
+@public
 def draw_skb(result: rx.RxResult, *, mtu: int | None = None, fig: Figure | None = None) -> Figure:
     """The struct sk_buff the receive path produced (include/linux/skbuff.h, drivers/net/virtio_net.c).
 
@@ -588,6 +599,7 @@ def draw_skb(result: rx.RxResult, *, mtu: int | None = None, fig: Figure | None 
     return fig
 
 
+@public
 def draw_paths_side_by_side(payload_len: int, *, kernels: tuple[str, str] = ("5.12", rx.DEFAULT_KERNEL),
                             l4: str = "udp", fig: Figure | None = None, **receive_kw: object) -> Figure:
     """The same packet through page_to_skb() of two kernels, side by side (drivers/net/virtio_net.c).
@@ -626,6 +638,7 @@ def draw_paths_side_by_side(payload_len: int, *, kernels: tuple[str, str] = ("5.
     return fig
 
 
+@public
 def skb_caption(result: rx.RxResult) -> list[str]:
     """The sk_buff in words, one line each: the head's allocation, the four pointers, each frag's page and the
     truesize sum (panels show it beside :func:`draw_skb`)."""

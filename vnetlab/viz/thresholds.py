@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Annotated
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -19,7 +20,8 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 
 from vnetlab import rx
-from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL
+from vnetlab.checks import In, public
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.viz.style import (
@@ -44,7 +46,8 @@ MARKED_BUFFERS = (1536, 2048, 2560)
 
 
 @lru_cache(maxsize=64)
-def marked_buffers(kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, *, mtu: int = 1500) -> tuple[int, ...]:
+def marked_buffers(kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, *,
+                   mtu: int = 1500) -> tuple[int, ...]:
     """The mergeable buffer truesizes ``kernel`` really carves at the EWMA floor: every distinct size from each
     page it carves from (rx.rx_frag_sizes: 32 KiB and its 4 KiB fallback up to 6.18, 7.x's order-0 page_pool
     page), so 6.1 marks 1536/2048/2560, 6.18 1536/2032/2544 (virtnet_rq_dma) and 7.x 1536/2560."""
@@ -72,15 +75,17 @@ _LABEL_BOX = dict(facecolor="white", edgecolor="none", pad=1.2, alpha=0.9)
 # --------------------------------------------------------------------------------------------------
 # 2-D map: frame length x buffer truesize
 
-def threshold_grid(frame_lens: object, truesizes: object, *, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH,
+@public
+def threshold_grid(frame_lens: object, truesizes: object, *, kernel: str | Kernel = DEFAULT_KERNEL,
+                   arch: str | Arch = DEFAULT_ARCH,
                    hdr_len: int = 12, headroom: int = 0) -> np.ndarray:
     """page_to_skb()'s path for every (truesize, frame_len) pair of a mergeable buffer: rx.PATH_CODES,
     or INVALID (-1) where the frame does not fit the buffer. Shape (len(truesizes), len(frame_lens))."""
-    frames = np.asarray(frame_lens, dtype=np.int64)
-    trues = np.asarray(truesizes, dtype=np.int64)
+    frames = rx.int_array("frame_lens", frame_lens, "frame lengths in bytes")
+    trues = rx.int_array("truesizes", truesizes, "buffer truesizes in bytes")
     ff, tt = np.meshgrid(frames, trues)
     k, a = _kernel(kernel), _arch(arch, kernel)
-    room = a.skb_data_align(headroom + a.skb_shared_info_size) if headroom else 0
+    room = rx.mergeable_room(headroom, a)
     limit = tt if k.rule("mergeable_truesize") == "len" else tt - room
     ok = ff + hdr_len <= limit
     out = np.full(ff.shape, INVALID, dtype=np.int8)
@@ -127,7 +132,7 @@ def _map_grid(kernel: str, arch: str, hdr_len: int, headroom: int, max_frame: in
     return frames, trues, grid, rgba, labels
 
 
-def _draw_map(ax: Axes, kernel: str, arch: str, *, hdr_len: int, headroom: int, max_frame: int,
+def _draw_map(ax: Axes, kernel: str | Kernel, arch: str | Arch, *, hdr_len: int, headroom: int, max_frame: int,
               max_truesize: int, tick_names: bool) -> np.ndarray:
     frames, trues, grid, rgba, labels = _map_grid(kernel, arch, hdr_len, headroom, max_frame, max_truesize)
     ax.imshow(rgba, origin="lower", aspect="auto", interpolation="nearest",
@@ -148,7 +153,8 @@ def _draw_map(ax: Axes, kernel: str, arch: str, *, hdr_len: int, headroom: int, 
     return grid
 
 
-def draw_threshold_map(kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, *, hdr_len: int = 12,
+@public
+def draw_threshold_map(kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, *, hdr_len: int = 12,
                        headroom: int = 0, max_frame: int = 3000, max_truesize: int = 4096,
                        fig: Figure | None = None) -> Figure:
     """page_to_skb()'s path over frame length × mergeable buffer truesize (drivers/net/virtio_net.c).
@@ -175,6 +181,7 @@ def draw_threshold_map(kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, *
     return fig
 
 
+@public
 def draw_threshold_maps(kernels: tuple[str, ...] = ("5.12", "5.13", DEFAULT_KERNEL, "6.18"),
                         arches: tuple[str, ...] = ("x86_64", "ppc64le", "mips32"), *, hdr_len: int = 12,
                         max_frame: int = 3000, max_truesize: int = 4096, fig: Figure | None = None) -> Figure:
@@ -211,6 +218,7 @@ MAP_LEGEND = tuple((p, PATH_COLORS[p], PATH_HATCHES[p]) for p in rx.PATHS) + (
     ("frame > buffer (length error)", "#ffffff", ""),)
 
 
+@public
 def map_legend_html() -> str:
     """The path colours and hatches of the threshold map and the window plot as HTML (for panels' text)."""
     def swatch(color: str, hatch: str) -> str:
@@ -242,8 +250,9 @@ class PayloadSweep:
         return None
 
 
-def payload_sweep(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, kernel: str = DEFAULT_KERNEL,
-                  arch: str = DEFAULT_ARCH, hdr_len: int = 12) -> PayloadSweep:
+@public
+def payload_sweep(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, kernel: str | Kernel = DEFAULT_KERNEL,
+                  arch: str | Arch = DEFAULT_ARCH, hdr_len: int = 12) -> PayloadSweep:
     """page_to_skb()'s path for every L4 payload that fits one mergeable buffer of truesize ``buf_len``."""
     overhead = rx.frame_len_for(0, l4=l4, ip=ip)
     max_payload = buf_len - hdr_len - overhead
@@ -263,8 +272,9 @@ def payload_sweep(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, kernel: 
     return PayloadSweep(payloads, frames, codes, tailroom, runs, _arch(arch, kernel).shinfo_size)
 
 
-def draw_path_vs_payload(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, kernel: str = DEFAULT_KERNEL,
-                         arch: str = DEFAULT_ARCH, hdr_len: int = 12, fig: Figure | None = None) -> Figure:
+@public
+def draw_path_vs_payload(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, kernel: str | Kernel = DEFAULT_KERNEL,
+                         arch: str | Arch = DEFAULT_ARCH, hdr_len: int = 12, fig: Figure | None = None) -> Figure:
     """page_to_skb()'s tailroom and path against the L4 payload, for one mergeable buffer truesize.
 
     Shows tailroom = truesize − hdr_padded_len − len against SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
@@ -345,8 +355,10 @@ class CarvedBuffer:
     hole: int  # bytes added by the hole rule
 
 
-def carve(frag_size: int = 32768, *, count: int | None = None, kernel: str = DEFAULT_KERNEL,
-          arch: str = DEFAULT_ARCH, mtu: int = 1500, hdr_len: int = 12, xdp: bool = False,
+@public
+def carve(frag_size: int = 32768, *, count: Annotated[int, In(0, rx.MAX_BUFFERS, "buffers to carve")] | None = None,
+          kernel: str | Kernel = DEFAULT_KERNEL,
+          arch: str | Arch = DEFAULT_ARCH, mtu: int = 1500, hdr_len: int = 12, xdp: bool = False,
           avg_pkt_len: int = 0) -> list[CarvedBuffer]:
     """add_recvbuf_mergeable's carving of rq->alloc_frag: one whole frag unless ``count`` is given."""
     k, a = _kernel(kernel), _arch(arch, kernel)
@@ -354,7 +366,7 @@ def carve(frag_size: int = 32768, *, count: int | None = None, kernel: str = DEF
     min_len = rx.mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, big_packets=mtu > rx.ETH_DATA_LEN)
     frag = rx.rx_page_allocator(k, a, frag_size)  # rq->alloc_frag, or 7.x's rq->page_pool
     headroom = rx.VIRTIO_XDP_HEADROOM if xdp else 0
-    room = a.skb_data_align(headroom + (a.skb_shared_info_size if headroom else 0)) if xdp else 0
+    room = rx.mergeable_room(headroom, a)
     base = rx.get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_len, hdr_len=hdr_len, room=room, a=a)
     out: list[CarvedBuffer] = []
     pages: dict[int, int] = {}
@@ -369,7 +381,7 @@ def carve(frag_size: int = 32768, *, count: int | None = None, kernel: str = DEF
     return out
 
 
-def _frag_sizes(kernel: str, arch: str) -> list[int]:
+def _frag_sizes(kernel: str | Kernel, arch: str | Arch) -> list[int]:
     """The order-3 frag (32 KiB) and the order-0 fallback page, or the page alone where a page is larger; 7.x:
     the page_pool's page (rx.rx_frag_sizes)."""
     return sorted(rx.rx_frag_sizes(_kernel(kernel), _arch(arch, kernel)), reverse=True)
@@ -379,7 +391,8 @@ def _frag_name(size: int, page_size: int) -> str:
     return f"{size // 1024} KiB {'frag (order 3)' if size > page_size else 'page (order 0)'}"
 
 
-def draw_mergeable_carving(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500,
+@public
+def draw_mergeable_carving(*, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, mtu: int = 1500,
                            xdp: bool = False, avg_pkt_len: int = 0, fig: Figure | None = None) -> Figure:
     """How add_recvbuf_mergeable() carves receive buffers from a 32 KiB (order-3) frag and from a 4 KiB page
     (the order-0 fallback of skb_page_frag_refill), with the hole rule (len += hole) and, where the kernel has
@@ -426,7 +439,9 @@ def draw_mergeable_carving(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_
     return fig
 
 
-def carving_caption(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500, xdp: bool = False,
+@public
+def carving_caption(*, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, mtu: int = 1500,
+                    xdp: bool = False,
                     avg_pkt_len: int = 0) -> list[str]:
     """The carving in words, one line per page frag, then the buffer-length rule."""
     a = _arch(arch, kernel)
