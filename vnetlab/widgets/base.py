@@ -7,9 +7,8 @@ headless. A ValueError from the model is shown as its text instead of a tracebac
 Where widgets cannot run (nbconvert's HTML export, a viewer without a widget manager) a panel shows as its
 summary and current figure (:meth:`Panel._repr_mimebundle_`).
 
-The control helpers (:func:`size_slider`, :func:`float_slider`, :func:`choice`, :func:`checkbox`, :func:`int_box`)
-are public so that every panel module builds its controls the same way: labels never cut off, sliders never
-collapsed.
+The control helpers (:func:`size_slider`, :func:`float_slider`, :func:`choice`, :func:`checkbox`) are public so
+that every panel module builds its controls the same way: labels never cut off, sliders never collapsed.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from matplotlib.figure import Figure
 import vnetlab.widgets._textrender as _textrender
 from vnetlab.viz.style import new_figure
 
-__all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "float_slider", "int_box",
-           "choice", "checkbox"]
+__all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "float_slider", "choice",
+           "checkbox"]
 
 
 @dataclass
@@ -164,12 +163,6 @@ def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.
     return W.FloatSlider(value=value, min=lo, max=hi, step=step, description=desc, continuous_update=False,
                          readout=True, readout_format=fmt, style=_LABEL,
                          layout=W.Layout(width=width, min_width="300px"))
-
-
-def int_box(value: int, lo: int, hi: int, desc: str, step: int = 1) -> W.BoundedIntText:
-    """A number that is chosen, not swept (a count, a ring size)."""
-    return W.BoundedIntText(value=value, min=lo, max=hi, step=step, description=desc, style=_LABEL,
-                            layout=W.Layout(width="auto"))
 
 
 def choice(value: Any, options: Any, desc: str) -> W.Dropdown:  # noqa: ANN401
