@@ -17,12 +17,16 @@ import base64
 import contextlib
 import html
 import io
+import json
+import os
 import re
+import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as W
+import matplotlib.image as mimage
 import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -50,6 +54,11 @@ def render_png(fig: Figure) -> bytes:
 
     Text is drawn a string at a time where matplotlib would draw it a glyph at a time (widgets._textrender:
     the same pixels but for antialiasing, at a fraction of the time)."""
+    return _encode_png(_draw(fig))
+
+
+def _draw(fig: Figure) -> FigureCanvasAgg:
+    """Rasterise the figure on its kept Agg canvas (what savefig's print_png draws before it encodes)."""
     # Keep one Agg canvas on the figure: savefig would otherwise make a new canvas and renderer for every PNG,
     # and matplotlib's text-metrics cache (keyed on the renderer) would miss for every label at every update.
     if _textrender.AVAILABLE:
@@ -57,9 +66,16 @@ def render_png(fig: Figure) -> bytes:
             _textrender.WholeStringCanvas(fig)
     elif not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    return fig.canvas
+
+
+def _encode_png(canvas: FigureCanvasAgg) -> bytes:
+    """The drawn canvas as PNG bytes, as FigureCanvasAgg.print_png writes them (matplotlib.image.imsave)."""
     buf = io.BytesIO()
     # compress_level 1: a widget PNG is shown once; fast encoding matters more than a few KB.
-    fig.savefig(buf, format="png", dpi=fig.dpi, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
+    mimage.imsave(buf, canvas.buffer_rgba(), format="png", origin="upper", dpi=canvas.figure.dpi,
+                  metadata={"Software": None}, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
 
 
@@ -177,6 +193,50 @@ def checkbox(value: bool, desc: str) -> W.Checkbox:
 
 
 # --------------------------------------------------------------------------------------------------
+# Debug timing of the render path
+
+# benchmarks/bench_browser_slider.py sets VNETLAB_PANEL_TIMING to a file: every update then appends one JSON line
+# of wall-clock stamps (time.time(), the clock the browser's performance.timeOrigin + now() reads). Unset, an
+# update costs one global lookup and no-op calls.
+TIMING_LOG: str | None = os.environ.get("VNETLAB_PANEL_TIMING") or None
+
+
+class _RenderClock:
+    """Stamps of one Panel.update: start, state (model + artists), drawn (Agg), encoded (PNG), sent (comm), end;
+    wall clock (``t``) and this process's CPU time (``cpu``, which other work on the machine does not inflate)."""
+
+    def __init__(self, panel: Panel) -> None:
+        self.panel = panel
+        self.stamps = {"start": time.time()}
+        self.cpu = {"start": time.process_time()}
+
+    def mark(self, name: str) -> None:
+        self.stamps[name] = time.time()
+        self.cpu[name] = time.process_time()
+
+    def done(self, params: dict[str, Any], **info: Any) -> None:  # noqa: ANN401
+        self.mark("end")
+        record = {"panel": type(self.panel).__name__, "state_fn": getattr(self.panel.state_fn, "__name__", "?"),
+                  "id": id(self.panel), "params": {k: v for k, v in params.items() if isinstance(v, int | float | str)},
+                  **info, "t": self.stamps, "cpu": self.cpu}
+        with open(TIMING_LOG, "a") as log:  # type: ignore[arg-type]
+            log.write(json.dumps(record) + "\n")
+
+
+class _NoClock:
+    """The clock when timing is off: does nothing."""
+
+    def mark(self, name: str) -> None:
+        pass
+
+    def done(self, params: dict[str, Any], **info: Any) -> None:  # noqa: ANN401
+        pass
+
+
+_NO_CLOCK = _NoClock()
+
+
+# --------------------------------------------------------------------------------------------------
 # Panel
 
 _TAGS = re.compile(r"<[^>]+>")
@@ -249,6 +309,7 @@ class Panel(W.VBox):
 
     def update(self) -> PanelState | None:
         """Recompute and redraw; a ValueError from the model is shown as text and the figure is hidden."""
+        clock = _RenderClock(self) if TIMING_LOG else _NO_CLOCK
         if self.constrain is not None:
             with self.hold():
                 self.constrain(self)
@@ -262,16 +323,23 @@ class Panel(W.VBox):
             self.png = None
             self.message.value = f'<span style="color:#a33b00">{html.escape(self.error)}</span>'
             self.image.layout.display = "none"
+            clock.done(params, error=True)
             return None
+        clock.mark("state")
         self.error = None
         self.state = state
         self.figure = state.figure
         self.message.value = state.text
-        self.png = render_png(state.figure)
+        canvas = _draw(state.figure)
+        clock.mark("drawn")
+        self.png = _encode_png(canvas)
+        clock.mark("encoded")
         self.image.value = self.png
+        clock.mark("sent")
         # shown at its own width (drawn for it), never stretched; narrower windows scale it down
         self.image.layout.width = f"{png_width(self.png)}px"
         self.image.layout.display = None
+        clock.done(params, png_bytes=len(self.png))
         return state
 
     def summary(self) -> str:
