@@ -9,9 +9,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
-    "TableError", "UnknownKernelError", "UnknownArchError", "UnknownFeatureError", "FixedFeatureError",
+    "ArgumentError", "TableError", "UnknownKernelError", "UnknownArchError", "UnknownFeatureError", "FixedFeatureError",
     "DeviceError", "LiveError", "LiveUnavailable", "LabTimeout",
 ]
+
+
+class ArgumentError(ValueError, TypeError):
+    """A public function's argument of the wrong type or outside the kernel's range (vnetlab.checks raises it).
+
+    Both a ValueError (what the models always raised for bad input) and a TypeError (what Python raises for a
+    wrong type), so either ``except`` catches it. ``function`` is "module.name" (None from a bare check_* call),
+    ``param`` the parameter's name.
+    """
+
+    def __init__(self, message: str, *, function: str | None = None, param: str = "") -> None:
+        super().__init__(message)
+        self.function = function
+        self.param = param
 
 
 class TableError(ValueError):
