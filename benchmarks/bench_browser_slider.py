@@ -2,10 +2,10 @@
 
 Drives the real browser as tests/test_browser.py does (its JupyterLab from the README's venv and Debian's
 /usr/bin/chromium, through tests/labharness.py; the notebooks' panel cells found by test_browser.figure_cells):
-opens each notebook, runs it, focuses each panel's first slider (a panel without one: its first dropdown, and the
-record says so) and presses ArrowRight then ArrowLeft ``--presses`` times each, one press at a time: the next
-press waits until the figure of the last one is shown. Per press it measures, on one clock (the kernel's
-time.time() and the page's performance.timeOrigin + performance.now(), the same host):
+opens each notebook, runs it, focuses each panel's first slider (a panel without one: its first toggle button or
+checkbox, pressed with Space; the record says which) and presses ArrowRight then ArrowLeft ``--presses`` times each,
+one press at a time: the next press waits until the figure of the last one is shown. Per press it measures, on one
+clock (the kernel's time.time() and the page's performance.timeOrigin + performance.now(), the same host):
 
 - ``front``: keydown -> the page sends the widget's new value on the kernel websocket (ipywidgets, noUiSlider);
 - ``comm_in``: that send -> the panel's update starts in the kernel (server, ZMQ, ipywidgets' set_state);
@@ -17,11 +17,12 @@ time.time() and the page's performance.timeOrigin + performance.now(), the same 
   task: the paint that shows it).
 
 ``total`` is keydown -> shown; ``cpu_*`` are the kernel process's CPU ms for model, draw, encode and the whole
-update (what the machine's other load does not inflate); ``revisit`` marks a press back to a value this panel
-showed before (the ArrowLeft half). The kernel's stamps come from widgets.base's debug timing
-(VNETLAB_PANEL_TIMING, off unless set). Results (p50/p95 per notebook and overall, the breakdown's medians and
-p95s, every press, the load average before and after) go to benchmarks/results/ as JSON. The machine's load
-matters: run it twice.
+update (what the machine's other load does not inflate); ``revisit`` marks a press back to a value this panel showed
+before (the ArrowLeft half); ``from_memory`` that the kernel answered it from the panel's remembered PNGs
+(widgets.base.SHOWN_CACHE: a value shown before, or the step ahead drawn while idle), ``drawn`` the others. The
+kernel's stamps come from widgets.base's debug timing (VNETLAB_PANEL_TIMING, off unless set). Results (p50/p95 per
+notebook and overall, the breakdown's medians and p95s, every press, the load average before and after) go to
+benchmarks/results/ as JSON. The machine's load matters: run it twice.
 
 Run: .venv/bin/python benchmarks/bench_browser_slider.py [--notebooks 10 20 30 40 50] [--presses 10]
 """
@@ -160,6 +161,7 @@ def _breakdown(page_t: dict, records: list[dict]) -> dict[str, float]:
         phases["cpu_encode"] = cpu["encoded"] - cpu["drawn"]
         phases["cpu_kernel"] = cpu["end"] - cpu["start"]
         phases["kernel_updates"] = len(mine)
+        phases["from_memory"] = bool(mine[-1].get("cached"))
         phases["png_bytes"] = mine[-1].get("png_bytes")
     if page_t.get("decoded") is not None:
         phases["decode"] = page_t["decoded"] - page_t["src"]
@@ -168,31 +170,41 @@ def _breakdown(page_t: dict, records: list[dict]) -> dict[str, float]:
 
 
 def _control(panel):
-    """The control to press on: the panel's first slider handle, else its first dropdown."""
+    """The control to press on: the panel's first slider handle (arrow keys), else its first toggle button that
+    is not [fixed] or its first checkbox (Space). A dropdown is not used: JupyterLab's notebook shortcuts take
+    the arrow keys from a focused <select>."""
     sliders = panel.locator(".widget-slider .noUi-handle")
     if sliders.count():
         return "slider", sliders.first, ("ArrowRight", "ArrowLeft")
-    selects = panel.locator(".widget-dropdown select")
-    if selects.count():
-        return "dropdown", selects.first, ("ArrowDown", "ArrowUp")
+    toggles = panel.locator(".widget-toggle-button:not(:has(.fa-lock))")
+    if toggles.count():
+        return "toggle", toggles.first, ("Space", "Space")
+    checks = panel.locator(".widget-checkbox input[type=checkbox]")
+    if checks.count():
+        return "checkbox", checks.first, ("Space", "Space")
     return None, None, ()
 
 
 def _value(kind: str, handle) -> str:
     if kind == "slider":
         return handle.get_attribute("aria-valuenow")
-    return str(handle.evaluate("s => s.selectedIndex"))
+    if kind == "toggle":
+        return str(handle.evaluate("b => b.classList.contains('mod-active')"))
+    return str(handle.evaluate("c => c.checked"))
 
 
 def _press_panel(page, panel, name: str, presses: int, log: Path) -> list[dict]:
     kind, handle, keys = _control(panel)
     if kind is None:
-        print(f"  {name}: no slider or dropdown, skipped")
+        print(f"  {name}: no slider, toggle button or checkbox, skipped")
         return []
     img = panel.locator("img.widget-image").first
     img.wait_for(state="visible")
-    label = panel.locator(".widget-slider .widget-label, .widget-dropdown .widget-label").first
-    desc = label.inner_text() if label.count() else "?"
+    if kind == "slider":
+        label = panel.locator(".widget-slider .widget-label").first
+        desc = label.inner_text() if label.count() else "?"
+    else:
+        desc = handle.evaluate("e => (e.closest('.widget-checkbox') || e).innerText.trim()") or "?"
     out = []
     seen = {_value(kind, handle)}
     handle.focus()
@@ -250,6 +262,8 @@ def summarise(rows: list[dict]) -> dict:
         return {"total": _stats([r["total"] for r in sel]),
                 "first_visit": _stats([r["total"] for r in sel if not r["revisit"]]),
                 "revisit": _stats([r["total"] for r in sel if r["revisit"]]),
+                "from_memory": _stats([r["total"] for r in sel if r.get("from_memory")]),
+                "drawn": _stats([r["total"] for r in sel if r.get("from_memory") is False]),
                 "phases": {p: _stats([r[p] for r in sel if r.get(p) is not None]) for p in PHASES + CPU_PHASES},
                 "timeouts": sum(1 for r in rows if r.get("timeout") and r in sel)}
 

@@ -5,6 +5,7 @@ reads. (The round trip in Chromium itself is measured by that benchmark, never a
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import zlib
@@ -142,3 +143,62 @@ def test_debug_timing_writes_stamps_only_when_asked(tmp_path, monkeypatch):
         assert list(t) == ["start", "state", "drawn", "encoded", "sent", "end"] == list(rec["cpu"])
         assert all(t[x] <= t[y] for x, y in zip(list(t), list(t)[1:]))
     assert first["params"]["payload_len"] == 1002 and not first["cached"] and second["cached"]
+
+
+def test_a_slider_step_draws_the_next_step_ahead_when_the_kernel_is_idle():
+    """In the kernel (an asyncio loop runs), a step right makes the panel draw one more step right after this
+    update; the reader's next step is then answered from memory, with the PNG a fresh panel draws, and the
+    figure read afterwards is the one shown. Outside a loop nothing is drawn ahead."""
+    p = rxpanels.packet_panel()
+    payload = p.controls["payload_len"]
+    payload.value = 1001
+    assert base._shown_key({**p.params(), "payload_len": 1002}) not in p._shown  # no loop: nothing ahead
+
+    async def steps():
+        p.state_fn = counted = _Counted(p.state_fn)
+        payload.value = 1002  # one step right: drawn now, 1003 drawn when the loop is idle
+        assert counted.calls == 1
+        await asyncio.sleep(0)
+        assert counted.calls == 2
+        shown = p.png
+        payload.value = 1003
+        assert counted.calls == 2, "the step ahead was not remembered"
+        await asyncio.sleep(0)  # and 1004 is drawn ahead in turn
+        assert counted.calls == 3
+        return shown, counted
+
+    shown_1002, counted = asyncio.run(steps())
+    fresh = rxpanels.packet_panel(payload_len=1003)
+    assert p.png == fresh.png and p.message.value == fresh.message.value
+    assert base.render_png(p.figure) == fresh.png  # the figure holds 1004; read, it is redrawn for 1003
+    payload.value = 1002  # back: from memory
+    assert p.png == shown_1002 and counted.calls == 4
+
+
+def test_no_step_ahead_past_the_slider_end():
+    async def steps():
+        p = rxpanels.packet_panel()
+        s = p.controls["payload_len"]
+        p.state_fn = counted = _Counted(p.state_fn)
+        s.value = s.max - 1
+        await asyncio.sleep(0)
+        s.value = s.max
+        await asyncio.sleep(0)
+        return counted.calls
+
+    # max-1 is a jump (nothing drawn ahead: a drag or a typed value says nothing of the next one); max is a step,
+    # and max+1 is past the slider's end
+    assert asyncio.run(steps()) == 2
+
+
+def test_panels_that_override_on_change_draw_ahead_too():
+    """The stack panel (explorer.EthtoolPanel, its own _on_change) steps gso_size down: the next step is drawn."""
+    async def steps():
+        p = stackpanels.stack_panel()
+        p.state_fn = counted = _Counted(p.state_fn)
+        p.controls["gso_size"].value = 1471
+        await asyncio.sleep(0)
+        p.controls["gso_size"].value = 1470
+        return counted.calls
+
+    assert asyncio.run(steps()) == 2

@@ -13,6 +13,7 @@ that every panel module builds its controls the same way: labels never cut off, 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import html
@@ -318,6 +319,7 @@ class Panel(W.VBox):
         self._held = 0
         self._shown: OrderedDict[Hashable, tuple[PanelState, bytes]] = OrderedDict()
         self._stale: dict[str, Any] | None = None  # parameters the PNG shows and the figure does not yet
+        self._shown_params: dict[str, Any] | None = None
         if rows is None:
             sliders = [n for n, c in controls.items() if isinstance(c, SizeSlider | W.FloatSlider | W.IntSlider)]
             others = [n for n in controls if n not in sliders]
@@ -332,6 +334,7 @@ class Panel(W.VBox):
         super().__init__(boxes + [self.message, self.image])
         for c in controls.values():
             c.observe(self._on_change, names="value")
+            c.observe(self._draw_ahead, names="value")  # after _on_change, which subclasses override
         self.update()
 
     def params(self) -> dict[str, Any]:
@@ -373,9 +376,61 @@ class Panel(W.VBox):
         finally:
             self._held -= 1
 
-    def _on_change(self, _change: Any) -> None:  # noqa: ANN401
+    def _on_change(self, _change: Mapping[str, Any]) -> None:
         if not self._held:
             self.update()
+
+    def _draw_ahead(self, change: Mapping[str, Any]) -> None:
+        """After one slider step (a key press: not a drag or a typed value), draw the next step the same way once
+        the kernel is idle (an asyncio callback: the kernel's loop runs it after this update's messages are
+        sent), so that a reader stepping on finds it in :data:`SHOWN_CACHE`; a sweep then costs one drawing per
+        step, as before, plus one at each turn. Only where a loop runs (the kernel; not a plain script or test)
+        and for integer sliders (a float step lands on values the browser rounds otherwise)."""
+        owner = change.get("owner")
+        if self._held or self.error is not None or not isinstance(owner, SizeSlider | W.IntSlider):
+            return
+        name = next((n for n, c in self.controls.items() if c is owner), None)
+        old, new = change.get("old"), change.get("new")
+        if name is None or not isinstance(old, int) or not isinstance(new, int) or abs(new - old) != owner.step:
+            return
+        ahead = new + (owner.step if new > old else -owner.step)
+        if not owner.min <= ahead <= owner.max:
+            return
+        params = {**self.params(), name: ahead}
+        key = _shown_key(params)
+        if key is None or key in self._shown:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        loop.call_soon(self._draw_for_later, params, key)
+
+    def _draw_for_later(self, params: dict[str, Any], key: Hashable) -> None:
+        """Draw ``params`` into :data:`SHOWN_CACHE` without showing it (the widgets keep what they show)."""
+        if key in self._shown or self.error is not None:
+            return
+        clock = _RenderClock(self) if TIMING_LOG else _NO_CLOCK
+        shown = self._shown_params if self._stale is None else self._stale
+        fig = self._figure_for(params)
+        try:
+            state = self.state_fn(**params, fig=fig)
+        except ValueError:
+            return
+        finally:
+            if fig is self._figure:
+                self._stale = shown  # the figure now holds the step ahead; redrawn for what is shown if read
+        clock.mark("state")
+        canvas = _draw(state.figure)
+        clock.mark("drawn")
+        self._remember(key, state, _encode_png(canvas))
+        clock.mark("encoded")
+        clock.done(params, ahead=True)
+
+    def _remember(self, key: Hashable, state: PanelState, png: bytes) -> None:
+        self._shown[key] = (state, png)
+        if len(self._shown) > SHOWN_CACHE:
+            self._shown.popitem(last=False)
 
     def _figure_for(self, params: dict[str, Any]) -> Figure:
         if self.figure_key is None:
@@ -421,11 +476,10 @@ class Panel(W.VBox):
             png = _encode_png(canvas)
             clock.mark("encoded")
             if key is not None:
-                self._shown[key] = (state, png)
-                if len(self._shown) > SHOWN_CACHE:
-                    self._shown.popitem(last=False)
+                self._remember(key, state, png)
         self.error = None
         self._state = state
+        self._shown_params = params
         self.message.value = state.text
         self.png = png
         self.image.value = png
