@@ -35,6 +35,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import vnetlab.widgets._textrender as _textrender
+from vnetlab.checks import public
 from vnetlab.viz.style import new_figure
 
 __all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "float_slider", "choice",
@@ -52,6 +53,7 @@ class PanelState:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@public
 def render_png(fig: Figure) -> bytes:
     """The figure as deterministic PNG bytes (Agg, no timestamp metadata), at the figure's own size and dpi.
 
@@ -102,7 +104,8 @@ def _png_chunk(tag: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
 
-def png_width(png: bytes) -> int:
+@public
+def png_width(png: bytes | bytearray | memoryview) -> int:
     """Pixel width of a PNG (its IHDR chunk)."""
     if png[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError("not a PNG")
@@ -189,12 +192,14 @@ class SizeSlider(W.HBox):
             self.value = change["new"]
 
 
+@public
 def size_slider(value: int, lo: int, hi: int, desc: str, step: int = 1, *, width: str = "430px") -> SizeSlider:
     """A swept size (payload, MTU, buffer truesize, EWMA, segments, gso_size) as a :class:`SizeSlider`; ``width``
     is the whole control's (label, track and number): give a long label more so that the track stays long."""
     return SizeSlider(value, lo, hi, desc, step=step, width=width)
 
 
+@public
 def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.1, *, fmt: str = ".2f",
                  width: str = "430px") -> W.FloatSlider:
     """A swept cost or rate (not a size): ipywidgets' FloatSlider with its editable readout (typed values are
@@ -204,12 +209,14 @@ def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.
                          layout=W.Layout(width=width, min_width="300px"))
 
 
+@public
 def choice(value: Any, options: Any, desc: str) -> W.Dropdown:  # noqa: ANN401
     """A dropdown as wide as its label and longest option."""
     return W.Dropdown(value=value, options=list(options), description=desc, style=_LABEL,
                       layout=W.Layout(width="auto"))
 
 
+@public
 def checkbox(value: bool, desc: str) -> W.Checkbox:
     """A checkbox whose description is never cut off."""
     return W.Checkbox(value=value, description=desc, indent=False, style=_LABEL, layout=W.Layout(width="auto"))
