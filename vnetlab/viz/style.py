@@ -23,6 +23,8 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
 
+from vnetlab.checks import public
+
 # Okabe & Ito, "Color Universal Design" (2008): eight colours that stay distinct for the common colour
 # vision deficiencies.
 OKABE_ITO = {
@@ -96,6 +98,7 @@ RC = {
 }
 
 
+@public
 def use_style() -> None:
     """Apply the vnetlab style to matplotlib's global rcParams (for the reader's own pyplot figures)."""
     matplotlib.rcParams.update(RC)
@@ -115,6 +118,7 @@ class ShownFigure(Figure):
         return buf.getvalue()
 
 
+@public
 def new_figure(width: float = FIG_WIDTH, height: float = 3.0) -> ShownFigure:
     """A figure not tied to pyplot's global state (safe for widgets and tests), at :data:`DPI`.
 
@@ -126,6 +130,7 @@ def new_figure(width: float = FIG_WIDTH, height: float = 3.0) -> ShownFigure:
     return fig
 
 
+@public
 def target_figure(fig: Figure | None, width: float, height: float) -> Figure:
     """The figure to draw on: a new one, or ``fig`` cleared and resized (widgets redraw in place).
 
@@ -141,6 +146,7 @@ def target_figure(fig: Figure | None, width: float, height: float) -> Figure:
     return fig
 
 
+@public
 def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float,
                make: Callable[[Figure], Iterable[Axes]]) -> tuple[Figure, list[Axes]]:
     """The axes of a drawing whose layout is ``key``: made once by ``make(fig)`` and reused on later calls with
@@ -161,6 +167,7 @@ def reuse_axes(fig: Figure | None, key: tuple, width: float, height: float,
     return fig, axes
 
 
+@public
 def axes_column(fig: Figure, rows: Sequence[tuple[float, float]], *, left: float = 0.01, right: float = 0.99,
                 top: float = 0.0) -> list[Axes]:
     """Axes stacked top to bottom at fixed heights in inches: ``rows`` are (space above, height) pairs, ``top``
@@ -175,6 +182,7 @@ def axes_column(fig: Figure, rows: Sequence[tuple[float, float]], *, left: float
     return axes
 
 
+@public
 def wipe(fig: Figure) -> None:
     """Remove what a drawing added to reused axes (patches, texts, lines, images, legends, titles)."""
     for art in list(fig.artists) + list(fig.texts) + list(fig.legends):
@@ -191,6 +199,7 @@ def wipe(fig: Figure) -> None:
         ax.set_ylabel("")
 
 
+@public
 def bare_axes(ax: Axes, *, xaxis: bool = True) -> None:
     """An axes for a to-scale drawing: no y axis, no frame but the bottom spine (none if not ``xaxis``)."""
     ax.set_yticks([])
@@ -201,6 +210,7 @@ def bare_axes(ax: Axes, *, xaxis: bool = True) -> None:
         ax.spines["bottom"].set_visible(False)
 
 
+@public
 def region(ax: Axes, gid: str, x: float, y: float, width: float, height: float, *, color: str | None = None,
            label: str | None = None, fontsize: float = FONT["small"], hatch: str | None = None,
            text_color: str = "black", min_label_width: float = 0.0, fast: bool = False) -> Rectangle:
@@ -221,11 +231,13 @@ def region(ax: Axes, gid: str, x: float, y: float, width: float, height: float, 
     return rect
 
 
+@public
 def fast_region(ax: Axes, gid: str, x: float, y: float, width: float, height: float, **kw: object) -> Rectangle:
     """:func:`region` without the data-limit update (drawings that set their own axis limits)."""
     return region(ax, gid, x, y, width, height, fast=True, **kw)
 
 
+@public
 def path_region(ax: Axes, gid: str, path: str, x: float, y: float, width: float, height: float, *,
                 label: str | None = None, fontsize: float = FONT["small"]) -> Rectangle:
     """A region standing for one page_to_skb() path: its colour and hatch, and a label on a white box (legible
@@ -237,6 +249,7 @@ def path_region(ax: Axes, gid: str, path: str, x: float, y: float, width: float,
     return rect
 
 
+@public
 def regions(fig: Figure) -> dict[str, Rectangle]:
     """All labelled regions of a figure by gid (for tests and for widgets that update in place)."""
     found: dict[str, Rectangle] = {}
@@ -254,13 +267,15 @@ def regions(fig: Figure) -> dict[str, Rectangle]:
 _METRICS = RendererAgg(1, 1, DPI)  # a renderer for text metrics only (the PNG is drawn by Agg at DPI)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=8192)  # outside @public: a hit was checked when it missed
+@public
 def text_px(text: str, size: float = FONT["small"], weight: str = "normal") -> float:
     """Width in pixels (at DPI) of the widest line of ``text`` as Agg draws it at ``size`` points."""
     prop = FontProperties(size=size, weight=weight)
     return max(_METRICS.get_text_width_height_descent(line, prop, ismath=False)[0] for line in text.split("\n"))
 
 
+# not @public: drawings pass width_px=inf for 'no limit', which checks' float refuses
 def wrap_px(text: str, width_px: float, size: float = FONT["small"], weight: str = "normal") -> str:
     """``text`` broken at spaces so that no line is wider than ``width_px`` (a longer word keeps a line of its own;
     a no-break space U+00A0 keeps two words together)."""

@@ -7,32 +7,39 @@ headless. A ValueError from the model is shown as its text instead of a tracebac
 Where widgets cannot run (nbconvert's HTML export, a viewer without a widget manager) a panel shows as its
 summary and current figure (:meth:`Panel._repr_mimebundle_`).
 
-The control helpers (:func:`size_slider`, :func:`float_slider`, :func:`choice`, :func:`checkbox`, :func:`int_box`)
-are public so that every panel module builds its controls the same way: labels never cut off, sliders never
-collapsed.
+The control helpers (:func:`size_slider`, :func:`float_slider`, :func:`choice`, :func:`checkbox`) are public so
+that every panel module builds its controls the same way: labels never cut off, sliders never collapsed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import html
-import io
+import json
+import os
 import re
+import struct
+import time
+import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as W
+import numpy as np
 import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import vnetlab.widgets._textrender as _textrender
+from vnetlab.checks import public
 from vnetlab.viz.style import new_figure
 
-__all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "float_slider", "int_box",
-           "choice", "checkbox"]
+__all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "float_slider", "choice",
+           "checkbox"]
 
 
 @dataclass
@@ -46,11 +53,17 @@ class PanelState:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@public
 def render_png(fig: Figure) -> bytes:
     """The figure as deterministic PNG bytes (Agg, no timestamp metadata), at the figure's own size and dpi.
 
     Text is drawn a string at a time where matplotlib would draw it a glyph at a time (widgets._textrender:
     the same pixels but for antialiasing, at a fraction of the time)."""
+    return _encode_png(_draw(fig))
+
+
+def _draw(fig: Figure) -> FigureCanvasAgg:
+    """Rasterise the figure on its kept Agg canvas (what savefig's print_png draws before it encodes)."""
     # Keep one Agg canvas on the figure: savefig would otherwise make a new canvas and renderer for every PNG,
     # and matplotlib's text-metrics cache (keyed on the renderer) would miss for every label at every update.
     if _textrender.AVAILABLE:
@@ -58,13 +71,41 @@ def render_png(fig: Figure) -> bytes:
             _textrender.WholeStringCanvas(fig)
     elif not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    # compress_level 1: a widget PNG is shown once; fast encoding matters more than a few KB.
-    fig.savefig(buf, format="png", dpi=fig.dpi, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
-    return buf.getvalue()
+    fig.canvas.draw()
+    return fig.canvas
 
 
-def png_width(png: bytes) -> int:
+def _encode_png(canvas: FigureCanvasAgg) -> bytes:
+    """The drawn canvas as PNG bytes: RGB where every pixel is opaque (panel figures are), else RGBA; no row
+    filter, zlib level 1, the dpi in pHYs and no other chunk (no timestamp, no Software).
+
+    Measured on the packet panel (900x397 px, benchmarks/bench_browser_slider.py's report): 6-7 ms CPU and 41 KB,
+    against 10 ms and 49 KB for savefig's RGBA through Pillow (its adaptive row filter costs more than it saves
+    on flat fills); the same pixels."""
+    rgba = np.asarray(canvas.buffer_rgba())
+    height, width = rgba.shape[:2]
+    opaque = bool((rgba[..., 3] == 255).all())
+    channels = 3 if opaque else 4
+    rows = np.empty((height, 1 + width * channels), np.uint8)
+    rows[:, 0] = 0  # filter type 0 (None) for every row
+    rows[:, 1:] = rgba[..., :channels].reshape(height, width * channels)
+    ppm = round(canvas.figure.dpi / 0.0254)  # pixels per metre, as Pillow writes a dpi
+    return b"".join((_PNG_SIGNATURE,
+                     _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2 if opaque else 6, 0, 0, 0)),
+                     _png_chunk(b"pHYs", struct.pack(">IIB", ppm, ppm, 1)),
+                     _png_chunk(b"IDAT", zlib.compress(rows, 1)),
+                     _png_chunk(b"IEND", b"")))
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_chunk(tag: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+
+@public
+def png_width(png: bytes | bytearray | memoryview) -> int:
     """Pixel width of a PNG (its IHDR chunk)."""
     if png[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError("not a PNG")
@@ -151,12 +192,14 @@ class SizeSlider(W.HBox):
             self.value = change["new"]
 
 
+@public
 def size_slider(value: int, lo: int, hi: int, desc: str, step: int = 1, *, width: str = "430px") -> SizeSlider:
     """A swept size (payload, MTU, buffer truesize, EWMA, segments, gso_size) as a :class:`SizeSlider`; ``width``
     is the whole control's (label, track and number): give a long label more so that the track stays long."""
     return SizeSlider(value, lo, hi, desc, step=step, width=width)
 
 
+@public
 def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.1, *, fmt: str = ".2f",
                  width: str = "430px") -> W.FloatSlider:
     """A swept cost or rate (not a size): ipywidgets' FloatSlider with its editable readout (typed values are
@@ -166,25 +209,87 @@ def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.
                          layout=W.Layout(width=width, min_width="300px"))
 
 
-def int_box(value: int, lo: int, hi: int, desc: str, step: int = 1) -> W.BoundedIntText:
-    """A number that is chosen, not swept (a count, a ring size)."""
-    return W.BoundedIntText(value=value, min=lo, max=hi, step=step, description=desc, style=_LABEL,
-                            layout=W.Layout(width="auto"))
-
-
+@public
 def choice(value: Any, options: Any, desc: str) -> W.Dropdown:  # noqa: ANN401
     """A dropdown as wide as its label and longest option."""
     return W.Dropdown(value=value, options=list(options), description=desc, style=_LABEL,
                       layout=W.Layout(width="auto"))
 
 
+@public
 def checkbox(value: bool, desc: str) -> W.Checkbox:
     """A checkbox whose description is never cut off."""
     return W.Checkbox(value=value, description=desc, indent=False, style=_LABEL, layout=W.Layout(width="auto"))
 
 
 # --------------------------------------------------------------------------------------------------
+# Debug timing of the render path
+
+# benchmarks/bench_browser_slider.py sets VNETLAB_PANEL_TIMING to a file: every update then appends one JSON line
+# of wall-clock stamps (time.time(), the clock the browser's performance.timeOrigin + now() reads). Unset, an
+# update costs one global lookup and no-op calls.
+TIMING_LOG: str | None = os.environ.get("VNETLAB_PANEL_TIMING") or None
+
+
+class _RenderClock:
+    """Stamps of one Panel.update: start, state (model + artists), drawn (Agg), encoded (PNG), sent (comm), end;
+    wall clock (``t``) and this process's CPU time (``cpu``, which other work on the machine does not inflate)."""
+
+    def __init__(self, panel: Panel) -> None:
+        self.panel = panel
+        self.stamps = {"start": time.time()}
+        self.cpu = {"start": time.process_time()}
+
+    def mark(self, name: str) -> None:
+        self.stamps[name] = time.time()
+        self.cpu[name] = time.process_time()
+
+    def done(self, params: dict[str, Any], **info: Any) -> None:  # noqa: ANN401
+        self.mark("end")
+        record = {"panel": type(self.panel).__name__, "state_fn": getattr(self.panel.state_fn, "__name__", "?"),
+                  "id": id(self.panel), "params": {k: v for k, v in params.items() if isinstance(v, int | float | str)},
+                  **info, "t": self.stamps, "cpu": self.cpu}
+        with open(TIMING_LOG, "a") as log:  # type: ignore[arg-type]
+            log.write(json.dumps(record) + "\n")
+
+
+class _NoClock:
+    """The clock when timing is off: does nothing."""
+
+    def mark(self, name: str) -> None:
+        pass
+
+    def done(self, params: dict[str, Any], **info: Any) -> None:  # noqa: ANN401
+        pass
+
+
+_NO_CLOCK = _NoClock()
+
+
+# --------------------------------------------------------------------------------------------------
 # Panel
+
+# What a panel remembers (Panel docstring): a slider's neighbourhood both ways; a PNG is 20-65 KB.
+SHOWN_CACHE = 32
+
+
+def _shown_key(params: Mapping[str, Any]) -> Hashable | None:
+    """The parameters as a key of plain values (None: a value that is not plain, never remembered)."""
+    try:
+        return tuple((name, _plain(v)) for name, v in params.items())
+    except TypeError:
+        return None
+
+
+def _plain(value: Any) -> Hashable:  # noqa: ANN401
+    # the type is part of the key: 1, 1.0 and True draw different labels
+    if value is None or type(value) in (bool, int, float, str):
+        return type(value).__name__, value
+    if isinstance(value, tuple | list):
+        return "seq", tuple(_plain(v) for v in value)
+    if isinstance(value, Mapping):
+        return "map", tuple((_plain(k), _plain(v)) for k, v in value.items())
+    raise TypeError(f"not a plain value: {type(value).__name__}")
 
 _TAGS = re.compile(r"<[^>]+>")
 
@@ -196,6 +301,11 @@ class Panel(W.VBox):
     row). ``figure_key``: panels with several views keep one figure per key of the parameters (so each view's
     axes are made once). ``constrain(panel)`` runs before each update, with updates held, to adjust controls
     to each other (a payload range that follows the MTU).
+
+    A panel remembers what it showed for the last :data:`SHOWN_CACHE` sets of parameters (state, summary, PNG):
+    a slider moved back to a value it showed is answered without the model, the drawing or the PNG. The figure
+    is then redrawn for those parameters only when something reads :attr:`figure` or :attr:`state`. (A state
+    function is a plain function of the parameters, and an updated figure draws what a fresh one does.)
     """
 
     def __init__(self, state_fn: Callable[..., PanelState], controls: dict[str, W.DOMWidget], *,
@@ -207,13 +317,16 @@ class Panel(W.VBox):
         self.figure_key = figure_key
         self.constrain = constrain
         self._figures: dict[Hashable, Figure] = {}
-        self.figure: Figure = new_figure()
+        self._figure: Figure = new_figure()
         self.image = W.Image(format="png", layout=W.Layout(height="auto", max_width="100%"))
         self.message = W.HTML(layout=W.Layout(width="auto"))
-        self.state: PanelState | None = None
+        self._state: PanelState | None = None
         self.error: str | None = None
         self.png: bytes | None = None
         self._held = 0
+        self._shown: OrderedDict[Hashable, tuple[PanelState, bytes]] = OrderedDict()
+        self._stale: dict[str, Any] | None = None  # parameters the PNG shows and the figure does not yet
+        self._shown_params: dict[str, Any] | None = None
         if rows is None:
             sliders = [n for n, c in controls.items() if isinstance(c, SizeSlider | W.FloatSlider | W.IntSlider)]
             others = [n for n in controls if n not in sliders]
@@ -228,10 +341,38 @@ class Panel(W.VBox):
         super().__init__(boxes + [self.message, self.image])
         for c in controls.values():
             c.observe(self._on_change, names="value")
+            c.observe(self._draw_ahead, names="value")  # after _on_change, which subclasses override
         self.update()
 
     def params(self) -> dict[str, Any]:
         return {name: c.value for name, c in self.controls.items()}
+
+    @property
+    def figure(self) -> Figure:
+        """The figure of what the panel shows (redrawn first if the PNG came from :data:`SHOWN_CACHE`)."""
+        self._catch_up()
+        return self._figure
+
+    @figure.setter
+    def figure(self, fig: Figure) -> None:
+        self._figure = fig
+
+    @property
+    def state(self) -> PanelState | None:
+        """The :class:`PanelState` shown (None while the model refuses the parameters)."""
+        self._catch_up()
+        return self._state
+
+    @state.setter
+    def state(self, state: PanelState | None) -> None:
+        self._state = state
+
+    def _catch_up(self) -> None:
+        """Draw the figure for the parameters a remembered PNG shows."""
+        params, self._stale = self._stale, None
+        if params is not None:
+            self._state = self.state_fn(**params, fig=self._figure_for(params))
+            self._figure = self._state.figure
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
@@ -242,43 +383,118 @@ class Panel(W.VBox):
         finally:
             self._held -= 1
 
-    def _on_change(self, _change: Any) -> None:  # noqa: ANN401
+    def _on_change(self, _change: Mapping[str, Any]) -> None:
         if not self._held:
             self.update()
 
+    def _draw_ahead(self, change: Mapping[str, Any]) -> None:
+        """After one slider step (a key press: not a drag or a typed value), draw the next step the same way once
+        the kernel is idle (an asyncio callback: the kernel's loop runs it after this update's messages are
+        sent), so that a reader stepping on finds it in :data:`SHOWN_CACHE`; a sweep then costs one drawing per
+        step, as before, plus one at each turn. Only where a loop runs (the kernel; not a plain script or test)
+        and for integer sliders (a float step lands on values the browser rounds otherwise)."""
+        owner = change.get("owner")
+        if self._held or self.error is not None or not isinstance(owner, SizeSlider | W.IntSlider):
+            return
+        name = next((n for n, c in self.controls.items() if c is owner), None)
+        old, new = change.get("old"), change.get("new")
+        if name is None or not isinstance(old, int) or not isinstance(new, int) or abs(new - old) != owner.step:
+            return
+        ahead = new + (owner.step if new > old else -owner.step)
+        if not owner.min <= ahead <= owner.max:
+            return
+        params = {**self.params(), name: ahead}
+        key = _shown_key(params)
+        if key is None or key in self._shown:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        loop.call_soon(self._draw_for_later, params, key)
+
+    def _draw_for_later(self, params: dict[str, Any], key: Hashable) -> None:
+        """Draw ``params`` into :data:`SHOWN_CACHE` without showing it (the widgets keep what they show)."""
+        if key in self._shown or self.error is not None:
+            return
+        clock = _RenderClock(self) if TIMING_LOG else _NO_CLOCK
+        shown = self._shown_params if self._stale is None else self._stale
+        fig = self._figure_for(params)
+        try:
+            state = self.state_fn(**params, fig=fig)
+        except ValueError:
+            return
+        finally:
+            if fig is self._figure:
+                self._stale = shown  # the figure now holds the step ahead; redrawn for what is shown if read
+        clock.mark("state")
+        canvas = _draw(state.figure)
+        clock.mark("drawn")
+        self._remember(key, state, _encode_png(canvas))
+        clock.mark("encoded")
+        clock.done(params, ahead=True)
+
+    def _remember(self, key: Hashable, state: PanelState, png: bytes) -> None:
+        self._shown[key] = (state, png)
+        if len(self._shown) > SHOWN_CACHE:
+            self._shown.popitem(last=False)
+
     def _figure_for(self, params: dict[str, Any]) -> Figure:
         if self.figure_key is None:
-            return self.figure
+            return self._figure
         key = self.figure_key(params)
         if key not in self._figures:
-            self._figures[key] = self.figure if not self._figures else new_figure()
+            self._figures[key] = self._figure if not self._figures else new_figure()
         return self._figures[key]
 
     def update(self) -> PanelState | None:
         """Recompute and redraw; a ValueError from the model is shown as text and the figure is hidden."""
+        clock = _RenderClock(self) if TIMING_LOG else _NO_CLOCK
         if self.constrain is not None:
             with self.hold():
                 self.constrain(self)
         params = self.params()
-        fig = self._figure_for(params)
-        try:
-            state = self.state_fn(**params, fig=fig)
-        except ValueError as exc:
-            self.error = str(exc)
-            self.state = None
-            self.png = None
-            self.message.value = f'<span style="color:#a33b00">{html.escape(self.error)}</span>'
-            self.image.layout.display = "none"
-            return None
+        key = _shown_key(params)
+        shown = self._shown.get(key) if key is not None else None
+        if shown is not None:
+            self._shown.move_to_end(key)
+            state, png = shown
+            self._figure = self._figure_for(params)
+            self._stale = params
+            clock.mark("state")
+            clock.mark("drawn")
+            clock.mark("encoded")
+        else:
+            self._stale = None  # redrawn for these parameters below
+            try:
+                state = self.state_fn(**params, fig=self._figure_for(params))
+            except ValueError as exc:
+                self.error = str(exc)
+                self._state = None
+                self.png = None
+                self.message.value = f'<span style="color:#a33b00">{html.escape(self.error)}</span>'
+                self.image.layout.display = "none"
+                clock.done(params, error=True)
+                return None
+            clock.mark("state")
+            self._figure = state.figure
+            canvas = _draw(state.figure)
+            clock.mark("drawn")
+            png = _encode_png(canvas)
+            clock.mark("encoded")
+            if key is not None:
+                self._remember(key, state, png)
         self.error = None
-        self.state = state
-        self.figure = state.figure
+        self._state = state
+        self._shown_params = params
         self.message.value = state.text
-        self.png = render_png(state.figure)
-        self.image.value = self.png
+        self.png = png
+        self.image.value = png
+        clock.mark("sent")
         # shown at its own width (drawn for it), never stretched; narrower windows scale it down
-        self.image.layout.width = f"{png_width(self.png)}px"
+        self.image.layout.width = f"{png_width(png)}px"
         self.image.layout.display = None
+        clock.done(params, png_bytes=len(png), cached=shown is not None)
         return state
 
     def summary(self) -> str:

@@ -1,0 +1,205 @@
+"""The panels' render path as the browser receives it (issue 20), without a browser: the PNG bytes a slider move
+sends, the PNGs a panel remembers for values it showed, and the debug timing benchmarks/bench_browser_slider.py
+reads. (The round trip in Chromium itself is measured by that benchmark, never asserted on time here.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vnetlab.viz.style import DPI
+from vnetlab.widgets import base, explorer, gropanels, rxpanels, stackpanels
+
+# (panel factory, a slider control, two values in its range): one per panel in notebooks 10-50 that has a slider
+SLIDERS = [
+    (rxpanels.carving_panel, "mtu", 1500, 1501),
+    (rxpanels.packet_panel, "payload_len", 1000, 1162),
+    (rxpanels.window_panel, "buf_len", 1536, 2048),
+    (gropanels.gro_panel, "payload_len", 1000, 1001),
+    (stackpanels.cost_panel, "payload_len", 1000, 1100),
+    (stackpanels.stack_panel, "gso_size", 1472, 1400),
+    (stackpanels.router_panel, "gso_size", 1472, 1000),
+]
+IDS = [f"{make.__name__}.{control}" for make, control, *_ in SLIDERS]
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+@pytest.mark.parametrize("make", [rxpanels.packet_panel, stackpanels.stack_panel, explorer.explorer_panel,
+                                  rxpanels.threshold_panel], ids=lambda m: m.__name__)
+def test_png_is_the_canvas_pixels(make):
+    """The PNG decodes (Pillow, an independent decoder) to exactly the pixels Agg drew; opaque figures go as RGB
+    (PNG colour type 2, W3C PNG 2nd edition 11.2.2 IHDR), with the figure's dpi in pHYs."""
+    p = make()
+    canvas = base._draw(p.figure)
+    drawn = np.asarray(canvas.buffer_rgba())
+    assert (drawn[..., 3] == 255).all()
+    assert np.array_equal(_pixels(p.png), drawn)
+    im = Image.open(io.BytesIO(p.png))
+    assert im.mode == "RGB" and im.size == (base.png_width(p.png), drawn.shape[0])
+    assert round(im.info["dpi"][0]) == DPI
+    assert p.png == base.render_png(p.figure)
+
+
+def test_png_keeps_alpha_where_a_pixel_is_not_opaque():
+    """A figure with a transparent background keeps its alpha channel (colour type 6)."""
+    fig = base.new_figure(2.0, 1.0)
+    fig.patch.set_alpha(0.0)
+    canvas = base._draw(fig)
+    png = base._encode_png(canvas)
+    assert Image.open(io.BytesIO(png)).mode == "RGBA"
+    assert np.array_equal(_pixels(png), np.asarray(canvas.buffer_rgba()))
+
+
+def test_png_chunks_are_well_formed():
+    """Every chunk's CRC matches (PNG 2nd edition 5.3: CRC-32 over type and data); IHDR first, IEND last."""
+    png = rxpanels.carving_panel().png
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, tags = 8, []
+    while pos < len(png):
+        n = int.from_bytes(png[pos:pos + 4], "big")
+        tag, data = png[pos + 4:pos + 8], png[pos + 8:pos + 8 + n]
+        assert int.from_bytes(png[pos + 8 + n:pos + 12 + n], "big") == zlib.crc32(tag + data), tag
+        tags.append(tag)
+        pos += 12 + n
+    assert tags == [b"IHDR", b"pHYs", b"IDAT", b"IEND"]
+
+
+class _Counted:
+    """The panel's own state function, counting its calls."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+        self.__name__ = getattr(fn, "__name__", "state_fn")
+
+    def __call__(self, **kw):
+        self.calls += 1
+        return self.fn(**kw)
+
+
+@pytest.mark.parametrize("make, control, a, b", SLIDERS, ids=IDS)
+def test_a_value_shown_before_is_answered_from_memory(make, control, a, b):
+    """Back to a value: the same PNG and summary as a fresh panel at that value, without calling the model; the
+    figure (and state) read afterwards is redrawn for that value, not the one drawn last."""
+    p = make()
+    p.controls[control].value = a
+    png_a, text_a = p.png, p.message.value
+    p.state_fn = counted = _Counted(p.state_fn)
+    p.controls[control].value = b
+    assert counted.calls == 1 and p.png != png_a
+    p.controls[control].value = a
+    assert counted.calls == 1, "the model ran again for a value the panel showed"
+    assert p.png == png_a and p.message.value == text_a
+    fresh = make()
+    fresh.controls[control].value = a
+    assert p.png == fresh.png
+    assert base.render_png(p.figure) == fresh.png  # the figure caught up with what the PNG shows
+    assert counted.calls == 2 and p.state.params == fresh.state.params
+    png_b = p._shown[base._shown_key({**p.params(), control: b})][1]
+    p.controls[control].value = b  # from memory again; the figure catches up when read
+    assert counted.calls == 2 and p.png == png_b
+    assert base.render_png(p.figure) == png_b and counted.calls == 3
+
+
+def test_the_memory_is_bounded_and_errors_are_not_remembered():
+    p = rxpanels.packet_panel()
+    payload = p.controls["payload_len"]
+    for v in range(900, 900 + base.SHOWN_CACHE + 5):
+        payload.value = v
+    assert len(p._shown) == base.SHOWN_CACHE
+    payload.value = 5000  # beyond the slider: the model's error (udp payload above the MTU's room)
+    assert p.error and p.png is None and p.image.layout.display == "none"
+    payload.value = 5000
+    assert p.error
+
+
+def test_parameters_that_are_not_plain_values_are_never_remembered():
+    assert base._shown_key({"n": 1, "x": 1.0, "on": True}) != base._shown_key({"n": 1, "x": 1, "on": 1})
+    assert base._shown_key({"cmds": (("eth0", {"gso": False}),)}) is not None
+    assert base._shown_key({"fig": object()}) is None
+
+
+def test_debug_timing_writes_stamps_only_when_asked(tmp_path, monkeypatch):
+    log = tmp_path / "timing.jsonl"
+    p = rxpanels.packet_panel()
+    monkeypatch.setattr(base, "TIMING_LOG", None)
+    p.controls["payload_len"].value = 1001
+    assert not log.exists()
+    monkeypatch.setattr(base, "TIMING_LOG", str(log))
+    p.controls["payload_len"].value = 1002
+    p.controls["payload_len"].value = 1001  # shown before: answered from memory
+    first, second = (json.loads(line) for line in log.read_text().splitlines())
+    for rec in (first, second):
+        t = rec["t"]
+        assert list(t) == ["start", "state", "drawn", "encoded", "sent", "end"] == list(rec["cpu"])
+        assert all(t[x] <= t[y] for x, y in zip(list(t), list(t)[1:]))
+    assert first["params"]["payload_len"] == 1002 and not first["cached"] and second["cached"]
+
+
+def test_a_slider_step_draws_the_next_step_ahead_when_the_kernel_is_idle():
+    """In the kernel (an asyncio loop runs), a step right makes the panel draw one more step right after this
+    update; the reader's next step is then answered from memory, with the PNG a fresh panel draws, and the
+    figure read afterwards is the one shown. Outside a loop nothing is drawn ahead."""
+    p = rxpanels.packet_panel()
+    payload = p.controls["payload_len"]
+    payload.value = 1001
+    assert base._shown_key({**p.params(), "payload_len": 1002}) not in p._shown  # no loop: nothing ahead
+
+    async def steps():
+        p.state_fn = counted = _Counted(p.state_fn)
+        payload.value = 1002  # one step right: drawn now, 1003 drawn when the loop is idle
+        assert counted.calls == 1
+        await asyncio.sleep(0)
+        assert counted.calls == 2
+        shown = p.png
+        payload.value = 1003
+        assert counted.calls == 2, "the step ahead was not remembered"
+        await asyncio.sleep(0)  # and 1004 is drawn ahead in turn
+        assert counted.calls == 3
+        return shown, counted
+
+    shown_1002, counted = asyncio.run(steps())
+    fresh = rxpanels.packet_panel(payload_len=1003)
+    assert p.png == fresh.png and p.message.value == fresh.message.value
+    assert base.render_png(p.figure) == fresh.png  # the figure holds 1004; read, it is redrawn for 1003
+    payload.value = 1002  # back: from memory
+    assert p.png == shown_1002 and counted.calls == 4
+
+
+def test_no_step_ahead_past_the_slider_end():
+    async def steps():
+        p = rxpanels.packet_panel()
+        s = p.controls["payload_len"]
+        p.state_fn = counted = _Counted(p.state_fn)
+        s.value = s.max - 1
+        await asyncio.sleep(0)
+        s.value = s.max
+        await asyncio.sleep(0)
+        return counted.calls
+
+    # max-1 is a jump (nothing drawn ahead: a drag or a typed value says nothing of the next one); max is a step,
+    # and max+1 is past the slider's end
+    assert asyncio.run(steps()) == 2
+
+
+def test_panels_that_override_on_change_draw_ahead_too():
+    """The stack panel (explorer.EthtoolPanel, its own _on_change) steps gso_size down: the next step is drawn."""
+    async def steps():
+        p = stackpanels.stack_panel()
+        p.state_fn = counted = _Counted(p.state_fn)
+        p.controls["gso_size"].value = 1471
+        await asyncio.sleep(0)
+        assert counted.calls == 2, "1470, the next step down, was not drawn ahead"
+        p.controls["gso_size"].value = 1470
+        return counted.calls
+
+    assert asyncio.run(steps()) == 2  # 1470 came from memory
