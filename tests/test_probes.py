@@ -69,10 +69,13 @@ def test_receive_big_bound_probe(tree, bound, needle):
         assert f.match.text.strip() == needle
 
 
-@pytest.mark.parametrize("k, max_frame", [("5.10.223", 18 * 4096 - 16), ("6.12", 18 * 4096 - 32)])
-def test_receive_big_holds_what_the_chain_holds(k, max_frame):
-    # add_recvbuf_big: sg[1] from sizeof(padded_vnet_hdr) to the page end, then MAX_SKB_FRAGS whole pages.
-    assert rx.receive_big(max_frame, kernel=k).buffers[0].len == max_frame + 12
+@pytest.mark.parametrize("k, max_frame", [("5.10.223", 17 * 4096 - 16), ("6.12", 17 * 4096 - 32)])
+def test_receive_big_takes_what_max_skb_frags_hold(k, max_frame):
+    # add_recvbuf_big chains sg[1] (from sizeof(padded_vnet_hdr): 16 B before v5.18, 32 after, kernel-facts A.0) to
+    # the page end, then MAX_SKB_FRAGS whole pages; page_to_skb adds one frag per page, and skb_shinfo()->frags[]
+    # holds MAX_SKB_FRAGS (17, include/linux/skbuff.h): 17 frags from that offset, the chain's last page never used.
+    skb = rx.receive_big(max_frame, kernel=k).skb
+    assert (skb.len, skb.nr_frags) == (max_frame, 17)
     with pytest.raises(ValueError, match=r"frame_len"):
         rx.receive_big(max_frame + 1, kernel=k)
 

@@ -359,7 +359,7 @@ def test_threshold_maps_mark_each_kernels_own_buffers_through_7x():
     (lambda: thresholds.carve(count=-1), r"count must be an int in 0..65536"),
     (lambda: memory.frame_parts(-1), r"frame_len must be an int in 0\.\."),
     (lambda: grofig.receive_fill(1000, n_packets=0), r"n_packets must be an int in 1..16384"),
-    (lambda: grofig.packet_color(-1), r"i must be an int in >= 0"),
+    (lambda: grofig.packet_color(-1), r"i must be an int >= 0"),
 ])
 def test_viz_bad_input_names_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
