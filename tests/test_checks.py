@@ -186,3 +186,21 @@ def test_in_rejects_an_empty_range():
     with pytest.raises(ValueError):
         In(12, 10)
 
+
+
+def test_public_over_lru_cache_reads_annotations_through_wrapped():
+    # functools.lru_cache's wrapper has no __globals__: the string annotation (this module's `In`) must resolve
+    # through __wrapped__, else it falls back to Any and nothing is checked (viz.thresholds.marked_buffers).
+    import functools
+
+    @public
+    @functools.lru_cache(maxsize=8)
+    def cached(n: Annotated[int, In(0, 10, "ten")]) -> int:
+        return n * 2
+
+    assert cached(3) == 6 and cached(3) == 6
+    with pytest.raises(ArgumentError, match=r"n must be an int in 0\.\.10 \(ten\)"):
+        cached(11)
+    with pytest.raises(ArgumentError):
+        cached(3.0)
+    assert checked_params(cached) == ("n",)
