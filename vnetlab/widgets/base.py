@@ -29,6 +29,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import vnetlab.widgets._textrender as _textrender
+from vnetlab.checks import public
 from vnetlab.viz.style import new_figure
 
 __all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "float_slider", "int_box",
@@ -87,6 +88,7 @@ class SizeSlider(W.HBox):
 
     value = traitlets.Int()
 
+    @public
     def __init__(self, value: int, lo: int, hi: int, description: str, *, step: int = 1,
                  width: str = "430px") -> None:
         self.slider = W.IntSlider(value=min(max(value, lo), hi), min=lo, max=hi, step=step, readout=False,
@@ -116,6 +118,7 @@ class SizeSlider(W.HBox):
     def step(self) -> int:
         return self.slider.step
 
+    @public
     def set_range(self, lo: int, hi: int, step: int | None = None) -> None:
         """A new slider range; a value outside it moves to its nearest end (as if dragged there). The same range
         again changes nothing (a typed out-of-range value stays for the model to refuse)."""
@@ -151,12 +154,14 @@ class SizeSlider(W.HBox):
             self.value = change["new"]
 
 
+@public
 def size_slider(value: int, lo: int, hi: int, desc: str, step: int = 1, *, width: str = "430px") -> SizeSlider:
     """A swept size (payload, MTU, buffer truesize, EWMA, segments, gso_size) as a :class:`SizeSlider`; ``width``
     is the whole control's (label, track and number): give a long label more so that the track stays long."""
     return SizeSlider(value, lo, hi, desc, step=step, width=width)
 
 
+@public
 def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.1, *, fmt: str = ".2f",
                  width: str = "430px") -> W.FloatSlider:
     """A swept cost or rate (not a size): ipywidgets' FloatSlider with its editable readout (typed values are
@@ -166,18 +171,21 @@ def float_slider(value: float, lo: float, hi: float, desc: str, step: float = 0.
                          layout=W.Layout(width=width, min_width="300px"))
 
 
+@public
 def int_box(value: int, lo: int, hi: int, desc: str, step: int = 1) -> W.BoundedIntText:
     """A number that is chosen, not swept (a count, a ring size)."""
     return W.BoundedIntText(value=value, min=lo, max=hi, step=step, description=desc, style=_LABEL,
                             layout=W.Layout(width="auto"))
 
 
+@public
 def choice(value: Any, options: Any, desc: str) -> W.Dropdown:  # noqa: ANN401
     """A dropdown as wide as its label and longest option."""
     return W.Dropdown(value=value, options=list(options), description=desc, style=_LABEL,
                       layout=W.Layout(width="auto"))
 
 
+@public
 def checkbox(value: bool, desc: str) -> W.Checkbox:
     """A checkbox whose description is never cut off."""
     return W.Checkbox(value=value, description=desc, indent=False, style=_LABEL, layout=W.Layout(width="auto"))
@@ -198,6 +206,7 @@ class Panel(W.VBox):
     to each other (a payload range that follows the MTU).
     """
 
+    @public
     def __init__(self, state_fn: Callable[..., PanelState], controls: dict[str, W.DOMWidget], *,
                  rows: Sequence[Sequence[str]] | None = None,
                  figure_key: Callable[[dict[str, Any]], Hashable] | None = None,
