@@ -204,3 +204,16 @@ def test_public_over_lru_cache_reads_annotations_through_wrapped():
     with pytest.raises(ArgumentError):
         cached(3.0)
     assert checked_params(cached) == ("n",)
+
+
+def test_vlan_and_vxlan_constructors_refuse_ids_the_kernel_refuses():
+    # net/8021q/vlan_netlink.c vlan_validate: vid < VLAN_VID_MASK (0xfff); vxlan_core.c vxlan_validate (6.1):
+    # vni < VXLAN_N_VID (1 << 24). The constructors check it too, not only Namespace.vlan/vxlan.
+    from vnetlab.netdev import Namespace, Vlan, Vxlan
+
+    ns = Namespace("6.1")
+    assert Vlan(ns, "v0", 4094).vid == 4094 and Vxlan(ns, "x0", (1 << 24) - 1, 4, None).vni == (1 << 24) - 1
+    with pytest.raises(ArgumentError, match=r"vid .*0\.\.4094"):
+        Vlan(ns, "v1", 4095)
+    with pytest.raises(ArgumentError, match=r"vni .*0\.\.16777215"):
+        Vxlan(ns, "x1", 1 << 24, 4, None)

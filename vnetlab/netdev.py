@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from vnetlab import ethtool
 from vnetlab import features as F
-from vnetlab.checks import public
+from vnetlab.checks import In, public
 from vnetlab.errors import DeviceError, FixedFeatureError, TableError
 from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, UDP_HLEN, VLAN_HLEN
@@ -369,13 +369,19 @@ class Macvlan(_StackedDevice):
 
 
 
+# net/8021q/vlan_netlink.c vlan_validate (5.10..6.18): id >= VLAN_VID_MASK (0xfff) is -ERANGE
+_Vid = Annotated[int, In(0, 4094, "802.1Q VLAN id (VLAN_VID_MASK - 1)")]
+# drivers/net/vxlan/vxlan_core.c vxlan_validate (6.1): id >= VXLAN_N_VID (1 << 24) is -ERANGE
+_Vni = Annotated[int, In(0, (1 << 24) - 1, "VXLAN network identifier (24 bits, VXLAN_N_VID - 1)")]
+
+
 class Vlan(_StackedDevice):
     """net/8021q: vlan_dev_init, vlan_dev_fix_features, vlan_transfer_features."""
 
     kind = "vlan"
 
     @public
-    def __init__(self, ns: Namespace, name: str, vid: int) -> None:
+    def __init__(self, ns: Namespace, name: str, vid: _Vid) -> None:
         super().__init__(ns, name)
         self.vid = vid
 
@@ -669,7 +675,7 @@ class Vxlan(Device):
         return Handoff(out, to, self.underlay, "encapsulated (vxlan_xmit_one)", "vxlan_xmit")
 
     @public
-    def __init__(self, ns: Namespace, name: str, vni: int, ip: int, underlay: Device | None) -> None:
+    def __init__(self, ns: Namespace, name: str, vni: _Vni, ip: int, underlay: Device | None) -> None:
         super().__init__(ns, name)
         self.vni = vni
         self.ip = ip
