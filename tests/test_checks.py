@@ -186,3 +186,34 @@ def test_in_rejects_an_empty_range():
     with pytest.raises(ValueError):
         In(12, 10)
 
+
+
+def test_public_over_lru_cache_reads_annotations_through_wrapped():
+    # functools.lru_cache's wrapper has no __globals__: the string annotation (this module's `In`) must resolve
+    # through __wrapped__, else it falls back to Any and nothing is checked (viz.thresholds.marked_buffers).
+    import functools
+
+    @public
+    @functools.lru_cache(maxsize=8)
+    def cached(n: Annotated[int, In(0, 10, "ten")]) -> int:
+        return n * 2
+
+    assert cached(3) == 6 and cached(3) == 6
+    with pytest.raises(ArgumentError, match=r"n must be an int in 0\.\.10 \(ten\)"):
+        cached(11)
+    with pytest.raises(ArgumentError):
+        cached(3.0)
+    assert checked_params(cached) == ("n",)
+
+
+def test_vlan_and_vxlan_constructors_refuse_ids_the_kernel_refuses():
+    # net/8021q/vlan_netlink.c vlan_validate: vid < VLAN_VID_MASK (0xfff); vxlan_core.c vxlan_validate (6.1):
+    # vni < VXLAN_N_VID (1 << 24). The constructors check it too, not only Namespace.vlan/vxlan.
+    from vnetlab.netdev import Namespace, Vlan, Vxlan
+
+    ns = Namespace("6.1")
+    assert Vlan(ns, "v0", 4094).vid == 4094 and Vxlan(ns, "x0", (1 << 24) - 1, 4, None).vni == (1 << 24) - 1
+    with pytest.raises(ArgumentError, match=r"vid .*0\.\.4094"):
+        Vlan(ns, "v1", 4095)
+    with pytest.raises(ArgumentError, match=r"vni .*0\.\.16777215"):
+        Vxlan(ns, "x1", 1 << 24, 4, None)

@@ -109,6 +109,7 @@ class Costs:
             raise ValueError(f"unknown operation {op!r}; allowed: {', '.join(OPS)}")
         return self.ns[op]
 
+    @public
     def with_values(self, values: Mapping[str, Any], source: str = "set by caller") -> Costs:
         """A copy with some operations changed (checked like the table)."""
         new = check_costs(values)
@@ -410,6 +411,7 @@ class RxCost:
         """Packets per second with one CPU at 100% softirq doing nothing else."""
         return 1e9 / self.ns_per_packet
 
+    @public
     def group_ns(self, group: str) -> float:
         if group not in OP_GROUPS:
             raise ValueError(f"group={group!r} is not one of {list(OP_GROUPS)}")
@@ -466,6 +468,7 @@ class Calibration:
     one_param: Costs  # stack/udp_no_socket fitted on the baseline
     two_param: Costs  # stack/udp_no_socket and cache_line_miss fitted on both
 
+    @public
     def predicted_pps(self, costs: Costs) -> tuple[float, float]:
         m = self.measurement
         return (rx_cost(m.traffic, m.baseline_kernel, costs).pps, rx_cost(m.traffic, m.patched_kernel, costs).pps)

@@ -228,6 +228,7 @@ class FeatureState:
         return cls(on, note == "fixed", None if note in (None, "fixed") else note == "requested on")
 
     @classmethod
+    @public
     def of(cls, value: FeatureState | tuple[bool, ...]) -> FeatureState:
         """A state from itself, (on, fixed) or (on, fixed, wanted)."""
         if isinstance(value, FeatureState):
@@ -277,6 +278,7 @@ _STATES = {(on, fixed, req): FeatureState._make(on, fixed, req)
            for on in (False, True) for fixed in (False, True) for req in (False, True) if not fixed or req == on}
 
 
+@public
 def device_states(named_bits: Iterable[tuple[str, int]], active: int, wanted: int,
                   changeable: int) -> dict[str, FeatureState]:
     """{feature string: state} from a device's words as net/ethtool/features.c features_prepare_data reports them:
@@ -303,6 +305,7 @@ class EthtoolK(Mapping[str, FeatureState]):
         except KeyError:
             raise UnknownFeatureError(f"{self.device}: no feature named {name!r}") from None
 
+    @public
     def get(self, name: str, default: FeatureState | None = None) -> FeatureState | None:  # type: ignore[override]
         return self.states.get(name, default)
 

@@ -54,6 +54,7 @@ def known_kernels() -> tuple[str, ...]:
     return table_kernels("netdev_features")
 
 
+@public
 def resolve(kernel: str | Kernel) -> Kernel:
     """The Kernel that ``kernel`` names (a Kernel is itself: a lab kernel keeps its patch's rules)."""
     if isinstance(kernel, Kernel):
@@ -111,6 +112,7 @@ def _build_table(k: Kernel) -> FeatureTable:
     )
 
 
+@public
 def table(kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureTable:
     """The :class:`FeatureTable` of ``kernel`` (built once per Kernel object and kept on it)."""
     return resolve(kernel).derived("netdev_features", _build_table)
@@ -192,6 +194,7 @@ class FeatureSet:
 
     __slots__ = ("_bits", "_k", "_t")
 
+    @public
     def __init__(self, bits: int, kernel: str | Kernel = DEFAULT_KERNEL) -> None:
         k = resolve(kernel)
         t = table(k)
@@ -255,6 +258,7 @@ class FeatureSet:
         return cls(0, kernel)
 
     @classmethod
+    @public
     def coerce(cls, value: object, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         """``value`` as a FeatureSet of ``kernel``: a FeatureSet (of that kernel), a netdev_features_t int, or
         an iterable of NETIF_F names (the prefix may be given)."""
@@ -442,6 +446,7 @@ def _b(name: str, t: FeatureTable) -> int:
     return 1 << t.bits[name]
 
 
+@public
 def intersect_bits(f1: int, f2: int, kernel: FeatureTable | str | Kernel) -> int:
     """include/linux/netdevice.h netdev_intersect_features (same 5.10..6.18)."""
     t = _tab(kernel)
@@ -454,6 +459,7 @@ def intersect_bits(f1: int, f2: int, kernel: FeatureTable | str | Kernel) -> int
     return f1 & f2
 
 
+@public
 def increment_bits(all_: int, one: int, mask_: int, kernel: FeatureTable | str | Kernel) -> int:
     """net/core/dev.c netdev_increment_features (same 5.10..6.18)."""
     t = _tab(kernel)
@@ -468,6 +474,7 @@ def increment_bits(all_: int, one: int, mask_: int, kernel: FeatureTable | str |
     return all_
 
 
+@public
 def add_tso_bits(features: int, mask_: int, kernel: FeatureTable | str | Kernel) -> int:
     """include/linux/netdevice.h netdev_add_tso_features."""
     t = _tab(kernel)

@@ -270,6 +270,7 @@ class GroTrace:
     skbs: list[Skb] = field(default_factory=list)
     events: list[GroEvent] = field(default_factory=list)
 
+    @public
     def packets_in_first_skb(self, gro_skb: int = 0) -> int:
         """Packets whose payload sits in the first sk_buff (head + frags) of GRO skb ``gro_skb``."""
         return sum(e.packets for e in self.events if e.gro_skb == gro_skb and e.skb_index == 0)

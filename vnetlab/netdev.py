@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from vnetlab import ethtool
 from vnetlab import features as F
-from vnetlab.checks import public
+from vnetlab.checks import In, public
 from vnetlab.errors import DeviceError, FixedFeatureError, TableError
 from vnetlab.features import FeatureSet, add_tso_bits, increment_bits, intersect_bits
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, UDP_HLEN, VLAN_HLEN
@@ -60,6 +60,7 @@ class Device:
 
     kind = "generic"
 
+    @public
     def __init__(self, ns: Namespace, name: str) -> None:
         self.ns = ns
         self.name = name
@@ -103,10 +104,12 @@ class Device:
     def init(self) -> None:
         """ndo_init: runs inside register_netdevice before the generic feature setup."""
 
+    @public
     def fix_features(self, features: int) -> int:
         """ndo_fix_features; the identity for drivers that have none."""
         return features
 
+    @public
     def on_lower_feat_change(self, lower: Device) -> None:
         """This device's NETDEV_FEAT_CHANGE notifier for a lower device."""
 
@@ -123,6 +126,7 @@ class Device:
                                        self._hw_features & ~t.masks["NEVER_CHANGE"])
         return ethtool.EthtoolK(device=self.name, states=states)
 
+    @public
     def ethtool_K(self, settings: Mapping[str, bool]) -> Device:  # noqa: N802 (ethtool's own spelling)
         """ethtool -K: set wanted features and recompute this device and every device stacked on it.
 
@@ -168,6 +172,7 @@ class Device:
     # -- transmit ------------------------------------------------------------------------------
     passthru_features_check = False  # ndo_features_check = passthru_features_check (else dflt_features_check)
 
+    @public
     def features_check(self, skb: Skb, features: FeatureSet, inband_vlan_tags: int = 0) -> FeatureSet:
         """ndo_features_check: passthru_features_check leaves the features; dflt_features_check ->
         include/linux/if_vlan.h vlan_features_check (6.1) keeps only a direct mask for a multi-tagged skb."""
@@ -176,11 +181,13 @@ class Device:
             return features
         return features & set(VLAN_MULTI_TAG_FEATURES)
 
+    @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         """ndo_start_xmit: a device without a lower device is a driver putting the skbs on the wire."""
         gso = any(s.is_gso() for s in skbs)
         return Handoff(tuple(skbs), "wire", None, "segmented by hardware" if gso else "", "driver_xmit_skbs")
 
+    @public
     def set_mtu(self, mtu: int) -> Device:
         """ip link set dev NAME mtu MTU: net/core/dev.c dev_validate_mtu (min_mtu..max_mtu), the driver's
         ndo_change_mtu limits, then NETDEV_CHANGEMTU to every upper device (which may lower its own)."""
@@ -211,6 +218,7 @@ class Device:
         """The largest MTU set_mtu accepts: dev->max_mtu, or less where ndo_change_mtu says so."""
         return self.max_mtu
 
+    @public
     def on_lower_mtu_change(self, lower: Device) -> None:
         """This device's NETDEV_CHANGEMTU notifier for a lower device."""
 
@@ -226,10 +234,12 @@ class Veth(Device):
     kind = "veth"
     passthru_features_check = True  # veth_netdev_ops .ndo_features_check (6.1)
 
+    @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         # drivers/net/veth.c veth_xmit (5.10..6.18): the peer receives each skb as it is, GSO or not
         return Handoff(tuple(skbs), "peer", self.peer, "handed to peer", "veth_xmit")
 
+    @public
     def __init__(self, ns: Namespace, name: str) -> None:
         super().__init__(ns, name)
         self.peer: Veth | None = None
@@ -248,6 +258,7 @@ class Veth(Device):
         self._mpls_features = k.m("HW_CSUM") | k.mask("GSO_SOFTWARE")
         self.max_mtu = ETH_MAX_MTU  # drivers/net/veth.c veth_setup (5.10..6.18)
 
+    @public
     def fix_features(self, features: int) -> int:
         # drivers/net/veth.c, veth_fix_features, 5.10..6.18: an XDP program on the peer removes GSO_SOFTWARE.
         if self.peer is not None and self.peer.xdp:
@@ -308,6 +319,7 @@ class Macvlan(_StackedDevice):
     kind = "macvlan"
     passthru_features_check = True  # macvlan_netdev_ops .ndo_features_check (6.1)
 
+    @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         # drivers/net/macvlan.c macvlan_start_xmit -> macvlan_queue_xmit: dev_queue_xmit_accel on the lower
         return Handoff(tuple(skbs), "lower", self.lowers[0], "", "macvlan_start_xmit")
@@ -334,6 +346,7 @@ class Macvlan(_StackedDevice):
         self.max_mtu = ETH_MAX_MTU
         self.mtu = lower.mtu
 
+    @public
     def fix_features(self, features: int) -> int:
         k = self.ns
         on_off, on_feat, mv = self._macros()
@@ -349,10 +362,17 @@ class Macvlan(_StackedDevice):
         features &= on_feat | mv
         return features
 
+    @public
     def on_lower_feat_change(self, lower: Device) -> None:
         # drivers/net/macvlan.c, macvlan_device_event NETDEV_FEAT_CHANGE: netdev_update_features(vlan->dev).
         self.ns._update_and_notify(self)
 
+
+
+# net/8021q/vlan_netlink.c vlan_validate (5.10..6.18): id >= VLAN_VID_MASK (0xfff) is -ERANGE
+_Vid = Annotated[int, In(0, 4094, "802.1Q VLAN id (VLAN_VID_MASK - 1)")]
+# drivers/net/vxlan/vxlan_core.c vxlan_validate (6.1): id >= VXLAN_N_VID (1 << 24) is -ERANGE
+_Vni = Annotated[int, In(0, (1 << 24) - 1, "VXLAN network identifier (24 bits, VXLAN_N_VID - 1)")]
 
 
 class Vlan(_StackedDevice):
@@ -360,10 +380,12 @@ class Vlan(_StackedDevice):
 
     kind = "vlan"
 
-    def __init__(self, ns: Namespace, name: str, vid: int) -> None:
+    @public
+    def __init__(self, ns: Namespace, name: str, vid: _Vid) -> None:
         super().__init__(ns, name)
         self.vid = vid
 
+    @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         # net/8021q/vlan_dev.c vlan_dev_hard_start_xmit (6.1): REORDER_HDR -> __vlan_hwaccel_put_tag, then
         # dev_queue_xmit on the real device; a tag still hwaccel (QinQ below a device with CTAG_TX) goes in-band
@@ -402,6 +424,7 @@ class Vlan(_StackedDevice):
         self.max_mtu = ETH_MAX_MTU
         self.mtu = real.mtu
 
+    @public
     def fix_features(self, features: int) -> int:
         k = self.ns
         real = self.lowers[0]
@@ -416,6 +439,7 @@ class Vlan(_StackedDevice):
         features |= k.m_opt("LLTX")
         return features
 
+    @public
     def on_lower_feat_change(self, lower: Device) -> None:
         # net/8021q/vlan.c, vlan_device_event NETDEV_FEAT_CHANGE -> vlan_transfer_features, 6.1.
         self._hw_enc_features = self._tnl_features()
@@ -428,6 +452,7 @@ class Bridge(Device):
     kind = "bridge"
     passthru_features_check = True  # br_netdev_ops .ndo_features_check (6.1)
 
+    @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         """net/bridge/br_device.c br_dev_xmit -> br_forward.c br_forward to the port the FDB names (``port``,
         default the first), br_dev_queue_push_xmit: is_skb_forwardable on it; br_flood to no port frees them."""
@@ -440,6 +465,7 @@ class Bridge(Device):
         return Handoff(kept, "lower", out, "", "bridge_start_xmit",
                        tuple((out.name, why) for _ in range(len(skbs) - len(kept))))
 
+    @public
     def __init__(self, ns: Namespace, name: str) -> None:
         super().__init__(ns, name)
         k = ns
@@ -451,6 +477,7 @@ class Bridge(Device):
         self.max_mtu = ETH_MAX_MTU  # net/bridge/br_device.c br_dev_setup
         self.mtu_set_by_user = False
 
+    @public
     def fix_features(self, features: int) -> int:
         k = self.ns
         ports = self.lowers
@@ -464,10 +491,12 @@ class Bridge(Device):
             features = increment_bits(features, p._features, mask_, k._table)
         return add_tso_bits(features, mask_, k._table)
 
+    @public
     def on_lower_feat_change(self, lower: Device) -> None:
         # net/bridge/br.c, br_device_event NETDEV_FEAT_CHANGE: netdev_update_features(br->dev).
         self.ns._update_and_notify(self)
 
+    @public
     def set_mtu(self, mtu: int) -> Device:
         # net/bridge/br_device.c br_change_mtu (6.1): the user's value sticks (BROPT_MTU_SET_BY_USER).
         super().set_mtu(mtu)
@@ -479,6 +508,7 @@ class Bridge(Device):
         if self.lowers and not self.mtu_set_by_user:
             self.mtu = min(p.mtu for p in self.lowers)
 
+    @public
     def on_lower_mtu_change(self, lower: Device) -> None:
         # net/bridge/br.c br_device_event NETDEV_CHANGEMTU -> br_mtu_auto_adjust (6.1).
         self.auto_mtu()
@@ -496,6 +526,7 @@ class Bond(Device):
     kind = "bond"
     passthru_features_check = True  # bond_netdev_ops .ndo_features_check (6.1)
 
+    @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         """drivers/net/bonding/bond_main.c bond_start_xmit: with no slave bond_tx_drop; else the slave
         bond_xmit_roundrobin picks (``port``, default the first) gets dev_queue_xmit (bond_dev_queue_xmit)."""
@@ -522,6 +553,7 @@ class Bond(Device):
         mpls = k.m("HW_CSUM", "SG") | soft
         return vlan, enc, mpls
 
+    @public
     def __init__(self, ns: Namespace, name: str) -> None:
         super().__init__(ns, name)
         k = ns
@@ -545,6 +577,7 @@ class Bond(Device):
         """include/net/bonding.h BOND_XFRM_FEATURES (6.12: MASTER_UPPER_DEV_XFRM_FEATURES), CONFIG_XFRM_OFFLOAD=y."""
         return self.ns.m("HW_ESP", "HW_ESP_TX_CSUM", "GSO_ESP")
 
+    @public
     def fix_features(self, features: int) -> int:
         k = self.ns
         # drivers/net/bonding/bond_main.c, bond_fix_features (5.10..6.18): netdev_base_features (clear ONE_FOR_ALL,
@@ -605,10 +638,12 @@ class Bond(Device):
         k._update(self)
         k._features_change(self)
 
+    @public
     def on_lower_feat_change(self, lower: Device) -> None:
         # drivers/net/bonding/bond_main.c, bond_slave_netdev_event NETDEV_FEAT_CHANGE -> bond_compute_features.
         self.compute_features()
 
+    @public
     def set_mtu(self, mtu: int) -> Device:
         # drivers/net/bonding/bond_main.c bond_change_mtu (6.1): every slave is set to the new mtu first.
         for slave in self.lowers:
@@ -628,6 +663,7 @@ class Vxlan(Device):
     kind = "vxlan"
     passthru_features_check = True  # vxlan_netdev_ether_ops .ndo_features_check (6.1)
 
+    @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         """vxlan_xmit_one -> vxlan_build_skb -> iptunnel_handle_offloads (6.1): outer headers pushed,
         skb->encapsulation set, gso_type |= SKB_GSO_UDP_TUNNEL (UDP_TUNNEL_CSUM when the outer UDP checksum is
@@ -638,7 +674,8 @@ class Vxlan(Device):
         to = "lower" if self.underlay is not None else "wire"
         return Handoff(out, to, self.underlay, "encapsulated (vxlan_xmit_one)", "vxlan_xmit")
 
-    def __init__(self, ns: Namespace, name: str, vni: int, ip: int, underlay: Device | None) -> None:
+    @public
+    def __init__(self, ns: Namespace, name: str, vni: _Vni, ip: int, underlay: Device | None) -> None:
         super().__init__(ns, name)
         self.vni = vni
         self.ip = ip
@@ -675,6 +712,7 @@ class Nic(Device):
 
     kind = "nic"
 
+    @public
     def __init__(self, ns: Namespace, name: str, driver: str, params: Mapping[str, object]) -> None:
         super().__init__(ns, name)
         self.driver = driver
@@ -809,6 +847,7 @@ class Namespace:
     ``kernel`` is a version string or a resolved :class:`~vnetlab.profiles.Kernel` (a lab kernel of
     vnetlab.labkernels keeps its patch's rules); it is resolved once, here, and every device asks it."""
 
+    @public
     def __init__(self, kernel: str | Kernel = DEFAULT_KERNEL) -> None:
         self.kernel: Kernel = F.resolve(kernel)
         self._table = F.table(self.kernel)
@@ -821,26 +860,32 @@ class Namespace:
         return self.kernel
 
     # -- helpers on this kernel's table ----------------------------------------------------------
+    @public
     def m(self, *names: str) -> int:
         out = 0
         for n in names:
             out |= 1 << self._table.bits[n]
         return out
 
+    @public
     def m_opt(self, name: str) -> int:
         """The bit of ``name`` if this kernel has it (LLTX, NETNS_LOCAL before 6.18), else 0."""
         return 1 << self._table.bits[name] if name in self._table.bits else 0
 
+    @public
     def has(self, name: str) -> bool:
         return name in self._table.bits
 
+    @public
     def mask(self, name: str) -> int:
         return self._table.masks[name]
 
+    @public
     def rule(self, name: str) -> Any:
         """This kernel's rule ``name`` (data/kernels.toml): how its driver or core code differs from others."""
         return self.kernel.rule(name)
 
+    @public
     def choice(self, name: str, allowed: tuple[str, ...]) -> str:
         """The rule ``name``, checked to be one of ``allowed`` (a malformed table is a TableError)."""
         value = self.rule(name)

@@ -486,9 +486,11 @@ def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_H
 class Ewma:
     """DECLARE_EWMA(pkt_len, 0, 64) (include/linux/average.h): precision 0, weight reciprocal 64."""
 
+    @public
     def __init__(self, value: int = 0) -> None:
         self.internal = value
 
+    @public
     def add(self, sample: int) -> None:
         # ewma_pkt_len_add: internal = internal ? ((internal << 6) - internal + sample) >> 6 : sample.
         self.internal = ((self.internal << 6) - self.internal + sample) >> 6 if self.internal else sample
@@ -530,12 +532,14 @@ def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, r
 class PageFrag:
     """rq->alloc_frag refilled by skb_page_frag_refill (net/core/sock.c): 32 KiB compound pages, or order 0."""
 
+    @public
     def __init__(self, frag_size: int, a: Arch) -> None:
         self.size = frag_size
         self.page: Page | None = None
         self.offset = 0
         self.arch = a
 
+    @public
     def refill(self, size: int) -> None:
         # skb_page_frag_refill: keep the page while offset + sz <= size, else take a new one from offset 0.
         if self.page is None or self.offset + size > self.size:
@@ -548,12 +552,14 @@ class PagePool:
     page_pool_alloc_va() carves it: page_pool_alloc_netmem (include/net/page_pool/helpers.h) over
     page_pool_alloc_frag_netmem (net/core/page_pool.c), read in Debian linux-source-7.2 (7.2.12) and 7.3 (7.3.4)."""
 
+    @public
     def __init__(self, page_bytes: int, a: Arch) -> None:
         self.size = page_bytes
         self.page: Page | None = None
         self.offset = 0  # pool->frag_offset
         self.arch = a
 
+    @public
     def alloc(self, size: int) -> tuple[Page, int, int]:
         """(page, offset, size) for a request of ``size`` bytes; size comes back as the allocation's real size."""
         if size << 1 > self.size:

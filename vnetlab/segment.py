@@ -45,7 +45,6 @@ __all__ = [
 ]
 
 _DEFAULT_K = _kernel(DEFAULT_KERNEL)
-_check_int = check_int  # the name router.py imports until the checks branch's router.py (check_int) lands
 # Geometry a caller adds to what the skb records: 802.1Q tags, tunnel header bytes, the link header.
 _Tags = Annotated[int, In(0, 8, "802.1Q tags in front beyond the skb's own")]
 _Tunnel = Annotated[int, In(0, 255, "tunnel header bytes in front beyond skb.tunnel_hlen")]
@@ -57,6 +56,7 @@ _L4_GSO_TYPE = {("udp", 4): "UDP_L4", ("udp", 6): "UDP_L4", ("tcp", 4): "TCPV4",
 _HEADROOM = 64  # NET_SKB_PAD on x86_64; only skb_cow_head would look at it, which is not modelled
 
 
+@public
 def check_ip(ip: object) -> int:
     """4 or 6, else a ValueError naming ``ip``."""
     if ip not in IP_HLEN or isinstance(ip, bool):

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from vnetlab.checks import public
 from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 
 # How the linear part (skb->head) was obtained; the kernel's allocator decides head_frag and truesize.
@@ -182,6 +183,7 @@ class Skb:
         """skb_is_gso(): gso_size != 0."""
         return self.gso_size != 0
 
+    @public
     def segments(self, header_len: int = 0) -> int:
         """Wire packets this skb carries: what segmenting it gives back (1 for a non-GSO skb).
 
@@ -218,6 +220,7 @@ class Skb:
             yield skb
             stack.extend(reversed(skb.frag_list))
 
+    @public
     def copy(self, **changes: Any) -> Skb:
         """dataclasses.replace with the frags and frag_list lists copied (the new skb may append to them)."""
         changes.setdefault("frags", list(self.frags))
@@ -235,6 +238,7 @@ class Skb:
             return named.pop()
         raise ValueError("the skb does not say its L4 protocol: set Skb.l4 ('udp' or 'tcp')")
 
+    @public
     def header_len(self, *, ip: int = 4, link_hlen: int = ETH_HLEN) -> int:
         """Bytes in front of the L4 payload: link header, in-band VLAN tags, tunnel headers, the IP header
         (+ the IPv6 fragment header in a fragment) and the L4 header (absent from non-first fragments)."""
@@ -249,10 +253,12 @@ class Skb:
             hdr += L4_HLEN[self.transport]
         return hdr
 
+    @public
     def payload_len(self, *, ip: int = 4, link_hlen: int = ETH_HLEN) -> int:
         """L4 payload bytes this skb carries (len minus one set of headers)."""
         return self.len - self.header_len(ip=ip, link_hlen=link_hlen)
 
+    @public
     def network_len(self, *, link_hlen: int = ETH_HLEN) -> int:
         """Bytes from the (outer) network header on: what an MTU is compared with."""
         return self.len - link_hlen - VLAN_HLEN * len(self.vlan_inband)
@@ -279,6 +285,7 @@ class Skb:
         return self.copy(vlan_inband=self.vlan_inband[1:], vlan_tag=self.vlan_inband[0],
                          headlen=self.headlen - VLAN_HLEN, headroom=self.headroom + VLAN_HLEN)
 
+    @public
     def encapsulate(self, hlen: int, gso_tunnel: str) -> Skb:
         """The tunnel headers (``hlen`` bytes, outer link header excluded) pushed in front; skb->encapsulation set
         and ``gso_tunnel`` (SKB_GSO_UDP_TUNNEL[_CSUM]) added to a GSO skb (iptunnel_handle_offloads). The inner

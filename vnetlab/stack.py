@@ -307,12 +307,14 @@ class FeatureGrid:
     def kernel(self) -> Kernel:
         return self.stack.kernel
 
+    @public
     def row(self, name: str) -> GridRow:
         for r in self.rows:
             if r.name == name:
                 return r
         raise KeyError(f"no device {name!r} in this grid; rows: {[r.name for r in self.rows]}")
 
+    @public
     def segmented_at(self, skb_kind: str) -> str | None:
         return self.sent[skb_kind][1].segmented_at
 

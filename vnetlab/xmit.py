@@ -368,6 +368,7 @@ class TxResult:
     def payload_bytes(self) -> int:
         return sum(p.payload_len for p in self.segments)
 
+    @public
     def hop(self, name: str) -> Hop:
         for h in self.hops:
             if h.name == name:

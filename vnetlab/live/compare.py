@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vnetlab.checks import public
 from vnetlab.ethtool import FeatureState
 from vnetlab.live.device_features import read_features
 from vnetlab.live.lab import LiveDevice
@@ -60,6 +61,7 @@ def _shown(state: FeatureState, fields: tuple[str, ...]) -> FeatureState:
     return state if "wanted" in fields else FeatureState(state.on, state.fixed)
 
 
+@public
 def compare_k(
     model_k: Mapping[str, FeatureState | tuple[bool, ...]],
     kernel_k: Mapping[str, FeatureState | tuple[bool, ...]],
@@ -100,6 +102,7 @@ def compare_k(
     return Comparison(device=device, agreed=tuple(agreed), differences=tuple(diffs), fields=fields)
 
 
+@public
 def compare(
     model_device: Any,
     real_device: LiveDevice | str,

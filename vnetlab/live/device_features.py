@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vnetlab import ethtool
+from vnetlab.checks import public
 from vnetlab.errors import FixedFeatureError, LiveError, LiveUnavailable, UnknownFeatureError
 from vnetlab.ethtool import EthtoolK
 from vnetlab.live.capability import available
@@ -39,6 +40,7 @@ class DeviceFeatures(EthtoolK):
     def changeable(self) -> frozenset[str]:
         return frozenset(n for n, s in self.states.items() if s.changeable)
 
+    @public
     def to_featureset(self, kernel: str | None = None) -> Any:
         """The active features as a ``vnetlab.features.FeatureSet`` for ``kernel`` (default: the modelled
         profile of the running kernel, :func:`running_profile`)."""
@@ -48,12 +50,14 @@ class DeviceFeatures(EthtoolK):
                                                 kernel=kernel or running_profile())
 
 
+@public
 def read_ethtool(device: str, netns: str | None) -> DeviceFeatures:
     done = run(netns_argv(netns, ["ethtool", "-k", device]), timeout=COMMAND_TIMEOUT)
     parsed = ethtool.parse_k(done.stdout, device=device)
     return DeviceFeatures(device=parsed.device, states=parsed.states, netns=netns, source="ethtool")
 
 
+@public
 def set_ethtool(device: str, netns: str | None, wanted: Mapping[str, bool]) -> None:
     argv = ["ethtool", "-K", device]
     for name, on in wanted.items():
@@ -83,6 +87,7 @@ def _backend(backend: str) -> str:
     return cap.feature_backend
 
 
+@public
 def read_features(device: str, *, netns: str | None = None, backend: str = "auto") -> DeviceFeatures:
     """Every feature of a real device, as ``ethtool -k`` would show it, with wanted and changeable."""
     check_ifname(device, "device")
@@ -92,6 +97,7 @@ def read_features(device: str, *, netns: str | None = None, backend: str = "auto
     return read_ethtool(device, netns)
 
 
+@public
 def ethtool_k(device: str, *, netns: str | None = None, backend: str = "auto") -> DeviceFeatures:
     """{kernel feature name: FeatureState} for a real device, the type of the model's ``ethtool_k()``."""
     return read_features(device, netns=netns, backend=backend)
@@ -118,6 +124,7 @@ class SetResult:
         return "\n".join(lines)
 
 
+@public
 def set_features(
     device: str, changes: Mapping[str, bool], *, netns: str | None = None, backend: str = "auto"
 ) -> SetResult:

@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from vnetlab.checks import public
 from vnetlab.ethtool import FeatureState
 from vnetlab.live.device_features import DeviceFeatures
 from vnetlab.live.experiments import (
@@ -101,6 +102,7 @@ class Reference:
         states = {n: FeatureState.parse(text) for n, text in self.doc["lo"].items()}
         return DeviceFeatures(device="lo", states=states, netns=None, source="recorded")
 
+    @public
     def mirror(self, *, fields: tuple[str, ...] = ("on", "fixed", "wanted")) -> list[MirrorRow]:
         """:func:`mirror_lab`'s rows: the recorded kernel beside the model of :attr:`profile`."""
         recorded = []
@@ -112,6 +114,7 @@ class Reference:
             recorded.append((step["step"], ops, devices))
         return mirror_replay(recorded, kernel=self.profile, fields=fields)
 
+    @public
     def transfers(self, name: str) -> list[TransferRow]:
         """The recorded rows of one transfer experiment (:data:`TRANSFERS`), the model's side computed now."""
         if name not in TRANSFERS:
@@ -144,6 +147,7 @@ def references() -> list[Reference]:
     return sorted((Reference(d) for d in docs), key=lambda r: _version_key(r.release))
 
 
+@public
 def reference(release: str | None = None) -> Reference:
     """The recorded run of ``release`` (its ``uname -r``), or the newest kernel's."""
     runs = references()
@@ -179,6 +183,7 @@ def _tool_version(argv: list[str]) -> str:
     return (done.stdout or done.stderr).strip().splitlines()[0] if (done.stdout or done.stderr).strip() else ""
 
 
+@public
 def record(path: str | os.PathLike[str] | None = None) -> Path:
     """Run the four experiments on the running kernel (root) and write their kernel side to ``path``
     (default data/live/<uname -r>.json beside vnetlab.data's tables). Every row must agree with the model:
@@ -334,6 +339,7 @@ class Session:
     def mirror(self) -> list[MirrorRow]:
         return mirror_lab(kernel=self.profile) if self.live else self._ref().mirror()
 
+    @public
     def transfers(self, name: str) -> list[TransferRow]:
         """One of :data:`TRANSFERS`, run as notebook 60 runs it, or its recorded rows."""
         if not self.live:

@@ -35,6 +35,7 @@ def cell_style(cell: Cell) -> tuple[str, str | None, str]:
     return face, hatch, word
 
 
+@public
 def cell_label(ax: Any, rect: Any, text: str, *, fontsize: float = FONT["small"]) -> None:
     """A feature cell's edge and words (gid "<cell gid>:label"); on a hatched cell the words sit on a backing of
     the cell's fill, so that no hatch line crosses them."""

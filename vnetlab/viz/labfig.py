@@ -27,6 +27,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from vnetlab import labdata, labkernels, rx
+from vnetlab.checks import public
 from vnetlab.viz.style import (
     COLORS,
     FIG_WIDTH,
@@ -92,6 +93,7 @@ def _max_payload(buf_len: int) -> int:
     return max(0, min(1472, buf_len - MRG_HDR_LEN - rx.frame_len_for(0)))
 
 
+@public
 def rx_bands(kernel: str, buf_len: int = 1536) -> list[RxBand]:
     """The model's path for every UDP/IPv4 payload that fits one ``buf_len`` mergeable buffer on lab kernel
     ``kernel`` (its profile with its patch's rules: labdata.model_kernel), as runs of equal outcome."""
@@ -107,6 +109,7 @@ def rx_bands(kernel: str, buf_len: int = 1536) -> list[RxBand]:
     return bands
 
 
+@public
 def rx_marks(kernel: str, name: str = "mergeable", buf_len: int = 1536) -> list[RxMark]:
     """The lab's measured packets on ``kernel`` that landed in a ``buf_len`` buffer, one per payload size."""
     seen: dict[int, RxMark] = {}
@@ -148,6 +151,7 @@ def _kernel_title(kernel: str) -> str:
     return f"{kernel} ({_ROLE.get(kernel, lk.description)}), profile {lk.model}"
 
 
+@public
 def draw_rx_measured(kernels: Sequence[str] = SEED1_PAIR, *, name: str = "mergeable", buf_len: int = 1536,
                      fig: Figure | None = None) -> Figure:
     """page_to_skb()'s path per UDP payload in one ``buf_len`` mergeable buffer: for each lab kernel the model's
@@ -260,6 +264,7 @@ def _seed(ratios: Sequence[Ratio]) -> float | None:
     return next((r.value for r in ratios if r.kind == "measured, hardware"), None)
 
 
+@public
 def draw_seed1_rate(ratios: Sequence[Ratio] | None = None, *, fig: Figure | None = None) -> Figure:
     """Seed 1's gain as after/before ratios (×1 = no gain), each bar marked by how it was obtained; the dotted
     line is the seed's hardware measurement."""
@@ -305,6 +310,7 @@ class Delivery:
         return self.predicted_intact / self.forwarded if self.forwarded else float("nan")
 
 
+@public
 def nat_delivery(kernels: Sequence[str] | None = None, cases: Sequence[str] = ("vlan_virtio", "vlan_veth")
                  ) -> list[Delivery]:
     """labdata.router_rows() for the fraglist-GRO cases: kernels with the NAT fix first, then those without."""
@@ -380,6 +386,7 @@ def _delivery_legend(fig: Figure, cases: Sequence[str], anchor: tuple[float, flo
                fontsize=FONT["small"], handlelength=1.6, columnspacing=1.2)
 
 
+@public
 def draw_nat_delivery(rows: Sequence[Delivery] | None = None, *, fig: Figure | None = None) -> Figure:
     """Seed 2 in the lab: 1760 UDP datagrams of 1472 B through a NAT router with rx-gro-list and a VLAN, the
     share that arrived intact per lab kernel and case (bars, measured) and the model's prediction for the GRO
@@ -401,6 +408,7 @@ def draw_nat_delivery(rows: Sequence[Delivery] | None = None, *, fig: Figure | N
 # --------------------------------------------------------------------------------------------------
 # Both seeds on one screen
 
+@public
 def draw_results(*, fig: Figure | None = None) -> Figure:
     """Notebook 00's one screen: seed 1's gain (measured on hardware, in the lab under TCG, the model's fit and
     prediction) and seed 2's delivered share (the seed's 20 Mbps / 1 Gbps; the lab with and without the NAT fix;
@@ -436,6 +444,7 @@ def draw_results(*, fig: Figure | None = None) -> Figure:
 RETURNED_FIELDS = ("len", "data_len", "truesize", "head_frag")
 
 
+@public
 def profile_check(kernel: str, profile: str, name: str = "mergeable") -> dict[str, tuple[int, int]]:
     """{field: (packets the profile gets right, packets)} for the skb page_to_skb() returned on lab kernel
     ``kernel`` (its kretprobe), each packet fed to vnetlab.rx.page_to_skb() with ``profile``'s rules and the
@@ -458,6 +467,7 @@ def profile_check(kernel: str, profile: str, name: str = "mergeable") -> dict[st
     return {f: (right[f], len(packets)) for f in RETURNED_FIELDS}
 
 
+@public
 def profile_table(kernel: str = "5.10", profiles: Sequence[str] = ("5.10", "5.10.223"),
                   name: str = "mergeable") -> str:
     """Text: how many measured packets of ``kernel`` each profile gets right, field by field."""
@@ -587,6 +597,7 @@ _SEVEN_X = {"carving": (_carving_model, _carving_lab), "small": (_small_model, _
 SEVEN_X_TOPICS = tuple(_SEVEN_X)
 
 
+@public
 def seven_x_note(topic: str, *, kernel: str = "7.3.4", before: str = "6.18", width: int = 100) -> str:
     """A short paragraph: what ``kernel`` (a 7.x profile, default Debian 7.3.4) changed in ``topic`` against
     ``before`` (default 6.18), model beside the lab's measurement of that kernel where one exists.

@@ -83,6 +83,7 @@ class BufferLayout:
     page_label: str = ""
     buffer_offset: int = 0
 
+    @public
     def span(self, gid: str) -> Span:
         for s in self.spans:
             if s.gid == gid:

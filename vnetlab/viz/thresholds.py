@@ -45,6 +45,7 @@ INVALID = -1  # frame + hdr_len does not fit the buffer: a length error in recei
 MARKED_BUFFERS = (1536, 2048, 2560)
 
 
+@public
 @lru_cache(maxsize=64)
 def marked_buffers(kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, *,
                    mtu: int = 1500) -> tuple[int, ...]:
@@ -134,6 +135,9 @@ def _map_grid(kernel: str, arch: str, hdr_len: int, headroom: int, max_frame: in
 
 def _draw_map(ax: Axes, kernel: str | Kernel, arch: str | Arch, *, hdr_len: int, headroom: int, max_frame: int,
               max_truesize: int, tick_names: bool) -> np.ndarray:
+    # The axis ends at the largest truesize the driver carves (rx.mergeable_truesize_max): with XDP that is
+    # PAGE_SIZE - room on <= 6.2, and rx.classify refuses a buffer the driver never makes.
+    max_truesize = min(max_truesize, rx.mergeable_truesize_max(headroom, _kernel(kernel), _arch(arch, kernel))[0])
     frames, trues, grid, rgba, labels = _map_grid(kernel, arch, hdr_len, headroom, max_frame, max_truesize)
     ax.imshow(rgba, origin="lower", aspect="auto", interpolation="nearest",
               extent=(frames[0] - 4, frames[-1] + 4, trues[0] - 8, trues[-1] + 8), gid="path_map")
@@ -242,6 +246,7 @@ class PayloadSweep:
     runs: list[tuple[str, int, int]]  # (path, first payload, last payload), contiguous
     shinfo_size: int
 
+    @public
     def window(self, path: str = "build_skb") -> tuple[int, int] | None:
         """First and last payload of the first run on ``path`` (None if never taken)."""
         for p, lo, hi in self.runs:

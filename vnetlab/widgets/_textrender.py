@@ -19,6 +19,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.ft2font import FT2Font
 
+from vnetlab.checks import public
+
 # Checked against matplotlib 3.11 (3.10 and earlier draw whole strings themselves).
 AVAILABLE = matplotlib.__version__.startswith("3.11.") and all(
     hasattr(FT2Font, name) for name in ("set_text", "draw_glyphs_to_bitmap", "get_image", "get_bitmap_offset",
@@ -46,6 +48,7 @@ def _bitmap(font: FT2Font, key: tuple, s: str, antialiased: bool) -> tuple[np.nd
 class WholeStringRenderer(RendererAgg):
     """RendererAgg drawing each horizontal plain-text string as one cached FreeType bitmap."""
 
+    @public
     def draw_text(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float,  # noqa: ANN401
                   ismath: bool | str = False, mtext: Any = None) -> None:  # noqa: ANN401
         if ismath or angle or (mtext is not None and (mtext.get_fontfeatures() or mtext.get_language())):

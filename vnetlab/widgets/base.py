@@ -128,6 +128,7 @@ class SizeSlider(W.HBox):
 
     value = traitlets.Int()
 
+    @public
     def __init__(self, value: int, lo: int, hi: int, description: str, *, step: int = 1,
                  width: str = "430px") -> None:
         self.slider = W.IntSlider(value=min(max(value, lo), hi), min=lo, max=hi, step=step, readout=False,
@@ -157,6 +158,7 @@ class SizeSlider(W.HBox):
     def step(self) -> int:
         return self.slider.step
 
+    @public
     def set_range(self, lo: int, hi: int, step: int | None = None) -> None:
         """A new slider range; a value outside it moves to its nearest end (as if dragged there). The same range
         again changes nothing (a typed out-of-range value stays for the model to refuse)."""
@@ -308,6 +310,7 @@ class Panel(W.VBox):
     function is a plain function of the parameters, and an updated figure draws what a fresh one does.)
     """
 
+    @public
     def __init__(self, state_fn: Callable[..., PanelState], controls: dict[str, W.DOMWidget], *,
                  rows: Sequence[Sequence[str]] | None = None,
                  figure_key: Callable[[dict[str, Any]], Hashable] | None = None,

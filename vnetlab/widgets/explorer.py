@@ -103,6 +103,7 @@ class EthtoolPanel(Panel):
     Changing a ``structural`` control (kernel, NIC, stack) starts from fresh devices; a refused command (fixed
     feature) is dropped, its text shown, and the button springs back. """
 
+    @public
     def __init__(self, state_fn: Any, controls: dict[str, W.ValueWidget], *,
                  structural: Sequence[str] = ("kernel", "nic", "upper"), rows: Sequence[Sequence[str]] | None = None,
                  constrain: Any = None) -> None:  # noqa: ANN401
@@ -120,6 +121,7 @@ class EthtoolPanel(Panel):
     def params(self) -> dict[str, Any]:
         return {**super().params(), "ethtool": tuple(self.commands)}
 
+    @public
     def update(self, *, sync: bool = True) -> PanelState | None:
         state = super().update()
         if sync and state is not None and self.toggles:
