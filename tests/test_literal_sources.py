@@ -46,7 +46,7 @@ _PENDING = frozenset({
     # stack
     "test_router.py", "test_viz_stack.py",
     # ethtool (test_lab_parse.py arrives with the ethtool branch)
-    "test_features.py", "test_lab_data.py", "test_lab_parse.py", "test_live.py",
+    "test_lab_data.py", "test_lab_parse.py", "test_live.py",
     # browser (test_browser_render_path.py arrives with the browser branch)
     "test_browser.py", "test_browser_panels.py", "test_browser_render_path.py",
 })
