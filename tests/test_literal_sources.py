@@ -37,8 +37,6 @@ THRESHOLD = 64  # below this a literal is a count or a small header size, read o
 # Files whose owners (see the helpers' ownership list) add their sources after the merge; the lead empties this.
 # test_literal_sources.py::test_pending_files_still_need_sources fails when one of them is done (remove it then).
 _PENDING = frozenset({
-    # xmit
-    "test_netdev.py", "test_xmit.py",
     # stack
     "test_router.py", "test_viz_stack.py",
     # ethtool (test_lab_parse.py arrives with the ethtool branch)
