@@ -211,7 +211,7 @@ def test_send_honours_the_device_mtu():
     ns = netdev.Namespace("6.1")
     eth = ns.nic("eth0", driver="router")
     r = xmit.send(eth, gso_skb(segs=4, gso_size=1600))
-    # net/ethernet/eth.c ether_setup: mtu ETH_DATA_LEN 1500; net/ipv4/ip_output.c ip_finish_output_gso drops with DF
+    # net/ethernet/eth.c ether_setup: mtu ETH_DATA_LEN 1500; net/ipv4/ip_output.c ip_fragment drops DF segments
     assert r.wire_packets == 0 and r.dropped and "MTU 1500" in r.dropped[0][1]
     r2 = xmit.send(eth, gso_skb(segs=4, gso_size=1600), df=False)
     # ip_finish_output_gso: 4 segments of 1628 B of IP, each fragmented into 1480 + 148 (+ UDP header in the 1st)
