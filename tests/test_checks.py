@@ -120,6 +120,7 @@ def test_literal_ints_are_ints():
 
 def test_wrapper_keeps_signature_defaults_and_positional_rules():
     assert inspect.signature(receive).parameters["hdr_len"].default == 12
+    # source: the defaults of _receive at the top of this file, echoed back (1e9 is its own rate default)
     assert receive(5) == (5, False, 12, "6.1", "mergeable", None, 1e9, 4)
     with pytest.raises(TypeError):
         receive(5, True)  # xdp is keyword-only, as in the undecorated function

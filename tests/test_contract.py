@@ -26,6 +26,7 @@ def test_skb_fields():
     assert isinstance(s.head_frag, bool) and s.frag_list == [] and s.tailroom == 0
     assert (s.gso_size, s.gso_segs, s.truesize > 1536, s.headroom >= 0) == (0, 0, True, True)
     f = s.frags[0]
+    # kernel-facts A.5 table, row 1472: the 1500-byte frag carries the 1536 buffer's truesize
     assert f.size == 1500 and f.truesize == 1536 and f.offset >= 0 and f.page is not None
     assert isinstance(s.gso_type, (set, frozenset))
 
@@ -58,6 +59,7 @@ def test_features():
     fs = features.FeatureSet.from_names(["SG", "GSO_UDP_L4"], kernel="6.1")
     assert "SG" in fs and len(fs) == 2 and set(fs) == {"SG", "GSO_UDP_L4"}
     assert (fs | fs) == fs and (fs & fs) == fs and len(fs - fs) == 0
+    # kernel-facts D.1 (BTF 6.18): NETIF_F_SG_BIT 0, NETIF_F_GSO_UDP_L4_BIT 33 (the same since 4.18)
     assert fs.bits == (1 << 0) | (1 << 33)
     assert fs.to_ethtool()["tx-udp-segmentation"] is True
     assert features.FeatureSet.from_bits(fs.bits, kernel="6.1") == fs
@@ -93,5 +95,6 @@ def test_netdev_and_xmit():
     skb = xmit.gso_skb(l4="udp", segs=8, gso_size=1000, fraglist=False, vlan_tag=None)
     tx = xmit.send(a, skb)
     # veth_xmit hands the GSO skb to the peer unsegmented: one skb on the pair, 8000 payload bytes
+    # drivers/net/veth.c veth_xmit; 8000 = the input above, 8 segments of gso_size 1000
     assert tx.segmented_at is None and len(tx.segments) == 1 and tx.segments[0].payload_len == 8000
     assert [h.name for h in tx.hops] == ["v0"] and tx.hops[0].action == "passed"

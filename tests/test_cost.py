@@ -34,6 +34,7 @@ def test_table_has_every_operation_with_a_source():
 
 def test_seed_measurement_is_the_commit_message():
     m = cost.seed_measurement()
+    # patch mail of fb32856b16ad (seed 000_7063d0f53c889dd1): sockperf -m 1000, no port, 956864 / 1158465 rxpck/s
     assert (m.baseline_pps, m.patched_pps) == (956864.0, 1158465.0)
     assert (m.baseline_kernel, m.patched_kernel) == ("5.11", "5.13")
     assert m.traffic.payloads == (1000,) and m.traffic.destination == "no_socket"
@@ -45,7 +46,8 @@ def test_seed_measurement_is_the_commit_message():
 def test_seed_paths_and_counts_follow_page_to_skb():
     base = cost.op_counts(SEED, "5.11").counts
     new = cost.op_counts(SEED, "5.13").counts
-    # 5.11 page_to_skb: napi_alloc_skb(128) kmalloc head, copy min(1042, 128), 1 frag, headers already linear.
+    # drivers/net/virtio_net.c page_to_skb (5.11): napi_alloc_skb(128) kmalloc head, copy min(1042, 128), 1 frag,
+    # headers already linear.
     assert base["napi_alloc_skb/kmalloc"] == 1 and base["build_skb"] == 0
     assert base["memcpy/byte"] == 128 and base["skb_add_rx_frag"] == 1 and base["__pskb_pull_tail"] == 0
     # head lines [64, 192) = 2 plus its shinfo line; freed by kfree + put_page of the frag.
@@ -124,6 +126,7 @@ def test_seed_gain_has_exactly_zero_gro_share(cal):
 def test_gain_breakdown_text(cal):
     text = cost.gain_breakdown(cal.two_param)
     assert "GRO (incl. stack amortisation): +0.0 ns (0.0% of the gain)" in text
+    # kernel-facts A.5: TCP at MTU 1500 has MSS 1448
     assert "UDP_GRO socket" in text and "TCP MSS 1448" in text
 
 
@@ -131,7 +134,7 @@ def test_udp_gro_socket_amortises_the_stack(cal):
     t = cost.prediction_cases()["udp1000_udp_gro"]
     for k in ("5.11", "5.13"):
         r = cost.rx_cost(t, k, cal.two_param)
-        # UDP_GRO_CNT_MAX 64 and a NAPI budget of 64: 64 packets per GRO skb.
+        # net/ipv4/udp_offload.c UDP_GRO_CNT_MAX 64 and a NAPI budget of 64 (NAPI_POLL_WEIGHT): 64 packets per GRO skb.
         assert r.ops.aggregates and r.ops.packets_per_gro_skb == 64.0
         per_skb = cal.two_param[cost.STACK_OP] + cal.two_param["stack/udp_socket_extra"]
         assert r.group_ns("stack") == pytest.approx(per_skb / 64)
@@ -163,6 +166,7 @@ def test_1472_udp_gains_almost_nothing_from_build_skb(cal):
     bufs = np.asarray(rx.mergeable_buf_lens(21 * 4, kernel="5.13"))
     frames = np.full(bufs.size, rx.frame_len_for(1472))
     codes = rx.classify(frames, bufs, kernel="5.13")[0]
+    # kernel-facts A.5: only the hole-extended 2048 buffers (not the 1536 ones) leave 1514-byte frames >= 320 tailroom
     assert np.array_equal(codes == rx.PATH_CODES["build_skb"], bufs > 1536)
     gain_1472 = cost.rx_cost(t, "5.13", cal.two_param).pps / cost.rx_cost(t, "5.12", cal.two_param).pps - 1
     gain_1000 = cost.rx_cost(SEED, "5.13", cal.two_param).pps / cost.rx_cost(SEED, "5.12", cal.two_param).pps - 1
@@ -177,6 +181,7 @@ def test_predictions_cover_every_kernel_and_case(cal):
     assert set(res) == {(c, k) for c in cost.prediction_cases() for k in cost.KERNELS}
     assert all(r.pps > 0 and math.isfinite(r.pps) for r in res.values())
     # The seed figures come back on the seed kernels.
+    # patch mail of fb32856b16ad (seed 000_7063d0f53c889dd1): the calibration reproduces 956864 / 1158465 rxpck/s
     assert res[("udp1000", "5.11")].pps == pytest.approx(956864.0)
     assert res[("udp1000", "5.13")].pps == pytest.approx(1158465.0)
     table = cost.predictions_table(cal.two_param)
@@ -188,6 +193,7 @@ def test_predictions_cover_every_kernel_and_case(cal):
 def test_imix_is_7_4_1_of_64_576_1500_ip_bytes():
     t = cost.imix()
     ip = [p + 28 for p in t.payloads]
+    # source: data/rx_costs.toml [imix], the workbook's own IMIX choice (IP 64/576/1500 at 7:4:1)
     assert sorted(set(ip)) == [64, 576, 1500] and [ip.count(s) for s in (64, 576, 1500)] == [7, 4, 1]
 
 

@@ -91,6 +91,7 @@ def test_no_udp_aggregation_without_udp_gro_fraglist_or_fwd(kernel):
 
 def test_udp_gro_socket_caps_at_64_segments():
     out = gro.aggregate(flow("build_skb", 200, 1000, "6.1", l4="udp"), l4="udp", udp_gro=True)
+    # net/ipv4/udp_offload.c udp_gro_receive_segment: p completes at count >= UDP_GRO_CNT_MAX 64 (kernel-facts C.3)
     assert [s.gso_segs for s in out] == [64, 64, 64, 8]
     assert out[0].gso_type == {"UDP_L4"} and out[0].gso_size == 1000
 
@@ -127,6 +128,7 @@ def test_udp_longer_not_merged_shorter_merged_then_flush():
     skbs = [built(n, l4="udp") for n in sizes]
     out = gro.aggregate(skbs, l4="udp", udp_gro=True)
     assert [gro.gro_segs(s) for s in out] == [2, 3, 1]
+    # net/ipv4/udp_offload.c udp_gro_receive_segment (kernel-facts C.4): longer not merged, shorter merged then flush
     assert out[1].len == 28 + 1200 + 1200 + 800
 
 
@@ -155,6 +157,7 @@ def test_gro_feature_off_means_no_aggregation():
 def test_6_18_tcp_fraglist_for_forwarded_flow():
     feats = {"GRO", "GRO_FRAGLIST"}
     out = gro.aggregate(flow("build_skb", 100, 1000, "6.18"), kernel="6.18", features=feats, local_socket=False)
+    # net/ipv4/tcp_offload.c tcp_gro_receive (mirror 6.18): a fraglist flow completes at count >= 64
     assert out[0].gso_type == {"TCPV4", "FRAGLIST"} and out[0].gso_segs == 64
     out = gro.aggregate(flow("build_skb", 10, 1000, "6.1"), kernel="6.1", features=feats, local_socket=False)
     assert out[0].gso_type == {"TCPV4"}
@@ -342,6 +345,7 @@ def test_stream_of_the_benchmark_frames_matches_object_model(l4, kernel):
 
 def test_stream_reproduces_c3_and_cap():
     s = gro.simulate_stream(10_000, 1000, kernel="6.1", napi_budget=None)  # 1536 buffers: build_skb
+    # kernel-facts C.3: case (a) 18 in the first sk_buff; net/core/gro.c skb_gro_receive: 52 + 1000 k < 65536
     assert s.first_skb_packets[0] == 18 and s.segs_per_skb[0] == 65
     s = gro.simulate_stream(10_000, 1448, kernel="6.1", napi_budget=None)
     assert s.segs_per_skb[0] == 45 and s.path_counts["copy+frag"] > s.path_counts["build_skb"]
@@ -415,6 +419,7 @@ def udp_sent(segs, gso_size, ip=4):
     if "GRO_UDP_FWD" not in f.get("features", ()) or k not in ("5.10", "5.11")])
 def test_fraglist_gso_skb_passes_up_whole(kernel, flow):
     big = gro_built("udp", 10, 1472, kernel, features=FRAGLIST)
+    # net/core/gro.c skb_gro_receive_list (kernel-facts C.4) chains each datagram whole:
     # issue 13's skb: 14 + 20 + 8 + 10 * 1472 = 14,762 bytes, a head and 9 frag_list members.
     assert big.len == 14762 and big.gso_type == {"UDP_L4", "FRAGLIST"} and len(big.frag_list) == 9
     plain = gro.receive_flow(1472, 3, l4="udp", kernel=kernel)
@@ -476,7 +481,8 @@ def test_guest_gso_packet_is_dodgy_and_flushed(kernel):
     assert r.skb.gso_type == {"TCPV4", "DODGY"} and r.skb.gso_size == 1448 and r.skb.gso_segs == 0
     assert r.skb.segments(14 + 52) == 21
     out = gro.aggregate(gro.receive_flow(1448, 2, kernel=kernel) + [r.skb], kernel=kernel)
-    # dev_gro_receive: 5.x flushes every GSO skb; 6.1+ "Only support TCP and non DODGY users".
+    # net/core/gro.c dev_gro_receive: 5.x flushes every GSO skb; 6.1+ "Only support TCP and non DODGY users".
+    # out[1].len: 20 (IP) + 32 (TCP with timestamps) + 30000.
     assert [s.segments(52) for s in out] == [2, 21] and out[1].len == 30052
 
 
@@ -506,12 +512,13 @@ def test_gso_skb_of_the_wrong_protocol_is_refused():
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_ipv6_udp_and_tcp_gro(kernel):
+    # net/ipv6/udp_offload.c, tcpv6_offload.c; UDP_GRO_CNT_MAX 64 from net/ipv4/udp_offload.c udp_gro_receive_segment
     # udp6_gro_receive -> udp_gro_receive (as IPv4); udp6_gro_complete UDP_L4; tcp6_gro_complete TCPV6.
     out = gro.aggregate(gro.receive_flow(1000, 100, l4="udp", ip=6, kernel=kernel), l4="udp", ip=6, udp_gro=True,
                         kernel=kernel)
     assert [s.gso_segs for s in out] == [64, 36] and out[0].len == 40 + 8 + 64 * 1000
     out = gro.aggregate(gro.receive_flow(1000, 100, ip=6, kernel=kernel), ip=6, kernel=kernel)
-    # skb_gro_receive: 72 + 1000 k < 65536 -> 65 segments.
+    # net/core/gro.c skb_gro_receive: 72 + 1000 k < 65536 -> 65 segments.
     assert [s.gso_segs for s in out] == [65, 35] and out[0].gso_type == {"TCPV6"}
 
 

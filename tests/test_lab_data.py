@@ -120,6 +120,7 @@ def test_receive_mode_is_what_the_config_selects(kernel, name):
         if mode == "small":
             assert "page_to_skb" not in pkt and pkt["alloc"] == "build_skb"
         elif mode == "big":
+            # drivers/net/virtio_net.c receive_big: page_to_skb(..., PAGE_SIZE, ...) (kernel-facts A.1)
             assert pkt["page_to_skb"]["truesize"] == 4096  # receive_big passes PAGE_SIZE
         else:
             assert pkt["page_to_skb"]["headroom"] == 0  # no XDP

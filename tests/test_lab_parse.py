@@ -64,6 +64,7 @@ def test_trace_events_read_ftrace_lines():
     assert events[0] == {"event": "p2s", "ts": 12.000012, "offset": 0, "len": 72, "truesize": 1536, "hdr_valid": 1,
                          "metasize": 0, "headroom": 0}
     assert events[3]["dev"] == "eth1"  # a kprobe string fetch arg prints quoted
+    # include/uapi/linux/if_ether.h ETH_P_IP 0x0800, the protocol in the CONSOLE excerpt's trace line
     assert events[4]["protocol"] == 0x0800 and events[4]["skbaddr"] == "00000000f3c2a1b7"  # hex, or kept as text
 
 
@@ -170,6 +171,7 @@ def test_router_case_and_rate_runs():
            {"event": "gso", "dev": "vl1.10", "len": 64812, "tx_path": 0}]
     case = parse.router_case("router.vlan_veth", evs, ["udptool sent=1760 failed=0"], ["udptool received=1760"],
                              [], {}, {})
+    # source: the udptool lines passed just above (this test's input), read back by lab/parse.py
     assert (case["case"], case["sent"], case["send_failed"], case["receiver_ns"]) == ("vlan_veth", 1760, 0, "rcv2")
     # __skb_gso_segment's tx_path 0 is the receive side (udp_rcv_segment), marked "(rx)"
     assert case["gro_skb_lens"] == [64812] and case["segmented_at"] == ["eth3.10", "vl1.10 (rx)"]
@@ -179,6 +181,7 @@ def test_router_case_and_rate_runs():
               "rate1.after": {"b": {"eth1": {"rx_packets": 120000, "tx_packets": 0, "rx_bytes": 0, "tx_bytes": 0,
                                              "rx_dropped": 0, "tx_dropped": 0}}}}
     plugin = "insncount start vcpu=0 counts=0,0,0\ninsncount stop vcpu=0 counts=5,1200000,7\n"
+    # source: the input above, read by lab/parse.py: sent 100000 + 50000, rx_pps 120000 / 10.0 s, vcpu1 1200000 / 120000
     (run,) = parse.rate_runs(sender, netdev, {}, plugin)
     assert (run["senders"], run["sent"], run["seconds"], run["rx_pps"]) == (2, 150000, 10.0, 12000.0)
     assert run["instructions_per_vcpu"] == [5, 1200000, 7] and run["instructions_per_rx_packet_vcpu1"] == 10.0

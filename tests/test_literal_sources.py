@@ -37,16 +37,6 @@ THRESHOLD = 64  # below this a literal is a count or a small header size, read o
 # Files whose owners (see the helpers' ownership list) add their sources after the merge; the lead empties this.
 # test_literal_sources.py::test_pending_files_still_need_sources fails when one of them is done (remove it then).
 _PENDING = frozenset({
-    # checks
-    "test_checks.py", "test_contract.py", "test_profiles.py",
-    # xmit
-    "test_netdev.py", "test_xmit.py",
-    # rx
-    "test_cost.py", "test_gro.py", "test_rx.py", "test_viz_rx.py",
-    # stack
-    "test_router.py", "test_viz_stack.py",
-    # ethtool (test_lab_parse.py arrives with the ethtool branch)
-    "test_features.py", "test_lab_data.py", "test_lab_parse.py", "test_live.py",
     # browser (test_browser_render_path.py arrives with the browser branch)
     "test_browser.py", "test_browser_panels.py", "test_browser_render_path.py",
 })

@@ -93,6 +93,7 @@ def test_transfer_table_one_line_per_case_kernel_beside_model():
     assert lines[4].split() == ["model:", "3", "recv", "×1472,", "3", "skb"]
     # the kernel column starts at the same place on every line: 6 + 1 (mark) + 33 + 1 (case)
     assert lines[0].index("kernel") == lines[1].index("EINVAL") == lines[3].index("3 recv") == 41
+    # source: vnetlab/live/experiments.py transfer_table: a table fits 100 columns
     assert lines[4].index("3 recv") == 41 and max(map(len, lines)) <= 100
     by_receiver = live.transfer_table([T("gro on", 14000, 1400, 4, True, S("EIO"), S("EIO"))], by="receiver")
     assert by_receiver.splitlines()[1].split() == ["agree", "gro", "on", "EIO", "(same)"]
@@ -634,6 +635,7 @@ def test_session_without_labs_shows_the_recorded_run(monkeypatch):
     ref = live.reference()
     assert not run.live and run.ref == ref and run.profile == ref.profile
     text = str(run)
+    # source: the reason _no_labs plants (uid 1000 is its default input); vnetlab/live/recorded.py keeps 100 columns
     assert "Live labs: no. vnetlab.live cannot build labs: this process runs as uid 1000" in text
     assert f"Sections 3-6 show the run recorded on Linux {ref.release}" in text.replace("\n  ", " ")
     assert max(map(len, text.splitlines())) <= 100

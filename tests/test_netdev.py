@@ -554,7 +554,9 @@ def test_mtu_of_stacked_devices_follows_the_lower():
     eth = ns.nic("eth0", driver="virtio_net")
     v = ns.vlan("eth0.10", lower=eth, vid=10)
     mv = ns.macvlan("mv0", lower=eth)
-    assert eth.mtu == v.mtu == mv.mtu == 1500  # ether_setup: ETH_DATA_LEN; vlan/macvlan newlink copy it
+    # net/ethernet/eth.c ether_setup: ETH_DATA_LEN; net/8021q/vlan_netlink.c vlan_newlink and drivers/net/macvlan.c
+    # macvlan_common_newlink copy the lower's mtu; vlan.c / macvlan.c NETDEV_CHANGEMTU only lower a bigger upper
+    assert eth.mtu == v.mtu == mv.mtu == 1500
     eth.set_mtu(9000)
     assert v.mtu == mv.mtu == 1500  # NETDEV_CHANGEMTU lowers uppers only when they exceed the new mtu
     v.set_mtu(9000)
@@ -588,7 +590,8 @@ def test_bond_slave_takes_the_bond_mtu():
     eth = ns.nic("eth0", driver="virtio_net")
     eth.set_mtu(9000)
     ns.set_master(eth, bond)
-    assert eth.mtu == 1500  # bond_enslave: dev_set_mtu(slave_dev, bond->dev->mtu)
+    # drivers/net/bonding/bond_main.c bond_enslave: dev_set_mtu(slave_dev, bond->dev->mtu); bond_setup: ETH_DATA_LEN
+    assert eth.mtu == 1500
     bond.set_mtu(4000)
     assert eth.mtu == 4000  # bond_change_mtu sets every slave
 
@@ -637,6 +640,7 @@ def test_live_veth_macvlan_bridge_vxlan_match_model():
         r1.ethtool_K({"tx-udp-segmentation": False})
         v1.ethtool_K({"tx-udp-segmentation": False})
         assert live.compare(br, rbr, fields=("on", "fixed", "wanted"))
+        # drivers/net/vxlan/vxlan_core.c vxlan_config_apply: lower mtu 1500 - VXLAN_HEADROOM 50, and the live lab agrees
         assert lab.mtu("vx0") == vx.mtu == 1450
 
 

@@ -89,6 +89,7 @@ def test_router_on_a_nested_stack_segments_at_the_top_before_the_patch(upper, to
 def test_router_scenario_ipv6():
     # MTU 1500 - 40 (ipv6hdr) - 8 (udphdr) = 1452 by default; 45 segments fit a GRO skb (segment.max_gro_segs)
     r = router.router_scenario(kernel="6.1", ip=6)
+    # include/uapi/linux/if_ether.h ETH_DATA_LEN 1500, ETH_HLEN 14, if_vlan.h VLAN_HLEN 4; net/core/gro.c 64 KiB cap
     assert r.gso_size == 1452 and r.packets_in == 45 and r.wire_packets == 45
     assert all(p.frame_len == 14 + 4 + 40 + 8 + 1452 for p in r.tx[0].segments)  # tagged frames
     assert router.router_scenario(kernel="5.10", ip=6).segmented_at == "eth0.10"
@@ -175,6 +176,7 @@ def test_cpu_costs_alone_do_not_make_50x():
     assert router.router_gap(before, after) < 2.0
     need = router.router_gap_requirements(before, after, target=50)
     # only the per-segment resegmentation cost can get there alone, and only at ~10^5 cycles per segment
+    # source: vnetlab/router.py router_gap_requirements: a model regression bound, no kernel number
     assert need["skb_segment_list_per_seg"] > 1e5
     assert need["dev_queue_xmit_per_skb"] is None  # 45 vs 2 calls per batch caps its effect below 50x
 
@@ -188,6 +190,7 @@ def test_untranslated_hypothesis_gives_link_over_segments():
 def test_throughput_is_link_capped_and_sensitivity_moves():
     r = router.router_scenario(kernel="5.11")
     t = router.router_throughput(r)
+    # source: data/router_costs.toml link_bps, the 1 Gbps of commit 2e4ef10f5850's message (kernel-facts F)
     assert t.bound == "link" and t.goodput_bps < 1e9
     slow = router.router_throughput(r, router.RouterCosts.from_table(cpu_hz=20e6))
     assert slow.bound == "cpu" and slow.goodput_bps < t.goodput_bps

@@ -15,6 +15,7 @@ ARCHES = ["x86_64", "arm64", "arm64-64k", "ppc64le", "ppc64le-4k", "mips32"]
 # --- buffer sizing (add_recvbuf_mergeable, get_mergeable_buf_len) ---------------------------------
 
 def test_mergeable_buffers_are_1536_at_mtu_1500():
+    # kernel-facts A.5: ALIGN(12 + GOOD_PACKET_LEN, 64); A.1 mergeable_min_buf_len = 1518 with ring 256
     assert rx.mergeable_buf_lens(1) == [1536]
     assert rx.mergeable_min_buf_len() == 1518
 
@@ -25,9 +26,11 @@ def test_32k_frag_gives_twenty_1536_then_2048():
 
 
 def test_4k_page_gives_1536_then_2560():
+    # kernel-facts A.5: order-0 frag, the second buffer takes the hole (1536 + 1024)
     assert rx.mergeable_buf_lens(2, frag_size=4096) == [1536, 2560]
 
 
+# drivers/net/virtio_net.c (mirror ~6.18) virtnet_rq_alloc; kernel-facts A.1, A.5 (last 2032; 4K: 1536, 2544)
 def test_6_18_carves_a_virtnet_rq_dma_header_per_frag_page():
     # virtnet_rq_alloc (~6.18): 16 bytes at offset 0 of each new frag page, so the hole is 496.
     assert rx.mergeable_buf_lens(21, kernel="6.18") == [1536] * 20 + [2032]
@@ -35,6 +38,7 @@ def test_6_18_carves_a_virtnet_rq_dma_header_per_frag_page():
 
 
 def test_ewma_grows_buffers_and_clamps_at_page():
+    # drivers/net/virtio_net.c get_mergeable_buf_len (v6.1): hdr_len + clamp(ewma, min, PAGE_SIZE - hdr_len), ALIGN 64
     assert rx.mergeable_buf_lens(1, avg_pkt_len=2000) == [2048]  # ALIGN(12 + 2000, 64)
     assert rx.mergeable_buf_lens(1, avg_pkt_len=60000, frag_size=32768) == [4096]  # clamp(PAGE_SIZE - hdr_len)
 
@@ -44,16 +48,19 @@ def test_ewma_arithmetic_matches_declare_ewma():
     e.add(1000)
     assert e.read() == 1000  # the first sample is stored as is
     e.add(64000)
+    # include/linux/average.h DECLARE_EWMA(pkt_len, 0, 64): ((old << 6) - old + sample) >> 6 (kernel-facts A.0)
     assert e.read() == (1000 * 63 + 64000) >> 6
 
 
 def test_xdp_buffers_take_a_whole_page():
+    # drivers/net/virtio_net.c add_recvbuf_mergeable (6.1 truesize = len; 6.3+ len + room), kernel-facts A.1
     # room = SKB_DATA_ALIGN(256 + 320) = 576; len = PAGE_SIZE - room = 3520; 6.3+ records len + room.
     assert rx.mergeable_buf_lens(1, xdp=True, kernel="6.1") == [3520]
     assert rx.mergeable_buf_lens(1, xdp=True, kernel="6.18") == [4096]
 
 
 def test_min_buf_len_small_ring_with_big_packets():
+    # drivers/net/virtio_net.c mergeable_min_buf_len: ceil((12 + 14 + 4 + 65535) / 32) - 12 = 2037 (kernel-facts A.1)
     assert rx.mergeable_min_buf_len(ring_size=32, big_packets=True) == 2037
 
 
@@ -63,6 +70,7 @@ def test_build_skb_window_in_a_1536_buffer():
     frames = np.arange(14, 1525)
     codes, tailroom, frags, _ = rx.classify(frames, 1536, kernel="6.1")
     built = frames[codes == rx.PATH_CODES["build_skb"]]
+    # kernel-facts A.5: build_skb when 129 <= frame <= truesize - 332 (GOOD_COPY_LEN 128, hdr_len 12, shinfo 320)
     assert built.min() == 129 and built.max() == 1204
     assert len(built) == 1204 - 129 + 1
 
@@ -76,11 +84,13 @@ def test_build_skb_window_in_udp_payload_terms():
 
 def test_1000_byte_udp_the_seed_benchmark():
     r = rx.receive(1000)
+    # kernel-facts A.5 table, row 1000: frame 1042, tailroom 482, build_skb; A.3: truesize 1216 + 256 + 320 = 1792
     assert (r.frame_len, r.tailroom, r.path, r.skb.nr_frags) == (1042, 482, "build_skb", 0)
     assert r.skb.truesize == 1792 and r.skb.head_frag and r.skb.headlen == 1042
 
 
 def test_1472_byte_udp_full_mtu():
+    # kernel-facts A.5 table, row 1472: frame 1514, tailroom 10, 14 B head + 1500 B frag of truesize 1536, 522 / 1034
     r = rx.receive(1472)
     assert (r.frame_len, r.tailroom, r.path) == (1514, 10, "copy+frag")
     assert r.skb.headlen == 14 and r.skb.nr_frags == 1 and r.skb.frags[0].size == 1500
@@ -106,17 +116,20 @@ def test_full_mtu_tcp_mostly_misses_build_skb():
 def test_5_10_copies_128_bytes_into_a_page_frag_head():
     r = rx.receive(1000, kernel="5.10")
     assert r.path == "copy+frag" and r.tailroom is None
+    # kernel-facts A.3 (<= v5.10 napi_alloc_skb head, SKB_TRUESIZE(192) = 768) + the 1536 frag (A.5); A.2 (i) 128
     assert r.skb.headlen == 128 and r.skb.head_frag and r.skb.head_kind == "napi_page_frag"
     assert r.skb.truesize == 768 + 1536
 
 
 def test_5_11_copies_128_bytes_into_a_kmalloc_head():
     r = rx.receive(1000, kernel="5.11")
+    # kernel-facts A.2 (i): <= v5.11 copies min(len, tailroom) = 128; A.3: 3226b158e67c kmallocs the 128-byte head
     assert r.skb.headlen == 128 and not r.skb.head_frag and r.skb.head_kind == "kmalloc"
 
 
 def test_5_12_copies_only_eth_hlen():
     r = rx.receive(1000, kernel="5.12")
+    # kernel-facts A.2 (i), 0f6925b3e8da: copy only ETH_HLEN; frag = frame 1042 - 14
     assert r.path == "copy+frag" and r.skb.headlen == 14 and r.skb.frags[0].size == 1028
 
 
@@ -170,6 +183,7 @@ def test_arm64_gets_the_x86_64_window():
 
 def test_ppc64le_threshold_is_384():
     r = rx.receive(1000, arch="ppc64le")
+    # kernel-facts B.1: ppc64 SMP_CACHE_BYTES 128, SKB_DATA_ALIGN(320) = 384
     assert r.shinfo_size == 384 and r.path == "build_skb"
     assert rx.page_to_skb(1536 - 12 - 383, 1536, arch="ppc64le").path == "copy+frag"
     assert rx.page_to_skb(1536 - 12 - 384, 1536, arch="ppc64le").path == "build_skb"
@@ -178,12 +192,14 @@ def test_ppc64le_threshold_is_384():
 # --- big and small modes ------------------------------------------------------------------------------
 
 def test_big_mode_builds_skb_up_to_3744():
+    # kernel-facts A.2 (iv) table: big mode builds while frame <= 4096 - 32 - 320 = 3744; 3745 leaves tailroom 319
     assert rx.page_to_skb(3744, 4096, mode="big").path == "build_skb"
     r = rx.page_to_skb(3745, 4096, mode="big")
     assert r.path == "copy+frag" and r.tailroom == 319
 
 
 def test_big_mode_multi_page_frags_charge_page_size():
+    # kernel-facts A.1/A.2 (iv): receive_big passes truesize PAGE_SIZE; sg[1] starts at sizeof(padded_vnet_hdr) = 32
     r = rx.receive(20000, mode="big", mtu=1500, l4="tcp")
     assert r.path == "copy+frag" and r.buffers[0].page == r.skb.frags[0].page
     assert all(f.truesize == 4096 for f in r.skb.frags)
@@ -197,6 +213,7 @@ def test_big_mode_5_13_leaks_chain_pages_note():
 
 
 def test_small_mode_always_builds_skb_in_1920_bytes():
+    # kernel-facts A.1 small mode: headroom 76, buffer ALIGN(1594, 64) + 320 = 1920; with XDP 2176
     r = rx.receive(1000, mode="small")
     assert r.path == "build_skb" and r.buffers[0].truesize == 1920
     assert r.tailroom == 1920 - (64 + 12) - 1042  # buffer end minus tail, shinfo included, as page_to_skb counts
@@ -232,6 +249,7 @@ def test_multi_buffer_frag_list_past_max_skb_frags():
 
 def test_xdp_6_1_uses_page_size_truesize():
     r = rx.receive(1000, xdp=True, kernel="6.1")
+    # kernel-facts A.2 (ii)/(iii-b): 6.1 page_to_skb with headroom: truesize PAGE_SIZE, tailroom = it - len - offset
     assert r.path == "build_skb" and r.tailroom == 4096 - 256 - 12 - 1042
 
 
@@ -322,11 +340,13 @@ def test_queue_at_mtu_1500_keeps_1536_buffers():
     q = rx.RxQueue()
     for _ in range(300):
         r = q.receive(1472)
+    # kernel-facts A.5 (1536 buffers); A.0/A.1: the EWMA of a constant head_skb->len 1514 stays 1514
     assert q.next_buffer_len() == 1536 and r.num_buffers == 1
     assert q.ewma.read() == 1514
 
 
 def test_queue_ewma_grows_buffers_with_gso_packets():
+    # kernel-facts A.5: 1536 buffers and the hole-extended 2048; A.1 get_mergeable_buf_len clamp -> 4096
     # 64 KiB guest-GSO TCP packets: the EWMA climbs, new buffers reach clamp(PAGE_SIZE - hdr_len) -> 4096.
     q = rx.RxQueue()
     first = q.receive(60000, l4="tcp")
@@ -347,6 +367,7 @@ def test_queue_refills_only_past_half_the_budget():
     for _ in range(20):
         q2.receive(100)
     q2.end_poll()
+    # drivers/net/virtio_net.c virtnet_receive: refill when num_free > min(budget, ring) / 2; 256 - 20 posted
     assert len(q2.posted) == 236 and q2.refills == 1  # 20 free <= 32: no refill
 
 
@@ -397,6 +418,7 @@ def test_7x_mergeable_buffers_alternate_1536_and_2560(kernel):
     # then 1536 at 1536 gets the page's rest (2560) since 3072 + 1536 > 4096 (page_pool_alloc_netmem).
     # Measured in the lab: every mergeable buffer at the EWMA floor is (0, 1536) or (1536, 2560).
     assert rx.mergeable_buf_lens(6, kernel=kernel) == [1536, 2560] * 3
+    # Debian 7.2.12 drivers/net/virtio_net.c virtnet_create_page_pools: order-0 pages; data/lab/7.2.12/mergeable.json
     assert rx.rx_frag_sizes(vnetlab.kernel(kernel), vnetlab.arch("x86_64", kernel)) == (4096,)
     with pytest.raises(ValueError, match="page_pool"):
         rx.mergeable_buf_lens(2, frag_size=32768, kernel=kernel)
@@ -409,12 +431,14 @@ def test_7x_full_mtu_datagrams_take_build_skb_in_every_second_buffer():
 
 
 def test_page_pool_more_than_half_a_page_takes_a_whole_page():
+    # include/net/page_pool/helpers.h (Debian 7.2.12) page_pool_alloc_netmem
     # page_pool_alloc_netmem: (*size << 1) > max_size -> a whole page, *size = max_size.
     assert rx.mergeable_buf_lens(2, avg_pkt_len=2100, kernel="7.2.12") == [4096, 4096]
     assert rx.mergeable_buf_lens(1, xdp=True, kernel="7.2.12") == [4096]
 
 
 def test_page_pool_fragments_align_to_dma_cache_alignment():
+    # net/core/page_pool.c (Debian 7.2.12) page_pool_alloc_frag_netmem; helpers.h hands the rest of the page
     # page_pool_alloc_frag_netmem: size = ALIGN(size, dma_get_cache_alignment()): 1 on x86_64, 128 on arm64.
     # A 1600-byte request: x86_64 fragments at 0 and 1600 (+ the rest: 2496); arm64 steps 1664, rest 2432.
     assert rx.mergeable_buf_lens(2, avg_pkt_len=1588, kernel="7.2.12") == [1600, 2496]
@@ -461,6 +485,7 @@ def test_big_mode_refuses_frames_no_skb_can_hold(kernel, longest):
 
 
 def test_big_mode_short_chain_bound_is_receive_bigs_own():
+    # tests/data/ksrc/6.12.95 and 6.1.192 drivers/net/virtio_net.c receive_big; kernel-facts A.1 (big mode)
     # Debian 6.12.95 receive_big: len > (num_skbfrags + 1) * PAGE_SIZE is dropped ("pages", kernels.toml 6.12);
     # Debian 6.1.192: len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded").
     assert rx.big_max_frame(3, 12, vnetlab.kernel("6.12"), vnetlab.arch("x86_64"))[0] == 3 * 4096 - 32

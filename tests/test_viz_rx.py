@@ -190,6 +190,7 @@ def test_paths_side_by_side_bad_input():
 
 def test_payload_window_other_buffers_and_kernels():
     # 2048: frame <= 2048 - 12 - 320 = 1716, payload <= 1674; 5.12 has no build_skb branch; mips32 NET_IP_ALIGN 2
+    # kernel-facts A.5: build_skb for 129 <= frame <= truesize - 332; IPv4 UDP payload = frame - 42
     assert thresholds.payload_sweep(2048).window() == (87, 1674)
     assert thresholds.payload_sweep(1536, kernel="5.12").window() is None
     assert thresholds.payload_sweep(1536, arch="mips32").window() is None

@@ -248,6 +248,7 @@ def test_router_story_numbers_and_bars():
     assert story.segmented_at == "eth0.10"
     # after the patch the GRO skb passes whole: no segment is lost and the link is the limit
     assert found["story:model_after"].get_height() == pytest.approx(story.model_after)
+    # source: data/router_costs.toml link_bps 1e9 (commit 2e4ef10f5850's 1 Gbps); 0.9 leaves room for framing
     assert story.model_after > 0.9e9
 
 
@@ -325,6 +326,7 @@ def test_cost_panel_draws_what_the_notebook_figure_draws():
 
 
 def test_cost_panel_payload_slider_range_follows_l4():
+    # kernel-facts A.5: MSS 1448 at MTU 1500; TCPOLEN_TSTAMP_ALIGNED 12 from include/net/tcp.h
     # cost.max_payload: one IPv4 packet at MTU 1500: UDP 1500 - 20 - 8, TCP 1500 - 20 - 32 (timestamps)
     p = stackpanels.cost_panel()
     assert p.controls["payload_len"].max == 1472 and isinstance(p.controls["payload_len"], SizeSlider)
@@ -502,6 +504,7 @@ def test_panel_png_is_shown_at_its_natural_width(make):
 
     p = make()
     width = struct.unpack(">I", p.image.value[16:20])[0]
+    # source: vnetlab/viz/style.py FIG_WIDTH 9.0 inches x DPI 100 = 900 px
     assert width == round(p.figure.get_figwidth() * p.figure.dpi) <= 900
     assert p.image.layout.width == f"{width}px" and p.image.layout.max_width == "100%"
 
@@ -514,6 +517,7 @@ def test_cost_sliders_have_room_for_their_track():
     assert len(sliders) == 1 + len(stackpanels.COST_SLIDERS)
     for c in sliders:
         track = c.slider if isinstance(c, SizeSlider) else c
+        # source: vnetlab/widgets/base.py sets 220px / 300px track minimums; 200 is this test's floor
         assert int(track.layout.min_width.removesuffix("px")) >= 200, c.description
         assert not track.continuous_update
         assert isinstance(c, SizeSlider) or c.readout

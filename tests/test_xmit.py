@@ -211,10 +211,12 @@ def test_send_honours_the_device_mtu():
     ns = netdev.Namespace("6.1")
     eth = ns.nic("eth0", driver="router")
     r = xmit.send(eth, gso_skb(segs=4, gso_size=1600))
+    # net/ethernet/eth.c ether_setup: mtu ETH_DATA_LEN 1500; net/ipv4/ip_output.c ip_fragment drops DF segments
     assert r.wire_packets == 0 and r.dropped and "MTU 1500" in r.dropped[0][1]
     r2 = xmit.send(eth, gso_skb(segs=4, gso_size=1600), df=False)
     # ip_finish_output_gso: 4 segments of 1628 B of IP, each fragmented into 1480 + 148 (+ UDP header in the 1st)
     assert [p.frame_len for p in r2.segments] == [1514, 162] * 4
+    # source: the input, 4 segments of gso_size 1600; net/ipv4/ip_output.c ip_do_fragment keeps every payload byte
     assert sum(p.payload_len for p in r2.segments) == 4 * 1600
     eth.set_mtu(1700)
     assert xmit.send(eth, gso_skb(segs=4, gso_size=1600)).wire_packets == 4
@@ -298,6 +300,7 @@ def test_where_udp_gso_through_vxlan_is_segmented(kernel, underlay, where):
     if underlay == "virtio_net":
         # outer Ethernet + IPv4 + UDP + VXLAN + inner Ethernet = 50 bytes in front of every inner frame
         assert [p.frame_len for p in r.segments] == [50 + 14 + 20 + 8 + 1400] * 10
+    # source: the input, 10 segments of gso_size 1400; net/core/skbuff.c skb_segment keeps every payload byte
     assert r.payload_bytes == 14000
 
 
@@ -328,6 +331,7 @@ def test_a_non_gso_tcp_skb_keeps_its_tcp_header():
     # its protocol (iphdr->protocol); a 1-byte TCP segment is 14 + 20 + 32 (TCP with timestamps) + 1 on the wire.
     eth = netdev.Namespace("5.10").nic("eth0", driver="ixgbe")
     r = xmit.send(eth, gso_skb(l4="tcp", segs=1, gso_size=1), df=False)
+    # include/uapi/linux/if_ether.h ETH_HLEN 14, iphdr 20, tcphdr 20 + TCPOLEN_TSTAMP_ALIGNED 12 (include/net/tcp.h)
     assert [(p.frame_len, p.payload_len) for p in r.segments] == [(14 + 20 + 32 + 1, 1)]
 
 
@@ -365,6 +369,7 @@ def test_fragments_over_a_vlan_carry_the_tag_in_the_header_not_the_data():
     a.ethtool_K({"tx-vlan-hw-insert": False})  # the tag goes in-band at v0 (validate_xmit_vlan)
     r = xmit.send(vl, gso_skb(segs=1, gso_size=1600), df=False)
     assert r.payload_bytes == 1600 and all(p.vlan_tagged for p in r.segments)
+    # net/ipv4/ip_fragment.c ip_defrag: the whole datagram back, iphdr 20 + udphdr 8 + the 1600-byte input
     assert [s.len for s in r.peer_rx.delivered] == [20 + 8 + 1600]
 
 
