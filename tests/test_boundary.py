@@ -38,9 +38,9 @@ _EXEMPT = {
     "vnetlab.profiles.Arch.skb_with_overhead", "vnetlab.profiles.Arch.skb_head_align",
     # The decorator and its own helpers: they take functions and values to check, anything is valid input.
     "vnetlab.checks",
-    # The figure render path (viz.style, widgets.base's PNG encoder): the browser helper is rewriting it in its
-    # branch; decorated after that merge, not under it (a one-line @public per def would conflict everywhere).
-    "vnetlab.viz.style", "vnetlab.widgets.base.render_png", "vnetlab.widgets.base.png_width",
+    # matplotlib's own Artist.set, inherited by the figure class (not vnetlab's API); wrap_px takes width_px=inf
+    # for "no wrapping" from the drawings, which the float rule (finite only) would refuse.
+    "vnetlab.viz.style.ShownFigure.set", "vnetlab.viz.style.wrap_px",
 }
 
 
