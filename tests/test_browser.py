@@ -483,6 +483,7 @@ def test_static_handout(site, browser_context):
         assert not remote, f"handout.html asks the network for {remote}"
         rows = page.locator("table tr")
         assert rows.count() >= 8
+        # source: the seed rates of fb32856b16ad's patch mail (../shared/seeds/), as docs/handout.md quotes them
         assert "956,864 → 1,158,465" in page.locator("table").inner_text()
         assert page.locator("pre").count() >= 2
         assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1"), \

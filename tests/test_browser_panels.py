@@ -80,7 +80,8 @@ def test_panel_renders_once_at_natural_width(page):
     natural, shown, area = img.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width, "
                                         "img.closest('.jp-OutputArea-output').getBoundingClientRect().width]")
     print(f"output area {area:.0f} px, panel PNG {natural} px shown at {shown:.0f} px")
-    # drawn at the area's width (968 px at this viewport, as issue 11 measured): shown at its natural size
+    # drawn at the area's width (968 px at this viewport, as issue 11 measured): shown at its natural size;
+    # source: 900 px = vnetlab/viz/style.py FIG_WIDTH 9.0 in x DPI 100
     assert natural == 900 and area >= natural and abs(shown - natural) < 1.5, (natural, shown, area)
     static = _cell(page, 3).locator(".jp-RenderedImage img").first
     assert static.evaluate("img => img.naturalWidth") == 900
@@ -93,6 +94,7 @@ def test_no_collapsed_slider_no_cut_label(page, cell):
     tracks = panel.locator(".widget-slider .noUi-target")
     assert tracks.count() >= 2
     for w in tracks.evaluate_all("els => els.map(e => e.getBoundingClientRect().width)"):
+        # source: this test's floor, half the 300 px min_width vnetlab/widgets/base.py gives a slider (label included)
         assert w >= 150, f"slider track {w:.0f} px wide"
     cut = panel.locator(".widget-label, .widget-label-basic, label").evaluate_all(
         "els => els.filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)")
@@ -136,6 +138,7 @@ def test_slider_and_typed_value_change_the_figure(page):
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2, steps=5)
     page.mouse.up()
     _wait_new_image(page, img, before)
+    # source: the drag ends at 30 % of the track from 79 % (the input above): below the panel's 1000-byte default
     assert int(number.input_value()) < 1000
     _cell(page, 1).screenshot(path=str(ARTIFACTS / "packet_panel_moved.png"))
 

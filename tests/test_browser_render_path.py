@@ -42,6 +42,7 @@ def test_png_is_the_canvas_pixels(make):
     p = make()
     canvas = base._draw(p.figure)
     drawn = np.asarray(canvas.buffer_rgba())
+    # source: 255 is an opaque pixel's alpha in Agg's RGBA buffer (W3C PNG 11.2.2: RGB only when all are 255)
     assert (drawn[..., 3] == 255).all()
     assert np.array_equal(_pixels(p.png), drawn)
     im = Image.open(io.BytesIO(p.png))

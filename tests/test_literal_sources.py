@@ -36,10 +36,7 @@ THRESHOLD = 64  # below this a literal is a count or a small header size, read o
 
 # Files whose owners (see the helpers' ownership list) add their sources after the merge; the lead empties this.
 # test_literal_sources.py::test_pending_files_still_need_sources fails when one of them is done (remove it then).
-_PENDING = frozenset({
-    # browser (test_browser_render_path.py arrives with the browser branch)
-    "test_browser.py", "test_browser_panels.py", "test_browser_render_path.py",
-})
+_PENDING: frozenset[str] = frozenset()  # every test file is checked (the helpers' files were pending until the merge)
 
 
 @dataclass(frozen=True)
