@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vnetlab.checks import public
 from vnetlab.errors import UnknownFeatureError
@@ -306,7 +307,7 @@ class EthtoolK(Mapping[str, FeatureState]):
             raise UnknownFeatureError(f"{self.device}: no feature named {name!r}") from None
 
     @public
-    def get(self, name: str, default: FeatureState | None = None) -> FeatureState | None:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]  # noqa: ANN401 (any default, as Mapping.get)
         return self.states.get(name, default)
 
     def __contains__(self, name: object) -> bool:
