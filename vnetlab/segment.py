@@ -44,7 +44,6 @@ __all__ = [
     "max_gro_segs", "payload_len", "skb_gso_segment", "skb_segment", "skb_segment_list",
 ]
 
-_DEFAULT_K = _kernel(DEFAULT_KERNEL)
 # Geometry a caller adds to what the skb records: 802.1Q tags, tunnel header bytes, the link header.
 _Tags = Annotated[int, In(0, 8, "802.1Q tags in front beyond the skb's own")]
 _Tunnel = Annotated[int, In(0, 255, "tunnel header bytes in front beyond skb.tunnel_hlen")]
@@ -157,8 +156,7 @@ def gso_skb(
     check_ip(ip)
     if not isinstance(fraglist, bool):
         raise ValueError(f"fraglist must be True or False, got {fraglist!r}")
-    # a defaulted kernel is the one resolved at import: a stack's send asks no kernel string again (issue 20)
-    k = _DEFAULT_K if kernel is DEFAULT_KERNEL else _kernel(kernel)
+    k = _kernel(kernel)
     a = _arch(arch, k)
     if max_skb_frags is None:
         max_skb_frags = a.max_skb_frags

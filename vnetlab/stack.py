@@ -196,7 +196,7 @@ def send_gso(stack: Stack, *, segs: GroSegs = 44, gso_size: GsoSize = 1472,
              fraglist: bool = True) -> tuple[Skb, xmit.TxResult]:
     """A forwarded UDP GRO skb (fraglist: rx-gro-list; else rx-udp-gro-forwarding) sent to the stack's top device
     (xmit.gso_skb, xmit.send)."""
-    skb = xmit.gso_skb(segs=segs, gso_size=gso_size, fraglist=fraglist)
+    skb = xmit.gso_skb(segs=segs, gso_size=gso_size, fraglist=fraglist, kernel=stack.kernel)
     return skb, xmit.send(stack.egress, skb, kernel=stack.kernel, port=stack.port)
 
 
