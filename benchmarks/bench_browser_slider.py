@@ -21,8 +21,14 @@ update (what the machine's other load does not inflate); ``revisit`` marks a pre
 before (the ArrowLeft half); ``from_memory`` that the kernel answered it from the panel's remembered PNGs
 (widgets.base.SHOWN_CACHE: a value shown before, or the step ahead drawn while idle), ``drawn`` the others. The
 kernel's stamps come from widgets.base's debug timing (VNETLAB_PANEL_TIMING, off unless set). Results (p50/p95 per
-notebook and overall, the breakdown's medians and p95s, every press, the load average before and after) go to
-benchmarks/results/ as JSON. The machine's load matters: run it twice.
+notebook and overall, the breakdown's medians and p95s, every press with its epoch time ``key_epoch_ms``, the load
+average before and after) go to benchmarks/results/ as JSON; ``--kernel-log`` keeps the kernel's own lines (every
+update and every drawing ahead), to line up with a capture such as ``tcpdump -i lo -tt``. The machine's load
+matters: run it twice, with nothing else running.
+
+JupyterLab runs with the notebook windowing mode a reader has (JupyterLab's default, contentVisibility; the browser
+tests attach every cell, "none", and ``--windowing none`` measures that), with autosave off so that a run never
+writes the notebooks.
 
 Run: .venv/bin/python benchmarks/bench_browser_slider.py [--notebooks 10 20 30 40 50] [--presses 10]
 """
@@ -50,6 +56,18 @@ test_browser = importlib.util.module_from_spec(_spec)  # its panel finder and pa
 _spec.loader.exec_module(test_browser)
 
 RESULTS = ROOT / "benchmarks" / "results"
+WINDOWING = "@jupyterlab/notebook-extension/tracker.jupyterlab-settings"
+
+
+def lab_settings(windowing: str | None) -> dict:
+    """The tests' JupyterLab user settings (labharness.LAB_SETTINGS: no autosave, so a run never writes the
+    notebooks; no news), with the notebook's windowing mode a reader has: JupyterLab's default
+    (contentVisibility in 4.6, the notebook-extension's tracker schema) unless ``windowing`` names one; the browser
+    tests use "none" (every cell attached, so every output can be looked at)."""
+    settings = {k: v for k, v in labharness.LAB_SETTINGS.items() if k != WINDOWING}
+    if windowing is not None:
+        settings[WINDOWING] = {"windowingMode": windowing}
+    return settings
 PRESS_TIMEOUT_MS = 10_000
 PHASES = ("front", "comm_in", "model", "draw", "encode", "send", "comm_out", "widget", "decode", "paint")
 CPU_PHASES = ("cpu_model", "cpu_draw", "cpu_encode", "cpu_kernel")  # the kernel process's CPU time, ms
@@ -137,7 +155,7 @@ def _breakdown(page_t: dict, records: list[dict]) -> dict[str, float]:
     at = {k: origin + page_t[k] for k in ("key", "src", "shown") if page_t.get(k) is not None}  # epoch ms
     key_s, src_s = at["key"] / 1000, at["src"] / 1000
     mine = [r for r in records if key_s <= r["t"]["start"] <= src_s and "sent" in r["t"]]
-    phases: dict[str, float] = {"total": at["shown"] - at["key"]}
+    phases: dict[str, float] = {"total": at["shown"] - at["key"], "key_epoch_ms": at["key"]}
     sent = [origin + t for t, _ in page_t["sent"]]
     if mine:
         t = mine[-1]["t"]  # the update whose image was shown (an earlier one may have drawn a step in between)
@@ -289,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presses", type=int, default=10, help="presses each way per panel (default: 10)")
     ap.add_argument("--out", type=Path, default=None,
                     help="output JSON (default: benchmarks/results/browser_slider-<UTC time>.json)")
+    ap.add_argument("--windowing", default=None, choices=["none", "full", "defer", "contentVisibility"],
+                    help="JupyterLab's notebook windowing mode (default: JupyterLab's own, what a reader has)")
+    ap.add_argument("--kernel-log", type=Path, default=None,
+                    help="also keep the kernel's panel timing lines (every update and step drawn ahead) here")
     ap.add_argument("--label", default="", help="a note stored with the results (what this run measures)")
     args = ap.parse_args(argv)
     if args.presses < 1:
@@ -307,18 +329,22 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp:
         home, log = Path(tmp), Path(tmp) / "panel-timing.jsonl"
         with (labharness.jupyterlab(home / "lab", ROOT, home / "jupyterlab.log",
-                                    env={"MPLBACKEND": None, "VNETLAB_PANEL_TIMING": str(log)}) as lab,
+                                    env={"MPLBACKEND": None, "VNETLAB_PANEL_TIMING": str(log)},
+                                    lab_settings=lab_settings(args.windowing)) as lab,
               labharness.chromium(home / "profile", timeout_ms=60_000) as context):
             context.add_init_script(_WS_PROBE)
             for path in paths:
                 print(f"{path.name}")
                 rows += run_notebook(lab, context, path, args.presses, log)
+        if args.kernel_log is not None and log.exists():
+            args.kernel_log.write_text(log.read_text())
     summary = summarise(rows)
     load_after = _load()
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()
-    result = {"when": stamp, "label": args.label, "git": rev.stdout.strip() + ("+dirty" if dirty else ""),
+    result = {"when": stamp, "label": args.label, "windowing": args.windowing or "JupyterLab's default",
+              "git": rev.stdout.strip() + ("+dirty" if dirty else ""),
               "cpus": os.cpu_count(), "load_before": load_before, "load_after": load_after,
               "seconds": round(time.monotonic() - t0, 1), "notebooks": args.notebooks, "presses": args.presses,
               **summary, "rows": rows}

@@ -49,6 +49,10 @@ c.JupyterHub.spawner_class = "vnetlab_hub.WorkshopSpawner"
 c.WorkshopSpawner.notebooks_src = str(REPO / "notebooks/student")
 c.WorkshopSpawner.homes = os.environ.get("VNETLAB_HUB_HOMES", "/home")
 c.Spawner.cmd = [str(ENV / "bin/jupyterhub-singleuser")]
+# The kernel websocket with TCP_NODELAY, as the README's server config selects it (vnetlab/widgets/server.py: without
+# it a slider step's image waited up to 40 ms for the browser's delayed ACK).
+NODELAY = "vnetlab.widgets.server.NoDelayKernelWebsocketConnection"  # ENV has vnetlab; the hub's venv does not
+c.Spawner.args = [f"--ServerApp.kernel_websocket_connection_class={NODELAY}"]
 c.Spawner.default_url = "/lab/tree/student/00_welcome_and_map.ipynb"
 c.WorkshopSpawner.mpl_cache = str(ENV / "share/vnetlab-hub/matplotlib")  # built by hub.sh
 # ENV's bin first, so the kernel and its subprocesses use the pinned environment; nothing else leaks in.

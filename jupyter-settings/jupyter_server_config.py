@@ -13,3 +13,6 @@ c.ServerApp.root_dir = str(REPO)
 c.LabApp.default_url = "/lab/tree/notebooks/student/00_welcome_and_map.ipynb"
 # overrides.json next to this file sets JupyterLab's defaults: no news fetch, no update check (so no toast).
 c.LabApp.app_settings_dir = str(HERE)
+# The kernel websocket with TCP_NODELAY (vnetlab/widgets/server.py): without it the server's TCP held a slider step's
+# image until the browser's delayed ACK, up to 40 ms (measured; benchmarks/bench_browser_slider.py).
+c.ServerApp.kernel_websocket_connection_class = "vnetlab.widgets.server.NoDelayKernelWebsocketConnection"

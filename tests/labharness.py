@@ -131,13 +131,15 @@ class Lab:
 
 
 @contextlib.contextmanager
-def jupyterlab(home: Path, root_dir: Path, log_path: Path, *, env: Mapping[str, str | None] = {}) -> Iterator[Lab]:
+def jupyterlab(home: Path, root_dir: Path, log_path: Path, *, env: Mapping[str, str | None] = {},
+               lab_settings: Mapping[str, Any] = LAB_SETTINGS) -> Iterator[Lab]:
     """JupyterLab from the README's venv with the README's config, serving ``root_dir`` until the block ends (then
     terminated, killed if it must be); ``home`` holds its user settings, workspaces and runtime files; ``env`` adds
-    variables to its environment (None removes one)."""
+    variables to its environment (None removes one); ``lab_settings`` are the user settings written there (the
+    tests' LAB_SETTINGS by default)."""
     python = readme_venv()
     settings = home / "settings"
-    for rel, value in LAB_SETTINGS.items():
+    for rel, value in lab_settings.items():
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
         (settings / rel).write_text(json.dumps(value))
     port, token = free_port(), secrets.token_hex(16)

@@ -101,6 +101,12 @@ def test_two_attendees_reach_a_figure_and_move_a_control():
             assert home.stat().st_mode & 0o077 == 0, f"{home} is open to other attendees"
             assert (home / "vnetlab/student" / f"{NOTEBOOK}.ipynb").stat().st_uid == pwd.getpwnam(
                 vnetlab_hub.account(name)).pw_uid
+        # Each attendee's server runs with the kernel websocket the README's server config selects (TCP_NODELAY:
+        # vnetlab/widgets/server.py; tests/test_kernel_websocket.py asks a running server's socket).
+        from vnetlab.widgets import server
+        arg = f"--ServerApp.kernel_websocket_connection_class={server.CLASS_PATH}".encode()
+        servers = [c for c in attendee_cmdlines(names, loadtest) if any(b"jupyterhub-singleuser" in a for a in c)]
+        assert len(servers) == len(names) and all(arg in c for c in servers), servers
         # Beyond the hub's public port (here on loopback too) nothing listens anywhere but on 127.0.0.1.
         assert listening, "found no listening sockets of the hub's processes"
         public = [line for line in listening if not line[0].startswith("127.0.0.1:")]
@@ -112,6 +118,19 @@ def test_two_attendees_reach_a_figure_and_move_a_control():
         shutil.rmtree(workdir, ignore_errors=True)
     left = {n for n in names if vnetlab_hub.account(n) in loadtest.existing_accounts()}
     assert not left, f"accounts left behind: {left}"
+
+
+def attendee_cmdlines(names, loadtest):
+    """The argument vectors of the attendees' processes."""
+    uids = {pwd.getpwnam(loadtest.account(n)).pw_uid for n in names}
+    out = []
+    for p in loadtest.all_pids():
+        try:
+            if loadtest.uid_of(p) in uids:
+                out.append(Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0"))
+        except OSError:
+            continue  # exited meanwhile
+    return out
 
 
 def listeners(hub, names, loadtest):
