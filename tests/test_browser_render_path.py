@@ -204,3 +204,189 @@ def test_panels_that_override_on_change_draw_ahead_too():
         return counted.calls
 
     assert asyncio.run(steps()) == 2  # 1470 came from memory
+
+
+def test_an_explorer_toggle_draws_its_way_back_ahead():
+    """Notebook 40's explorer: after a click on a feature's button, the click back (the same button again) is
+    drawn while the kernel is idle; that click is then answered from memory with what a fresh explorer shows for
+    the same ethtool -K history, and its own click back is drawn in turn."""
+    async def clicks():
+        p = explorer.explorer_panel()
+        p.state_fn = counted = _Counted(p.state_fn)
+        (dev, feature), button = next((k, t) for k, t in p.toggles.items() if not t.icon)  # not [fixed]
+        button.value = not button.value  # ethtool -K <dev> <feature> off: drawn now
+        assert counted.calls == 1
+        await asyncio.sleep(0)
+        assert counted.calls == 2, "the click back was not drawn ahead"
+        button.value = not button.value  # back: from memory
+        assert counted.calls == 2, "the click back was drawn again"
+        shown = (p.png, p.message.value, list(p.commands))
+        await asyncio.sleep(0)
+        assert counted.calls == 3  # and the next click back
+        return p, shown
+
+    p, (png, text, commands) = asyncio.run(clicks())
+    assert len(commands) == 2 and commands[0][0] == commands[1][0]
+    fresh = explorer.explorer_state(**{**p.params(), "ethtool": tuple(commands)})
+    assert png == base.render_png(fresh.figure) and text == fresh.text
+
+
+def test_a_refused_toggle_draws_nothing_ahead():
+    async def click():
+        p = explorer.explorer_panel()
+        p.state_fn = counted = _Counted(p.state_fn)
+        button = next(t for t in p.toggles.values() if t.icon == "lock")  # [fixed]: ethtool -K refuses it
+        button.value = not button.value
+        await asyncio.sleep(0)
+        return counted.calls, p.commands
+
+    calls, commands = asyncio.run(click())
+    assert calls == 1 and commands == []
+
+
+def _prefetched(make, monkeypatch, turns: int = 50):
+    """A panel made inside a running loop, after ``turns`` idle loop turns (PREFETCH_DELAY_S set to 0)."""
+    monkeypatch.setattr(base, "PREFETCH_DELAY_S", 0.0)
+
+    async def made():
+        p = make()
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        return p
+
+    return asyncio.run(made())
+
+
+def test_a_panel_just_shown_draws_the_first_steps_while_idle(monkeypatch):
+    """Each integer slider one step either way and each checkbox flipped are remembered before the reader acts:
+    the first step is then answered from memory with what a fresh panel draws for it."""
+    p = _prefetched(rxpanels.packet_panel, monkeypatch)
+    p.state_fn = counted = _Counted(p.state_fn)
+    sliders = [n for n, c in p.controls.items() if isinstance(c, base.SizeSlider | base.W.IntSlider)]
+    boxes = [n for n, c in p.controls.items() if isinstance(c, base.W.Checkbox)]
+    assert sliders
+    for name in sliders:
+        c = p.controls[name]
+        for v in (c.value + c.step, c.value - c.step):
+            if c.min <= v <= c.max:
+                assert base._shown_key({**p.params(), name: v}) in p._shown, (name, v)
+    for name in boxes:
+        assert base._shown_key({**p.params(), name: not p.controls[name].value}) in p._shown, name
+    name = sliders[0]
+    start = p.controls[name].value
+    p.controls[name].value = start + p.controls[name].step
+    assert counted.calls == 0, "the first step was drawn on demand"
+    fresh = rxpanels.packet_panel(**{name: start + p.controls[name].step})
+    assert p.png == fresh.png and p.message.value == fresh.message.value
+
+
+def test_the_first_steps_stop_once_the_reader_acts(monkeypatch):
+    monkeypatch.setattr(base, "PREFETCH_DELAY_S", 0.0)
+
+    async def run():
+        p = rxpanels.packet_panel()
+        p.state_fn = counted = _Counted(p.state_fn)
+        c = p.controls["payload_len"]
+        c.value = c.value + 500  # a jump before anything was drawn ahead: one drawing, nothing ahead of it
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return counted.calls
+
+    assert asyncio.run(run()) == 1
+
+
+def test_an_update_and_a_drawing_ahead_on_two_threads_never_mix_figures():
+    """Widget messages run on a kernel subshell's thread while the first steps are drawn on the main one: the
+    panel's lock keeps each PNG the figure of its own parameters (Pillow-decoded pixels equal a fresh panel's)."""
+    import threading
+
+    p = rxpanels.packet_panel()
+    c = p.controls["payload_len"]
+    values = [c.value + 3 * i for i in range(1, 9)]
+    ahead = [{**p.params(), "payload_len": v + 1} for v in values]
+    errors: list[BaseException] = []
+
+    def draw_ahead():
+        try:
+            for params in ahead:
+                p._draw_for_later(params, base._shown_key(params))
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    t = threading.Thread(target=draw_ahead)
+    t.start()
+    shown = []
+    for v in values:
+        c.value = v
+        shown.append((v, p.png))
+    t.join()
+    assert not errors
+    for v, png in shown:
+        assert png == rxpanels.packet_panel(payload_len=v).png, v
+    for params in ahead:
+        png = p._shown[base._shown_key(params)][1]
+        assert png == rxpanels.packet_panel(payload_len=params["payload_len"]).png, params["payload_len"]
+
+
+# ethtool -K histories on notebook 40's default stack (6.1, VLAN on the router NIC): pairs that end in the same
+# features and pairs that do not (Device.ethtool_K; "[requested on]" keeps a request in wanted_features)
+_SG_OFF = ("eth0.10", {"tx-scatter-gather": False})
+_SG_ON = ("eth0.10", {"tx-scatter-gather": True})
+_CSUM_OFF = ("eth0", {"tx-checksum-ip-generic": False})
+_CSUM_ON = ("eth0", {"tx-checksum-ip-generic": True})
+_SAME = [((), (_SG_OFF, _SG_ON)), ((_CSUM_OFF,), (_SG_OFF, _CSUM_OFF, _SG_ON)), ((), (_SG_OFF, _SG_ON) * 2)]
+_DIFFERENT = [((), (_SG_OFF,)), ((_CSUM_OFF,), ()), ((_SG_OFF,), (_CSUM_OFF,))]
+
+
+@pytest.mark.parametrize("a, b", _SAME + _DIFFERENT, ids=[f"same{i}" for i in range(len(_SAME))]
+                         + [f"different{i}" for i in range(len(_DIFFERENT))])
+def test_the_explorer_drawing_key_says_when_two_histories_draw_the_same_figure(a, b):
+    """Equal keys must mean equal pixels, rendered fresh for each history (not from the panel's memory); the
+    pairs that end in different features get different keys and draw different figures."""
+    base_params = explorer.explorer_panel().params()
+    pa, pb = ({**base_params, "ethtool": h} for h in (a, b))
+    png_a, png_b = (base.render_png(explorer.explorer_state(**p).figure) for p in (pa, pb))
+    same = explorer.drawing_key(pa) == explorer.drawing_key(pb)
+    assert same == ((a, b) in _SAME)
+    assert (png_a == png_b) == same
+
+
+def test_equal_explorer_drawing_keys_draw_equal_pixels_over_random_histories():
+    """A sample of ethtool -K histories on two stacks (seeded): wherever two keys are equal, so are the PNGs."""
+    import random
+
+    rng = random.Random(20)
+    names = [("eth0.10", "tx-scatter-gather"), ("eth0", "tx-checksum-ip-generic"), ("eth0", "tx-scatter-gather"),
+             ("eth0.10", "tx-tcp-segmentation"), ("eth0", "tx-udp-segmentation")]
+    repeats = 0
+    for upper in ("vlan", "macvlan"):
+        params = explorer.explorer_panel(upper=upper).params()
+        by_key: dict = {}
+        for _ in range(12):
+            hist = tuple((d.replace("eth0.10", "eth0.10" if upper == "vlan" else "mv0"), {f: rng.random() < 0.5})
+                         for d, f in rng.choices(names, k=rng.randint(0, 4)))
+            p = {**params, "ethtool": hist}
+            key = explorer.drawing_key(p)
+            if key is None:
+                continue
+            png = base.render_png(explorer.explorer_state(**p).figure)
+            repeats += key in by_key
+            assert by_key.setdefault(key, png) == png, hist
+    assert repeats >= 5  # the sample does reach the same features by different histories
+
+def test_a_toggle_back_reuses_the_pixels_of_the_same_features():
+    """In the panel: clicking a feature off and on again ends in the features it started from; the PNG drawn
+    then is the one shown at the start (no Agg drawing), and the message still lists both commands."""
+    p = explorer.explorer_panel()
+    start = p.png
+    (dev, feature), button = next((k, t) for k, t in p.toggles.items() if not t.icon)
+    drawn = []
+    real = base._draw
+    base._draw = lambda fig: drawn.append(fig) or real(fig)
+    try:
+        button.value = not button.value
+        button.value = not button.value
+    finally:
+        base._draw = real
+    assert len(drawn) == 1, "the figure of the starting features was drawn again"
+    assert p.png == start and p.message.value.count("ethtool -K") == 2

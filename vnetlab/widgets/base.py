@@ -21,6 +21,7 @@ import json
 import os
 import re
 import struct
+import threading
 import time
 import zlib
 from collections import OrderedDict
@@ -273,6 +274,11 @@ _NO_CLOCK = _NoClock()
 
 # What a panel remembers (Panel docstring): a slider's neighbourhood both ways; a PNG is 20-65 KB.
 SHOWN_CACHE = 32
+# A panel just shown draws, once the kernel has been idle this long, one step either way of each integer slider and
+# the other value of each checkbox and toggle button (Panel._prefetch): a reader's first step is then answered from
+# memory, as the following ones are (the step ahead). One drawing per loop turn, so a reader's action waits for
+# one drawing at most; it stops as soon as the reader changes anything.
+PREFETCH_DELAY_S = 0.5
 
 
 def _shown_key(params: Mapping[str, Any]) -> Hashable | None:
@@ -307,18 +313,30 @@ class Panel(W.VBox):
     A panel remembers what it showed for the last :data:`SHOWN_CACHE` sets of parameters (state, summary, PNG):
     a slider moved back to a value it showed is answered without the model, the drawing or the PNG. The figure
     is then redrawn for those parameters only when something reads :attr:`figure` or :attr:`state`. (A state
-    function is a plain function of the parameters, and an updated figure draws what a fresh one does.)
+    function is a plain function of the parameters, and an updated figure draws what a fresh one does.) It also
+    remembers what it has not shown yet, drawn while the kernel is idle: the next step of a slider stepped with
+    the keyboard (:meth:`_draw_ahead`), and, once shown, the first step of each slider and each checkbox flipped
+    (:meth:`_prefetch`). ``png_key(params)``, where given, names what the figure shows, so that parameters with an
+    equal key reuse the PNG without Agg drawing it (notebook 40's explorer: the devices' features, whatever
+    ethtool -K history led there).
     """
 
     @public
     def __init__(self, state_fn: Callable[..., PanelState], controls: dict[str, W.DOMWidget], *,
                  rows: Sequence[Sequence[str]] | None = None,
                  figure_key: Callable[[dict[str, Any]], Hashable] | None = None,
-                 constrain: Callable[[Panel], None] | None = None) -> None:
+                 constrain: Callable[[Panel], None] | None = None,
+                 png_key: Callable[[dict[str, Any]], Hashable | None] | None = None) -> None:
+        # One drawing at a time: JupyterLab sends widget messages to a kernel subshell (its commsOverSubshells
+        # setting), so updates run on that thread while the cell that made the panel, and the first steps drawn
+        # after it (_prefetch), run on the main one; both share the panel's figure and memory.
+        self._lock = threading.RLock()
         self.state_fn = state_fn
         self.controls = controls
         self.figure_key = figure_key
         self.constrain = constrain
+        self.png_key = png_key
+        self._pngs: OrderedDict[Hashable, bytes] = OrderedDict()  # png_key -> PNG (the figure's pixels)
         self._figures: dict[Hashable, Figure] = {}
         self._figure: Figure = new_figure()
         self.image = W.Image(format="png", layout=W.Layout(height="auto", max_width="100%"))
@@ -346,6 +364,7 @@ class Panel(W.VBox):
             c.observe(self._on_change, names="value")
             c.observe(self._draw_ahead, names="value")  # after _on_change, which subclasses override
         self.update()
+        self._prefetch()
 
     def params(self) -> dict[str, Any]:
         return {name: c.value for name, c in self.controls.items()}
@@ -372,10 +391,11 @@ class Panel(W.VBox):
 
     def _catch_up(self) -> None:
         """Draw the figure for the parameters a remembered PNG shows."""
-        params, self._stale = self._stale, None
-        if params is not None:
-            self._state = self.state_fn(**params, fig=self._figure_for(params))
-            self._figure = self._state.figure
+        with self._lock:
+            params, self._stale = self._stale, None
+            if params is not None:
+                self._state = self.state_fn(**params, fig=self._figure_for(params))
+                self._figure = self._state.figure
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
@@ -404,9 +424,42 @@ class Panel(W.VBox):
         if name is None or not isinstance(old, int) or not isinstance(new, int) or abs(new - old) != owner.step:
             return
         ahead = new + (owner.step if new > old else -owner.step)
-        if not owner.min <= ahead <= owner.max:
+        if owner.min <= ahead <= owner.max:
+            self._ahead({**self.params(), name: ahead})
+
+    def _prefetch(self) -> None:
+        """Schedule the first steps a reader can take from what the panel shows now (:data:`PREFETCH_DELAY_S`):
+        each integer slider one step right and left, each checkbox and toggle button flipped, drawn one per loop
+        turn into :data:`SHOWN_CACHE` while the parameters are still the ones shown. Only where a loop runs."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
             return
-        params = {**self.params(), name: ahead}
+        if self.error is not None:
+            return
+        shown = self.params()
+        steps: list[dict[str, Any]] = []
+        for name, c in self.controls.items():
+            if isinstance(c, SizeSlider | W.IntSlider) and type(c.value) is int:
+                steps += [{**shown, name: v} for v in (c.value + c.step, c.value - c.step) if c.min <= v <= c.max]
+        for name, c in self.controls.items():
+            if isinstance(c, W.Checkbox | W.ToggleButton) and type(c.value) is bool and not c.disabled:
+                steps.append({**shown, name: not c.value})
+
+        def next_one() -> None:
+            if not steps or self.params() != shown or self.error is not None:
+                return  # done, or the reader moved something: the step ahead takes over
+            params = steps.pop(0)
+            key = _shown_key(params)
+            if key is not None and key not in self._shown:
+                self._draw_for_later(params, key)
+            loop.call_soon(next_one)
+
+        loop.call_later(PREFETCH_DELAY_S, next_one)
+
+    def _ahead(self, params: dict[str, Any]) -> None:
+        """Draw ``params`` into :data:`SHOWN_CACHE` once the kernel is idle (an asyncio callback: the kernel's loop
+        runs it after this update's messages are sent); nothing where no loop runs or it is remembered already."""
         key = _shown_key(params)
         if key is None or key in self._shown:
             return
@@ -418,6 +471,10 @@ class Panel(W.VBox):
 
     def _draw_for_later(self, params: dict[str, Any], key: Hashable) -> None:
         """Draw ``params`` into :data:`SHOWN_CACHE` without showing it (the widgets keep what they show)."""
+        with self._lock:
+            self._draw_for_later_locked(params, key)
+
+    def _draw_for_later_locked(self, params: dict[str, Any], key: Hashable) -> None:
         if key in self._shown or self.error is not None:
             return
         clock = _RenderClock(self) if TIMING_LOG else _NO_CLOCK
@@ -431,11 +488,30 @@ class Panel(W.VBox):
             if fig is self._figure:
                 self._stale = shown  # the figure now holds the step ahead; redrawn for what is shown if read
         clock.mark("state")
+        self._remember(key, state, self._png_of(params, state, clock))
+        clock.done(params, ahead=True)
+
+    def _png_of(self, params: dict[str, Any], state: PanelState, clock: _RenderClock | _NoClock) -> bytes:
+        """The PNG of ``state``'s figure: Agg's pixels encoded, or, for a panel with ``png_key``, the PNG drawn
+        before for an equal key (``png_key(params)`` names everything the figure shows, so equal keys draw equal
+        pixels: notebook 40's explorer keys by the devices' features, not by the ethtool -K commands that led
+        there)."""
+        key = self.png_key(params) if self.png_key is not None else None
+        png = self._pngs.get(key) if key is not None else None
+        if png is not None:
+            self._pngs.move_to_end(key)
+            clock.mark("drawn")
+            clock.mark("encoded")
+            return png
         canvas = _draw(state.figure)
         clock.mark("drawn")
-        self._remember(key, state, _encode_png(canvas))
+        png = _encode_png(canvas)
         clock.mark("encoded")
-        clock.done(params, ahead=True)
+        if key is not None:
+            self._pngs[key] = png
+            if len(self._pngs) > SHOWN_CACHE:
+                self._pngs.popitem(last=False)
+        return png
 
     def _remember(self, key: Hashable, state: PanelState, png: bytes) -> None:
         self._shown[key] = (state, png)
@@ -452,6 +528,10 @@ class Panel(W.VBox):
 
     def update(self) -> PanelState | None:
         """Recompute and redraw; a ValueError from the model is shown as text and the figure is hidden."""
+        with self._lock:
+            return self._update_locked()
+
+    def _update_locked(self) -> PanelState | None:
         clock = _RenderClock(self) if TIMING_LOG else _NO_CLOCK
         if self.constrain is not None:
             with self.hold():
@@ -481,10 +561,7 @@ class Panel(W.VBox):
                 return None
             clock.mark("state")
             self._figure = state.figure
-            canvas = _draw(state.figure)
-            clock.mark("drawn")
-            png = _encode_png(canvas)
-            clock.mark("encoded")
+            png = self._png_of(params, state, clock)
             if key is not None:
                 self._remember(key, state, png)
         self.error = None

@@ -10,7 +10,7 @@ FixedFeatureError): the panel shows the refusal and the toggle springs back; the
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import ipywidgets as W
@@ -22,8 +22,8 @@ from vnetlab.profiles import DEFAULT_KERNEL
 from vnetlab.viz import featuregrid, stacks
 from vnetlab.widgets.base import Panel, PanelState, choice
 
-__all__ = ["EXPLORER_KERNELS", "EthtoolCommand", "apply_ethtool", "refusal_html", "explorer_state", "EthtoolPanel",
-           "explorer_panel"]
+__all__ = ["EXPLORER_KERNELS", "EthtoolCommand", "apply_ethtool", "drawing_key", "refusal_html", "explorer_state",
+           "EthtoolPanel", "explorer_panel"]
 
 # Before and after 2e4ef10f5850 (v5.11), the workbook's reference kernel and the newest profile.
 EXPLORER_KERNELS = ("5.10", "5.11", "6.1", "6.18")
@@ -57,6 +57,24 @@ def apply_ethtool(stack: stacks.Stack, commands: Sequence[EthtoolCommand]) -> tu
             continue
         applied.append(cmd)
     return applied, refused
+
+
+@public
+def drawing_key(params: Mapping[str, Any]) -> Hashable | None:
+    """What the explorer's figure shows for ``params`` (explorer_state's): the stack and skbs asked for and every
+    device's feature sets after the ethtool -K commands (features, wanted, hw, vlan, hw_enc, mpls, gso_partial:
+    all that Device.ethtool_K and the stacking change, and all that the grid and the skbs' walk read). Two
+    command histories ending in the same features draw the same figure (EthtoolPanel's png_key); None where the
+    parameters are refused."""
+    try:
+        stack = stacks.build_stack(kernel=params["kernel"], upper=params["upper"], nic=params["nic"])
+        apply_ethtool(stack, params.get("ethtool", ()))
+    except (ValueError, KeyError):
+        return None
+    devices = tuple((d.name, d.features, d.wanted_features, d.hw_features, d.vlan_features, d.hw_enc_features,
+                     d.mpls_features, d.gso_partial_features) for d in stack.devices())
+    return (params["kernel"], params["nic"], params["upper"], params.get("udp_segs"), params.get("fraglist_segs"),
+            params.get("gso_size"), devices)
 
 
 @public
@@ -106,7 +124,7 @@ class EthtoolPanel(Panel):
     @public
     def __init__(self, state_fn: Any, controls: dict[str, W.ValueWidget], *,
                  structural: Sequence[str] = ("kernel", "nic", "upper"), rows: Sequence[Sequence[str]] | None = None,
-                 constrain: Any = None) -> None:  # noqa: ANN401
+                 constrain: Any = None, png_key: Any = None) -> None:  # noqa: ANN401
         self.commands: list[EthtoolCommand] = []
         self.toggles: dict[tuple[str, str], W.ToggleButton] = {}
         self._buttons: list[W.ToggleButton] = []
@@ -114,7 +132,7 @@ class EthtoolPanel(Panel):
         self.structural = tuple(structural)
         self._syncing = False
         self.toggle_box = W.GridBox()
-        super().__init__(state_fn, controls, rows=rows, constrain=constrain)
+        super().__init__(state_fn, controls, rows=rows, constrain=constrain, png_key=png_key)
         self.children = (*self.children[:-2], self.toggle_box, *self.children[-2:])
         self._rebuild_toggles()
 
@@ -123,10 +141,11 @@ class EthtoolPanel(Panel):
 
     @public
     def update(self, *, sync: bool = True) -> PanelState | None:
-        state = super().update()
-        if sync and state is not None and self.toggles:
-            self._sync_toggles(state.extra["grid"])
-        return state
+        with self._lock:
+            state = super().update()
+            if sync and state is not None and self.toggles:
+                self._sync_toggles(state.extra["grid"])
+            return state
 
     def _on_change(self, change: dict[str, Any]) -> None:
         if any(change["owner"] is self.controls.get(n) for n in self.structural):
@@ -139,7 +158,9 @@ class EthtoolPanel(Panel):
     def _rebuild_toggles(self) -> None:
         """One row per device of the current stack, one button per grid column (kernel's ethtool names). Widgets
         are pooled and relabelled (making ipywidgets is most of a stack change's time)."""
-        grid = self.state.extra["grid"] if self.state is not None else None
+        # _state, not state: the grid shown is all this needs (reading state would redraw the figure when it
+        # holds a state drawn ahead; Panel.state)
+        grid = self._state.extra["grid"] if self._state is not None else None
         if grid is None:
             self.toggles = {}
             self.toggle_box.children = ()
@@ -203,10 +224,10 @@ class EthtoolPanel(Panel):
 
     def _on_toggle(self, change: dict[str, Any]) -> None:
         key = next((k for k, t in self.toggles.items() if t is change["owner"]), None)
-        if self._syncing or self.state is None or key is None:
+        if self._syncing or self._state is None or key is None:  # _state: as in _rebuild_toggles
             return
         dev, feature = key
-        eth = next(c.ethtool for c in self.state.extra["grid"].row(dev).cells if c.feature == feature)
+        eth = next(c.ethtool for c in self._state.extra["grid"].row(dev).cells if c.feature == feature)
         cmd: EthtoolCommand = (dev, {eth: bool(change["new"])})
         self.commands.append(cmd)
         state = self.update()
@@ -214,6 +235,11 @@ class EthtoolPanel(Panel):
             self.commands.pop()  # ethtool -K failed: nothing changed, and the button springs back
             if state is not None:
                 self._sync_toggles(state.extra["grid"])
+            return
+        # The likeliest next click is this button again (a reader turns a feature off, looks, turns it back on):
+        # draw that state while the kernel is idle, as a slider draws its next step (Panel._ahead).
+        back: EthtoolCommand = (dev, {eth: not self.toggles[key].value})
+        self._ahead({**self.params(), "ethtool": (*self.commands, back)})
 
 
 @public
@@ -225,4 +251,4 @@ def explorer_panel(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: 
         "nic": choice(nic, [(label, key) for key, (label, *_r) in stacks.NICS.items()], "lower device"),
         "upper": choice(upper, [(key.replace("_", " "), key) for key in stacks.UPPERS], "stacked on it"),
     }
-    return EthtoolPanel(explorer_state, controls)
+    return EthtoolPanel(explorer_state, controls, png_key=drawing_key)
