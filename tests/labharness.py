@@ -15,7 +15,6 @@ this machine needs: no sandbox as root, no GPU, no background connections to the
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import json
 import os
@@ -69,9 +68,8 @@ def sync_playwright() -> Any:  # noqa: ANN401
 
 def readme_install() -> str:
     """The README open command's venv and pip part: every step of its `&&` chain before `jupyter lab`."""
-    steps = readme_open_command().split(" && ")
-    install = [step for step in steps if not re.search(r"\bjupyter lab\b", step)]
-    assert install and install[0].startswith("python3 -m venv .venv"), f"the open command makes no venv: {steps}"
+    install = open_check.readme_install(ROOT).split(" && ")
+    assert install and install[0].startswith("python3 -m venv .venv"), f"the open command makes no venv: {install}"
     assert all(s.startswith((".venv/bin/pip ", "python3 -m venv ")) for s in install), install
     return " && ".join(install)
 
@@ -89,9 +87,8 @@ def readme_config_args() -> list[str]:
 def readme_venv() -> Path:
     """The python of a venv made by the README's open command's install part (at artifacts/readme-venv/)."""
     install = readme_install()
-    stamp_text = hashlib.sha256("\0".join([install, (ROOT / "requirements.lock").read_text(),
-                                            (ROOT / "pyproject.toml").read_text()]).encode()).hexdigest()
-    stamp = README_VENV / "vnetlab-readme-install.sha256"
+    stamp_text = open_check.install_stamp(ROOT)  # tools/open_check.py --keep-venv (CI) writes the same stamp
+    stamp = README_VENV / open_check.STAMP_NAME
     python = README_VENV / "bin" / "python"
     if python.exists() and stamp.exists() and stamp.read_text() == stamp_text:
         return python

@@ -215,3 +215,28 @@ def test_wheelhouse_filters_the_lock_per_platform():
     assert "pywinpty" in names("windows-amd64") and "pexpect" not in names("windows-amd64")
     every = set(_lock("requirements.lock"))
     assert names("linux-x86_64") <= every and len(names("linux-x86_64")) >= len(every) - 10
+
+
+def test_the_kept_venv_is_the_open_commands_copied_with_the_stamp_the_browser_tests_check(tmp_path):
+    """tools/open_check.py --keep-venv (CI): a copy of the .venv the README's command made, symlinks kept (a venv's
+    bin/python is one), stamped from the install command, requirements.lock and pyproject.toml; a changed lock
+    changes the stamp, so tests/labharness.py builds a fresh venv instead of trusting a stale copy."""
+    import hashlib
+    import shutil
+
+    root = tmp_path / "clone"
+    root.mkdir()
+    for name in ("README.md", "requirements.lock", "pyproject.toml"):
+        shutil.copy(ROOT / name, root / name)
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").symlink_to("/usr/bin/python3")
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    dest = tmp_path / "artifacts" / "readme-venv"
+    open_check.keep_venv(root, dest)
+    assert (dest / "bin" / "python").is_symlink() and (dest / "pyvenv.cfg").read_text() == "home = /usr/bin\n"
+    install = " && ".join(s for s in _readme_commands()[0].split(" && ") if "jupyter lab" not in s)
+    expected = hashlib.sha256("\0".join([install, (ROOT / "requirements.lock").read_text(),
+                                         (ROOT / "pyproject.toml").read_text()]).encode()).hexdigest()
+    assert (dest / open_check.STAMP_NAME).read_text() == expected
+    (root / "requirements.lock").write_text("changed\n")
+    assert open_check.install_stamp(root) != expected

@@ -11,14 +11,21 @@ JupyterLab's notification settings, as the server hands them to the page, fetch 
 (install done) and when it answered.
 
     python3 tools/open_check.py [--timeout SECONDS]     # exit 0 when the server answered, 1 otherwise
+    python3 tools/open_check.py --keep-venv artifacts/readme-venv   # and keep a copy of the venv it made
+
+``--keep-venv`` (CI, as root) copies the ``.venv`` the README's command just made, before the test command adds the
+test lock to it, with :func:`install_stamp`: tests/labharness.py serves the browser tests from that copy instead
+of running the same install again (the venv is the README's own, made by its command verbatim).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,6 +45,30 @@ def readme_commands(readme: Path = ROOT / "README.md") -> list[str]:
     """The README's set-up commands, in order: [open, test]."""
     setup = readme.read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
     return [block.strip() for block in re.findall(r"```sh\n(.*?)```", setup, re.S)]
+
+
+STAMP_NAME = "vnetlab-readme-install.sha256"  # in a venv made by the open command's install (labharness reads it)
+
+
+def readme_install(root: Path = ROOT) -> str:
+    """The open command's venv and pip part: every step of its ``&&`` chain before ``jupyter lab``."""
+    steps = readme_commands(root / "README.md")[0].split(" && ")
+    return " && ".join(step for step in steps if not re.search(r"\bjupyter lab\b", step))
+
+
+def install_stamp(root: Path = ROOT) -> str:
+    """What a venv made by the README's install was made from: the install command, requirements.lock and
+    pyproject.toml (a venv whose stamp differs is stale)."""
+    return hashlib.sha256("\0".join([readme_install(root), (root / "requirements.lock").read_text(),
+                                      (root / "pyproject.toml").read_text()]).encode()).hexdigest()
+
+
+def keep_venv(root: Path, dest: Path) -> None:
+    """Copy ``root/.venv`` (as the README's install left it) to ``dest``, stamped with :func:`install_stamp`."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(root / ".venv", dest, symlinks=True)
+    (dest / STAMP_NAME).write_text(install_stamp(root))
 
 
 def _session_pids(sid: int) -> list[int]:
@@ -187,6 +218,8 @@ def open_workbook(root: Path, log_path: Path, *, timeout: float, env: dict[str, 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=900, help="seconds for install and start-up together")
+    parser.add_argument("--keep-venv", type=Path, default=None,
+                        help="after a pass, copy the .venv the command made here, stamped (tests/labharness.py)")
     args = parser.parse_args(argv)
 
     user = os.environ.get("USER") or str(os.getuid())
@@ -201,6 +234,11 @@ def main(argv: list[str]) -> int:
     opened.stop()
     print(f"[open-check] OK: {opened.url} root {opened.root_dir} lands on {START_NOTEBOOK}, no news toast; "
           f"install {opened.installed_s:.1f} s, server answering at {opened.answered_s:.1f} s")
+    if args.keep_venv is not None:
+        dest = args.keep_venv if args.keep_venv.is_absolute() else ROOT / args.keep_venv
+        t0 = time.monotonic()
+        keep_venv(ROOT, dest)
+        print(f"[open-check] the venv it made, copied to {dest} in {time.monotonic() - t0:.1f} s")
     return 0
 
 
