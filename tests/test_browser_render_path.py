@@ -244,9 +244,10 @@ def test_a_refused_toggle_draws_nothing_ahead():
     assert calls == 1 and commands == []
 
 
-def _prefetched(make, monkeypatch, turns: int = 50):
+def _prefetched(make, monkeypatch, turns: int = 50, prefetch: bool = True):
     """A panel made inside a running loop, after ``turns`` idle loop turns (PREFETCH_DELAY_S set to 0)."""
     monkeypatch.setattr(base, "PREFETCH_DELAY_S", 0.0)
+    monkeypatch.setattr(base, "PREFETCH", prefetch)
 
     async def made():
         p = make()
@@ -280,8 +281,27 @@ def test_a_panel_just_shown_draws_the_first_steps_while_idle(monkeypatch):
     assert p.png == fresh.png and p.message.value == fresh.message.value
 
 
+def test_a_hub_draws_no_first_steps(monkeypatch):
+    """On a workshop hub (VNETLAB_HOSTED, deploy/jupyterhub_config.py) nothing is drawn that nobody asked for."""
+    p = _prefetched(rxpanels.packet_panel, monkeypatch, prefetch=False)
+    assert len(p._shown) == 1  # what it shows
+    import subprocess
+    import sys
+
+    hosted = subprocess.run([sys.executable, "-c", "import vnetlab.widgets.base as b; print(b.PREFETCH)"],
+                            env={**__import__("os").environ, "VNETLAB_HOSTED": "jupyterhub"},
+                            capture_output=True, text=True, check=True)
+    assert hosted.stdout.strip() == "False"
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert '"VNETLAB_HOSTED": "jupyterhub"' in (root / "deploy" / "jupyterhub_config.py").read_text()
+    assert "VNETLAB_HOSTED: jupyterhub" in (root / "deploy" / "k8s" / "values.yaml").read_text()
+
+
 def test_the_first_steps_stop_once_the_reader_acts(monkeypatch):
     monkeypatch.setattr(base, "PREFETCH_DELAY_S", 0.0)
+    monkeypatch.setattr(base, "PREFETCH", True)
 
     async def run():
         p = rxpanels.packet_panel()

@@ -277,8 +277,11 @@ SHOWN_CACHE = 32
 # A panel just shown draws, once the kernel has been idle this long, one step either way of each integer slider and
 # the other value of each checkbox and toggle button (Panel._prefetch): a reader's first step is then answered from
 # memory, as the following ones are (the step ahead). One drawing per loop turn, so a reader's action waits for
-# one drawing at most; it stops as soon as the reader changes anything.
+# one drawing at most; it stops as soon as the reader changes anything. Not on a workshop hub (VNETLAB_HOSTED, set by
+# deploy/jupyterhub_config.py and deploy/k8s/values.yaml): its attendees share cores and run the same cell within
+# seconds, so figures nobody asked for would delay the figures others did (deploy/README.md).
 PREFETCH_DELAY_S = 0.5
+PREFETCH = not os.environ.get("VNETLAB_HOSTED")
 
 
 def _shown_key(params: Mapping[str, Any]) -> Hashable | None:
@@ -430,12 +433,13 @@ class Panel(W.VBox):
     def _prefetch(self) -> None:
         """Schedule the first steps a reader can take from what the panel shows now (:data:`PREFETCH_DELAY_S`):
         each integer slider one step right and left, each checkbox and toggle button flipped, drawn one per loop
-        turn into :data:`SHOWN_CACHE` while the parameters are still the ones shown. Only where a loop runs."""
+        turn into :data:`SHOWN_CACHE` while the parameters are still the ones shown. Only where a loop runs, and
+        not on a workshop hub (:data:`PREFETCH`)."""
+        if not PREFETCH or self.error is not None:
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return
-        if self.error is not None:
             return
         shown = self.params()
         steps: list[dict[str, Any]] = []
