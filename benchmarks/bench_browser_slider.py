@@ -24,7 +24,8 @@ kernel's stamps come from widgets.base's debug timing (VNETLAB_PANEL_TIMING, off
 notebook and overall, the breakdown's medians and p95s, every press with its epoch time ``key_epoch_ms``, the load
 average before and after) go to benchmarks/results/ as JSON; ``--kernel-log`` keeps the kernel's own lines (every
 update and every drawing ahead), to line up with a capture such as ``tcpdump -i lo -tt``. The machine's load
-matters: run it twice, with nothing else running.
+matters: run it twice, with nothing else running; ``steal_s`` is the CPU time the hypervisor took from this VM
+during the run (/proc/stat), which no quiet machine rules out.
 
 JupyterLab runs with the notebook windowing mode a reader has (JupyterLab's default, contentVisibility; the browser
 tests attach every cell, "none", and ``--windowing none`` measures that), with autosave off so that a run never
@@ -128,6 +129,15 @@ _ARM = """([img, timeoutMs]) => {
 
 def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def _steal_s() -> float | None:
+    """CPU time the hypervisor took from this VM since boot, all CPUs (/proc/stat's steal column, in USER_HZ)."""
+    try:
+        fields = open("/proc/stat").readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -323,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or RESULTS / f"browser_slider-{stamp}.json"
     load_before = _load()
+    steal_before = _steal_s()
     print(f"load average {load_before} on {os.cpu_count()} CPUs")
     rows: list[dict] = []
     t0 = time.monotonic()
@@ -340,12 +351,14 @@ def main(argv: list[str] | None = None) -> int:
             args.kernel_log.write_text(log.read_text())
     summary = summarise(rows)
     load_after = _load()
+    steal_after = _steal_s()
+    steal = round(steal_after - steal_before, 2) if None not in (steal_before, steal_after) else None
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()
     result = {"when": stamp, "label": args.label, "windowing": args.windowing or "JupyterLab's default",
               "git": rev.stdout.strip() + ("+dirty" if dirty else ""),
-              "cpus": os.cpu_count(), "load_before": load_before, "load_after": load_after,
+              "cpus": os.cpu_count(), "load_before": load_before, "load_after": load_after, "steal_s": steal,
               "seconds": round(time.monotonic() - t0, 1), "notebooks": args.notebooks, "presses": args.presses,
               **summary, "rows": rows}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -355,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     for p, s in summary["per_panel"].items():
         print(f"  {p}: {_fmt(s)}")
     print(f"overall: {_fmt(summary['overall'])}")
-    print(f"timeouts {summary['timeouts']}, errors {summary['errors']}; load average {load_before} -> {load_after}")
+    print(f"timeouts {summary['timeouts']}, errors {summary['errors']}; load average {load_before} -> {load_after}; "
+          f"CPU time stolen by the hypervisor during the run: {steal} s")
     print(f"written {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
 
