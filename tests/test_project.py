@@ -231,9 +231,12 @@ def test_the_kept_venv_is_the_open_commands_copied_with_the_stamp_the_browser_te
     (root / ".venv" / "bin").mkdir(parents=True)
     (root / ".venv" / "bin" / "python").symlink_to("/usr/bin/python3")
     (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (root / ".venv" / "bin" / "jupyter").write_text(f"#!{root / '.venv/bin/python'}\nimport sys\n")  # as pip writes
     dest = tmp_path / "artifacts" / "readme-venv"
     open_check.keep_venv(root, dest)
     assert (dest / "bin" / "python").is_symlink() and (dest / "pyvenv.cfg").read_text() == "home = /usr/bin\n"
+    # the copy's scripts run the copy's python, never the .venv the test command fills with the test lock
+    assert (dest / "bin" / "jupyter").read_text() == f"#!{dest / 'bin/python'}\nimport sys\n"
     install = " && ".join(s for s in _readme_commands()[0].split(" && ") if "jupyter lab" not in s)
     expected = hashlib.sha256("\0".join([install, (ROOT / "requirements.lock").read_text(),
                                          (ROOT / "pyproject.toml").read_text()]).encode()).hexdigest()

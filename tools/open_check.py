@@ -64,10 +64,21 @@ def install_stamp(root: Path = ROOT) -> str:
 
 
 def keep_venv(root: Path, dest: Path) -> None:
-    """Copy ``root/.venv`` (as the README's install left it) to ``dest``, stamped with :func:`install_stamp`."""
+    """Copy ``root/.venv`` (as the README's install left it) to ``dest``, stamped with :func:`install_stamp`.
+
+    pip writes the venv's absolute path into its scripts (``#!.../.venv/bin/python``) and activate files; in the
+    copy they name the copy, so that nothing run from it reaches back into ``.venv``, which the test command then
+    fills with the test lock."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(root / ".venv", dest, symlinks=True)
+    src = root / ".venv"
+    shutil.copytree(src, dest, symlinks=True)
+    old, new = str(src.resolve()).encode(), str(dest.resolve()).encode()
+    for f in (dest / "bin").iterdir():
+        if f.is_file() and not f.is_symlink():
+            data = f.read_bytes()
+            if old in data and b"\0" not in data:  # text only (scripts, activate), never a binary
+                f.write_bytes(data.replace(old, new))
     (dest / STAMP_NAME).write_text(install_stamp(root))
 
 

@@ -6,8 +6,9 @@ combined", tornado.websocket.WebSocketHandler.set_nodelay). A slider step makes 
 message after the first until the browser acknowledges it, and the browser's delayed ACK takes up to 40 ms on Linux
 (TCP_DELACK_MIN). Measured in JupyterLab on this 2-core machine (tcpdump on lo beside
 benchmarks/bench_browser_slider.py): jupyter_server handed the image to its socket 9-15 ms after the key press and the
-bytes left the socket at 47-51 ms. The README's server config (jupyter-settings/jupyter_server_config.py) and the
-workshop hub (deploy/jupyterhub_config.py) both select :class:`NoDelayKernelWebsocketConnection`.
+bytes left the socket at 47-51 ms. The README's server config (jupyter-settings/jupyter_server_config.py), the
+workshop hub (deploy/jupyterhub_config.py) and Binder's image (postBuild) select
+:class:`NoDelayKernelWebsocketConnection`.
 """
 
 from __future__ import annotations
