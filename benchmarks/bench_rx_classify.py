@@ -1,10 +1,10 @@
 """Speed of the receive models against the simplest numpy expression of the build_skb rule, in one run.
 
-Over the same 1,000,000 frames (a mix of small, mid and full-MTU frames in buffers carved from 32 KiB frags):
+Over the same 2,000,000 frames (a mix of small, mid and full-MTU frames in buffers carved from 32 KiB frags):
   - baseline: the build_skb rule alone, np.where((frame > 128) & (truesize - hdr_len - frame >= shinfo), 2, 1)
   - rx.classify: page_to_skb()'s complete decision (codes, tailroom, frags, bytes copied)
   - gro.simulate_stream: the same frames as one UDP flow to a UDP_GRO socket, receive + GRO
-Goals (issue 14): classify within 4x of the baseline; the stream at 20 M packets/s or more.
+Goals: classify within 4x of the baseline; the stream at 20 M packets/s or more.
 Each is timed RUNS times after a warm-up call; ratios and rates use the medians (the minimum in brackets).
 
 Run: nice .venv/bin/python benchmarks/bench_rx_classify.py
@@ -18,7 +18,7 @@ import numpy as np
 
 from vnetlab import gro, profiles, rx
 
-N = 1_000_000
+N = 2_000_000
 RUNS = 7
 
 

@@ -305,6 +305,7 @@ def test_classify_agrees_with_page_to_skb(frames, kernel, arch):
         assert rx.PATH_CODES[r.path] == codes[i]
         assert r.skb.nr_frags == frags[i]
         assert (r.tailroom if r.tailroom is not None else -1) == tailroom[i]
+        assert r.copied == copied[i]  # bytes page_to_skb copied into the napi head (0 on the build_skb path)
 
 
 # --- bad input ----------------------------------------------------------------------------------------

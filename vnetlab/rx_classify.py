@@ -89,18 +89,18 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
         build = np.zeros(frames.shape, dtype=bool)
     if not has_build:
         tail.fill(-1)
+    # Codes and copies without np.where/np.putmask, each of which costs as much as the whole build_skb rule.
+    big = frames > head.tailroom  # the frame does not fit the napi head's tailroom
+    codes = np.maximum(big.view(np.int8), build.view(np.int8) * np.int8(2))
     if k.rule("page_to_skb") == "copy128":
         # page_to_skb (<= 5.11): copy = min(len, skb_tailroom(skb)); the rest is the frag.
         copied = np.minimum(frames, head.tailroom)
-        frag = frames > head.tailroom
+        frag = big
     else:
         # page_to_skb (0f6925b3e8da, 5.12+): the whole frame if it fits skb_tailroom, else ETH_HLEN + 1 frag.
-        frag = frames > head.tailroom
-        np.logical_and(frag, ~build, out=frag)
-        copied = np.where(frag, ETH_HLEN, frames)
-        np.putmask(copied, build, 0)
-    codes = build.view(np.int8) * np.int8(2)
-    codes += frag.view(np.int8)
+        frag = codes == 1
+        copied = frames * (codes == 0)
+        copied += frag.view(np.int8) * np.int8(ETH_HLEN)
     if mode == "mergeable":
         frags = frag.astype(np.int32)
     else:
