@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 # Geometry a caller adds to what the skb records: 802.1Q tags, tunnel header bytes, the link header.
-_Tags = Annotated[int, In(0, 8, "802.1Q tags in front beyond the skb's own")]
+InbandTags = Annotated[int, In(0, 8, "802.1Q tags in front beyond the skb's own")]
 _Tunnel = Annotated[int, In(0, 255, "tunnel header bytes in front beyond skb.tunnel_hlen")]
 _Link = Annotated[int, In(0, 255, "link header bytes in front of the IP header (ETH_HLEN, or 0 once pulled)")]
 RX_FRAG_TRUESIZE = 2048  # truesize of one receive buffer behind a page frag in gso_skb (a half page)
@@ -69,7 +69,9 @@ def _check_l4(l4: object) -> str:
     return str(l4)
 
 
-def _check_skb(skb: object, name: str = "skb") -> Skb:
+@public
+def check_skb(skb: object, name: str = "skb") -> Skb:
+    """``skb`` itself when it is a vnetlab.skb.Skb, else a ValueError naming the parameter."""
     if not isinstance(skb, Skb):
         raise ValueError(f"{name} must be a vnetlab.skb.Skb, got {type(skb).__name__}")
     return skb
@@ -84,20 +86,20 @@ def header_len(l4: Literal["udp", "tcp"] = "udp", ip: Literal[4, 6] = 4) -> int:
 @public
 def l4_of(skb: Skb) -> str:
     """The skb's L4 protocol (:attr:`vnetlab.skb.Skb.transport`: ``skb.l4``, else what its gso_type names)."""
-    return _check_skb(skb).transport
+    return check_skb(skb).transport
 
 
-def _skb_header_len(skb: Skb, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0,
+def _skb_header_len(skb: Skb, inband_vlan_tags: InbandTags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0,
                     link_hlen: _Link = ETH_HLEN) -> int:
     # the skb's own geometry plus tags / tunnel bytes a caller says are in front beyond what the skb records
     return skb.header_len(ip=check_ip(ip), link_hlen=link_hlen) + VLAN_HLEN * inband_vlan_tags + outer
 
 
 @public
-def payload_len(skb: Skb, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0) -> int:
+def payload_len(skb: Skb, inband_vlan_tags: InbandTags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0) -> int:
     """L4 payload bytes carried by ``skb`` (its len minus one set of headers; ``inband_vlan_tags`` and ``outer``:
     tags and tunnel headers in front beyond those the skb records, :meth:`vnetlab.skb.Skb.payload_len`)."""
-    return _check_skb(skb).len - _skb_header_len(skb, inband_vlan_tags, ip, outer)
+    return check_skb(skb).len - _skb_header_len(skb, inband_vlan_tags, ip, outer)
 
 
 @public
@@ -286,7 +288,7 @@ def _payload_frags(skb: Skb, hdr: int) -> list[tuple[int, Frag | None]]:
 
 
 @public
-def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4,
+def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: InbandTags = 0, ip: Literal[4, 6] = 4,
                 outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN, kernel: str | Kernel = DEFAULT_KERNEL,
                 arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
     """net/core/skbuff.c skb_segment (6.1): one new skb per gso_size of payload, headers copied into each.
@@ -301,7 +303,7 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags = 0, 
     received skb). Each segment's truesize is its own head (__alloc_skb on ``kernel`` and ``arch``) plus the
     payload it references.
     """
-    _check_skb(skb)
+    check_skb(skb)
     k = _kernel(kernel)
     a = _arch(arch, k)
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
@@ -361,7 +363,7 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags = 0, 
 
 
 @public
-def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4,
+def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: InbandTags = 0, ip: Literal[4, 6] = 4,
                      outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN) -> SegmentResult:
     """net/core/skbuff.c skb_segment_list (5.10..6.18): the head and each frag_list member become the segments;
     each member is pushed back to its own network header and only the head's link (and tunnel) header
@@ -369,7 +371,7 @@ def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags 
     the one it arrived with; no new sk_buffs and no payload copy, unless a member needs linearizing (frags
     without SG) or has less headroom than the headers (the head is reallocated, its truesize grows). The callers
     rewrite those headers where the kernel does (:func:`skb_gso_segment`)."""
-    _check_skb(skb)
+    check_skb(skb)
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
     keep = {"vlan_tag": skb.vlan_tag, "ip_summed": skb.ip_summed, "encapsulation": skb.encapsulation,
             "l4": skb.transport, "vlan_inband": skb.vlan_inband, "tunnel_hlen": skb.tunnel_hlen}
@@ -394,8 +396,8 @@ def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: _Tags 
 
 @public
 def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DEFAULT_KERNEL,
-                    inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0, link_hlen: _Link = ETH_HLEN,
-                    arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
+                    inband_vlan_tags: InbandTags = 0, ip: Literal[4, 6] = 4, outer: _Tunnel = 0,
+                    link_hlen: _Link = ETH_HLEN, arch: str | Arch = DEFAULT_ARCH) -> SegmentResult:
     """skb_gso_segment -> inet_gso_segment / ipv6_gso_segment -> __udp_gso_segment (UDP_L4), or
     tcp{4,6}_gso_segment -> skb_segment (TCP). For FRAGLIST:
 
@@ -416,7 +418,7 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
     ``outer`` > 0: an encapsulated skb (SKB_GSO_UDP_TUNNEL): net/ipv4/udp_offload.c skb_udp_tunnel_segment
     segments the inner packet the same way and copies the ``outer`` header bytes into every segment.
     """
-    _check_skb(skb)
+    check_skb(skb)
     if not skb.is_gso():
         raise ValueError("skb must be a GSO skb (gso_size != 0) to be segmented")
     if not skb.gso_type & {"UDP_L4", "UDP", "TCPV4", "TCPV6"}:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from vnetlab import gro, rx
+from vnetlab import gro
 from vnetlab.checks import In, public
 from vnetlab.features import (
     FeatureSet,
@@ -44,8 +44,9 @@ from vnetlab.netdev import Device, Handoff, Vxlan
 from vnetlab.netdev.core import is_skb_forwardable
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, device_kernel
 from vnetlab.profiles import arch as _arch
-from vnetlab.segment import SegmentResult, _check_skb, _Tags, gso_skb, skb_gso_segment
+from vnetlab.segment import InbandTags, SegmentResult, check_skb, gso_skb, skb_gso_segment
 from vnetlab.skb import FRAG_HDR_LEN, GSO_L4, Skb
+from vnetlab.skbuff import alloc_skb_head
 
 __all__ = [
     "GSO_MAX_SEGS", "GSO_MAX_SIZE", "FeatureSteps", "Hop", "MtuVerdict", "TxResult", "Validated",
@@ -95,10 +96,15 @@ class FeatureSteps:
 
 @public
 def netif_skb_features_steps(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None,
-                             inband_vlan_tags: _Tags = 0, ip: Literal[4, 6] = 4) -> FeatureSteps:
+                             inband_vlan_tags: InbandTags = 0, ip: Literal[4, 6] = 4) -> FeatureSteps:
     """:func:`netif_skb_features` with every intermediate feature set, for the notebook. ``inband_vlan_tags``:
     802.1Q tags in the frame beyond ``skb.vlan_inband``."""
-    kv = k = device_kernel(dev, kernel)
+    return _features_steps(dev, skb, device_kernel(dev, kernel), inband_vlan_tags, ip)
+
+
+def _features_steps(dev: Device, skb: Skb, kv: Kernel, inband_vlan_tags: int, ip: int) -> FeatureSteps:
+    """netif_skb_features_steps with the kernel resolved by the public entry that called it."""
+    k = kv
     gmask = mask("GSO_MASK", kv)
     start = _fs(dev, "features", kv)
     feats = start
@@ -147,12 +153,12 @@ def netif_skb_features_steps(dev: Device, skb: Skb, *, kernel: str | Kernel | No
 
 
 @public
-def netif_skb_features(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: _Tags = 0,
+def netif_skb_features(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: InbandTags = 0,
                        ip: Literal[4, 6] = 4) -> FeatureSet:
     """The features validate_xmit_skb() uses for ``skb`` on ``dev`` (net/core/dev.c netif_skb_features, 6.1):
     dev->features, gso_features_check, hw_enc_features, the VLAN intersection, ndo_features_check
     (passthru or vlan_features_check) and harmonize_features."""
-    return netif_skb_features_steps(dev, skb, kernel=kernel, inband_vlan_tags=inband_vlan_tags, ip=ip).result
+    return _features_steps(dev, skb, device_kernel(dev, kernel), inband_vlan_tags, ip).result
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,7 @@ def _missing_gso(skb: Skb, feats: FeatureSet) -> list[str]:
 
 
 @public
-def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: _Tags = 0,
+def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, inband_vlan_tags: InbandTags = 0,
                       ip: Literal[4, 6] = 4, outer: Annotated[int, In(0, 255, "tunnel header bytes")] = 0,
                       arch: str | Arch = DEFAULT_ARCH) -> Validated:
     """net/core/dev.c validate_xmit_skb (6.1): features; validate_xmit_vlan (software tag insert when the
@@ -187,9 +193,13 @@ def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = No
     A GSO skb whose gso_type names no transport (gso_size set, gso_type 0) is dropped: gso_features_check
     warns (skb_warn_bad_offload) and neither inet_gso_segment nor a driver (virtio_net_hdr_from_skb: -EINVAL)
     can segment it, so it is freed (kfree_skb)."""
-    kv = rules = device_kernel(dev, kernel)
-    a = _arch(arch, kv)
-    feats = netif_skb_features(dev, skb, kernel=kv, inband_vlan_tags=inband_vlan_tags, ip=ip)
+    kv = device_kernel(dev, kernel)
+    return _validate(dev, skb, kv, _arch(arch, kv), inband_vlan_tags, ip, outer)
+
+
+def _validate(dev: Device, skb: Skb, kv: Kernel, a: Arch, inband_vlan_tags: int, ip: int, outer: int) -> Validated:
+    """validate_xmit_skb with the kernel and arch resolved by the public entry that called it."""
+    feats = _features_steps(dev, skb, kv, inband_vlan_tags, ip).result
     if skb.is_gso() and not skb.gso_type & set(GSO_L4):
         return Validated("dropped", (), feats, reason=f"gso_size {skb.gso_size} with gso_type "
                          f"{sorted(skb.gso_type) or 0}: no GSO handler (skb_warn_bad_offload, kfree_skb)")
@@ -201,7 +211,7 @@ def validate_xmit_skb(dev: Device, skb: Skb, *, kernel: str | Kernel | None = No
     if netif_needs_gso(skb, feats):
         missing = _missing_gso(skb, feats)
         reason = "lacks " + ", ".join(missing) if missing else f"ip_summed {skb.ip_summed}"
-        seg = skb_gso_segment(skb, feats, kernel=rules, inband_vlan_tags=inband_vlan_tags, ip=ip, outer=outer,
+        seg = skb_gso_segment(skb, feats, kernel=kv, inband_vlan_tags=inband_vlan_tags, ip=ip, outer=outer,
                               arch=a)
         return Validated("segmented", seg.segs, feats, tag_inserted, seg, reason)
     if skb_needs_linearize(skb, feats):
@@ -248,7 +258,7 @@ class MtuVerdict:
 
 @public
 def ip_output_mtu(skb: Skb, mtu: Annotated[int, In(68, 65535, "the route MTU, ETH_MIN_MTU..IP_MAX_MTU")], *,
-                  ip: Literal[4, 6] = 4, df: bool = True, inband_vlan_tags: _Tags = 0) -> MtuVerdict:
+                  ip: Literal[4, 6] = 4, df: bool = True, inband_vlan_tags: InbandTags = 0) -> MtuVerdict:
     """The MTU rule of the IP layer for ``skb`` leaving through a route device of MTU ``mtu``.
 
     - net/ipv4/ip_forward.c ip_exceeds_mtu (6.1): larger than the MTU with DF set is refused, unless it is a
@@ -416,7 +426,7 @@ def _ip_fragment(skb: Skb, mtu: int, ip: int, k: Kernel, a: Arch) -> list[Skb]:
     out = []
     for i, chunk in enumerate(ip_fragment_sizes(l3_payload, mtu, ip=ip)):
         hlen = IP_HLEN[ip] + (FRAG_HDR_LEN if ip == 6 else 0)
-        head = rx.alloc_skb_head(chunk + hlen + ll_rs, k, a)
+        head = alloc_skb_head(chunk + hlen + ll_rs, k, a)
         out.append(Skb(headlen=link + hlen + chunk, truesize=head.truesize, head_frag=False, head_kind=head.kind,
                        end_offset=head.end_offset, headroom=ll_rs - link, ip_summed="CHECKSUM_NONE",
                        note="IP fragment", l4=skb.transport, vlan_tag=skb.vlan_tag, vlan_inband=skb.vlan_inband,
@@ -442,7 +452,7 @@ def _ip_output(dev: Device, skb: Skb, *, df: bool, ip: int, kernel: Kernel, arch
     pending = [skb]
     if skb.is_gso():
         # net/ipv4/ip_output.c ip_finish_output_gso: skb_gso_segment(features & ~GSO_MASK), then fragment
-        feats = netif_skb_features(dev, skb, kernel=kernel, ip=ip) - mask("GSO_MASK", kernel)
+        feats = _features_steps(dev, skb, kernel, 0, ip).result - mask("GSO_MASK", kernel)
         seg = skb_gso_segment(skb, feats, kernel=kernel, ip=ip, arch=arch)
         ops["skb_segment_segs"] += len(seg.segs)
         ops["kept_header_segs"] += seg.kept_headers
@@ -489,7 +499,7 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
     ``ops["kept_header_segs"]`` counts segments that left with the IP/UDP header they arrived with
     (:attr:`vnetlab.segment.SegmentResult.kept_headers`). ``arch`` sizes the heads segmentation allocates.
     """
-    kv = rules = device_kernel(dev, kernel)
+    kv = device_kernel(dev, kernel)  # resolved once here and handed to every step below
     a = _arch(arch, kv)
     hops: list[Hop] = []
     ops: Counter[str] = Counter()
@@ -515,7 +525,7 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
         out: list[Skb] = []
         feats: FeatureSet | None = None
         for p in pending:
-            v = validate_xmit_skb(current, p, kernel=rules, ip=ip, arch=a)
+            v = _validate(current, p, kv, a, 0, ip, 0)
             _tally(v, p, ops)
             feats = v.features
             _add(actions, "tag inserted" if v.tag_inserted else "")
@@ -533,8 +543,8 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
         dropped.extend(h.dropped)
         if h.to == "peer":
             assert h.lower is not None
-            peer_rx = veth_xmit(current, h.skbs, kernel=kv, ip=ip, local_udp=local_udp, udp_gro=udp_gro,
-                                local_socket=local_socket)
+            peer_rx = _veth_xmit(current, h.skbs, kv, ip=ip, local_udp=local_udp, udp_gro=udp_gro,
+                                 local_socket=local_socket)
             dropped.extend((peer_rx.device, peer_rx.reason) for _ in range(peer_rx.dropped))
         if h.to in ("peer", "wire"):
             to_driver.extend(h.skbs)
@@ -564,7 +574,10 @@ def veth_napi_active(rcv: Device, kernel: str | Kernel | None = None) -> bool:
     - with it (5.13+, d3256efd8e8b "veth: allow enabling NAPI even without XDP"): an XDP program, or GRO requested
       (veth_gro_requested: NETIF_F_GRO in wanted_features) on the receiver, when it is up.
     """
-    k = device_kernel(rcv, kernel)
+    return _veth_napi_active(rcv, device_kernel(rcv, kernel))
+
+
+def _veth_napi_active(rcv: Device, k: Kernel) -> bool:
     xdp = bool(getattr(rcv, "xdp", False))
     if not k.rule("veth_napi_for_gro"):
         return xdp
@@ -624,12 +637,19 @@ def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None =
     udp_gro_skips_local_encap holds (net/ipv4/udp_offload.c udp_gro_receive, Debian 6.1.192 on); :func:`vxlan_rcv`
     is the vxlan device above.
     """
-    kv = k = device_kernel(dev, kernel)
+    return _veth_xmit(dev, skbs, device_kernel(dev, kernel), ip=ip, local_udp=local_udp, udp_gro=udp_gro,
+                      local_socket=local_socket)
+
+
+def _veth_xmit(dev: Device, skbs: Iterable[Skb], kv: Kernel, *, ip: int, local_udp: bool, udp_gro: bool,
+               local_socket: bool) -> VethRx:
+    """veth_xmit with the kernel resolved by the public entry that called it."""
+    k = kv
     rcv = getattr(dev, "peer", None)
     if rcv is None:
         raise ValueError(f"dev={dev.name!r} is not a veth with a peer")
-    skbs = [_check_skb(s, "skbs[]") for s in skbs]
-    napi = veth_napi_active(rcv, kv)
+    skbs = [check_skb(s, "skbs[]") for s in skbs]
+    napi = _veth_napi_active(rcv, kv)
     paths: list[str] = []
     kept: list[Skb] = []
     dropped = 0
