@@ -173,7 +173,7 @@ def test_router_translates_one_datagram_per_gro_skb_on_the_revert(kid):
     k = labkernels.model_kernel(kid)
     r = router.router_scenario(kernel=k, nic="virtio_net", segs=N, gso_size=1000)
     assert (r.nat_translated, r.datagrams_out) == (1, N) and r.kernel is k
-    net, _egress, _eth = router.egress_stack(kernel=k, upper="vlan", nic="virtio_net")
+    net = router.router_stack(kernel=k, upper="vlan", nic="virtio_net").net
     assert net.rule("udp_gso_list_nat_fix") is False
 
 

@@ -174,7 +174,8 @@ def test_segmentation_conserves_payload(geom, fraglist, sg, kernel, ip):
 def test_send_conserves_payload(geom, fraglist, kernel, ip, upper, nic):
     s, segs, _ = _skb(geom, fraglist, ip)
     assume(s.gso_size + (20 if ip == 4 else 40) + 8 <= 1500)  # fits the MTU: nothing dropped on the way
-    _net, egress, eth = router.egress_stack(kernel=kernel, upper=upper, nic=nic)
+    st_ = router.router_stack(kernel=kernel, upper=upper, nic=nic)
+    egress, eth = router.route_device(st_, upper), st_.port
     tx = xmit.send(egress, s, port=eth, ip=ip, route=upper != "bridge_forward")
     assert not tx.dropped
     assert tx.payload_bytes == payload_len(s, ip=ip)

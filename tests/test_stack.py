@@ -53,7 +53,8 @@ def test_router_stack_is_the_same_builder_with_the_labs_names():
     st = router.router_stack(kernel="6.1", upper="vlan", nic="veth")
     assert isinstance(st, Stack) and [d.name for d in st.devices()] == ["eth0.10", "eth0"]
     assert st.port.peer.name == router.PEER
-    net, egress, eth = router.egress_stack(kernel="6.1", upper="bridge_forward")
+    fwd = router.router_stack(kernel="6.1", upper="bridge_forward")
+    net, egress, eth = fwd.net, router.route_device(fwd, "bridge_forward"), fwd.port
     assert (egress.name, eth.name, egress is eth) == ("eth0", "eth0", True)  # a bridged frame leaves by the port
     assert net.devices["eth0"].master is net.devices["br0"]
     assert router.router_scenario(kernel="6.1").stack.egress.name == "eth0.10"

@@ -61,11 +61,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from vnetlab.errors import ArgumentError
-from vnetlab.headers import ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.headers import ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, UDP_HLEN, VLAN_VID_MASK, VXLAN_N_VID
 
 __all__ = ["In", "public", "is_public", "checked_params", "param_annotations", "function_name",
            "check_int", "check_float", "check_bool", "check_choice", "int_array", "IpVersion", "UdpPayloadLen",
-           "DeviceMtu"]
+           "DeviceMtu", "VlanId", "VxlanVni"]
 
 
 class In:
@@ -117,6 +117,10 @@ IpVersion = typing.Literal[4, 6]
 UdpPayloadLen = typing.Annotated[int, In(1, IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN,
                                          "UDP payload bytes per datagram: IP_MAX_MTU - iphdr - udphdr")]
 DeviceMtu = typing.Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, "dev->mtu: ETH_MIN_MTU..ETH_MAX_MTU")]
+# net/8021q/vlan_netlink.c vlan_validate (5.10..6.18): a VLAN device's id >= VLAN_VID_MASK is -ERANGE
+VlanId = typing.Annotated[int, In(0, VLAN_VID_MASK - 1, "802.1Q VLAN id of a VLAN device (VLAN_VID_MASK - 1)")]
+# drivers/net/vxlan/vxlan_core.c vxlan_validate (6.1): id >= VXLAN_N_VID is -ERANGE
+VxlanVni = typing.Annotated[int, In(0, VXLAN_N_VID - 1, "VXLAN network identifier (24 bits, VXLAN_N_VID - 1)")]
 
 
 class _Mismatch(Exception):

@@ -9,6 +9,9 @@ ETH_DATA_LEN = 1500  # include/uapi/linux/if_ether.h
 ETH_MIN_MTU = 68
 ETH_MAX_MTU = 65535
 VLAN_HLEN = 4  # include/linux/if_vlan.h
+VLAN_VID_MASK = 0xFFF  # include/linux/if_vlan.h: the 12-bit VLAN id of a tag
+# include/net/vxlan.h VXLAN_N_VID: the 24-bit VXLAN network identifier space
+VXLAN_N_VID = 1 << 24
 IP_HLEN = {4: 20, 6: 40}  # struct iphdr without options / struct ipv6hdr (include/uapi/linux/ip.h, ipv6.h)
 IPV4_HLEN = IP_HLEN[4]
 UDP_HLEN = 8  # struct udphdr (include/uapi/linux/udp.h)

@@ -34,7 +34,7 @@ from vnetlab.xmit import Hop, TxResult, send
 
 __all__ = [
     "COST_OF_OP", "GRO_MODES", "LIMITATIONS", "UPPERS", "RouterCosts", "RouterResult", "RouterThroughput",
-    "LostSegments", "egress_stack", "router_stack", "lost_segments", "router_gap", "router_gap_requirements",
+    "LostSegments", "route_device", "router_stack", "lost_segments", "router_gap", "router_gap_requirements",
     "router_scenario", "router_throughput", "sensitivity",
 ]
 
@@ -113,14 +113,6 @@ class RouterResult:
 
 
 @public
-def egress_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
-                 nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> tuple[Any, Any, Any]:
-    """(namespace, egress, eth0) of the router's stack (:func:`router_stack`); kept for its callers."""
-    st = router_stack(kernel=kernel, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
-    return st.net, _egress(st, upper), st.port
-
-
-@public
 def router_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
                  nic_params: Mapping[str, Any] | None = None, port_nic: str | None = None) -> Stack:
     """The router's egress stack, made by vnetlab.stack.build_stack: eth0 (``nic``, a key of vnetlab.stack.NICS)
@@ -138,7 +130,8 @@ def router_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
                        nic_params=nic_params, port_nic=port_nic, lower_name="eth0", peer_name=PEER)
 
 
-def _egress(stack: Stack, upper: str) -> Any:
+@public
+def route_device(stack: Stack, upper: str) -> Any:
     """The route device: a bridged frame (bridge_forward) leaves through the port, the rest through the top."""
     return stack.port if upper == "bridge_forward" else stack.egress
 
@@ -180,7 +173,7 @@ def router_scenario(
     check_ip(ip)
     notes: list[str] = []
     stack = router_stack(kernel=k, upper=upper, nic=nic, nic_params=nic_params, port_nic=port_nic)
-    egress, eth = _egress(stack, upper), stack.port
+    egress, eth = route_device(stack, upper), stack.port
     if gso_size is None:
         gso_size = getattr(egress, "mtu", ETH_DATA_LEN) - IP_HLEN[ip] - UDP_HLEN
     if segs is None:

@@ -33,6 +33,7 @@ from vnetlab.headers import (
     TCP_FRAGLIST_CNT_MAX,
     UDP_GRO_CNT_MAX,
     VLAN_HLEN,
+    VLAN_VID_MASK,
 )
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
@@ -175,7 +176,7 @@ def gso_skb(
         tail_size = gso_size
     check_int("tail_size", tail_size, 1, gso_size, "the last segment is at most gso_size")
     if vlan_tag is not None:
-        check_int("vlan_tag", vlan_tag, 0, 4095, "VLAN_VID_MASK")
+        check_int("vlan_tag", vlan_tag, 0, VLAN_VID_MASK, "a 12-bit VLAN id (VLAN_VID_MASK)")
     payload = (segs - 1) * gso_size + tail_size
     # net/core/gro.c skb_gro_receive: GRO refuses a merge that would reach 65536 bytes from the network header.
     if l3l4 + payload >= GRO_LEGACY_MAX_SIZE:

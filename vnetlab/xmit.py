@@ -39,7 +39,7 @@ from vnetlab.features import (
     netdev_intersect_features,
     skb_gso_ok,
 )
-from vnetlab.headers import ETH_HLEN, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, VLAN_HLEN
+from vnetlab.headers import ETH_HLEN, ETH_MIN_MTU, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, IP_MAX_MTU, VLAN_HLEN
 from vnetlab.netdev import Device, Handoff, Vxlan
 from vnetlab.netdev.core import is_skb_forwardable
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, device_kernel
@@ -54,6 +54,9 @@ __all__ = [
     "netif_skb_features", "netif_skb_features_steps", "send", "skb_needs_linearize", "validate_xmit_skb",
     "veth_napi_active", "veth_xmit", "VxlanRx", "vxlan_rcv",
 ]
+
+
+RouteMtu = Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, "the route MTU, ETH_MIN_MTU..IP_MAX_MTU")]
 
 
 def _fs(dev: Device, attr: str, kernel: Kernel) -> FeatureSet:
@@ -233,7 +236,7 @@ def _network_seglen(skb: Skb, ip: int) -> int:
 
 @public
 def ip_fragment_sizes(l3_payload: Annotated[int, In(0, 65535, "bytes of IP payload")],
-                      mtu: Annotated[int, In(68, 65535, "the route MTU, ETH_MIN_MTU..IP_MAX_MTU")], *,
+                      mtu: RouteMtu, *,
                       ip: Literal[4, 6] = 4) -> list[int]:
     """The IP payload bytes of each fragment: net/ipv4/ip_output.c ip_do_fragment / __ip_append_data put
     (mtu - 20) & ~7 bytes in every fragment but the last; net/ipv6/ip6_output.c ip6_fragment leaves room
@@ -257,7 +260,7 @@ class MtuVerdict:
 
 
 @public
-def ip_output_mtu(skb: Skb, mtu: Annotated[int, In(68, 65535, "the route MTU, ETH_MIN_MTU..IP_MAX_MTU")], *,
+def ip_output_mtu(skb: Skb, mtu: RouteMtu, *,
                   ip: Literal[4, 6] = 4, df: bool = True, inband_vlan_tags: InbandTags = 0) -> MtuVerdict:
     """The MTU rule of the IP layer for ``skb`` leaving through a route device of MTU ``mtu``.
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from vnetlab.checks import public
+from vnetlab.checks import IpVersion, VlanId, VxlanVni, public
 from vnetlab.errors import DeviceError
-from vnetlab.headers import IP_HLEN
 from vnetlab.netdev.bond import Bond
 from vnetlab.netdev.bridge import Bridge
 from vnetlab.netdev.core import Device, NetCore
@@ -83,12 +82,10 @@ class Namespace(NetCore):
         return dev
 
     @public
-    def vlan(self, name: str, *, lower: Device | str, vid: int) -> Vlan:
+    def vlan(self, name: str, *, lower: Device | str, vid: VlanId) -> Vlan:
         """ip link add name link lower type vlan id vid (net/8021q/vlan.c register_vlan_dev)."""
         self._new_name(name)
         lower = self._device(lower, "lower")
-        if isinstance(vid, bool) or not isinstance(vid, int) or not 0 <= vid < 4095:
-            raise DeviceError(f"vid={vid!r} must be an int in 0..4094 (VLAN_VID_MASK)")
         if any(isinstance(u, Vlan) and u.vid == vid for u in lower.uppers):
             # net/8021q/vlan.c vlan_check_real_dev: vlan_find_dev(real_dev, ETH_P_8021Q, vid) -> -EEXIST
             raise DeviceError(f"vid={vid} already has a VLAN device on {lower.name} (vlan_check_real_dev: -EEXIST)")
@@ -107,14 +104,10 @@ class Namespace(NetCore):
         return self.register_netdevice(Bridge(self, name))  # type: ignore[return-value]
 
     @public
-    def vxlan(self, name: str, *, vni: int, underlay: Device | str | None = None, ip: int = 4) -> Vxlan:
+    def vxlan(self, name: str, *, vni: VxlanVni, underlay: Device | str | None = None, ip: IpVersion = 4) -> Vxlan:
         """ip link add name type vxlan id vni [dev underlay] (drivers/net/vxlan/vxlan_core.c vxlan_newlink);
         ``ip``: the outer IP version (remote/local address family)."""
         self._new_name(name)
-        if isinstance(vni, bool) or not isinstance(vni, int) or not 0 <= vni < 1 << 24:
-            raise DeviceError(f"vni={vni!r} must be an int in 0..16777215 (24-bit VXLAN network identifier)")
-        if ip not in IP_HLEN:
-            raise DeviceError(f"ip={ip!r} must be 4 or 6 (the outer header's IP version)")
         under = None if underlay is None else self._device(underlay, "underlay")
         return self.register_netdevice(Vxlan(self, name, vni, ip, under))  # type: ignore[return-value]
 

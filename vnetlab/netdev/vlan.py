@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
 
-from vnetlab.checks import In, public
+from vnetlab.checks import VlanId, public
 from vnetlab.features import intersect_bits
 from vnetlab.headers import ETH_MAX_MTU
 from vnetlab.netdev.core import Device, Handoff, NetCore, StackedDevice
 from vnetlab.skb import Skb
-
-# net/8021q/vlan_netlink.c vlan_validate (5.10..6.18): id >= VLAN_VID_MASK (0xfff) is -ERANGE
-VlanId = Annotated[int, In(0, 4094, "802.1Q VLAN id (VLAN_VID_MASK - 1)")]
 
 
 class Vlan(StackedDevice):

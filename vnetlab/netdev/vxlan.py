@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
 
-from vnetlab.checks import In, public
+from vnetlab.checks import IpVersion, VxlanVni, public
 from vnetlab.headers import ETH_HLEN, ETH_MAX_MTU, ETH_MIN_MTU, IP_HLEN, UDP_HLEN
 from vnetlab.netdev.core import Device, Handoff, NetCore
 from vnetlab.skb import Skb
 
 VXLAN_HLEN = 8  # struct vxlanhdr (include/net/vxlan.h)
 
-# drivers/net/vxlan/vxlan_core.c vxlan_validate (6.1): id >= VXLAN_N_VID (1 << 24) is -ERANGE
-Vni = Annotated[int, In(0, (1 << 24) - 1, "VXLAN network identifier (24 bits, VXLAN_N_VID - 1)")]
 
 
 class Vxlan(Device):
@@ -40,7 +37,7 @@ class Vxlan(Device):
         return Handoff(out, to, self.underlay, "encapsulated (vxlan_xmit_one)", "vxlan_xmit")
 
     @public
-    def __init__(self, ns: NetCore, name: str, vni: Vni, ip: int, underlay: Device | None) -> None:
+    def __init__(self, ns: NetCore, name: str, vni: VxlanVni, ip: IpVersion, underlay: Device | None) -> None:
         super().__init__(ns, name)
         self.vni = vni
         self.ip = ip
