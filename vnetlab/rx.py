@@ -397,11 +397,7 @@ def receive(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan:
     A packet above the MTU is a guest-GSO packet: its skb carries the virtio-net header's ``gso_size``
     (default the MTU's MSS) as virtio_net_hdr_to_skb sets it (SKB_GSO_DODGY, gso_segs 0).
     """
-    k, a = resolve(kernel, arch)
-    check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
-    check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
-                  "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
-    check_mtu(mtu)
+    k, a = resolve(kernel, arch)  # payload_len, l4, ip, mode and mtu: checked once, by their annotations
     mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=mtu, gso_size=gso_size, k=k, mode=mode,
                          guest_gso=guest_gso)
     result = _receive(payload_len, l4=l4, ip=ip, vlan=vlan, mode=mode, mtu=mtu, xdp=xdp, k=k, a=a, buf_len=buf_len,
@@ -496,7 +492,6 @@ class RxQueue:
     @public
     def receive(self, payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False) -> RxResult:
         """One packet through the queue: takes the buffers it needs, updates the EWMA, refills at poll end."""
-        check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
         frame = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan)
         mss = _guest_gso_mss(payload_len, l4=l4, ip=ip, vlan=vlan, mtu=self.mtu, gso_size=None, k=self.k,
                              guest_gso=self.guest_gso)
