@@ -313,7 +313,10 @@ def _feature_diffs(kernel, name, phase):
             dev = rec["dev"]
             real = labdata.ethtool_k(doc, phase, step, dev)
             model = ns[dev].ethtool_k()
-            assert set(real) <= set(model), f"{phase}.{step} {dev}: features the model lacks: {set(real) - set(model)}"
+            # both ways: a lab record that lost lines fails as surely as a model that lacks a feature
+            assert set(real) == set(model), (f"{phase}.{step} {dev}: features the model lacks: "
+                                             f"{sorted(set(real) - set(model))}; features the lab record lacks: "
+                                             f"{sorted(set(model) - set(real))}")
             for feat, state in model.items():
                 if feat in real and state != (real[feat] if whole else tuple(real[feat])):
                     diffs.append(((kernel, name, phase, dev, feat),
