@@ -560,3 +560,18 @@ def test_bad_input_issue_21(call, match):
 def test_flags_and_ranges_at_the_boundary(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_buffer_end_includes_the_xdp_room_where_no_build_skb_reads_it():
+    # drivers/net/virtio_net.c add_recvbuf_mergeable (5.12) with an XDP program: room = SKB_DATA_ALIGN(256 +
+    # sizeof(struct skb_shared_info)) = 576 on x86_64, len = get_mergeable_buf_len = PAGE_SIZE - room = 3520, and
+    # skb_page_frag_refill takes len + room = PAGE_SIZE (4096) of the frag for it; page_to_skb has no build_skb
+    # branch there, so nothing but the buffer itself says where it ends.
+    r = rx.receive(1000, xdp=True, kernel="5.12")
+    assert r.tailroom is None and r.buffers[0].len == 3520
+    assert r.buffer_end == 4096 == r.buffers[0].end
+    # 6.1 (page_to_skb with build_skb, xdp_truesize "page_size" up to 6.2): PAGE_SIZE too, read from the tailroom
+    assert rx.receive(1000, xdp=True, kernel="6.1").buffer_end == 4096
+    # without XDP the buffer ends at its truesize (1536 at MTU 1500: mergeable_min_buf_len, virtio_net.c 6.1)
+    plain = rx.receive(1000, kernel="6.1")
+    assert plain.buffer_end == plain.buffers[0].end == plain.buffers[0].truesize == 1536

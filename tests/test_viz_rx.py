@@ -365,3 +365,14 @@ def test_threshold_maps_mark_each_kernels_own_buffers_through_7x():
 def test_viz_bad_input_names_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_rx_buffer_figure_draws_rx_xdp_room_before_build_skb():
+    """5.12 with XDP: the figure's tailroom is what vnetlab.rx says the buffer holds. drivers/net/virtio_net.c
+    add_recvbuf_mergeable (5.12): the buffer ends at len + room = PAGE_SIZE (4096) from its start; the frame
+    (1000-byte UDP payload: 1042 bytes) starts after VIRTIO_XDP_HEADROOM 256 and the 12-byte header, so the
+    tailroom drawn is 4096 - 256 - 12 - 1042 = 2786 (2210 if the 576-byte XDP room were left out)."""
+    r = rx.receive(1000, xdp=True, kernel="5.12")
+    fig = memory.draw_rx_buffer(r)
+    assert _w(fig, "tailroom") == 2786 == r.buffer_end - 256 - 12 - 1042  # 5.12 virtio_net.c, as above
+    assert _x(fig, "skb_shared_info") + r.shinfo_size == r.buffer_end

@@ -105,6 +105,26 @@ class RxResult:
         """Frag slots the packet uses in its first skb (what GRO has to merge)."""
         return self.skb.nr_frags
 
+    @property
+    def first_len(self) -> int:
+        """The frame length page_to_skb() saw in the first buffer (its len - hdr_len): the whole frame, or
+        what fits the first of several mergeable buffers."""
+        if self.mode == "mergeable" and self.buffers:
+            return min(self.hdr_len + self.frame_len, self.buffers[0].len) - self.hdr_len
+        return self.frame_len
+
+    @property
+    def buffer_end(self) -> int:
+        """Where the first buffer ends, counted from its start (the headroom's start): where page_to_skb
+        computes the tailroom against (truesize, or PAGE_SIZE for an XDP buffer on 5.13-6.2), else what the
+        driver set aside for it (RxBuffer.end: the XDP room included)."""
+        if not self.buffers:
+            raise ValueError("this result has no receive buffer (RxResult.buffers is empty)")
+        buf = self.buffers[0]
+        if self.tailroom is not None and self.mode != "small":
+            return buf.headroom + self.hdr_padded_len + self.first_len + self.tailroom
+        return buf.end
+
 
 @public
 def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
@@ -259,7 +279,7 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
     page = new_page(rx_frag_sizes(k, a)[0], "rx page_pool page" if k.rule("rx_page_pool") else "32 KiB rx page frag")
     skb = Skb(headlen=frame_len, truesize=build_skb_truesize(buflen, a), head_frag=True,
               end_offset=buflen - a.shinfo_size, headroom=headroom, head_kind="build_skb", head_page=page)
-    buf = RxBuffer(page, 0, rx_pad + xdp_headroom, hdr_len + GOOD_PACKET_LEN, buflen)
+    buf = RxBuffer(page, 0, rx_pad + xdp_headroom, hdr_len + GOOD_PACKET_LEN, buflen, buflen)
     # Reported as page_to_skb computes tailroom: buffer end minus tail, skb_shared_info included.
     return RxResult("build_skb", skb, buflen - headroom - frame_len, a.shinfo_size, frame_len, "small", k,
                     a.name,
@@ -351,7 +371,8 @@ def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = 
     result = page_to_skb(frame_len, a.page_size, mode="big", hdr_len=hdr_len, kernel=k, arch=a,
                          big_pages=skbfrags + 1, page=first)
     result.buffers = (RxBuffer(first, 0, 0,
-                               receive_big_max_frame(skbfrags + 1, hdr_len, k, a) + hdr_len, a.page_size),)
+                               receive_big_max_frame(skbfrags + 1, hdr_len, k, a) + hdr_len, a.page_size,
+                               a.page_size),)
     return result
 
 
@@ -435,7 +456,7 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
         if sg_len < hdr_len + ETH_HLEN:
             raise ValueError(f"buf_len={buf_len} leaves no room for a frame after XDP room {room}")
         count = -(-(frame + hdr_len) // sg_len)
-        buffers = [RxBuffer(new_page(a.page_size, "pinned buffer"), 0, headroom, sg_len, buf_len)
+        buffers = [RxBuffer(new_page(a.page_size, "pinned buffer"), 0, headroom, sg_len, buf_len, sg_len + room)
                    for _ in range(count)]
     else:
         min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, big_packets=mtu > ETH_DATA_LEN or guest_gso)

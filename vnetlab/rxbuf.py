@@ -39,6 +39,9 @@ class RxBuffer:
     headroom: int
     len: int  # sg length offered to the device
     truesize: int  # as the ctx / receive function hands it on
+    # what the driver set aside from the buffer start: mergeable len + room (add_recvbuf_mergeable's
+    # alloc_frag step, XDP room included), small buflen, big PAGE_SIZE; skb_shared_info would end here
+    end: int
 
 
 _PAGE_IDS = itertools.count(1)
@@ -261,7 +264,7 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
         if not headroom:
             length = alloc - room
         truesize = length if k.rule("mergeable_truesize") == "len" else length + room  # ctx: len + room
-        return RxBuffer(page, start, headroom, length, truesize)
+        return RxBuffer(page, start, headroom, length, truesize, length + room)
     frag.refill(length + room)
     dma = int(k.rule("rq_dma_header"))
     if dma and frag.offset == 0:
@@ -281,7 +284,7 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
         frag.offset += hole
     # ctx = mergeable_len_to_ctx(len, headroom) (<= 6.2) or (len + room, headroom) (6.3+).
     truesize = length if k.rule("mergeable_truesize") == "len" else length + room
-    return RxBuffer(frag.page, start, headroom, length, truesize)
+    return RxBuffer(frag.page, start, headroom, length, truesize, length + room)
 
 
 @public

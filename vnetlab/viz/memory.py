@@ -112,14 +112,6 @@ def frame_parts(frame_len: Annotated[int, In(0, IP_MAX_MTU + 64, "frame bytes")]
     return out
 
 
-def _ptk_len(result: rx.RxResult) -> int:
-    """The frame length page_to_skb() saw for the first buffer (len - hdr_len)."""
-    if result.mode == "mergeable" and result.buffers:
-        buf = result.buffers[0]
-        return min(result.hdr_len + result.frame_len, buf.len) - result.hdr_len
-    return result.frame_len
-
-
 @public
 def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> BufferLayout:
     """The first receive buffer of ``result`` laid out in bytes (drivers/net/virtio_net.c page_to_skb)."""
@@ -131,16 +123,8 @@ def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan:
     buf = result.buffers[0]
     mode, hdr_len, padded = result.mode, result.hdr_len, result.hdr_padded_len
     headroom = buf.headroom
-    ptk_len = _ptk_len(result)
-    room = rx.mergeable_room(headroom, a) if mode == "mergeable" else 0
-    if result.tailroom is not None and mode != "small":
-        end = headroom + padded + ptk_len + result.tailroom
-    elif mode == "small":
-        end = buf.truesize
-    elif mode == "big":
-        end = a.page_size
-    else:
-        end = buf.len + room
+    ptk_len = result.first_len
+    end = result.buffer_end  # the buffer geometry as vnetlab.rx computes it, XDP room included
     data_start = headroom + padded
     frame_in_buffer = max(0, min(ptk_len, end - data_start))
     tail = data_start + frame_in_buffer
