@@ -2,7 +2,8 @@
 
 An ``assert`` (or an ``assert_*`` call) that compares with a numeric literal of 64 or more, or with a list, tuple,
 set or dict holding one, is a number somebody took from somewhere: the kernel source (file and version), the
-kernel fact sheet (kernel-facts section), BTF / pahole, the QEMU lab's data (data/lab/...) or a patch mail. The
+section of the kernel pages in the repository (docs/kernel/<page>.md#<section>), BTF / pahole, the QEMU lab's data
+(data/lab/...) or a patch mail. The
 place must be named in a comment on the assert's lines or the three lines above, in the enclosing function's
 docstring, or in the comment block just above the enclosing ``def``. Smaller numbers (counts, flags, small
 header sizes) and values computed from named constants (``ETH_HLEN + 1500``) are not checked: a name is its
@@ -24,11 +25,12 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 
-# What a source comment looks like: a kernel file path (.c/.h), the fact sheet, BTF or pahole, the lab's data or
+# What a source comment looks like: a kernel file path (.c/.h), a docs/kernel page, BTF or pahole, the lab's data or
 # files (data/lab/, lab/...), a patch mail or patch, a commit id, the kernel's excerpts kept in tests/data/ksrc, an
 # RFC, or an explicit "source:" (for a number the workbook itself decides: say which file decides it).
 SOURCE = re.compile(
-    r"source:|\b[\w/.-]+\.[ch]\b|kernel-facts|\bBTF\b|pahole|data/lab\b|patch mail|\bmail\b|\bcommit [0-9a-f]{7,}\b"
+    r"source:|\b[\w/.-]+\.[ch]\b|docs/kernel/[\w-]+\.md|\bBTF\b|pahole|data/lab\b|patch mail|\bmail\b"
+    r"|\bcommit [0-9a-f]{7,}\b"
     r"|\b[0-9a-f]{12}\b|tests/data/|ksrc/|\blab/[\w/.-]+|\.patch\b|\bRFC ?\d+|bpftool",
     re.IGNORECASE)
 
@@ -220,12 +222,12 @@ def test_a_planted_bare_literal_is_found(tmp_path: Path) -> None:
 
 def test_a_named_source_a_small_number_a_named_constant_or_an_echoed_input_passes(tmp_path: Path) -> None:
     assert _check(tmp_path, """
-        SHINFO = 320  # kernel-facts B.1
+        SHINFO = 320  # docs/kernel/arch.md#b1
 
         def test_sourced(r):
             # drivers/net/virtio_net.c (v5.13) page_to_skb: truesize of a 1536-byte buffer
             assert r.truesize == 1536
-            assert r.tailroom == 482  # kernel-facts A.5
+            assert r.tailroom == 482  # docs/kernel/rx.md#a5
             assert r.nr_frags == 17
             assert r.shinfo == SHINFO and r.len == SHINFO + 14 * 100
 
@@ -243,7 +245,7 @@ def test_a_comment_too_far_above_or_without_a_source_does_not_count(tmp_path: Pa
     found = _check(tmp_path, """
         def test_x(r):
             r.update()
-            # kernel-facts A.5
+            # docs/kernel/rx.md#a5
             a = 1
             b = 2
             c = 3
@@ -256,9 +258,77 @@ def test_the_opening_comment_block_of_a_test_is_its_docstring(tmp_path: Path) ->
     assert _check(tmp_path, """
         def test_x(r):
             \"\"\"What the panel shows.\"\"\"
-            # kernel-facts A.5: the 1536-byte buffer's window
+            # docs/kernel/rx.md#a5: the 1536-byte buffer's window
             r.update()
             r.update()
             r.update()
             assert r.window == (87, 1162)
         """) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# A cited page section must exist: the kernel pages under docs/kernel/ and the excerpts under tests/data/ksrc/
+
+ROOT = TESTS.parent
+CITED_DIRS = ("vnetlab", "tests", "tools", "benchmarks", "lab", "data", "docs")
+DOC_CITE = re.compile(r"docs/kernel/([\w-]+\.md)(?:#([\w-]+))?")
+KSRC_CITE = re.compile(r"tests/data/ksrc/([\w.-]+(?:/[\w.-]+)*)")
+ANCHOR = re.compile(r'<a id="([\w-]+)"></a>')
+
+
+def _cited_files() -> list[Path]:
+    """The repository's files that may cite a page (this file's planted examples left out)."""
+    out = []
+    for d in CITED_DIRS:
+        for p in sorted((ROOT / d).rglob("*")):
+            if p.is_file() and p.suffix in (".py", ".toml", ".md", ".json", ".j2") and "golden" not in p.parts \
+                    and "work" not in p.relative_to(ROOT).parts and p.name != Path(__file__).name:
+                out.append(p)
+    return out
+
+
+def dangling_citations(files: list[Path], root: Path = ROOT) -> list[str]:
+    """Each citation of a docs/kernel page section or a tests/data/ksrc excerpt in ``files`` that names nothing in
+    the repository under ``root``, as "path:line: citation"."""
+    anchors: dict[str, set[str]] = {}
+    bad = []
+    for p in files:
+        for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            for m in DOC_CITE.finditer(line):
+                page, section = m.group(1), m.group(2)
+                doc = root / "docs" / "kernel" / page
+                if page not in anchors:
+                    anchors[page] = set(ANCHOR.findall(doc.read_text(encoding="utf-8"))) if doc.exists() else set()
+                if not doc.exists() or (section is not None and section not in anchors[page]):
+                    bad.append(f"{p.relative_to(root)}:{n}: {m.group(0)}")
+            for m in KSRC_CITE.finditer(line):
+                if not (root / "tests" / "data" / "ksrc" / m.group(1)).exists():
+                    bad.append(f"{p.relative_to(root)}:{n}: {m.group(0)}")
+    return bad
+
+
+def test_every_cited_kernel_page_section_exists() -> None:
+    files = _cited_files()
+    assert sum("docs/kernel/" in p.read_text(encoding="utf-8", errors="replace") for p in files) > 20
+    assert dangling_citations(files) == []
+
+
+def test_no_citation_points_outside_the_repository() -> None:
+    # the project's kernel facts live in docs/kernel/; a fact sheet outside the repository cannot be opened
+    outside = [f"{p.relative_to(ROOT)}:{n}" for p in _cited_files()
+               for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+               if "kernel-" + "facts" in line]
+    assert outside == []
+
+
+def test_a_citation_of_a_missing_section_is_found(tmp_path: Path) -> None:
+    (tmp_path / "docs" / "kernel").mkdir(parents=True)
+    (tmp_path / "docs" / "kernel" / "gro.md").write_text('<a id="c3"></a>\n## C.3\n', encoding="utf-8")
+    (tmp_path / "tests" / "data" / "ksrc" / "6.1.192").mkdir(parents=True)
+    src = tmp_path / "test_cites.py"
+    src.write_text("# docs/kernel/gro.md#c3 and tests/data/ksrc/6.1.192 exist\n"
+                   "# docs/kernel/gro.md#c9, docs/kernel/nowhere.md and tests/data/ksrc/4.19 do not\n",
+                   encoding="utf-8")
+    assert dangling_citations([src], tmp_path) == ["test_cites.py:2: docs/kernel/gro.md#c9",
+                                                   "test_cites.py:2: docs/kernel/nowhere.md",
+                                                   "test_cites.py:2: tests/data/ksrc/4.19"]
