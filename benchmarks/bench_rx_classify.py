@@ -27,7 +27,7 @@ def frames_and_buffers(n: int = N) -> tuple[np.ndarray, np.ndarray]:
     # small (ACK/DNS-like, copied whole), mid (1000-byte UDP, build_skb), full MTU (copy path but in 2048 buffers)
     frames = np.concatenate([rng.integers(60, 129, n // 4), rng.integers(129, 1205, n // 4), np.full(n - n // 2, 1514)])
     rng.shuffle(frames)
-    # add_recvbuf_mergeable at MTU 1500: twenty 1536-byte buffers, then the hole-extended 2048 (kernel-facts A.5)
+    # add_recvbuf_mergeable at MTU 1500: twenty 1536-byte buffers, then the hole-extended 2048 (docs/kernel/rx.md#a5)
     truesizes = np.resize(np.asarray(rx.mergeable_buf_lens(21), dtype=np.int64), n)
     return frames, truesizes
 

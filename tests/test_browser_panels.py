@@ -109,7 +109,7 @@ def test_slider_and_typed_value_change_the_figure(page):
     img = panel.locator("img.widget-image").first
     payload = panel.locator(".widget-hbox").filter(has=page.locator(".widget-slider")).first
     number = payload.locator("input[type=number]").first
-    # typed: the 1162-byte edge, then 1163 (kernel-facts.md: build_skb for UDP payload 87..1162 in 1536 B)
+    # typed: the 1162-byte edge, then 1163 (docs/kernel/rx.md#a5: build_skb for UDP payload 87..1162 in 1536 B)
     before = _src(img)
     number.fill("1162")
     number.press("Enter")

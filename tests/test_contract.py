@@ -20,19 +20,19 @@ def test_profiles():
 def test_skb_fields():
     s = rx.receive(1472).skb
     assert isinstance(s, Skb)
-    # kernel-facts A.5: a 1472-byte UDP payload (frame 1514) in a 1536 buffer takes the copy path: 14-byte head
+    # docs/kernel/rx.md#a5: a 1472-byte UDP payload (frame 1514) in a 1536 buffer takes the copy path: 14-byte head
     # (ETH_HLEN copied, 0f6925b3e8da) and one 1500-byte frag of truesize 1536, no GSO
     assert (s.len, s.headlen, s.data_len, s.nr_frags) == (1514, 14, 1500, 1)
     assert isinstance(s.head_frag, bool) and s.frag_list == [] and s.tailroom == 0
     assert (s.gso_size, s.gso_segs, s.truesize > 1536, s.headroom >= 0) == (0, 0, True, True)
     f = s.frags[0]
-    # kernel-facts A.5 table, row 1472: the 1500-byte frag carries the 1536 buffer's truesize
+    # docs/kernel/rx.md#a5 table, row 1472: the 1500-byte frag carries the 1536 buffer's truesize
     assert f.size == 1500 and f.truesize == 1536 and f.offset >= 0 and f.page is not None
     assert isinstance(s.gso_type, (set, frozenset))
 
 
 def test_rx():
-    # kernel-facts A.5 / numbers table: 1000-B UDP, frame 1042, tailroom 482 -> build_skb, 0 frags, truesize 1792
+    # docs/kernel/rx.md#a5: 1000-B UDP, frame 1042, tailroom 482 -> build_skb, 0 frags, truesize 1792
     r = rx.page_to_skb(1042, 1536, mode="mergeable", hdr_len=12, headroom=0, kernel="6.1", arch="x86_64")
     assert r.path == "build_skb" and r.tailroom == 482 and isinstance(r.skb, Skb)
     assert r.skb.nr_frags == 0 and r.skb.truesize == 1792
@@ -59,7 +59,7 @@ def test_features():
     fs = features.FeatureSet.from_names(["SG", "GSO_UDP_L4"], kernel="6.1")
     assert "SG" in fs and len(fs) == 2 and set(fs) == {"SG", "GSO_UDP_L4"}
     assert (fs | fs) == fs and (fs & fs) == fs and len(fs - fs) == 0
-    # kernel-facts D.1 (BTF 6.18): NETIF_F_SG_BIT 0, NETIF_F_GSO_UDP_L4_BIT 33 (the same since 4.18)
+    # docs/kernel/gso-features.md#d1 (BTF 6.18): NETIF_F_SG_BIT 0, NETIF_F_GSO_UDP_L4_BIT 33 (the same since 4.18)
     assert fs.bits == (1 << 0) | (1 << 33)
     assert fs.to_ethtool()["tx-udp-segmentation"] is True
     assert features.FeatureSet.from_bits(fs.bits, kernel="6.1") == fs

@@ -126,7 +126,7 @@ def test_seed_gain_has_exactly_zero_gro_share(cal):
 def test_gain_breakdown_text(cal):
     text = cost.gain_breakdown(cal.two_param)
     assert "GRO (incl. stack amortisation): +0.0 ns (0.0% of the gain)" in text
-    # kernel-facts A.5: TCP at MTU 1500 has MSS 1448
+    # docs/kernel/rx.md#a5: TCP at MTU 1500 has MSS 1448
     assert "UDP_GRO socket" in text and "TCP MSS 1448" in text
 
 
@@ -166,7 +166,8 @@ def test_1472_udp_gains_almost_nothing_from_build_skb(cal):
     bufs = np.asarray(rx.mergeable_buf_lens(21 * 4, kernel="5.13"))
     frames = np.full(bufs.size, rx.frame_len_for(1472))
     codes = rx.classify(frames, bufs, kernel="5.13")[0]
-    # kernel-facts A.5: only the hole-extended 2048 buffers (not the 1536 ones) leave 1514-byte frames >= 320 tailroom
+    # docs/kernel/rx.md#a5: only the hole-extended 2048 buffers (not the 1536 ones) leave 1514-byte frames >= 320
+    # tailroom
     assert np.array_equal(codes == rx.PATH_CODES["build_skb"], bufs > 1536)
     gain_1472 = cost.rx_cost(t, "5.13", cal.two_param).pps / cost.rx_cost(t, "5.12", cal.two_param).pps - 1
     gain_1000 = cost.rx_cost(SEED, "5.13", cal.two_param).pps / cost.rx_cost(SEED, "5.12", cal.two_param).pps - 1
@@ -242,7 +243,7 @@ def test_per_packet_counts_match_the_path(frames, kernel):
 @settings(max_examples=20)  # each example runs two 40k-packet streams
 @given(payload=st.integers(87, 1162))
 def test_build_skb_window_is_cheaper_than_the_copy_path(payload):
-    # 1536-byte buffers: UDP payload 87..1162 takes build_skb on 5.13 (kernel-facts A.5), the copy path on 5.12.
+    # 1536-byte buffers: UDP payload 87..1162 takes build_skb on 5.13 (docs/kernel/rx.md#a5), the copy path on 5.12.
     t = cost.Traffic("u", (payload,))
     assert cost.op_counts(t, "5.13").path_counts["build_skb"] == cost.op_counts(t, "5.13").packets
     assert cost.rx_cost(t, "5.13").ns_per_packet < cost.rx_cost(t, "5.12").ns_per_packet
@@ -301,7 +302,7 @@ def test_mix_interleaves_deterministically():
 
 
 def test_pattern_is_bounded_by_its_exact_period():
-    # op_counts runs lcm(pattern, 672 carved buffers (kernel-facts A.5), NAPI_POLL_WEIGHT 64) packets: 780 * 1344
+    # op_counts runs lcm(pattern, 672 carved buffers (docs/kernel/rx.md#a5), NAPI_POLL_WEIGHT 64) packets: 780 * 1344
     # <= MAX_PERIOD (1 << 20); the mix had a 100004-packet pattern, a 33.6M-packet period.
     assert cost.MAX_PATTERN == (1 << 20) // 1344 == 780
     with pytest.raises(ValueError, match=r"weights sum to 100004 after dividing by their gcd 1: .* at most 780"):
@@ -329,7 +330,8 @@ def test_report_has_all_three_parts(cal):
 
 def test_op_counts_honours_a_lab_kernels_rules():
     # data/lab kernel 6.1-no-build-skb: 6.1 with page_to_skb's build_skb branch reverted (vnetlab.labkernels), so
-    # the seed's 1000-byte frames take the copy path there and build_skb on plain 6.1 (kernel-facts A.5: 1536 buffers).
+    # the seed's 1000-byte frames take the copy path there and build_skb on plain 6.1 (docs/kernel/rx.md#a5: 1536
+    # buffers).
     from vnetlab.labkernels import model_kernel
     plain, reverted = cost.op_counts(SEED, "6.1"), cost.op_counts(SEED, model_kernel("6.1-no-build-skb"))
     assert plain.path_counts["build_skb"] > 0 and reverted.path_counts["build_skb"] == 0

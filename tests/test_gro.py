@@ -18,16 +18,16 @@ from vnetlab.skb import Frag, Page, Skb
 
 
 def flow(case, n, payload, kernel=None, l4="tcp", **kw):
-    """n packets in head case ``case`` (kernel-facts C.3) as that kernel's receive path builds them."""
+    """n packets in head case ``case`` (docs/kernel/gro.md#c3) as that kernel's receive path builds them."""
     return gro.head_case_flow(case, payload, n, kernel=kernel, l4=l4, **kw)
 
 
 def built(payload, l4="tcp", kernel="6.1", buf_len=2048):
-    """One packet in a hole-extended 2048-byte buffer: build_skb for every frame up to 1716 (kernel-facts A.5)."""
+    """One packet in a hole-extended 2048-byte buffer: build_skb for every frame up to 1716 (docs/kernel/rx.md#a5)."""
     return rx.receive(payload, l4=l4, kernel=kernel, buf_len=buf_len).skb
 
 
-# kernel-facts C.3 with MAX_SKB_FRAGS 17: packets in the first sk_buff of a GRO skb.
+# docs/kernel/gro.md#c3 with MAX_SKB_FRAGS 17: packets in the first sk_buff of a GRO skb.
 @pytest.mark.parametrize(
     "case, kernel, expected",
     [
@@ -40,7 +40,7 @@ def built(payload, l4="tcp", kernel="6.1", buf_len=2048):
     ],
 )
 def test_packets_in_first_skb(case, kernel, expected):
-    # kernel-facts C.3 (MSS 1448): net/core/gro.c skb_gro_receive cases 1-3 with MAX_SKB_FRAGS 17.
+    # docs/kernel/gro.md#c3 (MSS 1448): net/core/gro.c skb_gro_receive cases 1-3 with MAX_SKB_FRAGS 17.
     assert vnetlab.arch("x86_64", kernel).max_skb_frags == 17
     trace = gro.aggregate_trace(flow(case, 40, 1448, kernel), kernel=kernel)
     assert trace.packets_per_skb() == [40]
@@ -91,7 +91,7 @@ def test_no_udp_aggregation_without_udp_gro_fraglist_or_fwd(kernel):
 
 def test_udp_gro_socket_caps_at_64_segments():
     out = gro.aggregate(flow("build_skb", 200, 1000, "6.1", l4="udp"), l4="udp", udp_gro=True)
-    # net/ipv4/udp_offload.c udp_gro_receive_segment: p completes at count >= UDP_GRO_CNT_MAX 64 (kernel-facts C.3)
+    # net/ipv4/udp_offload.c udp_gro_receive_segment: p completes at count >= UDP_GRO_CNT_MAX 64 (docs/kernel/gro.md#c3)
     assert [s.gso_segs for s in out] == [64, 64, 64, 8]
     assert out[0].gso_type == {"UDP_L4"} and out[0].gso_size == 1000
 
@@ -128,7 +128,8 @@ def test_udp_longer_not_merged_shorter_merged_then_flush():
     skbs = [built(n, l4="udp") for n in sizes]
     out = gro.aggregate(skbs, l4="udp", udp_gro=True)
     assert [gro.gro_segs(s) for s in out] == [2, 3, 1]
-    # net/ipv4/udp_offload.c udp_gro_receive_segment (kernel-facts C.4): longer not merged, shorter merged then flush
+    # net/ipv4/udp_offload.c udp_gro_receive_segment (docs/kernel/gro.md#c4): longer not merged, shorter merged then
+    # flush
     assert out[1].len == 28 + 1200 + 1200 + 800
 
 
@@ -274,7 +275,8 @@ def _assert_same_skbs(stats, trace):
 
 
 def _carved(n):
-    """add_recvbuf_mergeable at MTU 1500: twenty 1536-byte buffers, then the hole-extended 2048 (kernel-facts A.5)."""
+    """add_recvbuf_mergeable at MTU 1500: twenty 1536-byte buffers, then the hole-extended 2048
+    (docs/kernel/rx.md#a5)."""
     return [2048 if i % 21 == 20 else 1536 for i in range(n)]
 
 
@@ -345,7 +347,7 @@ def test_stream_of_the_benchmark_frames_matches_object_model(l4, kernel):
 
 def test_stream_reproduces_c3_and_cap():
     s = gro.simulate_stream(10_000, 1000, kernel="6.1", napi_budget=None)  # 1536 buffers: build_skb
-    # kernel-facts C.3: case (a) 18 in the first sk_buff; net/core/gro.c skb_gro_receive: 52 + 1000 k < 65536
+    # docs/kernel/gro.md#c3: case (a) 18 in the first sk_buff; net/core/gro.c skb_gro_receive: 52 + 1000 k < 65536
     assert s.first_skb_packets[0] == 18 and s.segs_per_skb[0] == 65
     s = gro.simulate_stream(10_000, 1448, kernel="6.1", napi_budget=None)
     assert s.segs_per_skb[0] == 45 and s.path_counts["copy+frag"] > s.path_counts["build_skb"]
@@ -419,7 +421,7 @@ def udp_sent(segs, gso_size, ip=4):
     if "GRO_UDP_FWD" not in f.get("features", ()) or k not in ("5.10", "5.11")])
 def test_fraglist_gso_skb_passes_up_whole(kernel, flow):
     big = gro_built("udp", 10, 1472, kernel, features=FRAGLIST)
-    # net/core/gro.c skb_gro_receive_list (kernel-facts C.4) chains each datagram whole:
+    # net/core/gro.c skb_gro_receive_list (docs/kernel/gro.md#c4) chains each datagram whole:
     # issue 13's skb: 14 + 20 + 8 + 10 * 1472 = 14,762 bytes, a head and 9 frag_list members.
     assert big.len == 14762 and big.gso_type == {"UDP_L4", "FRAGLIST"} and len(big.frag_list) == 9
     plain = gro.receive_flow(1472, 3, l4="udp", kernel=kernel)

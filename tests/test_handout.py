@@ -47,7 +47,7 @@ def test_receive_rate_matches_the_mail_and_the_cost_data():
     flat = {k: v for table in costs.values() if isinstance(table, dict) for k, v in table.items()}
     base, patched = flat["baseline_pps"]["value"], flat["patched_pps"]["value"]
     assert (base, patched) == (mail["no build_skb"], mail["build_skb"])
-    assert "-m 1000" in BUILD_SKB_MAIL  # the patch mail's sockperf: 1000-byte UDP messages (kernel-facts A.5)
+    assert "-m 1000" in BUILD_SKB_MAIL  # the patch mail's sockperf: 1000-byte UDP messages (docs/kernel/rx.md#a5)
     want = f"{base:,.0f} → {patched:,.0f} rx packets/s (+{100 * (patched / base - 1):.1f} %)"
     assert _row("1000-byte UDP receive rate, one CPU, `sar -n DEV 1`") == want
 

@@ -121,7 +121,7 @@ def test_receive_mode_is_what_the_config_selects(kernel, name):
         if mode == "small":
             assert "page_to_skb" not in pkt and pkt["alloc"] == "build_skb"
         elif mode == "big":
-            # drivers/net/virtio_net.c receive_big: page_to_skb(..., PAGE_SIZE, ...) (kernel-facts A.1)
+            # drivers/net/virtio_net.c receive_big: page_to_skb(..., PAGE_SIZE, ...) (docs/kernel/rx.md#a1)
             assert pkt["page_to_skb"]["truesize"] == 4096  # receive_big passes PAGE_SIZE
         else:
             assert pkt["page_to_skb"]["headroom"] == 0  # no XDP
@@ -170,7 +170,7 @@ def test_page_to_skb_return_matches_the_model(kernel, name):
 @pytest.mark.parametrize("kernel", [k for k, c in RX_CASES if c == "mergeable"])
 def test_mergeable_boundaries_at_the_ewma_floor(kernel):
     """86/87 and 1162/1163 bytes of UDP payload: the GOOD_COPY_LEN and tailroom edges with 1536-byte buffers
-    on kernels with page_to_skb's build_skb branch (kernel-facts A.5); the copy path at every size without it."""
+    on kernels with page_to_skb's build_skb branch (docs/kernel/rx.md#a5); the copy path at every size without it."""
     rows = {(r.payload, r.buf_truesize): r for r in labdata.rx_rows("mergeable", kernel)}
     k = labdata.model_kernel(kernel)
     if k.rule("page_to_skb") == "build_skb":

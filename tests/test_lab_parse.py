@@ -69,7 +69,7 @@ def test_trace_events_read_ftrace_lines():
 
 
 def test_rx_packets_are_the_data_files(parsed):
-    # packets 0, 3 and 26: a whole copy, a build_skb and an ETH_HLEN copy with one frag (kernel-facts A.5)
+    # packets 0, 3 and 26: a whole copy, a build_skb and an ETH_HLEN copy with one frag (docs/kernel/rx.md#a5)
     assert parsed["rx"] == [DOC["rx"]["packets"][i] for i in (0, 3, 26)]
     assert [p["path"] for p in parsed["rx"]] == ["copy", "build_skb", "copy+frag"]
     assert parsed["rx_sender"] == DOC["rx"]["sender"] and parsed["receiver_rx"] == DOC["rx"]["receiver"]

@@ -77,7 +77,7 @@ def test_moving_a_slider_changes_the_png(name, ctl, value):
 
 
 def test_payload_edge_reachable_by_slider_and_by_typing():
-    """The build_skb window of a 1536-byte buffer ends at UDP payload 1162 (kernel-facts.md): 1162 builds, 1163
+    """The build_skb window of a 1536-byte buffer ends at UDP payload 1162 (docs/kernel/rx.md#a5): 1162 builds, 1163
     copies; the slider steps by 1 byte and the readout takes the exact number."""
     p = rxpanels.packet_panel()
     s = p.controls["payload_len"]
@@ -145,7 +145,7 @@ def test_one_control_row_drives_every_view():
     p.controls["payload_len"].value = 1000
     assert [r.path for r in p.state.result] == ["copy+frag", "build_skb"]  # the paths view follows
     p.controls["view"].value = "buffer"
-    # kernel-facts A.5: 1000-byte UDP in a 1536-byte buffer, tailroom 1536 - 1054 = 482 -> build_skb
+    # docs/kernel/rx.md#a5: 1000-byte UDP in a 1536-byte buffer, tailroom 1536 - 1054 = 482 -> build_skb
     assert p.state.result.path == "build_skb" and regions(p.figure)["tailroom"].get_width() == 482
     p.controls["view"].value = "skb"
     assert "frags[0]" not in regions(p.figure)
@@ -189,7 +189,7 @@ def test_panel_state_plain():
 
 
 def test_panel_texts():
-    """Numbers from kernel-facts A.5 (x86_64, MTU 1500): the copy path's 14-byte head after NET_SKB_PAD 64
+    """Numbers from docs/kernel/rx.md#a5 (x86_64, MTU 1500): the copy path's 14-byte head after NET_SKB_PAD 64
     (B.3) ends at 78; frame 1514 = ETH_HLEN + ETH_DATA_LEN; build_skb for payload 87..1162 (frame 129..1204) in a
     1536-byte buffer; 21 buffers per 32 KiB frag, the last one with the 512-byte hole; a 64 KiB page is the frag
     itself (B.3: SKB_FRAG_PAGE_ORDER is 0 when PAGE_SIZE >= 32 KiB). mips32 keeps NET_IP_ALIGN 2 (B.3)."""
@@ -212,7 +212,7 @@ def test_gro_panel_tcp_unticks_udp_gro():
     g = gropanels.gro_panel()
     g.controls["l4"].value = "tcp"
     assert g.error is None and g.controls["udp_gro"].value is False and g.controls["udp_gro"].disabled
-    # MSS 1448 = 1500 - iphdr 20 - tcphdr 20 - timestamps 12 (kernel-facts A.5: "MSS 1448, frame 1514")
+    # MSS 1448 = 1500 - iphdr 20 - tcphdr 20 - timestamps 12 (docs/kernel/rx.md#a5: "MSS 1448, frame 1514")
     assert g.controls["payload_len"].max == 1448
 
 
@@ -318,7 +318,7 @@ def test_buffer_control_in_small_mode_says_why_it_does_nothing():
 def test_mtu_with_xdp_says_why_the_tailroom_does_not_move():
     """With XDP, page_to_skb() (5.13-6.2) counts PAGE_SIZE as the buffer's truesize, so the MTU slider moves
     nothing but the payload range: the panel says so; on 6.18 XDP_PASS bypasses page_to_skb()'s test.
-    Source: kernel-facts A.2 (iii-b), drivers/net/virtio_net.c page_to_skb in Debian 6.1: ``truesize = headroom ?
+    Source: docs/kernel/rx.md#a2-ii, drivers/net/virtio_net.c page_to_skb in Debian 6.1: ``truesize = headroom ?
     PAGE_SIZE : truesize``; PAGE_SIZE 4096 on x86_64 (data/arches.toml)."""
     a = rxpanels.packet_panel_state(xdp=True, mtu=1500)
     b = rxpanels.packet_panel_state(xdp=True, mtu=9000)
@@ -344,7 +344,7 @@ def test_carving_panel_takes_every_known_kernel(kernel):
 def test_gro_panel_takes_a_flow_of_one_receive_ring_at_most():
     """Typed into the packets box, 0 raised IndexError and 10**6 ran for minutes (issue 21). A flow is 1..256
     packets, one receive ring: QEMU hw/net/virtio-net.c VIRTIO_NET_RX_QUEUE_DEFAULT_SIZE 256 (rx.RX_QUEUE_SIZE);
-    a UDP_GRO socket merges 64 packets per GRO skb (net/ipv4/udp_offload.c UDP_GRO_CNT_MAX, kernel-facts C.4)."""
+    a UDP_GRO socket merges 64 packets per GRO skb (net/ipv4/udp_offload.c UDP_GRO_CNT_MAX, docs/kernel/gro.md#c4)."""
     g = gropanels.gro_panel()
     for typed in (0, -1, 257, 10**6):
         g.controls["n_packets"].readout.set_state({"value": typed})  # what the browser's comm message calls
@@ -357,8 +357,8 @@ def test_gro_panel_takes_a_flow_of_one_receive_ring_at_most():
 def test_window_panel_takes_a_buffer_of_one_page_frag_at_most():
     """A typed buffer truesize of 2**31 - 1 asked numpy for 16 GiB (issue 21). add_recvbuf_mergeable carves every
     buffer from one page frag and gives the last the frag's rest, so none is larger than the frag:
-    skb_page_frag_refill's 32768 bytes (include/net/sock.h SKB_FRAG_PAGE_ORDER = get_order(32768), kernel-facts
-    B.3) or the 65536-byte page of ppc64le (data/arches.toml)."""
+    skb_page_frag_refill's 32768 bytes (include/net/sock.h SKB_FRAG_PAGE_ORDER = get_order(32768),
+    docs/kernel/arch.md#b3) or the 65536-byte page of ppc64le (data/arches.toml)."""
     p = rxpanels.window_panel()
     p.controls["buf_len"].readout.set_state({"value": 32768})
     assert p.error is None and p.state.params["buf_len"] == 32768

@@ -71,7 +71,7 @@ def test_receive_big_bound_probe(tree, bound, needle):
 
 @pytest.mark.parametrize("k, max_frame", [("5.10.223", 17 * 4096 - 16), ("6.12", 17 * 4096 - 32)])
 def test_receive_big_takes_what_max_skb_frags_hold(k, max_frame):
-    # add_recvbuf_big chains sg[1] (from sizeof(padded_vnet_hdr): 16 B before v5.18, 32 after, kernel-facts A.0) to
+    # add_recvbuf_big chains sg[1] (from sizeof(padded_vnet_hdr): 16 B before v5.18, 32 after, docs/kernel/rx.md#a0) to
     # the page end, then MAX_SKB_FRAGS whole pages; page_to_skb adds one frag per page, and skb_shinfo()->frags[]
     # holds MAX_SKB_FRAGS (17, include/linux/skbuff.h): 17 frags from that offset, the chain's last page never used.
     skb = rx.receive_big(max_frame, kernel=k).skb
@@ -163,7 +163,7 @@ def test_7x_profiles_load_everywhere():
 
 
 def test_5_10_262_differs_from_5_10_223_where_the_trees_do():
-    # Debian linux-source-5.10 5.10.262-1 vs 5.10.223-1, read by the probes (kernel-facts G/H): the EMSGSIZE
+    # Debian linux-source-5.10 5.10.262-1 vs 5.10.223-1, read by the probes (docs/kernel/history.md#g): the EMSGSIZE
     # MTU check (udp.c: hlen + min_t(int, datalen, cork->gso_size) > cork->fragsize), the IPv6 fraglist NAT fix,
     # the bond's GSO_SOFTWARE (ALL_TSO | GSO_SCTP in 5.10, so no UDP_L4) and the inert GRO_UDP_FWD bit.
     old, new = kernel("5.10.223"), kernel("5.10.262")

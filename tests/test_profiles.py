@@ -61,14 +61,14 @@ def test_sk_buff_size_per_kernel():
 
 
 def test_net_skb_pad_is_max_32_l1():
-    # include/linux/skbuff.h NET_SKB_PAD = max(32, L1_CACHE_BYTES) (kernel-facts B.3): L1 64 x86_64, 128 ppc64
+    # include/linux/skbuff.h NET_SKB_PAD = max(32, L1_CACHE_BYTES) (docs/kernel/arch.md#b3): L1 64 x86_64, 128 ppc64
     assert vnetlab.arch("x86_64").net_skb_pad == 64
     assert vnetlab.arch("ppc64le").net_skb_pad == 128
     assert vnetlab.arch("mips32").net_skb_pad == 32
 
 
 def test_skb_truesize_x86_64():
-    # include/linux/skbuff.h SKB_TRUESIZE (kernel-facts A.3; sk_buff 256 aligned, shinfo 320 from BTF 6.18)
+    # include/linux/skbuff.h SKB_TRUESIZE (docs/kernel/rx.md#a3; sk_buff 256 aligned, shinfo 320 from BTF 6.18)
     # SKB_TRUESIZE(1216) for a 1536-byte build_skb buffer: 1216 + 256 + 320.
     assert vnetlab.arch("x86_64").skb_truesize(1216) == 1792
 

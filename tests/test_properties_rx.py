@@ -3,7 +3,7 @@ kernel's invariants, over kernels, arches, receive modes, XDP, IPv4/IPv6 and TCP
 
 The invariants are the kernel's own: skb->len = skb_headlen + skb->data_len (include/linux/skbuff.h), the linear
 part inside the head (skb_put's skb_over_panic: tail <= end), at most MAX_SKB_FRAGS frags of that kernel and arch
-(skb_shinfo(skb)->frags[MAX_SKB_FRAGS], kernel-facts B.2), frags inside their pages, and truesize >= len (every
+(skb_shinfo(skb)->frags[MAX_SKB_FRAGS], docs/kernel/arch.md#b2), frags inside their pages, and truesize >= len (every
 allocator charges at least the bytes it holds: __alloc_skb / build_skb SKB_TRUESIZE(end), skb_add_rx_frag the
 buffer's truesize). Conservation: page_to_skb and receive keep the frame's bytes; GRO hands up every payload byte
 once, the headers once per skb (eth_type_trans pulled ETH_HLEN), every wire packet once, and frees truesize, never

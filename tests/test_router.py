@@ -53,7 +53,8 @@ def test_bridge_one_for_all_subtlety():
 
 
 def test_fraglist_on_virtio_net_vlan_is_segmented_at_the_vlan_after_the_patch():
-    # kernel-facts D.6: the VLAN's NETIF_F_FRAGLIST follows virtio_net's (none), so skb_gso_ok fails at the VLAN
+    # docs/kernel/gso-features.md#d6: the VLAN's NETIF_F_FRAGLIST follows virtio_net's (none), so skb_gso_ok fails at
+    # the VLAN
     v = build_stack(kernel="6.1", upper="vlan", nic="virtio_net").egress
     r = send(v, gso_skb(segs=20, gso_size=1400, fraglist=True))
     assert r.segmented_at == "eth0.10" and r.hop("eth0.10").method == "skb_segment_list"
@@ -147,7 +148,7 @@ def test_router_scenario_delivers_what_the_lab_measured(kernel, case):
 
 
 def test_router_scenario_udp_fwd_needs_512():
-    # kernel-facts C.4: NETIF_F_GRO_UDP_FWD arrived in v5.12 (6f1c0ea133a6): before it, UDP is forwarded packet by
+    # docs/kernel/gro.md#c4: NETIF_F_GRO_UDP_FWD arrived in v5.12 (6f1c0ea133a6): before it, UDP is forwarded packet by
     # packet (10 skbs for the 10 sent), after it one GRO skb
     r = router.router_scenario(kernel="5.11", gro="udp_fwd", segs=10)
     assert r.gro_skbs == 10 and r.segmented_at is None
@@ -182,7 +183,8 @@ def test_cpu_costs_alone_do_not_make_50x():
 
 
 def test_untranslated_hypothesis_gives_link_over_segments():
-    # kernel-facts F: before c3df39ac9b0e only the head segment of 44 carried the NATed header: 1/44 of the link
+    # docs/kernel/history.md#f: before c3df39ac9b0e only the head segment of 44 carried the NATed header: 1/44 of the
+    # link
     before, after = router.router_scenario(kernel="5.10"), router.router_scenario(kernel="5.11")
     assert router.router_gap(before, after, drop_untranslated=True) == pytest.approx(44, rel=0.01)
 
@@ -190,7 +192,7 @@ def test_untranslated_hypothesis_gives_link_over_segments():
 def test_throughput_is_link_capped_and_sensitivity_moves():
     r = router.router_scenario(kernel="5.11")
     t = router.router_throughput(r)
-    # source: data/router_costs.toml link_bps, the 1 Gbps of commit 2e4ef10f5850's message (kernel-facts F)
+    # source: data/router_costs.toml link_bps, the 1 Gbps of commit 2e4ef10f5850's message (docs/kernel/history.md#f)
     assert t.bound == "link" and t.goodput_bps < 1e9
     slow = router.router_throughput(r, router.RouterCosts.from_table(cpu_hz=20e6))
     assert slow.bound == "cpu" and slow.goodput_bps < t.goodput_bps
@@ -200,7 +202,8 @@ def test_throughput_is_link_capped_and_sensitivity_moves():
 
 
 def test_lost_segments_is_the_one_1_in_n_number():
-    # kernel-facts F: before c3df39ac9b0e only the head of each fraglist GRO skb is NATed; N = 44 for 1472-byte
+    # docs/kernel/history.md#f: before c3df39ac9b0e only the head of each fraglist GRO skb is NATed; N = 44 for
+    # 1472-byte
     # datagrams (skb_gro_receive_list keeps p->len < 65536: 44 * 1500 = 66000 > 65536 counts from the IP header,
     # so 43 + head = 44 is max_gro_segs). Goodput: 1 Gbps (the seed's "1 Gbps / link speed") carrying 1472-byte
     # payloads in 1518-byte VLAN frames (+ 24 bytes of preamble, FCS and gap, IEEE 802.3), divided by 44.

@@ -15,7 +15,7 @@ ARCHES = ["x86_64", "arm64", "arm64-64k", "ppc64le", "ppc64le-4k", "mips32"]
 # --- buffer sizing (add_recvbuf_mergeable, get_mergeable_buf_len) ---------------------------------
 
 def test_mergeable_buffers_are_1536_at_mtu_1500():
-    # kernel-facts A.5: ALIGN(12 + GOOD_PACKET_LEN, 64); A.1 mergeable_min_buf_len = 1518 with ring 256
+    # docs/kernel/rx.md#a5: ALIGN(12 + GOOD_PACKET_LEN, 64); rx.md#a1 mergeable_min_buf_len = 1518 with ring 256
     assert rx.mergeable_buf_lens(1) == [1536]
     assert rx.mergeable_min_buf_len() == 1518
 
@@ -26,11 +26,12 @@ def test_32k_frag_gives_twenty_1536_then_2048():
 
 
 def test_4k_page_gives_1536_then_2560():
-    # kernel-facts A.5: order-0 frag, the second buffer takes the hole (1536 + 1024)
+    # docs/kernel/rx.md#a5: order-0 frag, the second buffer takes the hole (1536 + 1024)
     assert rx.mergeable_buf_lens(2, frag_size=4096) == [1536, 2560]
 
 
-# drivers/net/virtio_net.c (mirror ~6.18) virtnet_rq_alloc; kernel-facts A.1, A.5 (last 2032; 4K: 1536, 2544)
+# drivers/net/virtio_net.c (mirror ~6.18) virtnet_rq_alloc; docs/kernel/rx.md#a1, docs/kernel/rx.md#a5 (last 2032; 4K:
+# 1536, 2544)
 def test_6_18_carves_a_virtnet_rq_dma_header_per_frag_page():
     # virtnet_rq_alloc (~6.18): 16 bytes at offset 0 of each new frag page, so the hole is 496.
     assert rx.mergeable_buf_lens(21, kernel="6.18") == [1536] * 20 + [2032]
@@ -48,19 +49,20 @@ def test_ewma_arithmetic_matches_declare_ewma():
     e.add(1000)
     assert e.read() == 1000  # the first sample is stored as is
     e.add(64000)
-    # include/linux/average.h DECLARE_EWMA(pkt_len, 0, 64): ((old << 6) - old + sample) >> 6 (kernel-facts A.0)
+    # include/linux/average.h DECLARE_EWMA(pkt_len, 0, 64): ((old << 6) - old + sample) >> 6 (docs/kernel/rx.md#a0)
     assert e.read() == (1000 * 63 + 64000) >> 6
 
 
 def test_xdp_buffers_take_a_whole_page():
-    # drivers/net/virtio_net.c add_recvbuf_mergeable (6.1 truesize = len; 6.3+ len + room), kernel-facts A.1
+    # drivers/net/virtio_net.c add_recvbuf_mergeable (6.1 truesize = len; 6.3+ len + room), docs/kernel/rx.md#a1
     # room = SKB_DATA_ALIGN(256 + 320) = 576; len = PAGE_SIZE - room = 3520; 6.3+ records len + room.
     assert rx.mergeable_buf_lens(1, xdp=True, kernel="6.1") == [3520]
     assert rx.mergeable_buf_lens(1, xdp=True, kernel="6.18") == [4096]
 
 
 def test_min_buf_len_small_ring_with_big_packets():
-    # drivers/net/virtio_net.c mergeable_min_buf_len: ceil((12 + 14 + 4 + 65535) / 32) - 12 = 2037 (kernel-facts A.1)
+    # drivers/net/virtio_net.c mergeable_min_buf_len: ceil((12 + 14 + 4 + 65535) / 32) - 12 = 2037
+    # (docs/kernel/rx.md#a1)
     assert rx.mergeable_min_buf_len(ring_size=32, big_packets=True) == 2037
 
 
@@ -70,7 +72,7 @@ def test_build_skb_window_in_a_1536_buffer():
     frames = np.arange(14, 1525)
     codes, tailroom, frags, _ = rx.classify(frames, 1536, kernel="6.1")
     built = frames[codes == rx.PATH_CODES["build_skb"]]
-    # kernel-facts A.5: build_skb when 129 <= frame <= truesize - 332 (GOOD_COPY_LEN 128, hdr_len 12, shinfo 320)
+    # docs/kernel/rx.md#a5: build_skb when 129 <= frame <= truesize - 332 (GOOD_COPY_LEN 128, hdr_len 12, shinfo 320)
     assert built.min() == 129 and built.max() == 1204
     assert len(built) == 1204 - 129 + 1
 
@@ -84,13 +86,15 @@ def test_build_skb_window_in_udp_payload_terms():
 
 def test_1000_byte_udp_the_seed_benchmark():
     r = rx.receive(1000)
-    # kernel-facts A.5 table, row 1000: frame 1042, tailroom 482, build_skb; A.3: truesize 1216 + 256 + 320 = 1792
+    # docs/kernel/rx.md#a5 table, row 1000: frame 1042, tailroom 482, build_skb; rx.md#a3: truesize 1216 + 256 + 320 =
+    # 1792
     assert (r.frame_len, r.tailroom, r.path, r.skb.nr_frags) == (1042, 482, "build_skb", 0)
     assert r.skb.truesize == 1792 and r.skb.head_frag and r.skb.headlen == 1042
 
 
 def test_1472_byte_udp_full_mtu():
-    # kernel-facts A.5 table, row 1472: frame 1514, tailroom 10, 14 B head + 1500 B frag of truesize 1536, 522 / 1034
+    # docs/kernel/rx.md#a5 table, row 1472: frame 1514, tailroom 10, 14 B head + 1500 B frag of truesize 1536, 522 /
+    # 1034
     r = rx.receive(1472)
     assert (r.frame_len, r.tailroom, r.path) == (1514, 10, "copy+frag")
     assert r.skb.headlen == 14 and r.skb.nr_frags == 1 and r.skb.frags[0].size == 1500
@@ -116,20 +120,21 @@ def test_full_mtu_tcp_mostly_misses_build_skb():
 def test_5_10_copies_128_bytes_into_a_page_frag_head():
     r = rx.receive(1000, kernel="5.10")
     assert r.path == "copy+frag" and r.tailroom is None
-    # kernel-facts A.3 (<= v5.10 napi_alloc_skb head, SKB_TRUESIZE(192) = 768) + the 1536 frag (A.5); A.2 (i) 128
+    # docs/kernel/rx.md#a3 (<= v5.10 napi_alloc_skb head, SKB_TRUESIZE(192) = 768) + the 1536 frag (rx.md#a5);
+    # rx.md#a2: 128
     assert r.skb.headlen == 128 and r.skb.head_frag and r.skb.head_kind == "napi_page_frag"
     assert r.skb.truesize == 768 + 1536
 
 
 def test_5_11_copies_128_bytes_into_a_kmalloc_head():
     r = rx.receive(1000, kernel="5.11")
-    # kernel-facts A.2 (i): <= v5.11 copies min(len, tailroom) = 128; A.3: 3226b158e67c kmallocs the 128-byte head
+    # docs/kernel/rx.md#a2: <= v5.11 copies min(len, tailroom) = 128; rx.md#a3: 3226b158e67c kmallocs the 128-byte head
     assert r.skb.headlen == 128 and not r.skb.head_frag and r.skb.head_kind == "kmalloc"
 
 
 def test_5_12_copies_only_eth_hlen():
     r = rx.receive(1000, kernel="5.12")
-    # kernel-facts A.2 (i), 0f6925b3e8da: copy only ETH_HLEN; frag = frame 1042 - 14
+    # docs/kernel/rx.md#a2, 0f6925b3e8da: copy only ETH_HLEN; frag = frame 1042 - 14
     assert r.path == "copy+frag" and r.skb.headlen == 14 and r.skb.frags[0].size == 1028
 
 
@@ -183,7 +188,7 @@ def test_arm64_gets_the_x86_64_window():
 
 def test_ppc64le_threshold_is_384():
     r = rx.receive(1000, arch="ppc64le")
-    # kernel-facts B.1: ppc64 SMP_CACHE_BYTES 128, SKB_DATA_ALIGN(320) = 384
+    # docs/kernel/arch.md#b1: ppc64 SMP_CACHE_BYTES 128, SKB_DATA_ALIGN(320) = 384
     assert r.shinfo_size == 384 and r.path == "build_skb"
     assert rx.page_to_skb(1536 - 12 - 383, 1536, arch="ppc64le").path == "copy+frag"
     assert rx.page_to_skb(1536 - 12 - 384, 1536, arch="ppc64le").path == "build_skb"
@@ -192,14 +197,15 @@ def test_ppc64le_threshold_is_384():
 # --- big and small modes ------------------------------------------------------------------------------
 
 def test_big_mode_builds_skb_up_to_3744():
-    # kernel-facts A.2 (iv) table: big mode builds while frame <= 4096 - 32 - 320 = 3744; 3745 leaves tailroom 319
+    # docs/kernel/rx.md#a2-ii table: big mode builds while frame <= 4096 - 32 - 320 = 3744; 3745 leaves tailroom 319
     assert rx.page_to_skb(3744, 4096, mode="big").path == "build_skb"
     r = rx.page_to_skb(3745, 4096, mode="big")
     assert r.path == "copy+frag" and r.tailroom == 319
 
 
 def test_big_mode_multi_page_frags_charge_page_size():
-    # kernel-facts A.1/A.2 (iv): receive_big passes truesize PAGE_SIZE; sg[1] starts at sizeof(padded_vnet_hdr) = 32
+    # docs/kernel/rx.md#a1, docs/kernel/rx.md#a2-ii: receive_big passes truesize PAGE_SIZE; sg[1] starts at
+    # sizeof(padded_vnet_hdr) = 32
     r = rx.receive(20000, mode="big", mtu=1500, l4="tcp")
     assert r.path == "copy+frag" and r.buffers[0].page == r.skb.frags[0].page
     assert all(f.truesize == 4096 for f in r.skb.frags)
@@ -213,7 +219,7 @@ def test_big_mode_5_13_leaks_chain_pages_note():
 
 
 def test_small_mode_always_builds_skb_in_1920_bytes():
-    # kernel-facts A.1 small mode: headroom 76, buffer ALIGN(1594, 64) + 320 = 1920; with XDP 2176
+    # docs/kernel/rx.md#a1 small mode: headroom 76, buffer ALIGN(1594, 64) + 320 = 1920; with XDP 2176
     r = rx.receive(1000, mode="small")
     assert r.path == "build_skb" and r.buffers[0].truesize == 1920
     assert r.tailroom == 1920 - (64 + 12) - 1042  # buffer end minus tail, shinfo included, as page_to_skb counts
@@ -249,7 +255,7 @@ def test_multi_buffer_frag_list_past_max_skb_frags():
 
 def test_xdp_6_1_uses_page_size_truesize():
     r = rx.receive(1000, xdp=True, kernel="6.1")
-    # kernel-facts A.2 (ii)/(iii-b): 6.1 page_to_skb with headroom: truesize PAGE_SIZE, tailroom = it - len - offset
+    # docs/kernel/rx.md#a2-ii: 6.1 page_to_skb with headroom: truesize PAGE_SIZE, tailroom = it - len - offset
     assert r.path == "build_skb" and r.tailroom == 4096 - 256 - 12 - 1042
 
 
@@ -341,13 +347,13 @@ def test_queue_at_mtu_1500_keeps_1536_buffers():
     q = rx.RxQueue()
     for _ in range(300):
         r = q.receive(1472)
-    # kernel-facts A.5 (1536 buffers); A.0/A.1: the EWMA of a constant head_skb->len 1514 stays 1514
+    # docs/kernel/rx.md#a5 (1536 buffers); rx.md#a0, rx.md#a1: the EWMA of a constant head_skb->len 1514 stays 1514
     assert q.next_buffer_len() == 1536 and r.num_buffers == 1
     assert q.ewma.read() == 1514
 
 
 def test_queue_ewma_grows_buffers_with_gso_packets():
-    # kernel-facts A.5: 1536 buffers and the hole-extended 2048; A.1 get_mergeable_buf_len clamp -> 4096
+    # docs/kernel/rx.md#a5: 1536 buffers and the hole-extended 2048; rx.md#a1 get_mergeable_buf_len clamp -> 4096
     # 64 KiB guest-GSO TCP packets: the EWMA climbs, new buffers reach clamp(PAGE_SIZE - hdr_len) -> 4096.
     q = rx.RxQueue()
     first = q.receive(60000, l4="tcp")
@@ -379,7 +385,7 @@ def test_queue_bad_input():
         rx.RxQueue(hdr_len=10)
 
 
-# --- the head each kernel's receive path builds (kernel-facts C.3) ---------------------------------------
+# --- the head each kernel's receive path builds (docs/kernel/gro.md#c3) ---------------------------------------
 
 @pytest.mark.parametrize("kernel, payload, buf_len, case", [
     ("5.10", 1448, 1536, "pagefrag128"),  # page_to_skb copies min(len, 128) into a __napi_alloc_skb page-frag head
@@ -470,7 +476,7 @@ def test_7x_napi_head_is_a_704_byte_small_head(kernel):
 @pytest.mark.parametrize("kernel, longest", [
     # 5.10 drivers/net/virtio_net.c page_to_skb ("too much data": remainder > MAX_SKB_FRAGS * PAGE_SIZE) lets
     # through remainders up to 69632, but from 69617 the loop would add an 18th frag; frags start at
-    # sizeof(padded_vnet_hdr) = 16 (kernel-facts A.1), so 17 frags hold 17 * 4096 - 16 = 69616.
+    # sizeof(padded_vnet_hdr) = 16 (docs/kernel/rx.md#a1), so 17 frags hold 17 * 4096 - 16 = 69616.
     ("5.10", 17 * 4096 - 16),
     # Debian 6.1.192 receive_big drops len > 18 * 4096 - 32 + hdr_len (tests/data/ksrc/6.1.192); 17 frags from
     # offset sizeof(padded_vnet_hdr) = 32 hold 17 * 4096 - 32 = 69600 (frame 69601 is the 18-frag case).
@@ -486,7 +492,7 @@ def test_big_mode_refuses_frames_no_skb_can_hold(kernel, longest):
 
 
 def test_big_mode_short_chain_bound_is_receive_bigs_own():
-    # tests/data/ksrc/6.12.95 and 6.1.192 drivers/net/virtio_net.c receive_big; kernel-facts A.1 (big mode)
+    # tests/data/ksrc/6.12.95 and 6.1.192 drivers/net/virtio_net.c receive_big; docs/kernel/rx.md#a1 (big mode)
     # Debian 6.12.95 receive_big: len > (num_skbfrags + 1) * PAGE_SIZE is dropped ("pages", kernels.toml 6.12);
     # Debian 6.1.192: len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded").
     assert rx.big_max_frame(3, 12, vnetlab.kernel("6.12"), vnetlab.arch("x86_64"))[0] == 3 * 4096 - 32
@@ -505,10 +511,10 @@ def test_big_pages_is_big_packets_num_skbfrags_plus_one(pages):
 @pytest.mark.parametrize("kernel, hi", [("5.13", 4096 - 576), ("6.18", 4096)])
 def test_xdp_buffers_are_at_most_a_page(kernel, hi):
     # add_recvbuf_mergeable with XDP: len = get_mergeable_buf_len = PAGE_SIZE - room, room = SKB_DATA_ALIGN(256 +
-    # sizeof(shinfo) 320) = 576 (x86_64, kernel-facts B.1); the ctx holds len (<= 6.2) or len + room (6.3+).
+    # sizeof(shinfo) 320) = 576 (x86_64, docs/kernel/arch.md#b1); the ctx holds len (<= 6.2) or len + room (6.3+).
     a = vnetlab.arch("x86_64")
     assert rx.mergeable_room(rx.VIRTIO_XDP_HEADROOM, a) == 576 and rx.mergeable_room(0, a) == 0
-    # ppc64le-4k: SKB_DATA_ALIGN to SMP_CACHE_BYTES 128 of 256 + sizeof(shinfo) 320 (kernel-facts B.1 table) = 640
+    # ppc64le-4k: SKB_DATA_ALIGN to SMP_CACHE_BYTES 128 of 256 + sizeof(shinfo) 320 (docs/kernel/arch.md#b1 table) = 640
     assert rx.mergeable_room(rx.VIRTIO_XDP_HEADROOM, vnetlab.arch("ppc64le-4k")) == 640
     assert rx.mergeable_buf_lens(1, xdp=True, kernel=kernel) == [hi]
     rx.page_to_skb(1000, hi, headroom=256, kernel=kernel)

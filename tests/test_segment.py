@@ -88,7 +88,8 @@ def test_fraglist_uses_skb_segment_list_without_allocations():
 
 @pytest.mark.parametrize("kernel, ip, kept", [
     # net/ipv4/udp_offload.c __udp_gso_segment_list: mainline v5.10 returns skb_segment_list()'s segments as they
-    # are (kernel-facts F); Debian linux-source-5.10 (5.10.223) has __udpv4_gso_segment_list_csum (3d6df63a5cbe)
+    # are (docs/kernel/history.md#f); Debian linux-source-5.10 (5.10.223) has __udpv4_gso_segment_list_csum
+    # (3d6df63a5cbe)
     # but "is_ipv6 ? skb :"; Debian 6.1.192 and 6.12.95 also have __udpv6_gso_segment_list_csum (b936a9b8d4a5)
     ("5.10", 4, 9), ("5.10", 6, 9), ("5.10.223", 4, 0), ("5.10.223", 6, 9), ("5.11", 6, 9), ("6.1", 4, 0),
     ("6.1", 6, 0), ("6.12", 6, 0),

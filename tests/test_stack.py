@@ -108,7 +108,7 @@ def test_a_requested_feature_the_kernel_turns_off_says_why():
 
 
 def test_absent_features_are_left_out_not_refused():
-    # kernel-facts (netdev features, v5.10 / COUNT): NETIF_F_GRO_UDP_FWD (bit 59) arrived ~5.12, so mainline 5.10
+    # docs/kernel/gso-features.md#d1: NETIF_F_GRO_UDP_FWD (bit 59) arrived ~5.12, so mainline 5.10
     # has no such cell and 6.1 has; a feature no modelled kernel has is a typo
     names = ("GRO_UDP_FWD", "SG")
     assert [c.feature for c in device_cells(build_stack(kernel="5.10").egress, names)] == ["SG"]

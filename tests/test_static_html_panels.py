@@ -65,7 +65,7 @@ def test_static_copy_renders_the_handout_and_links_it(tmp_path):
     # the key numbers as an HTML table (not markdown pipes), the commands as code blocks
     assert "<table>" in handout and "| What |" not in handout
     rows = re.findall(r"<tr>(.*?)</tr>", handout, re.S)
-    assert any("956,864 → 1,158,465" in r for r in rows)  # the build_skb patch mail (kernel-facts A.5)
+    assert any("956,864 → 1,158,465" in r for r in rows)  # the build_skb patch mail (docs/kernel/rx.md#a5)
     assert handout.count("<pre>") >= 2 and "requirements.lock" in handout
     assert "http://" not in handout and "https://" not in handout  # readable offline: nothing to fetch
     body = handout.split("<body>", 1)[1]

@@ -10,7 +10,7 @@ from vnetlab.viz import thresholds
 @pytest.mark.parametrize(("kernel", "top"), [
     # drivers/net/virtio_net.c get_mergeable_buf_len (v6.1): with XDP, len = PAGE_SIZE - room, room =
     # VIRTIO_XDP_HEADROOM 256 + SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) 320 on x86_64 -> 3520, and the
-    # ctx holds len (kernel-facts A.5); from v6.3 the ctx holds len + room = PAGE_SIZE (rule mergeable_truesize).
+    # ctx holds len (docs/kernel/rx.md#a5); from v6.3 the ctx holds len + room = PAGE_SIZE (rule mergeable_truesize).
     ("6.1", 4096 - 256 - 320),
     ("6.18", 4096),
 ])

@@ -31,7 +31,7 @@ def _x(fig, gid):
 # Sizes drawn against the kernel's numbers
 
 def test_rx_buffer_seed_numbers():
-    """The seed's 1000-byte UDP in a 1536-byte mergeable buffer on x86_64 (kernel-facts.md, table "UDP payload").
+    """The seed's 1000-byte UDP in a 1536-byte mergeable buffer on x86_64 (docs/kernel/rx.md#a5, the worked numbers).
 
     frame 1042 = ETH_HLEN 14 + struct iphdr 20 + struct udphdr 8 + 1000 (include/uapi/linux/if_ether.h, ip.h, udp.h);
     buffer 1536 = ALIGN(hdr_len 12 + min_buf_len 1518, L1_CACHE_BYTES 64) (virtio_net.c get_mergeable_buf_len);
@@ -50,7 +50,8 @@ def test_rx_buffer_seed_numbers():
 
 
 def test_rx_buffer_full_mtu_does_not_fit():
-    """UDP 1472 (full MTU 1500): frame 1514, tailroom 1536 - 12 - 1514 = 10 < 320 -> copy path (kernel-facts.md)."""
+    """UDP 1472 (full MTU 1500): frame 1514, tailroom 1536 - 12 - 1514 = 10 < 320 -> copy path
+    (docs/kernel/rx.md#a5)."""
     fig = memory.draw_rx_buffer(rx.receive(1472))
     assert _w(fig, "tailroom") == 10
     assert "shinfo_overlap" in {a.get_gid() for a in fig.axes[1].get_children()}
@@ -59,7 +60,7 @@ def test_rx_buffer_full_mtu_does_not_fit():
 
 
 def test_window_edges_are_87_and_1162():
-    """1536-byte buffer, x86_64: build_skb for UDP payload 87..1162 (frame 129..1204; kernel-facts.md): len >
+    """1536-byte buffer, x86_64: build_skb for UDP payload 87..1162 (frame 129..1204; docs/kernel/rx.md#a5): len >
     GOOD_COPY_LEN 128 from frame 129, tailroom >= 320 up to frame 1536 - 12 - 320 = 1204."""
     fig = thresholds.draw_path_vs_payload(1536)
     p = regions(fig)["path:build_skb"]
@@ -69,7 +70,7 @@ def test_window_edges_are_87_and_1162():
 
 
 def test_carving_numbers():
-    """add_recvbuf_mergeable at MTU 1500 (kernel-facts.md): a 32 KiB frag gives 20 buffers of 1536 and a 21st
+    """add_recvbuf_mergeable at MTU 1500 (docs/kernel/rx.md#a5): a 32 KiB frag gives 20 buffers of 1536 and a 21st
     of 2048 (the 512-byte hole added); a 4 KiB page gives 1536 and 2560."""
     fig = thresholds.draw_mergeable_carving()
     found = regions(fig)
@@ -80,7 +81,7 @@ def test_carving_numbers():
 
 
 def test_skb_seed_numbers():
-    """build_skb around the 1536-byte buffer (kernel-facts.md "A 1536-byte buffer built this way"): head =
+    """build_skb around the 1536-byte buffer (docs/kernel/rx.md#a3): head =
     1536 - 320 = 1216 bytes, skb->truesize = 1216 + SKB_DATA_ALIGN(sizeof(struct sk_buff)) 256 + 320 = 1792;
     the frame is all linear (1042 B) after the 12-byte vnet header."""
     fig = memory.draw_skb(rx.receive(1000))
@@ -93,7 +94,7 @@ def test_skb_seed_numbers():
 
 def test_paths_side_by_side_seed():
     """5.12 copies (napi_alloc_skb(GOOD_COPY_LEN): ETH_HLEN 14 in the head, 1028 B as a frag), 6.1 builds around
-    the buffer (kernel-facts.md); each row has one byte scale for both kernels."""
+    the buffer (docs/kernel/rx.md#a5); each row has one byte scale for both kernels."""
     fig = memory.draw_paths_side_by_side(1000, kernels=("5.12", "6.1"))
     found = regions(fig)
     assert found["5.12/linear"].get_width() == 14 and found["5.12/frag0"].get_width() == 1028
@@ -190,7 +191,7 @@ def test_paths_side_by_side_bad_input():
 
 def test_payload_window_other_buffers_and_kernels():
     # 2048: frame <= 2048 - 12 - 320 = 1716, payload <= 1674; 5.12 has no build_skb branch; mips32 NET_IP_ALIGN 2
-    # kernel-facts A.5: build_skb for 129 <= frame <= truesize - 332; IPv4 UDP payload = frame - 42
+    # docs/kernel/rx.md#a5: build_skb for 129 <= frame <= truesize - 332; IPv4 UDP payload = frame - 42
     assert thresholds.payload_sweep(2048).window() == (87, 1674)
     assert thresholds.payload_sweep(1536, kernel="5.12").window() is None
     assert thresholds.payload_sweep(1536, arch="mips32").window() is None
@@ -200,7 +201,7 @@ def test_threshold_grid_matches_page_to_skb():
     frames = [60, 129, 1042, 1204, 1205, 1514, 3000]
     trues = [1536, 2048, 2560]
     grid = thresholds.threshold_grid(frames, trues)
-    # page_to_skb's rule at the window's edges (kernel-facts.md): 1204 builds in 1536, 1205 does not
+    # page_to_skb's rule at the window's edges (docs/kernel/rx.md#a5): 1204 builds in 1536, 1205 does not
     assert grid[0, frames.index(1204)] == rx.PATH_CODES["build_skb"]
     assert grid[0, frames.index(1205)] != rx.PATH_CODES["build_skb"]
     assert grid[0, frames.index(60)] == rx.PATH_CODES["copy"]

@@ -27,7 +27,7 @@ def head_fills():
 
 
 def test_head_cases_first_skb_counts(head_fills):
-    # kernel-facts C.3 (net/core/gro.c skb_gro_receive, 6.1): packets in the first sk_buff: build_skb 18,
+    # docs/kernel/gro.md#c3 (net/core/gro.c skb_gro_receive, 6.1): packets in the first sk_buff: build_skb 18,
     # ETH_HLEN copy 17, 128-byte page-frag head (5.10) 9, 128-byte kmalloc head (5.11) 1
     assert [f.first_skb_packets for f in head_fills] == [18, 17, 9, 1]
     for f in head_fills:
@@ -52,7 +52,7 @@ def test_gro_fill_slots_match_model(head_fills):
 
 
 def test_gro_fill_ownership_per_case(head_fills):
-    # kernel-facts C.3: case (a) the first packet's head plus one stolen head per slot (17 slots); (c) one frag per
+    # docs/kernel/gro.md#c3: case (a) the first packet's head plus one stolen head per slot (17 slots); (c) one frag per
     # packet; (b2) two slots per packet after the first's one; (b1) every packet on frag_list
     build, eth, pf, km = head_fills
     assert build.sk_buffs[0].head_packet == 0 and build.sk_buffs[0].slot_packets == list(range(1, 18))
@@ -73,7 +73,8 @@ def test_packets_per_skb_bars_equal_model():
         assert first.get_height() == p.first_skb_packets
         assert first.get_height() + chained.get_height() == pytest.approx(p.packets_per_skb)
     by = {(p.kernel, p.payload_len): p for p in pts}
-    # kernel-facts C.3: 400-byte UDP is a 128-byte page-frag head copy on 5.10 (9) and build_skb on 6.1 (18); C.4:
+    # docs/kernel/gro.md#c3: 400-byte UDP is a 128-byte page-frag head copy on 5.10 (9) and build_skb on 6.1 (18);
+    # gro.md#c4:
     # UDP GRO stops at UDP_GRO_CNT_MAX
     assert by[("5.10", 400)].first_skb_packets == 9 and by[("6.1", 400)].first_skb_packets == 18
     assert by[("6.1", 400)].packets_per_skb == gro.UDP_GRO_CNT_MAX
@@ -82,7 +83,7 @@ def test_packets_per_skb_bars_equal_model():
 def test_gro_panel_state_changes_with_controls():
     a = gropanels.gro_panel_state(kernel="6.1")
     b = gropanels.gro_panel_state(kernel="5.11")
-    # kernel-facts C.3: build_skb (6.1) 18 packets in the first sk_buff, the 5.11 kmalloc head 1
+    # docs/kernel/gro.md#c3: build_skb (6.1) 18 packets in the first sk_buff, the 5.11 kmalloc head 1
     assert a.result.first_skb_packets == 18 and b.result.first_skb_packets == 1
     assert len(_slots(b.figure, b.result.key)) == b.result.skb.nr_frags
     off = gropanels.gro_panel_state(udp_gro=False)
@@ -99,7 +100,7 @@ def test_gro_panel_widget_updates_in_place():
     png = panel.image.value
     panel.controls["kernel"].value = "5.10"
     assert panel.error is None and panel.figure is fig and panel.image.value != png
-    assert panel.state.result.first_skb_packets == 9  # kernel-facts C.3 (b2): 5.10's page-frag head
+    assert panel.state.result.first_skb_packets == 9  # docs/kernel/gro.md#c3 (b2): 5.10's page-frag head
     panel.controls["gro_udp_fwd"].value = True
     assert panel.error and "GRO_UDP_FWD" in panel.error and panel.image.layout.display == "none"
 
@@ -206,7 +207,7 @@ def test_rx_rate_bars_equal_model_and_measurement_marked():
         assert found[f"{k}:rate"].get_height() == pytest.approx(cost.rx_cost(m.traffic, k, cal.two_param).pps)
         assert found[f"{k}:rate:1p"].get_height() == pytest.approx(cost.rx_cost(m.traffic, k, cal.one_param).pps)
     lines = {ln.get_gid(): ln for ax in fig.axes for ln in ax.lines}
-    # patch (1)'s commit message (fb32856b16ad): 956,864 -> 1,158,465 pps (kernel-facts, numbers a model must match)
+    # patch (1)'s commit message (fb32856b16ad): 956,864 -> 1,158,465 pps (docs/kernel/rx.md#a5)
     assert lines["5.11:measured"].get_ydata()[0] == 956864
     assert lines["5.13:measured"].get_ydata()[0] == 1158465
 
@@ -270,7 +271,7 @@ def test_router_panel_state_and_widget():
     assert s.result.segmented_at == "eth0.10"
     assert regions(s.figure)["router:5.10"].get_height() == pytest.approx(s.extra["throughput"].goodput_bps)
     lost = stackpanels.router_panel_state(kernel="5.10", drop_untranslated=True)
-    # kernel-facts F: before c3df39ac9b0e 1 datagram of the 44 (1472-byte, 64 KiB GRO cap) is NATed
+    # docs/kernel/history.md#f: before c3df39ac9b0e 1 datagram of the 44 (1472-byte, 64 KiB GRO cap) is NATed
     assert lost.extra["throughput"].translated_fraction == pytest.approx(1 / 44)
     assert "changes nothing" not in lost.text
     # where every datagram is NATed the tick changes no bar: the panel says why (the kernel has c3df39ac9b0e,
@@ -326,7 +327,7 @@ def test_cost_panel_draws_what_the_notebook_figure_draws():
 
 
 def test_cost_panel_payload_slider_range_follows_l4():
-    # kernel-facts A.5: MSS 1448 at MTU 1500; TCPOLEN_TSTAMP_ALIGNED 12 from include/net/tcp.h
+    # docs/kernel/rx.md#a5: MSS 1448 at MTU 1500; TCPOLEN_TSTAMP_ALIGNED 12 from include/net/tcp.h
     # cost.max_payload: one IPv4 packet at MTU 1500: UDP 1500 - 20 - 8, TCP 1500 - 20 - 32 (timestamps)
     p = stackpanels.cost_panel()
     assert p.controls["payload_len"].max == 1472 and isinstance(p.controls["payload_len"], SizeSlider)
@@ -373,7 +374,7 @@ def test_gro_panel_text_carries_what_left_the_figure():
     s = gropanels.gro_panel_state(kernel="5.10", payload_len=200)
     assert s.result.label in s.text and "skb_shinfo(skb)-&gt;frags[0..MAX_SKB_FRAGS-1]" in s.text
     title = s.figure.axes[0].get_title("left")
-    # kernel-facts C.3 (b2): 5.10's page-frag head, 9 packets fill MAX_SKB_FRAGS 17 (B.2)
+    # docs/kernel/gro.md#c3 (b2): 5.10's page-frag head, 9 packets fill MAX_SKB_FRAGS 17 (arch.md#b2)
     assert title.startswith("kernel 5.10, x86_64: 9 packets in the first sk_buff (nr_frags 17/17)")
     assert not s.figure.texts  # no suptitle: the key is in the HTML
     static = grofig.draw_gro_fill(s.result)

@@ -64,7 +64,7 @@ _ALLOC_OP = {kind: f"napi_alloc_skb/{kind}" for kind in ("napi_page_frag", "kmal
 _FREE_OP = {"napi_page_frag": "skb_free_head/page_frag", "napi_page_frag_1k": "skb_free_head/page_frag",
             "kmalloc": "skb_free_head/kmalloc", "small_head_cache": "skb_free_head/small_head_cache",
             "build_skb": "skb_free_head/page_frag"}
-_BUF_PERIOD = 32 * 21  # carving repeats every 21 buffers per 32 KiB frag (kernel-facts A.5)
+_BUF_PERIOD = 32 * 21  # carving repeats every 21 buffers per 32 KiB frag (docs/kernel/rx.md#a5)
 # op_counts runs one exact period, lcm(pattern, carving, NAPI budget) packets: at most MAX_PERIOD (about 2 s and
 # 250 MiB on one core; tests/test_cost.py runs the worst pattern under limits), so a pattern holds at most
 # MAX_PERIOD // lcm(672, 64) = 780 packets.

@@ -85,7 +85,7 @@ def head_case_flow(case: str, payload_len: int, n_packets: FlowPackets, *, l4: r
                    vlan: bool = False, kernel: str | Kernel | None = None,
                    arch: str | Arch = DEFAULT_ARCH) -> list[Skb]:
     """:func:`receive_flow` on a kernel whose receive path builds every packet in head case ``case``
-    (rx.HEAD_CASES, kernel-facts C.3): "build_skb" (a), "kmalloc128" (b1), "pagefrag128" (b2), "eth_hlen" (c).
+    (rx.HEAD_CASES, docs/kernel/gro.md#c3): "build_skb" (a), "kmalloc128" (b1), "pagefrag128" (b2), "eth_hlen" (c).
 
     ``kernel`` defaults to the case's reference kernel (5.13, 5.11, 5.10, 5.12). Every packet sits in the
     same mergeable buffer size, as carved at MTU 1500: for (a) the smallest carved size whose tailroom takes
@@ -93,7 +93,8 @@ def head_case_flow(case: str, payload_len: int, n_packets: FlowPackets, *, l4: r
     A combination the kernel cannot produce is a ValueError naming the case, the payload and the kernel.
     """
     if case not in rx.HEAD_CASES:
-        raise ValueError(f"case={case!r} is not a head case of kernel-facts C.3; known: {', '.join(rx.HEAD_CASES)}")
+        raise ValueError(f"case={case!r} is not a head case (rx.HEAD_CASES, docs/kernel/gro.md#c3); known: "
+                         f"{', '.join(rx.HEAD_CASES)}")
     k, a = resolve(rx.HEAD_CASES[case].kernels[0] if kernel is None else kernel, arch)
     # the sizes add_recvbuf_mergeable carves at MTU 1500 from order-3 frags and from single pages
     carved = sorted(set(rx.mergeable_buf_lens(42, kernel=k, arch=a))

@@ -75,7 +75,7 @@ def _next_true(mask: np.ndarray) -> np.ndarray:
     return np.repeat(np.append(pos, n), np.diff(bounds))
 
 
-# add_recvbuf_mergeable's carving repeats every 21 buffers per 32 KiB frag (kernel-facts A.5); 32 frags of it
+# add_recvbuf_mergeable's carving repeats every 21 buffers per 32 KiB frag (docs/kernel/rx.md#a5); 32 frags of it
 # also cover the 64 KiB-page arches (42 buffers per frag).
 _BUF_PERIOD = 32 * 21
 # packets per block of NAPI polls in simulate_stream: its temporaries stay in the CPU caches

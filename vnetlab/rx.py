@@ -557,14 +557,14 @@ class RxQueue:
 
 
 # --------------------------------------------------------------------------------------------------
-# The head an skb leaves the receive path with (kernel-facts C.3: what GRO has to merge)
+# The head an skb leaves the receive path with (docs/kernel/gro.md#c3: what GRO has to merge)
 
 @dataclass(frozen=True)
 class HeadCase:
-    """One per-packet skb shape of kernel-facts C.3 and the kernels whose receive path builds it."""
+    """One per-packet skb shape of docs/kernel/gro.md#c3 and the kernels whose receive path builds it."""
 
     name: str
-    label: str  # the letter of kernel-facts C.3
+    label: str  # the letter of docs/kernel/gro.md#c3
     kernels: tuple[str, ...]  # kernels whose page_to_skb produces it for a single-buffer frame (first = reference)
     description: str
 

@@ -141,7 +141,7 @@ def gso_skb(
       (headers + first payload, a build_skb head); each further packet is a whole skb on ``frag_list`` with
       its headers pulled (headlen = its payload), a build_skb head of its own receive buffer (truesize
       SKB_TRUESIZE of that buffer, __build_skb_around). gso_type {UDP_L4, FRAGLIST} (udp{4,6}_gro_complete, 6.1).
-    - otherwise (skb_gro_receive cases 1/2, C.1 of the fact sheet): the head holds only the headers, each
+    - otherwise (skb_gro_receive cases 1/2, docs/kernel/gro.md#c1): the head holds only the headers, each
       packet's payload is one page frag charged the half-page buffers it filled; once the head has
       MAX_SKB_FRAGS frags, GRO case 3 chains a new skb on ``frag_list`` (headlen 0 after the header pull) which
       takes up to MAX_SKB_FRAGS frags in turn. That is the layout an ETH_HLEN-copy or build_skb receive path gives.

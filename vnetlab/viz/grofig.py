@@ -41,7 +41,8 @@ from vnetlab.viz.style import (
 
 _SMALL = FONT["small"]
 
-# The figure's rows: each head case of rx.HEAD_CASES (kernel-facts C.3) on a kernel that produces it for a 1448-byte
+# The figure's rows: each head case of rx.HEAD_CASES (docs/kernel/gro.md#c3) on a kernel that produces it for a
+# 1448-byte
 # TCP flow, with the GRO merge case it meets.
 FILL_ROWS: tuple[tuple[str, str, str], ...] = (
     ("build_skb", "6.1", "build_skb() heads (5.13+): head stolen as one frag (case 2)"),

@@ -219,7 +219,7 @@ def max_payload(mtu: Annotated[int, MTU], l4: str) -> int:
 def max_buf_len(arch: str, kernel: str) -> int:
     """The largest mergeable buffer truesize: add_recvbuf_mergeable carves buffers from one page frag and gives
     the last one the frag's rest, so none exceeds the frag: max(SKB_FRAG_PAGE_SIZE, PAGE_SIZE) (include/net/sock.h
-    SKB_FRAG_PAGE_ORDER = get_order(32768), kernel-facts B.3)."""
+    SKB_FRAG_PAGE_ORDER = get_order(32768), docs/kernel/arch.md#b3)."""
     return max(rx.SKB_FRAG_PAGE_SIZE, arch_profile(arch, kernel).page_size)
 
 
