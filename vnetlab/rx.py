@@ -359,12 +359,11 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
 
 
 @public
-def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = ETH_DATA_LEN, guest_gso: bool = True,
+def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: Mtu = ETH_DATA_LEN, guest_gso: bool = True,
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1
     pages."""
     k, a = resolve(kernel, arch)
-    check_mtu(mtu)
     # virtnet_set_big_packets: num_skbfrags = guest_gso ? MAX_SKB_FRAGS : DIV_ROUND_UP(mtu, PAGE_SIZE).
     skbfrags = a.max_skb_frags if guest_gso else -(-mtu // a.page_size)
     first = new_page(a.page_size, "big-mode first page")
@@ -480,14 +479,13 @@ class RxQueue:
     """
 
     @public
-    def __init__(self, *, ring_size: int = RX_QUEUE_SIZE, budget: int = NAPI_POLL_WEIGHT, mtu: int = ETH_DATA_LEN,
+    def __init__(self, *, ring_size: int = RX_QUEUE_SIZE, budget: int = NAPI_POLL_WEIGHT, mtu: Mtu = ETH_DATA_LEN,
                  hdr_len: int = MRG_RXBUF_HDR_LEN,
                  frag_size: int | None = None, xdp: bool = False, guest_gso: bool = True,
                  kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> None:
         self.k, self.a = resolve(kernel, arch)
         check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
         check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
-        check_mtu(mtu)
         check_mergeable_hdr_len(hdr_len, self.k)
         self.ring_size, self.budget, self.mtu, self.hdr_len, self.xdp = ring_size, budget, mtu, hdr_len, xdp
         self.guest_gso = guest_gso

@@ -23,9 +23,9 @@ from vnetlab.virtio import (
     RX_QUEUE_SIZE,
     SKB_FRAG_PAGE_SIZE,
     VIRTIO_XDP_HEADROOM,
+    Mtu,
     check_hdr_len,
     check_mergeable_hdr_len,
-    check_mtu,
     padded_vnet_hdr_len,
 )
 
@@ -105,14 +105,13 @@ def big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> tuple[int, st
 # Mergeable buffers: sizing and carving (add_recvbuf_mergeable, get_mergeable_buf_len)
 
 @public
-def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_HDR_LEN, ring_size: int = RX_QUEUE_SIZE,
+def mergeable_min_buf_len(*, mtu: Mtu = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_HDR_LEN, ring_size: int = RX_QUEUE_SIZE,
                           big_packets: bool = False,
                           f_mtu: bool = False) -> int:
     """mergeable_min_buf_len (drivers/net/virtio_net.c): max(DIV_ROUND_UP(buf_len, ring) - hdr_len, GOOD_PACKET_LEN).
 
     packet_len is IP_MAX_MTU with big packets, else dev->max_mtu (the device MTU with VIRTIO_NET_F_MTU,
     MAX_MTU 65535 without it)."""
-    check_mtu(mtu)
     check_int("ring_size", ring_size, 1, 32768, "the virtqueue size (virtqueue_get_vring_size)")
     packet_len = IP_MAX_MTU if big_packets or not f_mtu else mtu
     buf_len = hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
@@ -288,7 +287,7 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
 
 
 @public
-def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int = ETH_DATA_LEN,
+def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: Mtu = ETH_DATA_LEN,
                        frag_size: int | None = None,
                        hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
                        arch: str | Arch = DEFAULT_ARCH, ring_size: int = RX_QUEUE_SIZE) -> list[int]:
@@ -299,7 +298,6 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int =
     k, a = resolve(kernel, arch)
     check_int("count", count, 0, MAX_BUFFERS, "how many buffers to carve (one Python object each)")
     check_mergeable_hdr_len(hdr_len, k)
-    check_mtu(mtu)
     frag = rx_page_allocator(k, a, frag_size)
     avg = 0 if avg_pkt_len is None else check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
                                                       "the EWMA of received packet length (ewma_pkt_len_read)")

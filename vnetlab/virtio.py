@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from vnetlab.checks import In, check_choice, check_int, public
+from vnetlab.checks import In, check_int, public
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import Kernel
 
@@ -111,8 +111,7 @@ def check_mergeable_hdr_len(hdr_len: object, k: Kernel) -> int:
 
 @public
 def frame_len_for(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False) -> int:
-    """The Ethernet frame (no FCS) carrying ``payload_len`` bytes of L4 payload."""
-    check_choice("l4", l4, tuple(L4_HDR_LEN), "udp, or tcp (32-byte header with timestamps)")
-    check_choice("ip", ip, tuple(IP_HLEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
+    """The Ethernet frame (no FCS) carrying ``payload_len`` bytes of L4 payload (l4 and ip checked once, by their
+    annotations)."""
     return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + L4_HDR_LEN[l4] + payload_len
 
