@@ -53,9 +53,10 @@ def new_page(size: int, label: str) -> Page:
 def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
     """The longest frame a big-mode chain of ``pages`` pages holds: sg[0] = hdr_len bytes, sg[1] from
     sizeof(padded_vnet_hdr) to the page end, then whole pages (add_recvbuf_big). The kernel's own test differs
-    (receive_big_len_check): len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded", 6.1.159+ /
-    6.12.97+), len > pages * PAGE_SIZE ("pages", 6.12.58..96), or none in receive_big ("none", 5.10; page_to_skb
-    drops a remainder over MAX_SKB_FRAGS * PAGE_SIZE); none of them lets through a frame the buffer cannot hold."""
+    (receive_big_len_check): len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded", 6.1.178+ /
+    6.12.97+), len > pages * PAGE_SIZE ("pages", 6.1.159..177 / 6.12.58..96), or none in receive_big ("none",
+    5.10; page_to_skb drops a remainder over MAX_SKB_FRAGS * PAGE_SIZE); none of them lets through a frame the
+    buffer cannot hold."""
     return pages * a.page_size - padded_vnet_hdr_len(k)
 
 
@@ -263,12 +264,14 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
         truesize = length if k.rule("mergeable_truesize") == "len" else length + room  # ctx: len + room
         return RxBuffer(page, start, headroom, length, truesize)
     frag.refill(length + room)
+    reserve = int(k.rule("mergeable_dma_reserve"))
+    if reserve and frag.offset == 0 and length + room + reserve > frag.size:
+        # add_recvbuf_mergeable (6.12..6.18): len -= sizeof(struct virtnet_rq_dma) on a fresh frag that cannot
+        # hold both, whatever rq->do_dma is (6.12 never sets do_dma); with XDP the hole is not given back.
+        length -= reserve
     dma = int(k.rule("rq_dma_header"))
     if dma and frag.offset == 0:
-        # add_recvbuf_mergeable (~6.18): len -= sizeof(virtnet_rq_dma) when it would not fit after the header;
-        # virtnet_rq_alloc puts struct virtnet_rq_dma at offset 0 of each new frag page.
-        if length + room + dma > frag.size:
-            length -= dma
+        # virtnet_rq_alloc (~6.18): struct virtnet_rq_dma at offset 0 of each new frag page.
         frag.offset = dma
     assert frag.page is not None
     start = frag.offset
