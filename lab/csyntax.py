@@ -149,8 +149,9 @@ def canon(n: Node | None) -> str:
     if n.type == "call_expression":
         name = _callee(n)
         args = [canon(a) for a in _args(n)]
-        if name in ("min_t", "max_t") and len(args) == 3:
-            name, args = name[:3], args[1:]  # min_t(type, a, b): the values compared are a and b
+        if name in ("min_t", "max_t") and len(args) >= 3:
+            # min_t(type, a, b): the values compared are a and b (a two-word type parses as two arguments)
+            name, args = name[:3], args[-2:]
         if name in ("min", "max"):
             args = sorted(args)
         return f"{name if name else canon(n.field('function'))}({','.join(args)})"

@@ -390,6 +390,8 @@ PROBES: tuple[Probe, ...] = (
        decide=lambda t, p: _mergeable_dma_reserve(t, p)),
     _p(K, "rx_page_pool", VIRTIO, "add_recvbuf_mergeable", "page_pool_alloc_va (virtio-net rx on a page_pool)",
        [(r"page_pool_alloc_va\(", True)], False),
+    _p(K, "page_pool_frag_align", "net/core/page_pool.c", "page_pool_alloc_frag_netmem|page_pool_alloc_frag",
+       "size = ALIGN(size, ...)", decide=lambda t, p: _page_pool_frag_align(t, p)),
     _p(K, "rx_frag_order", VIRTIO, None, "the order of the pages rx buffers are carved from",
        decide=lambda t, p: _rx_frag_order_ast(t, p)),
     # gro.toml
@@ -964,3 +966,29 @@ def _mergeable_dma_reserve(tree: Tree, probe: Probe) -> Finding:
     if "virtnet_rq_dma" in fn.text:
         raise _undecided(tree, probe, "add_recvbuf_mergeable names virtnet_rq_dma outside a len cut")
     return _absent(probe, 0, tree, VIRTIO, "add_recvbuf_mergeable")
+
+
+def _page_pool_frag_align(tree: Tree, probe: Probe) -> Finding:
+    """page_pool_alloc_frag_netmem (page_pool_alloc_frag before 6.8): what a fragment's size is aligned to,
+    dma_get_cache_alignment() ('dma') or the larger of it and __alignof__(struct skb_shared_info) ('dma_shinfo')."""
+    file = "net/core/page_pool.c"
+    try:
+        function = tree.which(file, "page_pool_alloc_frag_netmem|page_pool_alloc_frag")
+    except ProbeError:
+        raise NotApplicable(f"{tree.label}: no page_pool fragments (page_pool_alloc_frag is 5.15)") from None
+    assert function is not None
+    fn = _fn(tree, file, function)
+    for node, lhs, op, rhs in csyntax.assignments(fn):
+        r = csyntax.strip(rhs)
+        if lhs != "size" or op != "=" or r.type != "call_expression" or csyntax.canon(r).split("(")[0] != "ALIGN":
+            continue
+        args = csyntax._args(r)
+        if len(args) != 2 or csyntax.canon(args[0]) != "size":
+            break
+        align = csyntax.canon(args[1])
+        if align == "dma_get_cache_alignment()":
+            return _found(probe, "dma", tree, file, node, function)
+        if align == "max(__alignof__(structskb_shared_info),dma_get_cache_alignment())":
+            return _found(probe, "dma_shinfo", tree, file, node, function)
+        raise _undecided(tree, probe, f"{function} aligns a fragment to {args[1].text}")
+    raise _undecided(tree, probe, f"{function} has no size = ALIGN(size, ...)")

@@ -158,3 +158,41 @@ def test_receive_big_check_dates():
     # 'padded' form); 6.12: ChangeLog-6.12.58 and ChangeLog-6.12.97.
     doc = rxbuf.receive_big_max_frame.__doc__
     assert '"padded", 6.1.178+ /\n    6.12.97+' in doc and '"pages", 6.1.159..177 / 6.12.58..96' in doc
+
+
+# ------------------------------------------------------------------ page_pool fragment alignment, mips32 DMA alignment
+
+@pytest.mark.parametrize("tree, rule", [("7.2.12", "dma"), ("7.3.4", "dma_shinfo")])
+def test_page_pool_frag_align_probe(tree, rule):
+    # net/core/page_pool.c:1076 page_pool_alloc_frag_netmem: 7.2.12 `size = ALIGN(size, dma_get_cache_alignment());`,
+    # 7.3.4 `size = ALIGN(size, max_t(unsigned int, dma_get_cache_alignment(),` `__alignof__(struct skb_shared_info)));`
+    f = probe("page_pool_frag_align").run(Tree(KSRC / tree))
+    assert f.value == rule and f.match.text.strip().startswith("size = ALIGN(size, ")
+
+
+def test_page_pool_fragments_align_to_skb_shared_info_on_7_3_4():
+    # x86_64: dma_get_cache_alignment() is 1 (no ARCH_DMA_MINALIGN, data/arches.toml), __alignof__(struct
+    # skb_shared_info) 8 (its pointers and s64 hwtstamps; BTF 6.18): 100-byte fragments at 0, 100, 200 on 7.2.12
+    # and 0, 104, 208 on 7.3.4. virtio-net's own requests (multiples of L1_CACHE_BYTES) do not move.
+    from vnetlab.profiles import arch
+
+    for k, starts in (("7.2.12", [0, 100, 200]), ("7.3.4", [0, 104, 208])):
+        pool = rxbuf.rx_page_allocator(kernel(k), arch("x86_64", kernel=k))
+        assert [pool.alloc(100)[1] for _ in range(3)] == starts, k
+    assert rx.mergeable_buf_lens(2, avg_pkt_len=1588, kernel="7.3.4") == [1600, 2496]  # as 7.2.12 (test_rx.py)
+
+
+def test_mips32_router_socs_align_dma_to_a_cache_line():
+    # arch/mips/include/asm/mach-ralink/kmalloc.h:6 and mach-ath79/kmalloc.h:5: ARCH_DMA_MINALIGN L1_CACHE_BYTES
+    # (32 with CONFIG_MIPS_L1_CACHE_SHIFT 5); mach-generic/kmalloc.h:10: 128 under CONFIG_DMA_NONCOHERENT only
+    # (tests/data/ksrc/7.3.4, whole files).
+    mips = KSRC / "7.3.4" / "arch" / "mips" / "include" / "asm"
+    assert "#define ARCH_DMA_MINALIGN\tL1_CACHE_BYTES" in (mips / "mach-ralink" / "kmalloc.h").read_text()
+    assert "#define ARCH_DMA_MINALIGN\tL1_CACHE_BYTES" in (mips / "mach-ath79" / "kmalloc.h").read_text()
+    assert "#ifdef CONFIG_DMA_NONCOHERENT" in (mips / "mach-generic" / "kmalloc.h").read_text()
+    from vnetlab.profiles import arch
+
+    a = arch("mips32", kernel="7.3.4")
+    assert (a.dma_cache_alignment, a.l1_cache_bytes) == (32, 32)
+    # 7.3.4's page_pool: max(32, __alignof__(struct skb_shared_info) = 8 under o32) = 32
+    assert rxbuf.page_pool_frag_align(kernel("7.3.4"), a) == 32

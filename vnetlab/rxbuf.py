@@ -188,11 +188,13 @@ class PagePool:
     page_pool_alloc_frag_netmem (net/core/page_pool.c), read in Debian linux-source-7.2 (7.2.12) and 7.3 (7.3.4)."""
 
     @public
-    def __init__(self, page_bytes: int, a: Arch) -> None:
+    def __init__(self, page_bytes: int, a: Arch, frag_align: int | None = None) -> None:
         self.size = page_bytes
         self.page: Page | None = None
         self.offset = 0  # pool->frag_offset
         self.arch = a
+        # what page_pool_alloc_frag_netmem aligns a fragment's size to (page_pool_frag_align below)
+        self.frag_align = a.dma_cache_alignment if frag_align is None else frag_align
 
     @public
     def alloc(self, size: int) -> tuple[Page, int, int]:
@@ -200,8 +202,9 @@ class PagePool:
         if size << 1 > self.size:
             # page_pool_alloc_netmem: more than half a page takes a whole page (*size = max_size, *offset = 0).
             return new_page(self.size, "page_pool page"), 0, self.size
-        # page_pool_alloc_frag_netmem: size = ALIGN(size, dma_get_cache_alignment()); a new page when it won't fit.
-        step = -(-size // self.arch.dma_cache_alignment) * self.arch.dma_cache_alignment
+        # page_pool_alloc_frag_netmem: size = ALIGN(size, dma_get_cache_alignment()) (7.3.4: or
+        # __alignof__(struct skb_shared_info) if larger); a new page when it won't fit.
+        step = -(-size // self.frag_align) * self.frag_align
         if self.page is None or self.offset + step > self.size:
             self.page = new_page(self.size, f"{self.size // 1024} KiB page_pool page")
             self.offset = 0
@@ -231,6 +234,17 @@ def rq_frag_size(k: Kernel, a: Arch) -> int:
 
 
 @public
+def page_pool_frag_align(k: Kernel, a: Arch) -> int:
+    """What page_pool_alloc_frag_netmem aligns a fragment to (kernel rule page_pool_frag_align):
+    dma_get_cache_alignment() ("dma", 7.2.12), or max_t(unsigned int, dma_get_cache_alignment(),
+    __alignof__(struct skb_shared_info)) ("dma_shinfo", 7.3.4 and the stable backport "page_pool: keep
+    frag_offset aligned for odd-sized requests", in 6.1.192 and 6.12.117 too)."""
+    if k.rule("page_pool_frag_align") == "dma_shinfo":
+        return max(a.dma_cache_alignment, a.shinfo_align)
+    return a.dma_cache_alignment
+
+
+@public
 def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageFrag | PagePool:
     """A fresh rq allocator for receive buffers as the kernel has it: rq->alloc_frag or rq->page_pool."""
     sizes = rx_frag_sizes(k, a)
@@ -238,7 +252,7 @@ def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageF
     if k.rule("rx_page_pool"):
         check_choice("frag_size", size, sizes, f"kernel {k.version} carves receive buffers from a page_pool of "
                       f"order-{k.rule('rx_frag_order')} pages (virtnet_create_page_pools), not from a page frag")
-        return PagePool(size, a)
+        return PagePool(size, a, page_pool_frag_align(k, a))
     check_choice("frag_size", size, sorted(sizes), "skb_page_frag_refill takes an order-3 (32 KiB) compound page, "
                   "or falls back to one page")
     return PageFrag(size, a)
