@@ -196,3 +196,14 @@ def test_mips32_router_socs_align_dma_to_a_cache_line():
     assert (a.dma_cache_alignment, a.l1_cache_bytes) == (32, 32)
     # 7.3.4's page_pool: max(32, __alignof__(struct skb_shared_info) = 8 under o32) = 32
     assert rxbuf.page_pool_frag_align(kernel("7.3.4"), a) == 32
+
+
+def test_udp_rule_dates():
+    # Debian changelogs: ChangeLog-5.10.235, -6.1.129 and -6.12.14 "udp: gso: do not drop small packets when PMTU
+    # reduces" (235174b2bed8); ChangeLog-6.1.107 "net: change maximum number of UDP segments to 128" (1382e3b6a350,
+    # v6.9). net/ipv4/udp.c:926-928 (5.10.262) already fails the min(datalen, gso_size) test with EMSGSIZE.
+    from vnetlab import udp
+
+    assert "stable 5.10.235, 6.1.129 and\n  6.12.14" in udp.__doc__ and "v6.9; stable 6.8.y and 6.1.107" in udp.__doc__
+    assert kernel("5.10.262").rule("udp_gso_mtu_check") == "min_datalen"
+    assert probe("udp_gso_mtu_check").run(Tree(KSRC / "5.10.262")).value == "min_datalen"
