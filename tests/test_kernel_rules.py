@@ -91,14 +91,22 @@ def test_gro_udp_fwd_is_inert_on_5_10_262():
         gro.flow_params(l4="udp", kernel="5.10.223", features=feats)
 
 
-def test_ethtool_turns_gro_udp_fwd_on_and_the_veth_path_takes_it():
-    from vnetlab import netdev
+def test_ethtool_turns_gro_udp_fwd_on_and_the_veth_path_merges_nothing():
+    # 5.10.262: `ethtool -K vb rx-gro on rx-udp-gro-forwarding on` (net/core/dev.c:10016 puts
+    # NETIF_F_SOFT_FEATURES_OFF, GRO_FRAGLIST | GRO_UDP_FWD, into hw_features) and an XDP program on vb, so veth_xmit
+    # hands the skbs to vb's NAPI and GRO (drivers/net/veth.c); a 10 x 1400 UDP_SEGMENT send is segmented on the
+    # way (XDP takes no GSO), and udp_gro_receive, which never tests the bit, merges none of the 10 datagrams of
+    # 1428 bytes (20 + 8 + 1400).
+    from vnetlab import netdev, udp
 
-    ns = netdev.Namespace(kernel="5.10.262")
-    a, _ = ns.veth("va", "vb")
-    a.ethtool_K({"rx-udp-gro-forwarding": True})
-    assert "GRO_UDP_FWD" in a.features
-    gro.flow_params(l4="udp", kernel="5.10.262", features=a.features, local_socket=False)  # no error
+    a, b = netdev.Namespace(kernel="5.10.262").veth("va", "vb")
+    b.set_xdp(True)
+    b.ethtool_K({"rx-gro": True, "rx-udp-gro-forwarding": True})
+    assert {"GRO", "GRO_UDP_FWD"} <= set(b.features)
+    t = udp.send_over_veth(a, 14000, gso_size=1400)
+    assert t.rx is not None and set(t.rx.paths) == {"napi"}
+    assert [s.len for s in t.rx.delivered] == [1428] * 10
+    assert t.recv is not None and t.recv.bytes == 14000
 
 
 # ------------------------------------------------------------------ 6.12's sizeof(struct virtnet_rq_dma) reserve
