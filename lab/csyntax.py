@@ -155,6 +155,9 @@ def canon(n: Node | None) -> str:
         if name in ("min", "max"):
             args = sorted(args)
         return f"{name if name else canon(n.field('function'))}({','.join(args)})"
+    if n.type == "sizeof_expression":
+        inner = n.field("value") or n.field("type")
+        return f"sizeof({canon(inner)})"
     if n.type == "unary_expression":
         return _operator_text(n) + canon(n.field("argument"))
     if n.type == "number_literal":
@@ -178,6 +181,14 @@ def _tokens(n: Node) -> Iterator[str]:
             yield canon(Node(c, n.first_line))
         else:
             yield c.type
+
+
+@lru_cache(maxsize=256)
+def expr(text: str) -> str:
+    """The canonical text of C expression ``text`` (write a probe's expected shape as C, compare canon to it)."""
+    root = parse(f"void f(void) {{ x = {text}; }}")
+    rhs = next(n for n in root.walk() if n.type == "assignment_expression").field("right")
+    return canon(rhs)
 
 
 def int_literal(text: str) -> int | None:

@@ -231,23 +231,6 @@ def _p(table: str, rule: str, files: str | Sequence[str], function: str | None, 
 
 # --- probes that compute their value --------------------------------------------------------------------------
 
-def _vnet_hdr_lens(tree: Tree, probe: Probe) -> Finding:
-    """The hdr_len values virtnet_probe can choose (vi->hdr_len = sizeof(struct ...))."""
-    file = "drivers/net/virtio_net.c"
-    start, lines = tree.body(file, "virtnet_probe")
-    sizes = {"virtio_net_hdr": 10, "virtio_net_hdr_mrg_rxbuf": 12, "virtio_net_hdr_v1_hash": 20,
-             "virtio_net_hdr_v1_hash_tunnel": 24}
-    got: list[int] = []
-    first: Match | None = None
-    for k, ln in enumerate(lines):
-        m = re.search(r"vi->hdr_len\s*=\s*sizeof\(struct\s+(\w+)\)", ln)
-        if m and m.group(1) in sizes:
-            got.append(sizes[m.group(1)])
-            first = first or Match(file, start + k, tree.raw_line(file, start + k))
-    if not got or first is None:
-        raise ProbeError(f"{tree.label}: virtnet_probe sets no vi->hdr_len = sizeof(struct ...)")
-    return Finding(probe.table, probe.rule, sorted(set(got)), first, "virtnet_probe", True, probe.looks_for)
-
 
 def _config_max_skb_frags(tree: Tree, probe: Probe) -> Finding:
     """net/Kconfig config MAX_SKB_FRAGS: its default (the Debian configs keep it, 17)."""
@@ -280,20 +263,6 @@ def _released(tree: Tree, probe: Probe) -> Finding:
     raise ProbeError(f"{tree.label}: changelog.Debian.gz has no trailer line")
 
 
-def _receive_big_bound(tree: Tree, probe: Probe) -> Finding:
-    """receive_big's drop test: 'padded' (len > (frags+1)*PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len),
-    'pages' (len > (frags+1)*PAGE_SIZE), or 'none' (no test; page_to_skb bounds the remainder)."""
-    file = "drivers/net/virtio_net.c"
-    m = tree.search(file, "receive_big", r"max_len\s*=|big_packets_num_skbfrags\s*\+\s*1\)\s*\*\s*PAGE_SIZE")
-    if m is None:
-        return Finding(probe.table, probe.rule, "none", tree.head(file, "receive_big"), "receive_big", False,
-                       probe.looks_for)
-    start, lines = tree.body(file, "receive_big")
-    k = m.line - start
-    stmt = " ".join(lines[k:k + 3])
-    value = "padded" if "padded_vnet_hdr" in stmt.split(";")[0] else "pages"
-    return Finding(probe.table, probe.rule, value, m, "receive_big", True, probe.looks_for)
-
 
 # --- the probes ----------------------------------------------------------------------------------------------
 
@@ -310,16 +279,13 @@ K = "kernels"
 PROBES: tuple[Probe, ...] = (
     _p(K, "released", (), None, "the Debian upload date", decide=_released),
     _p(K, "page_to_skb", VIRTIO, "page_to_skb", "the build_skb branch, else what the copy path copies",
-       [(r"(virtnet_)?build_skb\(buf", "build_skb"), (r"copy\s*=\s*ETH_HLEN", "copy_eth_hlen"),
-        (r"copy\s*=\s*min_t?\(.*len", "copy128")], required=True),
+       decide=lambda t, p: _page_to_skb_ast(t, p)),
     _p(K, "napi_head", SKBUFF_C, "napi_alloc_skb|__napi_alloc_skb", "which head napi_alloc_skb(GOOD_COPY_LEN) gets",
        decide=lambda t, p: _napi_head_ast(t, p)),
     _p(K, "mergeable_truesize", VIRTIO, "add_recvbuf_mergeable", "the truesize stored in the buffer's ctx",
-       [(r"mergeable_len_to_ctx\(len \+ room", "len_plus_room"), (r"mergeable_len_to_ctx\(len,", "len")],
-       required=True),
+       decide=lambda t, p: _mergeable_truesize_ast(t, p)),
     _p(K, "mergeable_hole", VIRTIO, "add_recvbuf_mergeable", "who gets the rest of the frag page",
-       [(r"page_pool_alloc_va\(", "page_pool"), (r"if \(!headroom\)", "no_xdp"), (r"len \+= hole", "always")],
-       required=True),
+       decide=lambda t, p: _mergeable_hole_ast(t, p)),
     _p(K, "rq_dma_header", VIRTIO, "virtnet_rq_alloc", "a struct virtnet_rq_dma written at a new frag's offset 0",
        decide=lambda t, p: _rq_dma(t, p)),
     _p(K, "max_skb_frags_rule", "include/linux/skbuff.h", None, "how MAX_SKB_FRAGS is defined",
@@ -328,30 +294,31 @@ PROBES: tuple[Probe, ...] = (
     _p(K, "config_max_skb_frags_default", "net/Kconfig", None, "config MAX_SKB_FRAGS default",
        decide=_config_max_skb_frags),
     _p(K, "mergeable_hdr_padded_len", VIRTIO, "page_to_skb", "hdr_padded_len for mergeable buffers",
-       [(r"hdr_padded_len\s*=\s*sizeof\(\*hdr\)", "mrg_rxbuf"), (r"hdr_padded_len\s*=\s*hdr_len", "hdr_len")],
-       required=True),
+       decide=lambda t, p: _hdr_padded_len(t, p)),
     _p(K, "padded_vnet_hdr_len", VIRTIO, "struct padded_vnet_hdr", "sizeof(struct padded_vnet_hdr)",
        decide=lambda t, p: _padded_vnet_hdr_ast(t, p)),
     _p(K, "receive_big_len_check", VIRTIO, "receive_big", "receive_big's len > max_len drop test",
-       decide=_receive_big_bound),
-    _p(K, "vnet_hdr_lens", VIRTIO, "virtnet_probe", "vi->hdr_len = sizeof(struct ...)", decide=_vnet_hdr_lens),
+       decide=lambda t, p: _receive_big_bound_ast(t, p)),
+    _p(K, "vnet_hdr_lens", VIRTIO, "virtnet_probe", "vi->hdr_len = sizeof(struct ...)",
+       decide=lambda t, p: _vnet_hdr_lens_ast(t, p)),
     _p(K, "xdp_truesize", VIRTIO, "page_to_skb", "truesize = headroom ? PAGE_SIZE : truesize",
-       [(r"truesize\s*=\s*headroom\s*\?\s*PAGE_SIZE", "page_size")], "ctx"),
+       decide=lambda t, p: _xdp_truesize(t, p)),
     _p(K, "xdp_pass_path", VIRTIO, None, "build_skb_from_xdp_buff (XDP_PASS)",
-       [(r"=\s*build_skb_from_xdp_buff\(", "build_skb_from_xdp_buff")], "page_to_skb"),
+       decide=lambda t, p: _xdp_pass_path_ast(t, p)),
     _p(K, "big_build_skb_gives_pages", VIRTIO, "page_to_skb", "give_pages after the build_skb branch",
-       decide=lambda t, p: _gives_pages(t, p)),
-    _p(K, "guest_uso", VIRTIO, None, "VIRTIO_NET_F_GUEST_USO4", [(r"VIRTIO_NET_F_GUEST_USO4", True)], False),
+       decide=lambda t, p: _gives_pages_ast(t, p)),
+    _p(K, "guest_uso", VIRTIO, None, "VIRTIO_NET_F_GUEST_USO4",
+       decide=lambda t, p: _names_in_file("VIRTIO_NET_F_GUEST_USO4", True, False)(t, p)),
     _p(K, "udp_gso_list_nat_fix", UDP_OFF, "__udp_gso_segment_list", "__udpv4_gso_segment_list_csum",
-       [(r"__udpv4_gso_segment_list_csum\(", True)], False),
+       decide=lambda t, p: _call_probe("__udpv4_gso_segment_list_csum")(t, p)),
     _p(K, "udp6_gso_list_nat_fix", UDP_OFF, "__udp_gso_segment_list", "__udpv6_gso_segment_list_csum",
-       [(r"__udpv6_gso_segment_list_csum\(", True)], False),
+       decide=lambda t, p: _call_probe("__udpv6_gso_segment_list_csum")(t, p)),
     _p(K, "udp_segment_needs_csum_offload", UDP_C, "udp_send_skb", "ip_summed != CHECKSUM_PARTIAL -> -EIO",
-       [(r"ip_summed\s*!=\s*CHECKSUM_PARTIAL", True)], False),
+       decide=lambda t, p: _csum_offload_eio(t, p)),
     _p(K, "uso_needs_csum", "net/core/dev.c", "netdev_fix_features", "GSO_UDP_L4 dropped without a csum feature",
        decide=lambda t, p: _uso_needs_csum(t, p)),
     _p(K, "udp_gro_accepts_fraglist", "include/linux/udp.h", "udp_unexpected_gso", "who refuses a FRAGLIST skb",
-       [(r"SKB_GSO_FRAGLIST", False)], True),
+       decide=lambda t, p: _unexpected_gso_ast(t, p)),
     _p(K, "udp_gro_skips_local_encap", UDP_OFF, "udp_gro_receive", "skb->encapsulation test (no L4 GRO)",
        decide=lambda t, p: _udp_gro_skips_local_encap(t, p)),
     _p(K, "gso_max_size_check", "net/core/dev.c", "gso_features_check", "skb->len >= gso_max_size",
@@ -361,35 +328,34 @@ PROBES: tuple[Probe, ...] = (
     _p(K, "udp_gso_mtu_check", UDP_C, "udp_send_skb", "the UDP_SEGMENT size test against cork->fragsize",
        decide=lambda t, p: _udp_gso_mtu_check_ast(t, p)),
     _p(K, "udp_gso_list_geometry_check", UDP_OFF, "__udp_gso_segment", "'Detect modified geometry' before the list",
-       decide=lambda t, p: _geometry(t, p)),
+       decide=lambda t, p: _geometry_ast(t, p)),
     _p(K, "veth_gro_off_by_default", "drivers/net/veth.c", "veth_newlink", "veth_disable_gro",
-       [(r"veth_disable_gro\(", True)], False),
+       decide=lambda t, p: _call_probe("veth_disable_gro")(t, p)),
     _p(K, "veth_napi_for_gro", "drivers/net/veth.c", "veth_xmit", "veth_skb_is_eligible_for_gro",
-       [(r"veth_skb_is_eligible_for_gro\(", True)], False),
+       decide=lambda t, p: _call_probe("veth_skb_is_eligible_for_gro")(t, p)),
     _p(K, "veth_xdp_toggles_gro", "drivers/net/veth.c", "veth_enable_xdp", "NETIF_F_GRO switched with XDP",
-       [(r"NETIF_F_GRO\b", True)], False),
+       decide=lambda t, p: _veth_xdp_gro_ast(t, p)),
     _p(K, "vlan_hw_macsec", "net/8021q/vlan_dev.c", "vlan_dev_init", "NETIF_F_HW_MACSEC",
-       [(r"NETIF_F_HW_MACSEC", True)], False),
+       decide=lambda t, p: _or_assign_probe("dev->hw_features", "NETIF_F_HW_MACSEC")(t, p)),
     _p(K, "vxlan_fraglist", VXLAN, "vxlan_setup", "NETIF_F_FRAGLIST in hw_features",
-       [(r"hw_features\s*\|=.*NETIF_F_FRAGLIST", True)], False),
+       decide=lambda t, p: _or_assign_probe("dev->hw_features", "NETIF_F_FRAGLIST")(t, p)),
     _p(K, "virtio_host_uso", VIRTIO, "virtnet_probe", "VIRTIO_NET_F_HOST_USO -> GSO_UDP_L4",
-       [(r"VIRTIO_NET_F_HOST_USO", True)], False),
+       decide=lambda t, p: _host_uso_ast(t, p)),
     _p(K, "virtio_gso_features", VIRTIO, "virtnet_probe", "what 'if (gso)' turns on",
-       [(r"features\s*\|=\s*dev->hw_features\s*&\s*NETIF_F_ALL_TSO", "all_tso"),
-        (r"features\s*\|=\s*dev->hw_features;", "hw_features")], required=True),
+       decide=lambda t, p: _gso_features_ast(t, p)),
     _p(K, "virtio_gro_hw_needs_guest_gso", VIRTIO, "virtnet_probe", "GRO_HW only with a guest offload",
        decide=lambda t, p: _gro_hw_needs_guest_gso(t, p)),
     _p(K, "bond_gso_software", BOND, "#define BOND_VLAN_FEATURES", "NETIF_F_GSO_SOFTWARE in BOND_VLAN_FEATURES",
        decide=lambda t, p: _bond_gso_software(t, p)),
     _p(K, "bond_gso_partial", BOND, "bond_setup", "features |= NETIF_F_GSO_PARTIAL",
-       [(r"NETIF_F_GSO_PARTIAL", True)], False),
+       decide=lambda t, p: _or_assign_probe("bond_dev->features", "NETIF_F_GSO_PARTIAL")(t, p)),
     _p(K, "bond_compute", BOND, "bond_compute_features", "how vlan/mpls features start",
        decide=lambda t, p: _bond_compute(t, p)),
     _p(K, "mergeable_dma_reserve", VIRTIO, "add_recvbuf_mergeable",
        "len -= sizeof(struct virtnet_rq_dma) on a fresh frag that cannot hold it",
        decide=lambda t, p: _mergeable_dma_reserve(t, p)),
     _p(K, "rx_page_pool", VIRTIO, "add_recvbuf_mergeable", "page_pool_alloc_va (virtio-net rx on a page_pool)",
-       [(r"page_pool_alloc_va\(", True)], False),
+       decide=lambda t, p: _call_probe("page_pool_alloc_va")(t, p)),
     _p(K, "page_pool_frag_align", "net/core/page_pool.c", "page_pool_alloc_frag_netmem|page_pool_alloc_frag",
        "size = ALIGN(size, ...)", decide=lambda t, p: _page_pool_frag_align(t, p)),
     _p(K, "rx_frag_order", VIRTIO, None, "the order of the pages rx buffers are carved from",
@@ -398,14 +364,13 @@ PROBES: tuple[Probe, ...] = (
     _p("gro", "skb_gro_receive_file", GRO_FILES, "skb_gro_receive", "where skb_gro_receive lives",
        decide=lambda t, p: _where(t, p, "skb_gro_receive")),
     _p("gro", "size_cap", GRO_FILES, "skb_gro_receive", "the byte cap",
-       [(r"netif_get_gro_max_size\(", "dev_tcp"), (r"gro_max_size\s*=\s*READ_ONCE\(p->dev->gro_max_size\)",
-                                                   "dev_ipv6_tcp"), (r">=\s*65536", "constant")], required=True),
+       decide=lambda t, p: _size_cap_ast(t, p)),
     _p("gro", "consumed_truesize", GRO_FILES, "skb_gro_receive", "how the merged skb's truesize is charged",
-       [(r"new_truesize\s*=", "6.x"), (r"skb->truesize\s*-=\s*skb->data_len", "5.x")], required=True),
+       decide=lambda t, p: _consumed_truesize_ast(t, p)),
     _p("gro", "gro_udp_fwd", UDP_OFF, "udp_gro_receive", "NETIF_F_GRO_UDP_FWD",
        decide=lambda t, p: _gro_udp_fwd(t, p)),
     _p("gro", "tcp_fraglist", "net/ipv4/tcp_offload.c", None, "is_flist",
-       [(r"is_flist", True)], False),
+       decide=lambda t, p: _names_in_file("is_flist", True, False)(t, p)),
     _p("gro", "gso_skb_gro", DEV_GRO, "dev_gro_receive", "the flush rule for a GSO skb",
        decide=lambda t, p: _gso_skb_gro(t, p)),
     _p("gro", "receive_list_checks_flush", GRO_FILES, "skb_gro_receive_list", "NAPI_GRO_CB(skb)->flush refused",
@@ -447,30 +412,6 @@ def _rq_dma(tree: Tree, probe: Probe) -> Finding:
                    probe.looks_for)
 
 
-def _gives_pages(tree: Tree, probe: Probe) -> Finding:
-    start, lines = tree.body(VIRTIO, "page_to_skb")
-    b = next((k for k, ln in enumerate(lines) if re.search(r"build_skb\(buf", ln)), None)
-    if b is None:
-        return Finding(probe.table, probe.rule, False, tree.head(VIRTIO, "page_to_skb"), "page_to_skb", False,
-                       "build_skb branch")
-    c = next((k for k, ln in enumerate(lines) if "napi_alloc_skb(" in ln), len(lines))
-    for k in range(b, c):
-        if "give_pages(" in lines[k]:
-            return Finding(probe.table, probe.rule, True, Match(VIRTIO, start + k, tree.raw_line(VIRTIO, start + k)),
-                           "page_to_skb", True, probe.looks_for)
-    return Finding(probe.table, probe.rule, False, Match(VIRTIO, start + b, tree.raw_line(VIRTIO, start + b)),
-                   "page_to_skb", False, "give_pages between build_skb and the copy path")
-
-
-def _geometry(tree: Tree, probe: Probe) -> Finding:
-    m = tree.search(UDP_OFF, "__udp_gso_segment", r"Detect modified geometry")
-    if m is None:
-        # the comment is stripped; look for the code it introduces: the list path is taken only if geometry held
-        m = tree.search(UDP_OFF, "__udp_gso_segment", r"skb_pagelen\(gso_skb\)\s*-\s*sizeof\(\*uh\)\s*==")
-    if m is not None:
-        return Finding(probe.table, probe.rule, True, m, "__udp_gso_segment", True, probe.looks_for)
-    return Finding(probe.table, probe.rule, False, tree.head(UDP_OFF, "__udp_gso_segment"), "__udp_gso_segment",
-                   False, probe.looks_for)
 
 
 def _bond_gso_software(tree: Tree, probe: Probe) -> Finding:
@@ -992,3 +933,305 @@ def _page_pool_frag_align(tree: Tree, probe: Probe) -> Finding:
             return _found(probe, "dma_shinfo", tree, file, node, function)
         raise _undecided(tree, probe, f"{function} aligns a fragment to {args[1].text}")
     raise _undecided(tree, probe, f"{function} has no size = ALIGN(size, ...)")
+
+
+# --- generic structural probes: calls, assignments and guarded statements, read from the function's syntax ----
+
+
+def _calls(fn: csyntax.Node, name: str) -> list[csyntax.Node]:
+    """The calls of ``name`` in ``fn`` (a call, not a mention in a comment, a string or another identifier)."""
+    return [n for n in fn.walk() if n.type == "call_expression" and csyntax._callee(n) == name]
+
+
+def _call_probe(callee: str) -> Callable[[Tree, Probe], Finding]:
+    """True when the probe's function calls ``callee``."""
+    def decide(tree: Tree, probe: Probe) -> Finding:
+        file = probe.file_in(tree)
+        function = tree.which(file, probe.function)
+        assert function is not None
+        hits = _calls(_fn(tree, file, function), callee)
+        if hits:
+            return _found(probe, True, tree, file, hits[0], function)
+        return _absent(probe, False, tree, file, function, f"call of {callee}()")
+    return decide
+
+
+def _or_assign_probe(lhs: str, feature: str) -> Callable[[Tree, Probe], Finding]:
+    """True when the probe's function ORs ``feature`` into ``lhs`` (lhs |= ... | feature | ...)."""
+    def decide(tree: Tree, probe: Probe) -> Finding:
+        file = probe.file_in(tree)
+        function = tree.which(file, probe.function)
+        assert function is not None
+        for node, left, op, rhs in csyntax.assignments(_fn(tree, file, function)):
+            if left == lhs and op == "|=" and feature in [csyntax.canon(t) for t in csyntax._chain(rhs, "|")]:
+                return _found(probe, True, tree, file, node, function)
+        return _absent(probe, False, tree, file, function, f"{lhs} |= ... {feature}")
+    return decide
+
+
+def _assigned_shape(function: str, lhs: str, shapes: dict[str, Any], *,
+                    default: Any = None) -> Callable[[Tree, Probe], Finding]:
+    """The value whose canonical right side ``lhs`` is assigned in ``function``; ``default`` when ``lhs`` is never
+    assigned one of ``shapes`` (None: undecided)."""
+    def decide(tree: Tree, probe: Probe) -> Finding:
+        file = probe.file_in(tree)
+        fn = _fn(tree, file, function)
+        want = {csyntax.expr(k): v for k, v in shapes.items()}
+        seen = []
+        for node, left, op, rhs in csyntax.assignments(fn):
+            if left == lhs and op == "=":
+                c = csyntax.canon(rhs)
+                if c in want:
+                    return _found(probe, want[c], tree, file, node, function)
+                seen.append(c)
+        if default is not None:
+            return _absent(probe, default, tree, file, function)
+        raise _undecided(tree, probe, f"{function} assigns {lhs} = {seen or 'nothing'}, none of {sorted(shapes)}")
+    return decide
+
+
+def _page_to_skb_ast(tree: Tree, probe: Probe) -> Finding:
+    """page_to_skb: the build_skb branch (build_skb or virtnet_build_skb on buf), else what the copy path copies."""
+    fn = _fn(tree, VIRTIO, "page_to_skb")
+    for name in ("virtnet_build_skb", "build_skb"):
+        hits = [c for c in _calls(fn, name) if csyntax._args(c) and csyntax.canon(csyntax._args(c)[0]) == "buf"]
+        if hits:
+            return _found(probe, "build_skb", tree, VIRTIO, hits[0], "page_to_skb")
+    for node, left, op, rhs in csyntax.assignments(fn):
+        if left == "copy" and op == "=":
+            c = csyntax.canon(rhs)
+            if c in ("ETH_HLEN", "(ETH_HLEN+metasize)"):
+                return _found(probe, "copy_eth_hlen", tree, VIRTIO, node, "page_to_skb")
+            if c.startswith("min(") and "len" in c:
+                return _found(probe, "copy128", tree, VIRTIO, node, "page_to_skb")
+    raise _undecided(tree, probe, "page_to_skb has no build_skb(buf, ...) and no copy = ETH_HLEN / min(len, ...)")
+
+
+def _mergeable_truesize_ast(tree: Tree, probe: Probe) -> Finding:
+    fn = _fn(tree, VIRTIO, "add_recvbuf_mergeable")
+    for c in _calls(fn, "mergeable_len_to_ctx"):
+        first = csyntax.canon(csyntax._args(c)[0]) if csyntax._args(c) else ""
+        value = {"(len+room)": "len_plus_room", "len": "len"}.get(first)
+        if value is None:
+            raise _undecided(tree, probe, f"the ctx stores mergeable_len_to_ctx({first}, ...)")
+        return _found(probe, value, tree, VIRTIO, c, "add_recvbuf_mergeable")
+    raise _undecided(tree, probe, "add_recvbuf_mergeable calls no mergeable_len_to_ctx")
+
+
+def _mergeable_hole_ast(tree: Tree, probe: Probe) -> Finding:
+    """Who gets the rest of the frag page: 'page_pool' (7.x), 'no_xdp' (len += hole only if !headroom), 'always'."""
+    fn = _fn(tree, VIRTIO, "add_recvbuf_mergeable")
+    pool = _calls(fn, "page_pool_alloc_va")
+    if pool:
+        return _found(probe, "page_pool", tree, VIRTIO, pool[0], "add_recvbuf_mergeable")
+    for n in fn.walk():
+        if n.type == "expression_statement" and csyntax.stmt_canon(n) == "len+=hole;":
+            p, guards = n.parent, []
+            while p is not None and p.type != "function_definition":
+                if p.type == "if_statement":
+                    guards.append(csyntax.canon(p.field("condition")))
+                p = p.parent
+            if guards == ["!headroom", "(hole<(len+room))"] or guards == ["!headroom"]:
+                return _found(probe, "no_xdp", tree, VIRTIO, n, "add_recvbuf_mergeable")
+            if guards in (["(hole<(len+room))"], []):
+                return _found(probe, "always", tree, VIRTIO, n, "add_recvbuf_mergeable")
+            raise _undecided(tree, probe, f"len += hole is guarded by {guards}")
+    raise _undecided(tree, probe, "add_recvbuf_mergeable never gives the hole to len")
+
+
+def _receive_big_bound_ast(tree: Tree, probe: Probe) -> Finding:
+    """receive_big's drop test: 'padded' (len > (frags+1)*PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len),
+    'pages' (len > (frags+1)*PAGE_SIZE), or 'none' (no test; page_to_skb bounds the remainder)."""
+    fn = _fn(tree, VIRTIO, "receive_big")
+    pages = csyntax.expr("(vi->big_packets_num_skbfrags + 1) * PAGE_SIZE")
+    padded = csyntax.expr("(vi->big_packets_num_skbfrags + 1) * PAGE_SIZE - sizeof(struct padded_vnet_hdr) + "
+                          "vi->hdr_len")
+    bound = {left: (node, csyntax.canon(rhs)) for node, left, op, rhs in csyntax.assignments(fn) if op == "="}
+    for n, cond, _ in csyntax.ifs(fn):
+        c = csyntax.strip(cond)
+        if c.type != "binary_expression" or csyntax._operator(c) != ">" or csyntax.canon(c.field("left")) != "len":
+            continue
+        right = csyntax.canon(c.field("right"))
+        at, right = bound.get(right, (n, right))  # len > max_len: what max_len was assigned
+        if right == pages:
+            return _found(probe, "pages", tree, VIRTIO, at, "receive_big")
+        if right == padded:
+            return _found(probe, "padded", tree, VIRTIO, at, "receive_big")
+        raise _undecided(tree, probe, f"receive_big drops len > {right}")
+    return _absent(probe, "none", tree, VIRTIO, "receive_big")
+
+
+def _gives_pages_ast(tree: Tree, probe: Probe) -> Finding:
+    """page_to_skb: give_pages called inside the if that builds the skb around the buffer (big mode's rest)."""
+    fn = _fn(tree, VIRTIO, "page_to_skb")
+    for n, _, body in csyntax.ifs(fn):
+        inside = [x for s in body for x in s.walk()]
+        if any(x.type == "call_expression" and csyntax._callee(x) in ("build_skb", "virtnet_build_skb")
+               for x in inside):
+            gives = [x for x in inside if x.type == "call_expression" and csyntax._callee(x) == "give_pages"]
+            if gives:
+                return _found(probe, True, tree, VIRTIO, gives[0], "page_to_skb")
+            return Finding(probe.table, probe.rule, False, _at(tree, VIRTIO, n), "page_to_skb", False,
+                           "give_pages in the build_skb branch")
+    return _absent(probe, False, tree, VIRTIO, "page_to_skb", "build_skb branch")
+
+
+def _csum_offload_eio(tree: Tree, probe: Probe) -> Finding:
+    """udp_send_skb: a UDP_SEGMENT skb not CHECKSUM_PARTIAL fails with -EIO (until 10154dbded6d)."""
+    fn = _fn(tree, UDP_C, "udp_send_skb")
+    for n, cond, body in csyntax.ifs(fn):
+        if "(CHECKSUM_PARTIAL!=skb->ip_summed)" in [csyntax.canon(d) for d in csyntax.disjuncts(cond)]:
+            if any(csyntax.stmt_canon(s) == "return-EIO;" for s in body):
+                return _found(probe, True, tree, UDP_C, n, "udp_send_skb")
+    return _absent(probe, False, tree, UDP_C, "udp_send_skb", "if (... skb->ip_summed != CHECKSUM_PARTIAL) "
+                                                                 "return -EIO")
+
+
+def _unexpected_gso_ast(tree: Tree, probe: Probe) -> Finding:
+    """udp_unexpected_gso: False when its test names SKB_GSO_FRAGLIST (a UDP_GRO socket refuses a fraglist skb)."""
+    file = "include/linux/udp.h"
+    fn = _fn(tree, file, "udp_unexpected_gso")
+    for n in fn.walk():
+        if n.type == "identifier" and n.text == "SKB_GSO_FRAGLIST":
+            return _found(probe, False, tree, file, n, "udp_unexpected_gso")
+    return _absent(probe, True, tree, file, "udp_unexpected_gso", "SKB_GSO_FRAGLIST")
+
+
+def _size_cap_ast(tree: Tree, probe: Probe) -> Finding:
+    """skb_gro_receive's byte cap: 'dev_tcp' (netif_get_gro_max_size), 'dev_ipv6_tcp' (6.1: gro_max_size =
+    p->dev->gro_max_size, 65536 unless IPv6 TCP) or 'constant' (p->len + len >= 65536)."""
+    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive\(")), None)
+    if file is None:
+        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive")
+    fn = _fn(tree, file, "skb_gro_receive")
+    for node, left, _, rhs in csyntax.assignments(fn):
+        if left == "gro_max_size" and csyntax.canon(rhs) == "p->dev->gro_max_size":
+            return _found(probe, "dev_ipv6_tcp", tree, file, node, "skb_gro_receive")
+    for n, cond, _ in csyntax.ifs(fn):
+        for d in csyntax.disjuncts(cond):
+            c = csyntax.canon(d)
+            if c == "(netif_get_gro_max_size(p->dev,p)<=(len+p->len))":
+                return _found(probe, "dev_tcp", tree, file, n, "skb_gro_receive")
+            if c == "(65536<=(len+p->len))":
+                return _found(probe, "constant", tree, file, n, "skb_gro_receive")
+    raise _undecided(tree, probe, "skb_gro_receive has no p->len + len >= cap test it knows")
+
+
+def _consumed_truesize_ast(tree: Tree, probe: Probe) -> Finding:
+    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive\(")), None)
+    if file is None:
+        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive")
+    fn = _fn(tree, file, "skb_gro_receive")
+    for node, left, op, rhs in csyntax.assignments(fn):
+        if left == "new_truesize" and op == "=":
+            return _found(probe, "6.x", tree, file, node, "skb_gro_receive")
+        if left == "skb->truesize" and op == "-=" and csyntax.canon(rhs) == "skb->data_len":
+            return _found(probe, "5.x", tree, file, node, "skb_gro_receive")
+    raise _undecided(tree, probe, "skb_gro_receive charges the merged truesize in no form it knows")
+
+
+def _gso_features_ast(tree: Tree, probe: Probe) -> Finding:
+    """virtnet_probe: what 'if (gso)' turns on: dev->features |= dev->hw_features [& NETIF_F_ALL_TSO]."""
+    fn = _fn(tree, VIRTIO, "virtnet_probe")
+    for node, left, op, rhs in csyntax.assignments(fn):
+        if left == "dev->features" and op == "|=":
+            c = csyntax.canon(rhs)
+            if c == "(NETIF_F_ALL_TSO&dev->hw_features)":
+                return _found(probe, "all_tso", tree, VIRTIO, node, "virtnet_probe")
+            if c == "dev->hw_features":
+                return _found(probe, "hw_features", tree, VIRTIO, node, "virtnet_probe")
+    raise _undecided(tree, probe, "virtnet_probe never sets dev->features |= dev->hw_features[ & ...]")
+
+
+def _hdr_padded_len(tree: Tree, probe: Probe) -> Finding:
+    """page_to_skb: hdr_padded_len for mergeable buffers, sizeof(*hdr) (12, before v5.18) or hdr_len."""
+    return _assigned_shape("page_to_skb", "hdr_padded_len", {"sizeof(*hdr)": "mrg_rxbuf", "hdr_len": "hdr_len"})(
+        tree, probe)
+
+
+def _xdp_truesize(tree: Tree, probe: Probe) -> Finding:
+    """page_to_skb (6.1): truesize = headroom ? PAGE_SIZE : truesize; later kernels take the ctx's."""
+    return _assigned_shape("page_to_skb", "truesize", {"headroom ? PAGE_SIZE : truesize": "page_size"},
+                           default="ctx")(tree, probe)
+
+
+def _file_root(tree: Tree, file: str) -> csyntax.Node:
+    """The whole file (comments blanked) parsed once per tree."""
+    cache = tree.__dict__.setdefault("_syntax", {})
+    if file not in cache:
+        lines = tree.lines(file)
+        if lines is None:
+            raise ProbeError(f"{tree.label}: {file} is not in the tree")
+        cache[file] = csyntax.parse("\n".join(lines), 1)
+    return cache[file]
+
+
+def _xdp_pass_path_ast(tree: Tree, probe: Probe) -> Finding:
+    """build_skb_from_xdp_buff's result assigned somewhere in the driver (XDP_PASS, 6.3+), else page_to_skb."""
+    root = _file_root(tree, VIRTIO)
+    for c in _calls(root, "build_skb_from_xdp_buff"):
+        if c.parent is not None and c.parent.type == "assignment_expression":
+            return _found(probe, "build_skb_from_xdp_buff", tree, VIRTIO, c, "build_skb_from_xdp_buff")
+    return _absent(probe, "page_to_skb", tree, VIRTIO, None, "skb = build_skb_from_xdp_buff(...)")
+
+
+def _names_in_file(name: str, value: Any, default: Any) -> Callable[[Tree, Probe], Finding]:
+    """``value`` when the file's code (not a comment) uses identifier ``name``, else ``default``."""
+    def decide(tree: Tree, probe: Probe) -> Finding:
+        file = probe.file_in(tree)
+        for n in _file_root(tree, file).walk():
+            if n.type in ("identifier", "field_identifier") and n.text == name:
+                return _found(probe, value, tree, file, n, name)
+        return _absent(probe, default, tree, file, None, f"{name} in the code")
+    return decide
+
+
+def _host_uso_ast(tree: Tree, probe: Probe) -> Finding:
+    """virtnet_probe: VIRTIO_NET_F_HOST_USO guards hw_features |= NETIF_F_GSO_UDP_L4."""
+    fn = _fn(tree, VIRTIO, "virtnet_probe")
+    for n, cond, body in csyntax.ifs(fn):
+        if "VIRTIO_NET_F_HOST_USO" in csyntax.canon(cond) and any(
+                re.fullmatch(r"dev->hw_features\|=.*NETIF_F_GSO_UDP_L4.*;", csyntax.stmt_canon(s)) for s in body):
+            return _found(probe, True, tree, VIRTIO, n, "virtnet_probe")
+    return _absent(probe, False, tree, VIRTIO, "virtnet_probe", "if (HOST_USO) hw_features |= NETIF_F_GSO_UDP_L4")
+
+
+def _veth_xdp_gro_ast(tree: Tree, probe: Probe) -> Finding:
+    """veth_enable_xdp: NETIF_F_GRO switched on dev->features / wanted_features with the XDP program."""
+    file = "drivers/net/veth.c"
+    for node, left, op, rhs in csyntax.assignments(_fn(tree, file, "veth_enable_xdp")):
+        if left in ("dev->features", "dev->wanted_features") and op in ("|=", "&=") and \
+                "NETIF_F_GRO" in re.findall(r"\w+", csyntax.canon(rhs)):
+            return _found(probe, True, tree, file, node, "veth_enable_xdp")
+    return _absent(probe, False, tree, file, "veth_enable_xdp")
+
+
+def _vnet_hdr_lens_ast(tree: Tree, probe: Probe) -> Finding:
+    """The hdr_len values virtnet_probe can choose (vi->hdr_len = sizeof(struct ...))."""
+    sizes = {"virtio_net_hdr": 10, "virtio_net_hdr_mrg_rxbuf": 12, "virtio_net_hdr_v1_hash": 20,
+             "virtio_net_hdr_v1_hash_tunnel": 24}  # include/uapi/linux/virtio_net.h
+    got, first = [], None
+    for node, left, op, rhs in csyntax.assignments(_fn(tree, VIRTIO, "virtnet_probe")):
+        if left == "vi->hdr_len" and op == "=":
+            m = re.fullmatch(r"sizeof\(struct(\w+)\)", csyntax.canon(rhs))
+            if not m or m.group(1) not in sizes:
+                raise _undecided(tree, probe, f"virtnet_probe sets vi->hdr_len = {rhs.text}")
+            got.append(sizes[m.group(1)])
+            first = first or node
+    if first is None:
+        raise _undecided(tree, probe, "virtnet_probe sets no vi->hdr_len")
+    return _found(probe, sorted(set(got)), tree, VIRTIO, first, "virtnet_probe")
+
+
+def _geometry_ast(tree: Tree, probe: Probe) -> Finding:
+    """__udp_gso_segment: the list path taken only when the geometry held (skb_pagelen(gso_skb) - sizeof(*uh) ==
+    gso_size), 3d010c8031e3; else every fraglist skb goes to __udp_gso_segment_list."""
+    fn = _fn(tree, UDP_OFF, "__udp_gso_segment")
+    for n, cond, body in reversed(list(csyntax.ifs(fn))):  # the innermost if around the call
+        if any(x.type == "call_expression" and csyntax._callee(x) == "__udp_gso_segment_list"
+               for s in body for x in s.walk()):
+            if "skb_pagelen(gso_skb)" in csyntax.canon(cond):
+                return _found(probe, True, tree, UDP_OFF, n, "__udp_gso_segment")
+            return Finding(probe.table, probe.rule, False, _at(tree, UDP_OFF, n), "__udp_gso_segment", False,
+                           probe.looks_for)
+    raise _undecided(tree, probe, "__udp_gso_segment calls __udp_gso_segment_list under no if")
