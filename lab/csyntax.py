@@ -134,6 +134,9 @@ def canon(n: Node | None) -> str:
     n = strip(n)
     if n.type == "binary_expression":
         op = _operator(n)
+        if op in ("==", "!=") and "0" in (canon(n.field("left")), canon(n.field("right"))):
+            other = canon(n.field("right")) if canon(n.field("left")) == "0" else canon(n.field("left"))
+            return f"!{other}" if op == "==" else other  # x == 0 is !x, x != 0 is x (as a condition)
         if op in _COMMUTATIVE:
             parts = sorted(canon(x) for x in _chain(n, op))
             return "(" + op.join(parts) + ")"

@@ -330,7 +330,7 @@ PROBES: tuple[Probe, ...] = (
     _p(K, "udp_gso_list_geometry_check", UDP_OFF, "__udp_gso_segment", "'Detect modified geometry' before the list",
        decide=lambda t, p: _geometry_ast(t, p)),
     _p(K, "veth_gro_off_by_default", "drivers/net/veth.c", "veth_newlink", "veth_disable_gro",
-       decide=lambda t, p: _call_probe("veth_disable_gro")(t, p)),
+       decide=lambda t, p: _veth_disables_gro(t, p)),
     _p(K, "veth_napi_for_gro", "drivers/net/veth.c", "veth_xmit", "veth_skb_is_eligible_for_gro",
        decide=lambda t, p: _call_probe("veth_skb_is_eligible_for_gro")(t, p)),
     _p(K, "veth_xdp_toggles_gro", "drivers/net/veth.c", "veth_enable_xdp", "NETIF_F_GRO switched with XDP",
@@ -1047,12 +1047,12 @@ def _receive_big_bound_ast(tree: Tree, probe: Probe) -> Finding:
     padded = csyntax.expr("(vi->big_packets_num_skbfrags + 1) * PAGE_SIZE - sizeof(struct padded_vnet_hdr) + "
                           "vi->hdr_len")
     bound = {left: (node, csyntax.canon(rhs)) for node, left, op, rhs in csyntax.assignments(fn) if op == "="}
+    tests = {n.n.byte_range: (lo, op) for n, lo, op, hi in csyntax.comparisons(fn) if hi == "len"}
     for n, cond, _ in csyntax.ifs(fn):
-        c = csyntax.strip(cond)
-        if c.type != "binary_expression" or csyntax._operator(c) != ">" or csyntax.canon(c.field("left")) != "len":
+        lo, op = tests.get(csyntax.strip(cond).n.byte_range, (None, None))
+        if op != "<":  # len > bound, however written
             continue
-        right = csyntax.canon(c.field("right"))
-        at, right = bound.get(right, (n, right))  # len > max_len: what max_len was assigned
+        at, right = bound.get(lo, (n, lo))  # len > max_len: what max_len was assigned
         if right == pages:
             return _found(probe, "pages", tree, VIRTIO, at, "receive_big")
         if right == padded:
@@ -1235,3 +1235,15 @@ def _geometry_ast(tree: Tree, probe: Probe) -> Finding:
             return Finding(probe.table, probe.rule, False, _at(tree, UDP_OFF, n), "__udp_gso_segment", False,
                            probe.looks_for)
     raise _undecided(tree, probe, "__udp_gso_segment calls __udp_gso_segment_list under no if")
+
+
+def _veth_disables_gro(tree: Tree, probe: Probe) -> Finding:
+    """veth_newlink: veth_disable_gro on both ends (dev and peer): True; neither: False; one: undecided."""
+    file = "drivers/net/veth.c"
+    calls = _calls(_fn(tree, file, "veth_newlink"), "veth_disable_gro")
+    who = {csyntax.canon(csyntax._args(c)[0]) for c in calls if csyntax._args(c)}
+    if who == {"dev", "peer"}:
+        return _found(probe, True, tree, file, calls[0], "veth_newlink")
+    if not who:
+        return _absent(probe, False, tree, file, "veth_newlink", "veth_disable_gro(dev) and (peer)")
+    raise _undecided(tree, probe, f"veth_newlink turns GRO off on {sorted(who)} only")

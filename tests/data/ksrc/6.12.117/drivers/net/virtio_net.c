@@ -476,3 +476,153 @@ free:
 	free_netdev(dev);
 	return err;
 }
+
+/* excerpt: Debian linux-source-6.12 (6.12.117-1~deb12u1) drivers/net/virtio_net.c lines 783-869 (page_to_skb) */
+static struct sk_buff *page_to_skb(struct virtnet_info *vi,
+				   struct receive_queue *rq,
+				   struct page *page, unsigned int offset,
+				   unsigned int len, unsigned int truesize,
+				   unsigned int headroom)
+{
+	struct sk_buff *skb;
+	struct virtio_net_common_hdr *hdr;
+	unsigned int copy, hdr_len, hdr_padded_len;
+	struct page *page_to_free = NULL;
+	int tailroom, shinfo_size;
+	char *p, *hdr_p, *buf;
+
+	p = page_address(page) + offset;
+	hdr_p = p;
+
+	hdr_len = vi->hdr_len;
+	if (vi->mergeable_rx_bufs)
+		hdr_padded_len = hdr_len;
+	else
+		hdr_padded_len = sizeof(struct padded_vnet_hdr);
+
+	buf = p - headroom;
+	len -= hdr_len;
+	offset += hdr_padded_len;
+	p += hdr_padded_len;
+	tailroom = truesize - headroom  - hdr_padded_len - len;
+
+	shinfo_size = SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
+
+	if (!NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= shinfo_size) {
+		skb = virtnet_build_skb(buf, truesize, p - buf, len);
+		if (unlikely(!skb))
+			return NULL;
+
+		page = (struct page *)page->private;
+		if (page)
+			give_pages(rq, page);
+		goto ok;
+	}
+
+	/* copy small packet so we can reuse these pages for small data */
+	skb = napi_alloc_skb(&rq->napi, GOOD_COPY_LEN);
+	if (unlikely(!skb))
+		return NULL;
+
+	/* Copy all frame if it fits skb->head, otherwise
+	 * we let virtio_net_hdr_to_skb() and GRO pull headers as needed.
+	 */
+	if (len <= skb_tailroom(skb))
+		copy = len;
+	else
+		copy = ETH_HLEN;
+	skb_put_data(skb, p, copy);
+
+	len -= copy;
+	offset += copy;
+
+	if (vi->mergeable_rx_bufs) {
+		if (len)
+			skb_add_rx_frag(skb, 0, page, offset, len, truesize);
+		else
+			page_to_free = page;
+		goto ok;
+	}
+
+	BUG_ON(offset >= PAGE_SIZE);
+	while (len) {
+		unsigned int frag_size = min((unsigned)PAGE_SIZE - offset, len);
+		skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page, offset,
+				frag_size, truesize);
+		len -= frag_size;
+		page = (struct page *)page->private;
+		offset = 0;
+	}
+
+	if (page)
+		give_pages(rq, page);
+
+ok:
+	hdr = skb_vnet_common_hdr(skb);
+	memcpy(hdr, hdr_p, hdr_len);
+	if (page_to_free)
+		put_page(page_to_free);
+
+	return skb;
+}
+
+/* excerpt: Debian linux-source-6.12 (6.12.117-1~deb12u1) drivers/net/virtio_net.c lines 2165-2223 (receive_mergeable_xdp) */
+static struct sk_buff *receive_mergeable_xdp(struct net_device *dev,
+					     struct virtnet_info *vi,
+					     struct receive_queue *rq,
+					     struct bpf_prog *xdp_prog,
+					     void *buf,
+					     void *ctx,
+					     unsigned int len,
+					     unsigned int *xdp_xmit,
+					     struct virtnet_rq_stats *stats)
+{
+	struct virtio_net_hdr_mrg_rxbuf *hdr = buf;
+	int num_buf = virtio16_to_cpu(vi->vdev, hdr->num_buffers);
+	struct page *page = virt_to_head_page(buf);
+	int offset = buf - page_address(page);
+	unsigned int xdp_frags_truesz = 0;
+	struct sk_buff *head_skb;
+	unsigned int frame_sz;
+	struct xdp_buff xdp;
+	void *data;
+	u32 act;
+	int err;
+
+	data = mergeable_xdp_get_buf(vi, rq, xdp_prog, ctx, &frame_sz, &num_buf, &page,
+				     offset, &len, hdr);
+	if (unlikely(!data))
+		goto err_xdp;
+
+	err = virtnet_build_xdp_buff_mrg(dev, vi, rq, &xdp, data, len, frame_sz,
+					 &num_buf, &xdp_frags_truesz, stats);
+	if (unlikely(err))
+		goto err_xdp;
+
+	act = virtnet_xdp_handler(xdp_prog, &xdp, dev, xdp_xmit, stats);
+
+	switch (act) {
+	case XDP_PASS:
+		head_skb = build_skb_from_xdp_buff(dev, vi, &xdp, xdp_frags_truesz);
+		if (unlikely(!head_skb))
+			break;
+		return head_skb;
+
+	case XDP_TX:
+	case XDP_REDIRECT:
+		return NULL;
+
+	default:
+		break;
+	}
+
+	put_xdp_frags(&xdp);
+
+err_xdp:
+	put_page(page);
+	mergeable_buf_free(rq, num_buf, dev, stats);
+
+	u64_stats_inc(&stats->xdp_drops);
+	u64_stats_inc(&stats->drops);
+	return NULL;
+}
