@@ -287,7 +287,7 @@ PROBES: tuple[Probe, ...] = (
     _p(K, "mergeable_hole", VIRTIO, "add_recvbuf_mergeable", "who gets the rest of the frag page",
        decide=lambda t, p: _mergeable_hole_ast(t, p)),
     _p(K, "rq_dma_header", VIRTIO, "virtnet_rq_alloc", "a struct virtnet_rq_dma written at a new frag's offset 0",
-       decide=lambda t, p: _rq_dma(t, p)),
+       decide=lambda t, p: _rq_dma_ast(t, p)),
     _p(K, "max_skb_frags_rule", "include/linux/skbuff.h", None, "how MAX_SKB_FRAGS is defined",
        [(r"#define\s+MAX_SKB_FRAGS\s+CONFIG_MAX_SKB_FRAGS", "config"),
         (r"#define\s+MAX_SKB_FRAGS\s+\(65536/PAGE_SIZE", "page_size")], required=True),
@@ -350,7 +350,7 @@ PROBES: tuple[Probe, ...] = (
     _p(K, "bond_gso_partial", BOND, "bond_setup", "features |= NETIF_F_GSO_PARTIAL",
        decide=lambda t, p: _or_assign_probe("bond_dev->features", "NETIF_F_GSO_PARTIAL")(t, p)),
     _p(K, "bond_compute", BOND, "bond_compute_features", "how vlan/mpls features start",
-       decide=lambda t, p: _bond_compute(t, p)),
+       decide=lambda t, p: _bond_compute_ast(t, p)),
     _p(K, "mergeable_dma_reserve", VIRTIO, "add_recvbuf_mergeable",
        "len -= sizeof(struct virtnet_rq_dma) on a fresh frag that cannot hold it",
        decide=lambda t, p: _mergeable_dma_reserve(t, p)),
@@ -390,29 +390,6 @@ HAND_WRITTEN = {
 }
 
 
-def _rq_dma(tree: Tree, probe: Probe) -> Finding:
-    file = VIRTIO
-    try:
-        tree.body(file, "virtnet_rq_alloc")
-    except ProbeError:
-        m = tree.search(file, None, r"^#include")
-        return Finding(probe.table, probe.rule, 0, m or tree.head(file, None), file, False,
-                       "virtnet_rq_alloc (no premapped DMA header)")
-    gate = tree.search(file, "virtnet_rq_alloc", r"if\s*\(\s*rq->do_dma\s*\)")
-    if gate is not None:
-        setter = tree.search(file, None, r"rq->do_dma\s*=\s*true|->do_dma\s*=\s*1")
-        if setter is None:
-            return Finding(probe.table, probe.rule, 0, gate, "virtnet_rq_alloc", True,
-                           "the header written only if rq->do_dma, which nothing sets")
-        return Finding(probe.table, probe.rule, 16, setter, "virtnet_rq_alloc", True, probe.looks_for)
-    m = tree.search(file, "virtnet_rq_alloc", r"sizeof\(\*dma\)|sizeof\(struct virtnet_rq_dma\)")
-    if m is not None:
-        return Finding(probe.table, probe.rule, 16, m, "virtnet_rq_alloc", True, probe.looks_for)
-    return Finding(probe.table, probe.rule, 0, tree.head(file, "virtnet_rq_alloc"), "virtnet_rq_alloc", False,
-                   probe.looks_for)
-
-
-
 
 def _bond_gso_software(tree: Tree, probe: Probe) -> Finding:
     for where, file in (("#define BOND_VLAN_FEATURES", BOND), ("#define MASTER_UPPER_DEV_VLAN_FEATURES",
@@ -427,19 +404,6 @@ def _bond_gso_software(tree: Tree, probe: Probe) -> Finding:
                                Match(file, start + k, tree.raw_line(file, start + k)), where.split()[1], True,
                                probe.looks_for)
     raise ProbeError(f"{tree.label}: no BOND_VLAN_FEATURES / MASTER_UPPER_DEV_VLAN_FEATURES with GSO bits")
-
-
-def _bond_compute(tree: Tree, probe: Probe) -> Finding:
-    m = tree.search(BOND, None, r"netdev_compute_master_upper_features\(")
-    if m is not None:
-        return Finding(probe.table, probe.rule, "master_upper", m, "bond_enslave", True, probe.looks_for)
-    m = tree.search(BOND, "bond_compute_features", r"=\s*netdev_base_features\(")
-    if m is not None:
-        return Finding(probe.table, probe.rule, "base_features", m, "bond_compute_features", True, probe.looks_for)
-    m = tree.search(BOND, "bond_compute_features", r"vlan_features\s*&=\s*NETIF_F_ALL_FOR_ALL")
-    if m is not None:
-        return Finding(probe.table, probe.rule, "all_for_all", m, "bond_compute_features", True, probe.looks_for)
-    raise ProbeError(f"{tree.label}: bond_compute_features matches none of the known forms")
 
 
 
@@ -1247,3 +1211,50 @@ def _veth_disables_gro(tree: Tree, probe: Probe) -> Finding:
     if not who:
         return _absent(probe, False, tree, file, "veth_newlink", "veth_disable_gro(dev) and (peer)")
     raise _undecided(tree, probe, f"veth_newlink turns GRO off on {sorted(who)} only")
+
+
+def _bond_compute_ast(tree: Tree, probe: Probe) -> Finding:
+    """How a bond's vlan/mpls features start: 'master_upper' (the driver calls
+    netdev_compute_master_upper_features), 'base_features' (= netdev_base_features(...)) or 'all_for_all'
+    (vlan_features &= NETIF_F_ALL_FOR_ALL) in bond_compute_features."""
+    calls = _calls(_file_root(tree, BOND), "netdev_compute_master_upper_features")
+    if calls:
+        return _found(probe, "master_upper", tree, BOND, calls[0], "bond_enslave")
+    for node, left, op, rhs in csyntax.assignments(_fn(tree, BOND, "bond_compute_features")):
+        c = csyntax.canon(rhs)
+        if op == "=" and c.startswith("netdev_base_features("):
+            return _found(probe, "base_features", tree, BOND, node, "bond_compute_features")
+        if left == "vlan_features" and op == "&=" and c == "NETIF_F_ALL_FOR_ALL":
+            return _found(probe, "all_for_all", tree, BOND, node, "bond_compute_features")
+    raise _undecided(tree, probe, "bond_compute_features starts vlan_features in no form it knows")
+
+
+def _rq_dma_ast(tree: Tree, probe: Probe) -> Finding:
+    """The struct virtnet_rq_dma virtnet_rq_alloc writes at a new frag's offset 0: 16 where it is written
+    (unconditionally, or under rq->do_dma and something sets do_dma), 0 where only an unset do_dma gates it or
+    there is no virtnet_rq_alloc."""
+    file = VIRTIO
+    try:
+        fn = _fn(tree, file, "virtnet_rq_alloc")
+    except ProbeError:
+        return _absent(probe, 0, tree, file, None, "virtnet_rq_alloc (no premapped DMA header)")
+    writes = [n for n, left, op, rhs in csyntax.assignments(fn)
+              if left == "alloc_frag->offset" and op == "=" and csyntax.canon(rhs).startswith("sizeof(")]
+    if not writes:
+        return _absent(probe, 0, tree, file, "virtnet_rq_alloc", "alloc_frag->offset = sizeof(*dma)")
+    size, _ = _sizeof_struct(tree, probe, file, "virtnet_rq_dma")
+    gated = None
+    p = writes[0].parent
+    while p is not None:
+        if p.type == "if_statement" and "rq->do_dma" in [csyntax.canon(c) for c in
+                                                         csyntax.conjuncts(p.field("condition"))]:
+            gated = p
+        p = p.parent
+    if gated is None:
+        return _found(probe, size, tree, file, writes[0], "virtnet_rq_alloc")
+    setters = [n for n, left, op, rhs in csyntax.assignments(_file_root(tree, file))
+               if left.endswith("->do_dma") and op == "=" and csyntax.canon(rhs) not in ("false", "0")]
+    if setters:
+        return _found(probe, size, tree, file, setters[0], "virtnet_rq_alloc")
+    return Finding(probe.table, probe.rule, 0, _at(tree, file, gated), "virtnet_rq_alloc", True,
+                   "the header written only if rq->do_dma, which nothing sets")
