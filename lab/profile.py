@@ -23,7 +23,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from lab import kernelsrc
+from lab import csyntax, kernelsrc
 from lab.probes import FILES, HAND_WRITTEN, PROBES, NotApplicable, ProbeError, Tree
 from vnetlab.tables import parse_table
 
@@ -336,7 +336,11 @@ def run(a: argparse.Namespace) -> int:
         sys.stderr.write(f"python -m lab profile: {e}\n")
         return 2
     undecided: list[ProbeError] = []
-    derived = derive(tree, kernel_id, a.btf, undecided)
+    try:
+        derived = derive(tree, kernel_id, a.btf, undecided)
+    except csyntax.SyntaxUnavailable as e:
+        sys.stderr.write(f"python -m lab profile: {e}\n")
+        return 2
     if a.compare:
         diffs = compare(derived)
         if diffs:
