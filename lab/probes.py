@@ -20,6 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from lab import csyntax
+
 # Every file a probe reads (tar member names under the tree's top directory); lab.profile extracts only these.
 FILES = (
     "Makefile",
@@ -229,52 +231,6 @@ def _p(table: str, rule: str, files: str | Sequence[str], function: str | None, 
 
 # --- probes that compute their value --------------------------------------------------------------------------
 
-_C_SIZES = {"char": 1, "u8": 1, "__u8": 1, "u16": 2, "__u16": 2, "__le16": 2, "__virtio16": 2, "u32": 4, "__u32": 4,
-            "__le32": 4}
-# include/uapi/linux/virtio_net.h (every version): the headers padded_vnet_hdr is built from.
-_VNET_HDR = {"virtio_net_hdr_mrg_rxbuf": 12, "virtio_net_hdr_v1_hash": 20}
-
-
-def _padded_vnet_hdr(tree: Tree, probe: Probe) -> Finding:
-    """sizeof(struct padded_vnet_hdr): its header member's size plus char padding[N] (drivers/net/virtio_net.c)."""
-    file = probe.file_in(tree)
-    start, lines = tree.body(file, "struct padded_vnet_hdr")
-    text = "\n".join(lines)
-    hdr = re.search(r"struct\s+(virtio_net_hdr\w*)\s+\w+;", text)
-    pad = re.search(r"char\s+padding\[(\d+)\]", text)
-    if not hdr or not pad or hdr.group(1) not in _VNET_HDR:
-        raise ProbeError(f"{tree.label}: {file} struct padded_vnet_hdr is not header + char padding[N]")
-    k = next(i for i, ln in enumerate(lines) if "padding[" in ln)
-    m = Match(file, start + k, tree.raw_line(file, start + k))
-    return Finding(probe.table, probe.rule, _VNET_HDR[hdr.group(1)] + int(pad.group(1)), m, "struct padded_vnet_hdr",
-                   True, probe.looks_for)
-
-
-def _udp_max_segments(tree: Tree, probe: Probe) -> Finding:
-    m = tree.search("include/linux/udp.h", None, r"#define\s+UDP_MAX_SEGMENTS\s+\(1\s*<<\s*(\d+)UL\)")
-    if m is None:
-        raise ProbeError(f"{tree.label}: include/linux/udp.h has no UDP_MAX_SEGMENTS (1 << N)")
-    shift = int(re.search(r"<<\s*(\d+)", m.text).group(1))  # type: ignore[union-attr]
-    return Finding(probe.table, probe.rule, 1 << shift, m, "UDP_MAX_SEGMENTS", True, probe.looks_for)
-
-
-def _vnet_hdr_lens(tree: Tree, probe: Probe) -> Finding:
-    """The hdr_len values virtnet_probe can choose (vi->hdr_len = sizeof(struct ...))."""
-    file = "drivers/net/virtio_net.c"
-    start, lines = tree.body(file, "virtnet_probe")
-    sizes = {"virtio_net_hdr": 10, "virtio_net_hdr_mrg_rxbuf": 12, "virtio_net_hdr_v1_hash": 20,
-             "virtio_net_hdr_v1_hash_tunnel": 24}
-    got: list[int] = []
-    first: Match | None = None
-    for k, ln in enumerate(lines):
-        m = re.search(r"vi->hdr_len\s*=\s*sizeof\(struct\s+(\w+)\)", ln)
-        if m and m.group(1) in sizes:
-            got.append(sizes[m.group(1)])
-            first = first or Match(file, start + k, tree.raw_line(file, start + k))
-    if not got or first is None:
-        raise ProbeError(f"{tree.label}: virtnet_probe sets no vi->hdr_len = sizeof(struct ...)")
-    return Finding(probe.table, probe.rule, sorted(set(got)), first, "virtnet_probe", True, probe.looks_for)
-
 
 def _config_max_skb_frags(tree: Tree, probe: Probe) -> Finding:
     """net/Kconfig config MAX_SKB_FRAGS: its default (the Debian configs keep it, 17)."""
@@ -287,7 +243,7 @@ def _config_max_skb_frags(tree: Tree, probe: Probe) -> Finding:
                     return Finding(probe.table, probe.rule, int(m.group(1)),
                                    Match("net/Kconfig", start + k, tree.raw_line("net/Kconfig", start + k)),
                                    "config MAX_SKB_FRAGS", True, probe.looks_for)
-    raise ProbeError(f"{tree.label}: net/Kconfig has no config MAX_SKB_FRAGS default")
+    raise NotApplicable(f"{tree.label}: net/Kconfig has no config MAX_SKB_FRAGS default")
 
 
 def _released(tree: Tree, probe: Probe) -> Finding:
@@ -307,20 +263,6 @@ def _released(tree: Tree, probe: Probe) -> Finding:
     raise ProbeError(f"{tree.label}: changelog.Debian.gz has no trailer line")
 
 
-def _receive_big_bound(tree: Tree, probe: Probe) -> Finding:
-    """receive_big's drop test: 'padded' (len > (frags+1)*PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len),
-    'pages' (len > (frags+1)*PAGE_SIZE), or 'none' (no test; page_to_skb bounds the remainder)."""
-    file = "drivers/net/virtio_net.c"
-    m = tree.search(file, "receive_big", r"max_len\s*=|big_packets_num_skbfrags\s*\+\s*1\)\s*\*\s*PAGE_SIZE")
-    if m is None:
-        return Finding(probe.table, probe.rule, "none", tree.head(file, "receive_big"), "receive_big", False,
-                       probe.looks_for)
-    start, lines = tree.body(file, "receive_big")
-    k = m.line - start
-    stmt = " ".join(lines[k:k + 3])
-    value = "padded" if "padded_vnet_hdr" in stmt.split(";")[0] else "pages"
-    return Finding(probe.table, probe.rule, value, m, "receive_big", True, probe.looks_for)
-
 
 # --- the probes ----------------------------------------------------------------------------------------------
 
@@ -337,109 +279,106 @@ K = "kernels"
 PROBES: tuple[Probe, ...] = (
     _p(K, "released", (), None, "the Debian upload date", decide=_released),
     _p(K, "page_to_skb", VIRTIO, "page_to_skb", "the build_skb branch, else what the copy path copies",
-       [(r"(virtnet_)?build_skb\(buf", "build_skb"), (r"copy\s*=\s*ETH_HLEN", "copy_eth_hlen"),
-        (r"copy\s*=\s*min_t?\(.*len", "copy128")], required=True),
+       decide=lambda t, p: _page_to_skb_ast(t, p)),
     _p(K, "napi_head", SKBUFF_C, "napi_alloc_skb|__napi_alloc_skb", "which head napi_alloc_skb(GOOD_COPY_LEN) gets",
-       [(r"(?<!!)NAPI_HAS_SMALL_PAGE_FRAG\s*&&\s*len\s*<=\s*SKB_WITH_OVERHEAD\(1024\)", "page_frag_1k"),
-        (r"len\s*<=\s*SKB_WITH_OVERHEAD\(SKB_SMALL_HEAD_CACHE_SIZE\)", "small_head_cache"),
-        (r"len\s*<=\s*SKB_WITH_OVERHEAD\(1024\)", "kmalloc")], "page_frag"),
+       decide=lambda t, p: _napi_head_ast(t, p)),
     _p(K, "mergeable_truesize", VIRTIO, "add_recvbuf_mergeable", "the truesize stored in the buffer's ctx",
-       [(r"mergeable_len_to_ctx\(len \+ room", "len_plus_room"), (r"mergeable_len_to_ctx\(len,", "len")],
-       required=True),
+       decide=lambda t, p: _mergeable_truesize_ast(t, p)),
     _p(K, "mergeable_hole", VIRTIO, "add_recvbuf_mergeable", "who gets the rest of the frag page",
-       [(r"page_pool_alloc_va\(", "page_pool"), (r"if \(!headroom\)", "no_xdp"), (r"len \+= hole", "always")],
-       required=True),
+       decide=lambda t, p: _mergeable_hole_ast(t, p)),
     _p(K, "rq_dma_header", VIRTIO, "virtnet_rq_alloc", "a struct virtnet_rq_dma written at a new frag's offset 0",
-       [(r"if \(rq->do_dma\)|do_dma", 0), (r"sizeof\(\*dma\)|sizeof\(struct virtnet_rq_dma\)", 16)], 0,
-       decide=lambda t, p: _rq_dma(t, p)),
+       decide=lambda t, p: _rq_dma_ast(t, p)),
     _p(K, "max_skb_frags_rule", "include/linux/skbuff.h", None, "how MAX_SKB_FRAGS is defined",
        [(r"#define\s+MAX_SKB_FRAGS\s+CONFIG_MAX_SKB_FRAGS", "config"),
         (r"#define\s+MAX_SKB_FRAGS\s+\(65536/PAGE_SIZE", "page_size")], required=True),
     _p(K, "config_max_skb_frags_default", "net/Kconfig", None, "config MAX_SKB_FRAGS default",
        decide=_config_max_skb_frags),
     _p(K, "mergeable_hdr_padded_len", VIRTIO, "page_to_skb", "hdr_padded_len for mergeable buffers",
-       [(r"hdr_padded_len\s*=\s*sizeof\(\*hdr\)", "mrg_rxbuf"), (r"hdr_padded_len\s*=\s*hdr_len", "hdr_len")],
-       required=True),
+       decide=lambda t, p: _hdr_padded_len(t, p)),
     _p(K, "padded_vnet_hdr_len", VIRTIO, "struct padded_vnet_hdr", "sizeof(struct padded_vnet_hdr)",
-       decide=_padded_vnet_hdr),
+       decide=lambda t, p: _padded_vnet_hdr_ast(t, p)),
     _p(K, "receive_big_len_check", VIRTIO, "receive_big", "receive_big's len > max_len drop test",
-       decide=_receive_big_bound),
-    _p(K, "vnet_hdr_lens", VIRTIO, "virtnet_probe", "vi->hdr_len = sizeof(struct ...)", decide=_vnet_hdr_lens),
+       decide=lambda t, p: _receive_big_bound_ast(t, p)),
+    _p(K, "vnet_hdr_lens", VIRTIO, "virtnet_probe", "vi->hdr_len = sizeof(struct ...)",
+       decide=lambda t, p: _vnet_hdr_lens_ast(t, p)),
     _p(K, "xdp_truesize", VIRTIO, "page_to_skb", "truesize = headroom ? PAGE_SIZE : truesize",
-       [(r"truesize\s*=\s*headroom\s*\?\s*PAGE_SIZE", "page_size")], "ctx"),
+       decide=lambda t, p: _xdp_truesize(t, p)),
     _p(K, "xdp_pass_path", VIRTIO, None, "build_skb_from_xdp_buff (XDP_PASS)",
-       [(r"=\s*build_skb_from_xdp_buff\(", "build_skb_from_xdp_buff")], "page_to_skb"),
+       decide=lambda t, p: _xdp_pass_path_ast(t, p)),
     _p(K, "big_build_skb_gives_pages", VIRTIO, "page_to_skb", "give_pages after the build_skb branch",
-       decide=lambda t, p: _gives_pages(t, p)),
-    _p(K, "guest_uso", VIRTIO, None, "VIRTIO_NET_F_GUEST_USO4", [(r"VIRTIO_NET_F_GUEST_USO4", True)], False),
+       decide=lambda t, p: _gives_pages_ast(t, p)),
+    _p(K, "guest_uso", VIRTIO, None, "VIRTIO_NET_F_GUEST_USO4",
+       decide=lambda t, p: _names_in_file("VIRTIO_NET_F_GUEST_USO4", True, False)(t, p)),
     _p(K, "udp_gso_list_nat_fix", UDP_OFF, "__udp_gso_segment_list", "__udpv4_gso_segment_list_csum",
-       [(r"__udpv4_gso_segment_list_csum\(", True)], False),
+       decide=lambda t, p: _call_probe("__udpv4_gso_segment_list_csum")(t, p)),
     _p(K, "udp6_gso_list_nat_fix", UDP_OFF, "__udp_gso_segment_list", "__udpv6_gso_segment_list_csum",
-       [(r"__udpv6_gso_segment_list_csum\(", True)], False),
+       decide=lambda t, p: _call_probe("__udpv6_gso_segment_list_csum")(t, p)),
     _p(K, "udp_segment_needs_csum_offload", UDP_C, "udp_send_skb", "ip_summed != CHECKSUM_PARTIAL -> -EIO",
-       [(r"ip_summed\s*!=\s*CHECKSUM_PARTIAL", True)], False),
+       decide=lambda t, p: _csum_offload_eio(t, p)),
     _p(K, "uso_needs_csum", "net/core/dev.c", "netdev_fix_features", "GSO_UDP_L4 dropped without a csum feature",
-       [(r"NETIF_F_GSO_UDP_L4", True)], False),
+       decide=lambda t, p: _uso_needs_csum(t, p)),
     _p(K, "udp_gro_accepts_fraglist", "include/linux/udp.h", "udp_unexpected_gso", "who refuses a FRAGLIST skb",
-       [(r"SKB_GSO_FRAGLIST", False)], True),
+       decide=lambda t, p: _unexpected_gso_ast(t, p)),
     _p(K, "udp_gro_skips_local_encap", UDP_OFF, "udp_gro_receive", "skb->encapsulation test (no L4 GRO)",
-       [(r"if\s*\(skb->encapsulation\)", True)], False),
+       decide=lambda t, p: _udp_gro_skips_local_encap(t, p)),
     _p(K, "gso_max_size_check", "net/core/dev.c", "gso_features_check", "skb->len >= gso_max_size",
-       [(r"skb->len\s*>=\s*(READ_ONCE\(dev->gso_max_size\)|netif_get_gso_max_size)", True)], False),
-    _p(K, "udp_max_segments", "include/linux/udp.h", None, "UDP_MAX_SEGMENTS", decide=_udp_max_segments),
+       decide=lambda t, p: _gso_max_size_check(t, p)),
+    _p(K, "udp_max_segments", (UDP_C, "include/linux/udp.h"), "udp_send_skb", "datalen > cork->gso_size * N",
+       decide=lambda t, p: _udp_max_segments_ast(t, p)),
     _p(K, "udp_gso_mtu_check", UDP_C, "udp_send_skb", "the UDP_SEGMENT size test against cork->fragsize",
-       [(r"hlen\s*\+\s*min(_t\(int,)?\s*\(?\s*datalen,\s*cork->gso_size\)\s*>\s*cork->fragsize", "min_datalen"),
-        (r"hlen\s*\+\s*cork->gso_size\s*>\s*cork->fragsize", "gso_size")], required=True),
+       decide=lambda t, p: _udp_gso_mtu_check_ast(t, p)),
     _p(K, "udp_gso_list_geometry_check", UDP_OFF, "__udp_gso_segment", "'Detect modified geometry' before the list",
-       [(r"skb_shinfo\(gso_skb\)->gso_size\s*!=|gso_skb->len\s*-\s*\w+\s*!=|skb_headlen\(gso_skb\)", True)],
-       False, decide=lambda t, p: _geometry(t, p)),
+       decide=lambda t, p: _geometry_ast(t, p)),
     _p(K, "veth_gro_off_by_default", "drivers/net/veth.c", "veth_newlink", "veth_disable_gro",
-       [(r"veth_disable_gro\(", True)], False),
+       decide=lambda t, p: _veth_disables_gro(t, p)),
     _p(K, "veth_napi_for_gro", "drivers/net/veth.c", "veth_xmit", "veth_skb_is_eligible_for_gro",
-       [(r"veth_skb_is_eligible_for_gro\(", True)], False),
+       decide=lambda t, p: _call_probe("veth_skb_is_eligible_for_gro")(t, p)),
     _p(K, "veth_xdp_toggles_gro", "drivers/net/veth.c", "veth_enable_xdp", "NETIF_F_GRO switched with XDP",
-       [(r"NETIF_F_GRO\b", True)], False),
+       decide=lambda t, p: _veth_xdp_gro_ast(t, p)),
     _p(K, "vlan_hw_macsec", "net/8021q/vlan_dev.c", "vlan_dev_init", "NETIF_F_HW_MACSEC",
-       [(r"NETIF_F_HW_MACSEC", True)], False),
+       decide=lambda t, p: _or_assign_probe("dev->hw_features", "NETIF_F_HW_MACSEC")(t, p)),
     _p(K, "vxlan_fraglist", VXLAN, "vxlan_setup", "NETIF_F_FRAGLIST in hw_features",
-       [(r"hw_features\s*\|=.*NETIF_F_FRAGLIST", True)], False),
+       decide=lambda t, p: _or_assign_probe("dev->hw_features", "NETIF_F_FRAGLIST")(t, p)),
     _p(K, "virtio_host_uso", VIRTIO, "virtnet_probe", "VIRTIO_NET_F_HOST_USO -> GSO_UDP_L4",
-       [(r"VIRTIO_NET_F_HOST_USO", True)], False),
+       decide=lambda t, p: _host_uso_ast(t, p)),
     _p(K, "virtio_gso_features", VIRTIO, "virtnet_probe", "what 'if (gso)' turns on",
-       [(r"features\s*\|=\s*dev->hw_features\s*&\s*NETIF_F_ALL_TSO", "all_tso"),
-        (r"features\s*\|=\s*dev->hw_features;", "hw_features")], required=True),
+       decide=lambda t, p: _gso_features_ast(t, p)),
     _p(K, "virtio_gro_hw_needs_guest_gso", VIRTIO, "virtnet_probe", "GRO_HW only with a guest offload",
-       [(r"guest_offloads_capable\s*&\s*GUEST_OFFLOAD_GRO_HW_MASK", True)], False),
+       decide=lambda t, p: _gro_hw_needs_guest_gso(t, p)),
     _p(K, "bond_gso_software", BOND, "#define BOND_VLAN_FEATURES", "NETIF_F_GSO_SOFTWARE in BOND_VLAN_FEATURES",
-       [(r"NETIF_F_GSO_SOFTWARE", True), (r"NETIF_F_ALL_TSO", False)], True,
        decide=lambda t, p: _bond_gso_software(t, p)),
     _p(K, "bond_gso_partial", BOND, "bond_setup", "features |= NETIF_F_GSO_PARTIAL",
-       [(r"NETIF_F_GSO_PARTIAL", True)], False),
+       decide=lambda t, p: _or_assign_probe("bond_dev->features", "NETIF_F_GSO_PARTIAL")(t, p)),
     _p(K, "bond_compute", BOND, "bond_compute_features", "how vlan/mpls features start",
-       decide=lambda t, p: _bond_compute(t, p)),
+       decide=lambda t, p: _bond_compute_ast(t, p)),
+    _p(K, "mergeable_dma_reserve", VIRTIO, "add_recvbuf_mergeable",
+       "len -= sizeof(struct virtnet_rq_dma) on a fresh frag that cannot hold it",
+       decide=lambda t, p: _mergeable_dma_reserve(t, p)),
     _p(K, "rx_page_pool", VIRTIO, "add_recvbuf_mergeable", "page_pool_alloc_va (virtio-net rx on a page_pool)",
-       [(r"page_pool_alloc_va\(", True)], False),
+       decide=lambda t, p: _call_probe("page_pool_alloc_va")(t, p)),
+    _p(K, "page_pool_frag_align", "net/core/page_pool.c", "page_pool_alloc_frag_netmem|page_pool_alloc_frag",
+       "size = ALIGN(size, ...)", decide=lambda t, p: _page_pool_frag_align(t, p)),
     _p(K, "rx_frag_order", VIRTIO, None, "the order of the pages rx buffers are carved from",
-       decide=lambda t, p: _rx_frag_order(t, p)),
+       decide=lambda t, p: _rx_frag_order_ast(t, p)),
     # gro.toml
     _p("gro", "skb_gro_receive_file", GRO_FILES, "skb_gro_receive", "where skb_gro_receive lives",
        decide=lambda t, p: _where(t, p, "skb_gro_receive")),
     _p("gro", "size_cap", GRO_FILES, "skb_gro_receive", "the byte cap",
-       [(r"netif_get_gro_max_size\(", "dev_tcp"), (r"gro_max_size\s*=\s*READ_ONCE\(p->dev->gro_max_size\)",
-                                                   "dev_ipv6_tcp"), (r">=\s*65536", "constant")], required=True),
+       decide=lambda t, p: _size_cap_ast(t, p)),
     _p("gro", "consumed_truesize", GRO_FILES, "skb_gro_receive", "how the merged skb's truesize is charged",
-       [(r"new_truesize\s*=", "6.x"), (r"skb->truesize\s*-=\s*skb->data_len", "5.x")], required=True),
+       decide=lambda t, p: _consumed_truesize_ast(t, p)),
     _p("gro", "gro_udp_fwd", UDP_OFF, "udp_gro_receive", "NETIF_F_GRO_UDP_FWD",
-       [(r"NETIF_F_GRO_UDP_FWD", True)], False),
+       decide=lambda t, p: _gro_udp_fwd(t, p)),
     _p("gro", "tcp_fraglist", "net/ipv4/tcp_offload.c", None, "is_flist",
-       [(r"is_flist", True)], False),
+       decide=lambda t, p: _names_in_file("is_flist", True, False)(t, p)),
     _p("gro", "gso_skb_gro", DEV_GRO, "dev_gro_receive", "the flush rule for a GSO skb",
-       [(r"flush\s*=\s*skb_is_gso\(skb\)", "flush"), (r"skb_is_gso_tcp\(skb\)", "tcp_not_dodgy")], required=True),
+       decide=lambda t, p: _gso_skb_gro(t, p)),
     _p("gro", "receive_list_checks_flush", GRO_FILES, "skb_gro_receive_list", "NAPI_GRO_CB(skb)->flush refused",
-       decide=lambda t, p: _receive_list_flush(t, p)),
+       decide=lambda t, p: _receive_list_flush_ast(t, p)),
+    _p("gro", "tcp_cwr_flush", "net/ipv4/tcp_offload.c", "tcp_gro_receive", "flush = flags & TCP_FLAG_CWR",
+       decide=lambda t, p: _tcp_cwr_flush(t, p)),
     _p("gro", "tcp_flags_not_compared", "net/ipv4/tcp_offload.c", "tcp_gro_receive", "flags masked out",
-       [(r"~\(TCP_FLAG_CWR \| TCP_FLAG_FIN \| TCP_FLAG_PSH\)", ["CWR", "FIN", "PSH"]),
-        (r"~\(TCP_FLAG_FIN \| TCP_FLAG_PSH\)", ["FIN", "PSH"])], required=True),
+       decide=lambda t, p: _tcp_flags_not_compared(t, p)),
 )
 
 # Rules no probe decides, and why (python -m lab profile keeps their committed value).
@@ -450,53 +389,6 @@ HAND_WRITTEN = {
                           "/sys/kernel/slab/skbuff_small_head/object_size of a running kernel",
 }
 
-
-def _rq_dma(tree: Tree, probe: Probe) -> Finding:
-    file = VIRTIO
-    try:
-        tree.body(file, "virtnet_rq_alloc")
-    except ProbeError:
-        m = tree.search(file, None, r"^#include")
-        return Finding(probe.table, probe.rule, 0, m or tree.head(file, None), file, False,
-                       "virtnet_rq_alloc (no premapped DMA header)")
-    gate = tree.search(file, "virtnet_rq_alloc", r"if\s*\(\s*rq->do_dma\s*\)")
-    if gate is not None:
-        setter = tree.search(file, None, r"rq->do_dma\s*=\s*true|->do_dma\s*=\s*1")
-        if setter is None:
-            return Finding(probe.table, probe.rule, 0, gate, "virtnet_rq_alloc", True,
-                           "the header written only if rq->do_dma, which nothing sets")
-        return Finding(probe.table, probe.rule, 16, setter, "virtnet_rq_alloc", True, probe.looks_for)
-    m = tree.search(file, "virtnet_rq_alloc", r"sizeof\(\*dma\)|sizeof\(struct virtnet_rq_dma\)")
-    if m is not None:
-        return Finding(probe.table, probe.rule, 16, m, "virtnet_rq_alloc", True, probe.looks_for)
-    return Finding(probe.table, probe.rule, 0, tree.head(file, "virtnet_rq_alloc"), "virtnet_rq_alloc", False,
-                   probe.looks_for)
-
-
-def _gives_pages(tree: Tree, probe: Probe) -> Finding:
-    start, lines = tree.body(VIRTIO, "page_to_skb")
-    b = next((k for k, ln in enumerate(lines) if re.search(r"build_skb\(buf", ln)), None)
-    if b is None:
-        return Finding(probe.table, probe.rule, False, tree.head(VIRTIO, "page_to_skb"), "page_to_skb", False,
-                       "build_skb branch")
-    c = next((k for k, ln in enumerate(lines) if "napi_alloc_skb(" in ln), len(lines))
-    for k in range(b, c):
-        if "give_pages(" in lines[k]:
-            return Finding(probe.table, probe.rule, True, Match(VIRTIO, start + k, tree.raw_line(VIRTIO, start + k)),
-                           "page_to_skb", True, probe.looks_for)
-    return Finding(probe.table, probe.rule, False, Match(VIRTIO, start + b, tree.raw_line(VIRTIO, start + b)),
-                   "page_to_skb", False, "give_pages between build_skb and the copy path")
-
-
-def _geometry(tree: Tree, probe: Probe) -> Finding:
-    m = tree.search(UDP_OFF, "__udp_gso_segment", r"Detect modified geometry")
-    if m is None:
-        # the comment is stripped; look for the code it introduces: the list path is taken only if geometry held
-        m = tree.search(UDP_OFF, "__udp_gso_segment", r"skb_pagelen\(gso_skb\)\s*-\s*sizeof\(\*uh\)\s*==")
-    if m is not None:
-        return Finding(probe.table, probe.rule, True, m, "__udp_gso_segment", True, probe.looks_for)
-    return Finding(probe.table, probe.rule, False, tree.head(UDP_OFF, "__udp_gso_segment"), "__udp_gso_segment",
-                   False, probe.looks_for)
 
 
 def _bond_gso_software(tree: Tree, probe: Probe) -> Finding:
@@ -514,32 +406,6 @@ def _bond_gso_software(tree: Tree, probe: Probe) -> Finding:
     raise ProbeError(f"{tree.label}: no BOND_VLAN_FEATURES / MASTER_UPPER_DEV_VLAN_FEATURES with GSO bits")
 
 
-def _bond_compute(tree: Tree, probe: Probe) -> Finding:
-    m = tree.search(BOND, None, r"netdev_compute_master_upper_features\(")
-    if m is not None:
-        return Finding(probe.table, probe.rule, "master_upper", m, "bond_enslave", True, probe.looks_for)
-    m = tree.search(BOND, "bond_compute_features", r"=\s*netdev_base_features\(")
-    if m is not None:
-        return Finding(probe.table, probe.rule, "base_features", m, "bond_compute_features", True, probe.looks_for)
-    m = tree.search(BOND, "bond_compute_features", r"vlan_features\s*&=\s*NETIF_F_ALL_FOR_ALL")
-    if m is not None:
-        return Finding(probe.table, probe.rule, "all_for_all", m, "bond_compute_features", True, probe.looks_for)
-    raise ProbeError(f"{tree.label}: bond_compute_features matches none of the known forms")
-
-
-def _rx_frag_order(tree: Tree, probe: Probe) -> Finding:
-    """3 (skb_page_frag_refill's 32 KiB compound page, SKB_FRAG_PAGE_ORDER) or 0 (a page_pool of order-0 pages)."""
-    m = tree.search(VIRTIO, "virtnet_create_page_pools", r"pp_params\.order\s*=\s*(\d+)") \
-        if tree.search(VIRTIO, None, r"^static int virtnet_create_page_pools\(") else None
-    if m is not None and tree.search(VIRTIO, "add_recvbuf_mergeable", r"page_pool_alloc_va\("):
-        order = int(re.search(r"=\s*(\d+)", m.text).group(1))  # type: ignore[union-attr]
-        return Finding(probe.table, probe.rule, order, m, "virtnet_create_page_pools", True, probe.looks_for)
-    m = tree.search(VIRTIO, "add_recvbuf_mergeable", r"skb_page_frag_refill\(")
-    if m is None:
-        raise ProbeError(f"{tree.label}: add_recvbuf_mergeable uses neither skb_page_frag_refill nor a page_pool")
-    return Finding(probe.table, probe.rule, 3, m, "add_recvbuf_mergeable", True,
-                   "skb_page_frag_refill (SKB_FRAG_PAGE_ORDER = get_order(32768))")
-
 
 def _where(tree: Tree, probe: Probe, function: str) -> Finding:
     for f in probe.files:
@@ -552,20 +418,6 @@ def _where(tree: Tree, probe: Probe, function: str) -> Finding:
                            probe.looks_for)
     raise ProbeError(f"{tree.label}: {function} is in none of {', '.join(probe.files)}")
 
-
-def _receive_list_flush(tree: Tree, probe: Probe) -> Finding:
-    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive_list\(")), None)
-    if file is None:
-        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive_list")
-    start, lines = tree.body(file, "skb_gro_receive_list")
-    for k, ln in enumerate(lines):
-        if "65536" in ln:
-            stmt = " ".join(lines[k:k + 3]).split(")) {")[0].split("))\n")[0]
-            test = stmt.split("return")[0]
-            found = "NAPI_GRO_CB(skb)->flush" in test
-            return Finding(probe.table, probe.rule, found, Match(file, start + k, tree.raw_line(file, start + k)),
-                           "skb_gro_receive_list", True, probe.looks_for)
-    raise ProbeError(f"{tree.label}: skb_gro_receive_list has no 65536 cap")
 
 
 def run_all(tree: Tree, tables: Sequence[str] = ("kernels", "gro")) -> list[Finding]:
@@ -648,3 +500,761 @@ ARCH_CONFIG = {  # fields a Kconfig choice decides per arch profile (the profile
     ("ppc64le-4k", "page_size"): "CONFIG_PPC_4K_PAGES (a Kconfig choice)",
     ("mips32", "page_size"): "CONFIG_PAGE_SIZE_4KB (a Kconfig choice)",
 }
+
+
+# --- probes that read the structure of the code (lab.csyntax): what a line does, not how it is written ---------
+
+
+class NotApplicable(ProbeError):
+    """The rule does not exist in this kernel (e.g. config MAX_SKB_FRAGS before 6.3): no value, and not an error."""
+
+
+def _fn(tree: Tree, file: str, name: str) -> csyntax.Node:
+    start, lines = tree.body(file, name)
+    node = csyntax.parse("\n".join(lines), start)
+    return node
+
+
+def _at(tree: Tree, file: str, node: csyntax.Node) -> Match:
+    return Match(file, node.line, tree.raw_line(file, node.line))
+
+
+def _found(probe: Probe, value: Any, tree: Tree, file: str, node: csyntax.Node, function: str) -> Finding:
+    return Finding(probe.table, probe.rule, value, _at(tree, file, node), function, True, probe.looks_for)
+
+
+def _absent(probe: Probe, value: Any, tree: Tree, file: str, function: str, what: str | None = None) -> Finding:
+    return Finding(probe.table, probe.rule, value, tree.head(file, function), function, False,
+                   what or probe.looks_for)
+
+
+def _undecided(tree: Tree, probe: Probe, why: str) -> ProbeError:
+    return ProbeError(f"{tree.label}: {probe.rule} undecided: {why}")
+
+
+def _not_in_flist_branch(n: csyntax.Node) -> bool:
+    """tcp_gro_receive: a statement outside the `if (unlikely(NAPI_GRO_CB(p)->is_flist))` branch."""
+    p = n.parent
+    while p is not None:
+        if p.type == "if_statement" and "is_flist" in csyntax.canon(p.field("condition")):
+            return False
+        p = p.parent
+    return True
+
+
+_TCP_CMP = "(flags^tcp_flag_word(th2))"
+
+
+def _tcp_flag_flushes(tree: Tree, probe: Probe) -> tuple[csyntax.Node, list[str], csyntax.Node | None]:
+    """tcp_gro_receive: the flush term comparing the flag words (and the flags it masks out), and the
+    CWR-only flush term if there is one; both outside the fraglist branch."""
+    file = "net/ipv4/tcp_offload.c"
+    fn = _fn(tree, file, "tcp_gro_receive")
+    cmp_node, masked, cwr = None, None, None
+    for node, lhs, op, rhs in csyntax.assignments(fn):
+        if lhs != "flush" or op not in ("=", "|=") or not _not_in_flist_branch(node):
+            continue
+        r = csyntax.strip(rhs)
+        c = csyntax.canon(r)
+        if c == "(TCP_FLAG_CWR&flags)":
+            cwr = node
+        elif r.type == "binary_expression" and c.startswith("(") and _TCP_CMP in c and "~" in c:
+            terms = csyntax._chain(r, "&")
+            if len(terms) == 2 and {csyntax.canon(t)[:1] for t in terms} >= {"~"}:
+                neg = next(t for t in terms if csyntax.canon(t).startswith("~"))
+                if csyntax.canon(next(t for t in terms if t is not neg)) != _TCP_CMP:
+                    continue
+                names = [csyntax.canon(x) for x in csyntax._chain(csyntax.strip(neg).field("argument"), "|")]
+                if not all(re.fullmatch(r"TCP_FLAG_[A-Z]+", x) for x in names):
+                    raise _undecided(tree, probe, f"the flag mask `{neg.text}` is not an OR of TCP_FLAG_* names")
+                cmp_node, masked = node, sorted(x.removeprefix("TCP_FLAG_") for x in names)
+        elif _TCP_CMP in c:
+            raise _undecided(tree, probe, f"tcp_gro_receive compares the flag words as `{rhs.text}`")
+    if cmp_node is None or masked is None:
+        raise _undecided(tree, probe, "tcp_gro_receive has no flush |= (flags ^ tcp_flag_word(th2)) & ~(...)")
+    return cmp_node, masked, cwr
+
+
+def _tcp_flags_not_compared(tree: Tree, probe: Probe) -> Finding:
+    node, masked, _ = _tcp_flag_flushes(tree, probe)
+    return _found(probe, masked, tree, "net/ipv4/tcp_offload.c", node, "tcp_gro_receive")
+
+
+def _tcp_cwr_flush(tree: Tree, probe: Probe) -> Finding:
+    """True where tcp_gro_receive flushes the held skb on CWR alone (flush = flags & TCP_FLAG_CWR), up to 6.18;
+    ab4c8b6f7fcb removed it (7.x compares CWR with the other flags instead)."""
+    _, masked, cwr = _tcp_flag_flushes(tree, probe)
+    if cwr is not None:
+        return _found(probe, True, tree, "net/ipv4/tcp_offload.c", cwr, "tcp_gro_receive")
+    return _absent(probe, False, tree, "net/ipv4/tcp_offload.c", "tcp_gro_receive",
+                   f"flush from flags & TCP_FLAG_CWR alone (CWR {'masked' if 'CWR' in masked else 'compared'})")
+
+
+def _gro_udp_fwd(tree: Tree, probe: Probe) -> Finding:
+    """udp_gro_receive: whether the test that sends a socketless skb to udp_gro_receive_segment reads
+    NETIF_F_GRO_UDP_FWD (5.12+); a kernel whose feature table has the bit but whose test does not is 'inert'."""
+    file = UDP_OFF
+    fn = _fn(tree, file, "udp_gro_receive")
+    gate = [(n, csyntax.disjuncts(cond)) for n, cond, body in csyntax.ifs(fn)
+            if any(x.type == "call_expression" and csyntax.canon(x).startswith(
+                "call_gro_receive(udp_gro_receive_segment,") for s in body for x in s.walk())]
+    if not gate:
+        raise _undecided(tree, probe, "udp_gro_receive has no if that returns call_gro_receive("
+                                      "udp_gro_receive_segment, ...)")
+    for n, terms in gate:
+        for t in terms:
+            conj = [csyntax.canon(c) for c in csyntax.conjuncts(t)]
+            if "!sk" in conj and "(NETIF_F_GRO_UDP_FWD&skb->dev->features)" in conj:
+                return _found(probe, True, tree, file, n, "udp_gro_receive")
+    if "NETIF_F_GRO_UDP_FWD" in fn.text:
+        raise _undecided(tree, probe, "udp_gro_receive reads NETIF_F_GRO_UDP_FWD, not as `!sk && (skb->dev->"
+                                      "features & NETIF_F_GRO_UDP_FWD)` in the test that aggregates")
+    return Finding(probe.table, probe.rule, False, _at(tree, file, gate[0][0]), "udp_gro_receive", False,
+                   "NETIF_F_GRO_UDP_FWD in the test that sends the skb to udp_gro_receive_segment")
+
+
+def _udp_gro_skips_local_encap(tree: Tree, probe: Probe) -> Finding:
+    file = UDP_OFF
+    fn = _fn(tree, file, "udp_gro_receive")
+    for n, cond, body in csyntax.ifs(fn):
+        if "skb->encapsulation" in [csyntax.canon(d) for d in csyntax.disjuncts(cond)]:
+            if body and body[0].type in ("goto_statement", "return_statement"):
+                return _found(probe, True, tree, file, n, "udp_gro_receive")
+            return Finding(probe.table, probe.rule, False, _at(tree, file, n), "udp_gro_receive", False,
+                           "a jump out (goto/return) under if (skb->encapsulation)")
+    return _absent(probe, False, tree, file, "udp_gro_receive")
+
+
+def _clears(stmts: list[csyntax.Node], var: str, feature: str) -> csyntax.Node | None:
+    """The statement among ``stmts`` that clears ``feature`` from ``var`` (var &= ~(... feature ...))."""
+    for s in stmts:
+        c = csyntax.stmt_canon(s)
+        m = re.fullmatch(rf"{re.escape(var)}&=~\(?(.*?)\)?;", c)
+        if m and feature in m.group(1).split("|"):
+            return s
+    return None
+
+
+def _uso_needs_csum(tree: Tree, probe: Probe) -> Finding:
+    """netdev_fix_features: if GSO_UDP_L4 is on without a checksum feature, it is cleared (v6.1+)."""
+    file = "net/core/dev.c"
+    fn = _fn(tree, file, "netdev_fix_features")
+    for n, cond, body in csyntax.ifs(fn):
+        conj = [csyntax.canon(c) for c in csyntax.conjuncts(cond)]
+        if "(NETIF_F_GSO_UDP_L4&features)" in conj and any(c.startswith("!") for c in conj):
+            s = _clears(body, "features", "NETIF_F_GSO_UDP_L4")
+            if s is not None:
+                return _found(probe, True, tree, file, s, "netdev_fix_features")
+            return Finding(probe.table, probe.rule, False, _at(tree, file, n), "netdev_fix_features", False,
+                           "features &= ~NETIF_F_GSO_UDP_L4 under the GSO_UDP_L4-without-checksum test")
+    return _absent(probe, False, tree, file, "netdev_fix_features")
+
+
+_GSO_MAX = {"dev->gso_max_size", "netif_get_gso_max_size(dev,skb)"}
+
+
+def _gso_max_size_check(tree: Tree, probe: Probe) -> Finding:
+    """gso_features_check: skb->len >= gso_max_size drops every GSO feature (24ab059d2ebd, v6.7)."""
+    file = "net/core/dev.c"
+    fn = _fn(tree, file, "gso_features_check")
+    for n, cond, body in csyntax.ifs(fn):
+        for d in csyntax.disjuncts(cond):
+            c = csyntax.canon(d)
+            if not any(g in c for g in _GSO_MAX) or "skb->len" not in c:
+                continue
+            if c not in {f"({g}<=skb->len)" for g in _GSO_MAX}:
+                raise _undecided(tree, probe, f"gso_features_check tests `{d.text}`, not skb->len >= gso_max_size")
+            if any(csyntax.stmt_canon(s) == "return(features&~NETIF_F_GSO_MASK);" for s in body):
+                return _found(probe, True, tree, file, n, "gso_features_check")
+            raise _undecided(tree, probe, "the skb->len >= gso_max_size test does not return "
+                                          "features & ~NETIF_F_GSO_MASK")
+    return _absent(probe, False, tree, file, "gso_features_check")
+
+
+def _gso_skb_gro(tree: Tree, probe: Probe) -> Finding:
+    """dev_gro_receive: which GSO skbs are flushed ('flush': every one, skb_is_gso(skb) || frag_list;
+    'tcp_not_dodgy': all but non-DODGY TCP ones)."""
+    file = probe.file_in(tree)
+    fn = _fn(tree, file, "dev_gro_receive")
+    for node, lhs, op, rhs in csyntax.assignments(fn):
+        if lhs == "NAPI_GRO_CB(skb)->flush" and op == "=" and \
+                csyntax.canon(rhs) == "(skb_has_frag_list(skb)||skb_is_gso(skb))":
+            return _found(probe, "flush", tree, file, node, "dev_gro_receive")
+    guards = csyntax.guarded(fn, "NAPI_GRO_CB(skb)->flush=1;")
+    terms = {csyntax.canon(t) for _, ds in guards for t in ds}
+    if terms == {"!skb_is_gso_tcp(skb)", "(SKB_GSO_DODGY&skb_shinfo(skb)->gso_type)"}:
+        return _found(probe, "tcp_not_dodgy", tree, file, guards[0][0], "dev_gro_receive")
+    raise _undecided(tree, probe, f"dev_gro_receive flushes a GSO skb on {sorted(terms) or 'nothing known'}")
+
+
+def _receive_list_flush_ast(tree: Tree, probe: Probe) -> Finding:
+    """skb_gro_receive_list: whether NAPI_GRO_CB(skb)->flush refuses the merge beside the 64 KiB cap."""
+    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive_list\(")), None)
+    if file is None:
+        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive_list")
+    fn = _fn(tree, file, "skb_gro_receive_list")
+    guards = csyntax.guarded(fn, "return-E2BIG;")
+    terms = {csyntax.canon(t): n for n, ds in guards for t in ds}
+    cap = terms.get("(65536<=(p->len+skb->len))")
+    if cap is None:
+        raise _undecided(tree, probe, "skb_gro_receive_list has no p->len + skb->len >= 65536 refusing with -E2BIG")
+    return _found(probe, "NAPI_GRO_CB(skb)->flush" in terms, tree, file, cap, "skb_gro_receive_list")
+
+
+def _gro_hw_needs_guest_gso(tree: Tree, probe: Probe) -> Finding:
+    """virtnet_probe: GRO_HW in hw_features only when a guest GRO offload is also capable (&&)."""
+    file = VIRTIO
+    fn = _fn(tree, file, "virtnet_probe")
+    guards = csyntax.guarded(fn, "dev->hw_features|=NETIF_F_GRO_HW;")
+    if not guards:
+        raise _undecided(tree, probe, "virtnet_probe never sets dev->hw_features |= NETIF_F_GRO_HW under an if")
+    for n, ds in guards:
+        if len(ds) == 1 and "(GUEST_OFFLOAD_GRO_HW_MASK&vi->guest_offloads_capable)" in \
+                [csyntax.canon(c) for c in csyntax.conjuncts(ds[0])]:
+            return _found(probe, True, tree, file, n, "virtnet_probe")
+    return Finding(probe.table, probe.rule, False, _at(tree, file, guards[0][0]), "virtnet_probe", False,
+                   "guest_offloads_capable & GUEST_OFFLOAD_GRO_HW_MASK required (&&) for hw_features |= GRO_HW")
+
+
+# include/uapi/linux/virtio_net.h and the C ABI of the arches data/arches.toml models (LP64): size, alignment
+_C_TYPES = {"char": (1, 1), "u8": (1, 1), "__u8": (1, 1), "u16": (2, 2), "__u16": (2, 2), "__le16": (2, 2),
+            "__virtio16": (2, 2), "u32": (4, 4), "__u32": (4, 4), "__le32": (4, 4), "u64": (8, 8),
+            "dma_addr_t": (8, 8),  # CONFIG_ARCH_DMA_ADDR_T_64BIT (x86_64)
+            "struct virtio_net_hdr_mrg_rxbuf": (12, 2), "struct virtio_net_hdr_v1_hash": (20, 4)}
+
+
+def _sizeof_struct(tree: Tree, probe: Probe, file: str, name: str) -> tuple[int, csyntax.Node]:
+    """sizeof(struct name) from its members (each a type of _C_TYPES, arrays multiplied), C alignment rules."""
+    start, lines = tree.body(file, f"struct {name}")
+    root = csyntax.parse("\n".join(lines) + ";", start)
+    fields = [n for n in root.walk() if n.type == "field_declaration"]
+    if not fields or root.has_error():
+        raise _undecided(tree, probe, f"struct {name} cannot be read as plain members")
+    size, align, last = 0, 1, fields[-1]
+    for f in fields:
+        t = f.field("type")
+        tname = re.sub(r"\s+", " ", t.text) if t is not None else ""
+        if tname not in _C_TYPES:
+            raise _undecided(tree, probe, f"struct {name} has a member of type {tname!r} whose size is not known")
+        n, a = _C_TYPES[tname]
+        decl = f.field("declarator")
+        count = 1
+        while decl is not None and decl.type == "array_declarator":
+            k = csyntax.eval_int(decl.field("size")) if decl.field("size") is not None else None
+            if k is None:
+                raise _undecided(tree, probe, f"struct {name}: array size `{decl.text}` is not a constant")
+            count *= k
+            decl = decl.field("declarator")
+        size = -(-size // a) * a + n * count
+        align = max(align, a)
+    return -(-size // align) * align, last
+
+
+def _padded_vnet_hdr_ast(tree: Tree, probe: Probe) -> Finding:
+    file = probe.file_in(tree)
+    size, last = _sizeof_struct(tree, probe, file, "padded_vnet_hdr")
+    return _found(probe, size, tree, file, last, "struct padded_vnet_hdr")
+
+
+def _udp_send_skb_gso_test(tree: Tree, probe: Probe) -> tuple[csyntax.Node, csyntax.Node]:
+    """udp_send_skb: the `datalen > cork->gso_size * N` test and N."""
+    fn = _fn(tree, UDP_C, "udp_send_skb")
+    for n, cond, _ in csyntax.ifs(fn):
+        c = csyntax.strip(cond)
+        if c.type == "binary_expression" and csyntax.canon(c.field("left")) == "datalen" and \
+                csyntax._operator(c) == ">":
+            terms = csyntax._chain(c.field("right"), "*")  # type: ignore[arg-type]
+            rest = [t for t in terms if csyntax.canon(t) != "cork->gso_size"]
+            if len(terms) == 2 and len(rest) == 1:
+                return n, rest[0]
+    raise _undecided(tree, probe, "udp_send_skb has no datalen > cork->gso_size * N test")
+
+
+def _udp_max_segments_ast(tree: Tree, probe: Probe) -> Finding:
+    """The number of segments udp_send_skb allows (datalen > cork->gso_size * UDP_MAX_SEGMENTS -> -EINVAL),
+    UDP_MAX_SEGMENTS read from include/linux/udp.h."""
+    n, factor = _udp_send_skb_gso_test(tree, probe)
+    value = csyntax.eval_int(factor)
+    if value is not None:
+        return _found(probe, value, tree, UDP_C, n, "udp_send_skb")
+    name = csyntax.canon(factor)
+    header = "include/linux/udp.h"
+    text = "\n".join(tree.lines(header) or [])
+    value = csyntax.eval_int(factor, csyntax.macros(text))
+    if value is None:
+        raise _undecided(tree, probe, f"udp_send_skb multiplies by {name}, not a constant of {header}")
+    m = tree.search(header, None, rf"#\s*define\s+{re.escape(name)}\b")
+    return Finding(probe.table, probe.rule, value, m or _at(tree, UDP_C, n), name, True, probe.looks_for)
+
+
+_MTU_SHAPES = {"(cork->fragsize<(hlen+min(cork->gso_size,datalen)))": "min_datalen",
+               "(cork->fragsize<(cork->gso_size+hlen))": "gso_size"}
+# vnetlab.udp: "gso_size" fails with EINVAL (before 235174b2bed8), "min_datalen" with EMSGSIZE (after it)
+_MTU_ERRNO = {"min_datalen": "EMSGSIZE", "gso_size": "EINVAL"}
+
+
+def _udp_gso_mtu_check_ast(tree: Tree, probe: Probe) -> Finding:
+    """udp_send_skb: the UDP_SEGMENT size test against cork->fragsize, and the errno it returns."""
+    fn = _fn(tree, UDP_C, "udp_send_skb")
+    for n, cond, body in csyntax.ifs(fn):
+        shape = _MTU_SHAPES.get(csyntax.canon(cond))
+        if shape is None:
+            if "cork->fragsize" in csyntax.canon(cond) and "hlen" in csyntax.canon(cond):
+                raise _undecided(tree, probe, f"udp_send_skb tests `{cond.text}` against cork->fragsize")
+            continue
+        errno = _MTU_ERRNO[shape]
+        if not any(csyntax.stmt_canon(s) == f"return-{errno};" for s in body):
+            raise _undecided(tree, probe, f"the cork->fragsize test does not return -{errno} (the model's "
+                                          f"{shape!r} rule fails with {errno} there)")
+        return _found(probe, shape, tree, UDP_C, n, "udp_send_skb")
+    raise _undecided(tree, probe, "udp_send_skb has no hlen + ... > cork->fragsize test")
+
+
+def _rx_frag_order_ast(tree: Tree, probe: Probe) -> Finding:
+    """3 (skb_page_frag_refill's 32 KiB compound page, SKB_FRAG_PAGE_ORDER) or the page_pool's pp_params.order."""
+    calls = {n.text.split("(")[0].strip() for n in _fn(tree, VIRTIO, "add_recvbuf_mergeable").walk()
+             if n.type == "call_expression"}
+    if "page_pool_alloc_va" in calls:
+        fn = _fn(tree, VIRTIO, "virtnet_create_page_pools")
+        for node, lhs, op, rhs in csyntax.assignments(fn):
+            if lhs == "pp_params.order" and op == "=":
+                order = csyntax.eval_int(rhs, csyntax.macros("\n".join(tree.lines(VIRTIO) or [])))
+                if order is None:
+                    raise _undecided(tree, probe, f"pp_params.order = {rhs.text} is not a constant")
+                return _found(probe, order, tree, VIRTIO, node, "virtnet_create_page_pools")
+        raise _undecided(tree, probe, "virtnet_create_page_pools sets no pp_params.order")
+    if "skb_page_frag_refill" in calls:
+        m = tree.search(VIRTIO, "add_recvbuf_mergeable", r"skb_page_frag_refill\(")
+        return Finding(probe.table, probe.rule, 3, m, "add_recvbuf_mergeable", True,  # type: ignore[arg-type]
+                       "skb_page_frag_refill (SKB_FRAG_PAGE_ORDER = get_order(32768))")
+    raise _undecided(tree, probe, "add_recvbuf_mergeable uses neither skb_page_frag_refill nor a page_pool")
+
+
+def _napi_head_ast(tree: Tree, probe: Probe) -> Finding:
+    """Which head napi_alloc_skb(GOOD_COPY_LEN) gets: the small-request test and what it is and-ed with."""
+    file = probe.file_in(tree)
+    function = tree.which(file, probe.function)
+    assert function is not None
+    fn = _fn(tree, file, function)
+    found: dict[str, csyntax.Node] = {}
+    for n, left, op, right in csyntax.comparisons(fn):
+        if left != "len" or op not in ("<", "<=") or not right.startswith("SKB_WITH_OVERHEAD("):
+            continue
+        arg = right.removeprefix("SKB_WITH_OVERHEAD(").removesuffix(")")
+        beside = csyntax.siblings_in_and(n)
+        if "NAPI_HAS_SMALL_PAGE_FRAG" in beside and arg == "1024":
+            found.setdefault("page_frag_1k", n)
+        elif arg == "SKB_SMALL_HEAD_CACHE_SIZE":
+            found.setdefault("small_head_cache", n)
+        elif arg == "1024":
+            found.setdefault("kmalloc", n)
+    for value in ("page_frag_1k", "small_head_cache", "kmalloc"):
+        if value in found:
+            return _found(probe, value, tree, file, found[value], function)
+    return _absent(probe, "page_frag", tree, file, function)
+
+
+def _mergeable_dma_reserve(tree: Tree, probe: Probe) -> Finding:
+    """add_recvbuf_mergeable (6.12..6.18): on a fresh frag (offset 0) whose size cannot hold len + room +
+    sizeof(struct virtnet_rq_dma), len is cut by that size, whatever rq->do_dma is; 0 where there is no such cut."""
+    fn = _fn(tree, VIRTIO, "add_recvbuf_mergeable")
+    for _, cond, body in csyntax.ifs(fn):
+        cut = [s for s in body if re.fullmatch(r"len-=sizeof\(structvirtnet_rq_dma\);|len-=sizeof\(\*dma\);",
+                                               csyntax.stmt_canon(s))]
+        if not cut:
+            continue
+        conj = [csyntax.canon(c) for c in csyntax.conjuncts(cond)]
+        if "!alloc_frag->offset" not in conj or "do_dma" in csyntax.canon(cond):
+            raise _undecided(tree, probe, f"add_recvbuf_mergeable cuts len under `{cond.text}`")
+        size, _ = _sizeof_struct(tree, probe, VIRTIO, "virtnet_rq_dma")
+        return _found(probe, size, tree, VIRTIO, cut[0], "add_recvbuf_mergeable")
+    if "virtnet_rq_dma" in fn.text:
+        raise _undecided(tree, probe, "add_recvbuf_mergeable names virtnet_rq_dma outside a len cut")
+    return _absent(probe, 0, tree, VIRTIO, "add_recvbuf_mergeable")
+
+
+def _page_pool_frag_align(tree: Tree, probe: Probe) -> Finding:
+    """page_pool_alloc_frag_netmem (page_pool_alloc_frag before 6.8): what a fragment's size is aligned to,
+    dma_get_cache_alignment() ('dma') or the larger of it and __alignof__(struct skb_shared_info) ('dma_shinfo')."""
+    file = "net/core/page_pool.c"
+    try:
+        function = tree.which(file, "page_pool_alloc_frag_netmem|page_pool_alloc_frag")
+    except ProbeError:
+        raise NotApplicable(f"{tree.label}: no page_pool fragments (page_pool_alloc_frag is 5.15)") from None
+    assert function is not None
+    fn = _fn(tree, file, function)
+    for node, lhs, op, rhs in csyntax.assignments(fn):
+        r = csyntax.strip(rhs)
+        if lhs != "size" or op != "=" or r.type != "call_expression" or csyntax.canon(r).split("(")[0] != "ALIGN":
+            continue
+        args = csyntax._args(r)
+        if len(args) != 2 or csyntax.canon(args[0]) != "size":
+            break
+        align = csyntax.canon(args[1])
+        if align == "dma_get_cache_alignment()":
+            return _found(probe, "dma", tree, file, node, function)
+        if align == "max(__alignof__(structskb_shared_info),dma_get_cache_alignment())":
+            return _found(probe, "dma_shinfo", tree, file, node, function)
+        raise _undecided(tree, probe, f"{function} aligns a fragment to {args[1].text}")
+    raise _undecided(tree, probe, f"{function} has no size = ALIGN(size, ...)")
+
+
+# --- generic structural probes: calls, assignments and guarded statements, read from the function's syntax ----
+
+
+def _calls(fn: csyntax.Node, name: str) -> list[csyntax.Node]:
+    """The calls of ``name`` in ``fn`` (a call, not a mention in a comment, a string or another identifier)."""
+    return [n for n in fn.walk() if n.type == "call_expression" and csyntax._callee(n) == name]
+
+
+def _call_probe(callee: str) -> Callable[[Tree, Probe], Finding]:
+    """True when the probe's function calls ``callee``."""
+    def decide(tree: Tree, probe: Probe) -> Finding:
+        file = probe.file_in(tree)
+        function = tree.which(file, probe.function)
+        assert function is not None
+        hits = _calls(_fn(tree, file, function), callee)
+        if hits:
+            return _found(probe, True, tree, file, hits[0], function)
+        return _absent(probe, False, tree, file, function, f"call of {callee}()")
+    return decide
+
+
+def _or_assign_probe(lhs: str, feature: str) -> Callable[[Tree, Probe], Finding]:
+    """True when the probe's function ORs ``feature`` into ``lhs`` (lhs |= ... | feature | ...)."""
+    def decide(tree: Tree, probe: Probe) -> Finding:
+        file = probe.file_in(tree)
+        function = tree.which(file, probe.function)
+        assert function is not None
+        for node, left, op, rhs in csyntax.assignments(_fn(tree, file, function)):
+            if left == lhs and op == "|=" and feature in [csyntax.canon(t) for t in csyntax._chain(rhs, "|")]:
+                return _found(probe, True, tree, file, node, function)
+        return _absent(probe, False, tree, file, function, f"{lhs} |= ... {feature}")
+    return decide
+
+
+def _assigned_shape(function: str, lhs: str, shapes: dict[str, Any], *,
+                    default: Any = None) -> Callable[[Tree, Probe], Finding]:
+    """The value whose canonical right side ``lhs`` is assigned in ``function``; ``default`` when ``lhs`` is never
+    assigned one of ``shapes`` (None: undecided)."""
+    def decide(tree: Tree, probe: Probe) -> Finding:
+        file = probe.file_in(tree)
+        fn = _fn(tree, file, function)
+        want = {csyntax.expr(k): v for k, v in shapes.items()}
+        seen = []
+        for node, left, op, rhs in csyntax.assignments(fn):
+            if left == lhs and op == "=":
+                c = csyntax.canon(rhs)
+                if c in want:
+                    return _found(probe, want[c], tree, file, node, function)
+                seen.append(c)
+        if default is not None:
+            return _absent(probe, default, tree, file, function)
+        raise _undecided(tree, probe, f"{function} assigns {lhs} = {seen or 'nothing'}, none of {sorted(shapes)}")
+    return decide
+
+
+def _page_to_skb_ast(tree: Tree, probe: Probe) -> Finding:
+    """page_to_skb: the build_skb branch (build_skb or virtnet_build_skb on buf), else what the copy path copies."""
+    fn = _fn(tree, VIRTIO, "page_to_skb")
+    for name in ("virtnet_build_skb", "build_skb"):
+        hits = [c for c in _calls(fn, name) if csyntax._args(c) and csyntax.canon(csyntax._args(c)[0]) == "buf"]
+        if hits:
+            return _found(probe, "build_skb", tree, VIRTIO, hits[0], "page_to_skb")
+    for node, left, op, rhs in csyntax.assignments(fn):
+        if left == "copy" and op == "=":
+            c = csyntax.canon(rhs)
+            if c in ("ETH_HLEN", "(ETH_HLEN+metasize)"):
+                return _found(probe, "copy_eth_hlen", tree, VIRTIO, node, "page_to_skb")
+            if c.startswith("min(") and "len" in c:
+                return _found(probe, "copy128", tree, VIRTIO, node, "page_to_skb")
+    raise _undecided(tree, probe, "page_to_skb has no build_skb(buf, ...) and no copy = ETH_HLEN / min(len, ...)")
+
+
+def _mergeable_truesize_ast(tree: Tree, probe: Probe) -> Finding:
+    fn = _fn(tree, VIRTIO, "add_recvbuf_mergeable")
+    for c in _calls(fn, "mergeable_len_to_ctx"):
+        first = csyntax.canon(csyntax._args(c)[0]) if csyntax._args(c) else ""
+        value = {"(len+room)": "len_plus_room", "len": "len"}.get(first)
+        if value is None:
+            raise _undecided(tree, probe, f"the ctx stores mergeable_len_to_ctx({first}, ...)")
+        return _found(probe, value, tree, VIRTIO, c, "add_recvbuf_mergeable")
+    raise _undecided(tree, probe, "add_recvbuf_mergeable calls no mergeable_len_to_ctx")
+
+
+def _mergeable_hole_ast(tree: Tree, probe: Probe) -> Finding:
+    """Who gets the rest of the frag page: 'page_pool' (7.x), 'no_xdp' (len += hole only if !headroom), 'always'."""
+    fn = _fn(tree, VIRTIO, "add_recvbuf_mergeable")
+    pool = _calls(fn, "page_pool_alloc_va")
+    if pool:
+        return _found(probe, "page_pool", tree, VIRTIO, pool[0], "add_recvbuf_mergeable")
+    for n in fn.walk():
+        if n.type == "expression_statement" and csyntax.stmt_canon(n) == "len+=hole;":
+            p, guards = n.parent, []
+            while p is not None and p.type != "function_definition":
+                if p.type == "if_statement":
+                    guards.append(csyntax.canon(p.field("condition")))
+                p = p.parent
+            if guards == ["!headroom", "(hole<(len+room))"] or guards == ["!headroom"]:
+                return _found(probe, "no_xdp", tree, VIRTIO, n, "add_recvbuf_mergeable")
+            if guards in (["(hole<(len+room))"], []):
+                return _found(probe, "always", tree, VIRTIO, n, "add_recvbuf_mergeable")
+            raise _undecided(tree, probe, f"len += hole is guarded by {guards}")
+    raise _undecided(tree, probe, "add_recvbuf_mergeable never gives the hole to len")
+
+
+def _receive_big_bound_ast(tree: Tree, probe: Probe) -> Finding:
+    """receive_big's drop test: 'padded' (len > (frags+1)*PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len),
+    'pages' (len > (frags+1)*PAGE_SIZE), or 'none' (no test; page_to_skb bounds the remainder)."""
+    fn = _fn(tree, VIRTIO, "receive_big")
+    pages = csyntax.expr("(vi->big_packets_num_skbfrags + 1) * PAGE_SIZE")
+    padded = csyntax.expr("(vi->big_packets_num_skbfrags + 1) * PAGE_SIZE - sizeof(struct padded_vnet_hdr) + "
+                          "vi->hdr_len")
+    bound = {left: (node, csyntax.canon(rhs)) for node, left, op, rhs in csyntax.assignments(fn) if op == "="}
+    tests = {n.n.byte_range: (lo, op) for n, lo, op, hi in csyntax.comparisons(fn) if hi == "len"}
+    for n, cond, _ in csyntax.ifs(fn):
+        lo, op = tests.get(csyntax.strip(cond).n.byte_range, (None, None))
+        if op != "<":  # len > bound, however written
+            continue
+        at, right = bound.get(lo, (n, lo))  # len > max_len: what max_len was assigned
+        if right == pages:
+            return _found(probe, "pages", tree, VIRTIO, at, "receive_big")
+        if right == padded:
+            return _found(probe, "padded", tree, VIRTIO, at, "receive_big")
+        raise _undecided(tree, probe, f"receive_big drops len > {right}")
+    return _absent(probe, "none", tree, VIRTIO, "receive_big")
+
+
+def _gives_pages_ast(tree: Tree, probe: Probe) -> Finding:
+    """page_to_skb: give_pages called inside the if that builds the skb around the buffer (big mode's rest)."""
+    fn = _fn(tree, VIRTIO, "page_to_skb")
+    for n, _, body in csyntax.ifs(fn):
+        inside = [x for s in body for x in s.walk()]
+        if any(x.type == "call_expression" and csyntax._callee(x) in ("build_skb", "virtnet_build_skb")
+               for x in inside):
+            gives = [x for x in inside if x.type == "call_expression" and csyntax._callee(x) == "give_pages"]
+            if gives:
+                return _found(probe, True, tree, VIRTIO, gives[0], "page_to_skb")
+            return Finding(probe.table, probe.rule, False, _at(tree, VIRTIO, n), "page_to_skb", False,
+                           "give_pages in the build_skb branch")
+    return _absent(probe, False, tree, VIRTIO, "page_to_skb", "build_skb branch")
+
+
+def _csum_offload_eio(tree: Tree, probe: Probe) -> Finding:
+    """udp_send_skb: a UDP_SEGMENT skb not CHECKSUM_PARTIAL fails with -EIO (until 10154dbded6d)."""
+    fn = _fn(tree, UDP_C, "udp_send_skb")
+    for n, cond, body in csyntax.ifs(fn):
+        if "(CHECKSUM_PARTIAL!=skb->ip_summed)" in [csyntax.canon(d) for d in csyntax.disjuncts(cond)]:
+            if any(csyntax.stmt_canon(s) == "return-EIO;" for s in body):
+                return _found(probe, True, tree, UDP_C, n, "udp_send_skb")
+    return _absent(probe, False, tree, UDP_C, "udp_send_skb", "if (... skb->ip_summed != CHECKSUM_PARTIAL) "
+                                                                 "return -EIO")
+
+
+def _unexpected_gso_ast(tree: Tree, probe: Probe) -> Finding:
+    """udp_unexpected_gso: False when its test names SKB_GSO_FRAGLIST (a UDP_GRO socket refuses a fraglist skb)."""
+    file = "include/linux/udp.h"
+    fn = _fn(tree, file, "udp_unexpected_gso")
+    for n in fn.walk():
+        if n.type == "identifier" and n.text == "SKB_GSO_FRAGLIST":
+            return _found(probe, False, tree, file, n, "udp_unexpected_gso")
+    return _absent(probe, True, tree, file, "udp_unexpected_gso", "SKB_GSO_FRAGLIST")
+
+
+def _size_cap_ast(tree: Tree, probe: Probe) -> Finding:
+    """skb_gro_receive's byte cap: 'dev_tcp' (netif_get_gro_max_size), 'dev_ipv6_tcp' (6.1: gro_max_size =
+    p->dev->gro_max_size, 65536 unless IPv6 TCP) or 'constant' (p->len + len >= 65536)."""
+    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive\(")), None)
+    if file is None:
+        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive")
+    fn = _fn(tree, file, "skb_gro_receive")
+    for node, left, _, rhs in csyntax.assignments(fn):
+        if left == "gro_max_size" and csyntax.canon(rhs) == "p->dev->gro_max_size":
+            return _found(probe, "dev_ipv6_tcp", tree, file, node, "skb_gro_receive")
+    for n, cond, _ in csyntax.ifs(fn):
+        for d in csyntax.disjuncts(cond):
+            c = csyntax.canon(d)
+            if c == "(netif_get_gro_max_size(p->dev,p)<=(len+p->len))":
+                return _found(probe, "dev_tcp", tree, file, n, "skb_gro_receive")
+            if c == "(65536<=(len+p->len))":
+                return _found(probe, "constant", tree, file, n, "skb_gro_receive")
+    raise _undecided(tree, probe, "skb_gro_receive has no p->len + len >= cap test it knows")
+
+
+def _consumed_truesize_ast(tree: Tree, probe: Probe) -> Finding:
+    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive\(")), None)
+    if file is None:
+        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive")
+    fn = _fn(tree, file, "skb_gro_receive")
+    for node, left, op, rhs in csyntax.assignments(fn):
+        if left == "new_truesize" and op == "=":
+            return _found(probe, "6.x", tree, file, node, "skb_gro_receive")
+        if left == "skb->truesize" and op == "-=" and csyntax.canon(rhs) == "skb->data_len":
+            return _found(probe, "5.x", tree, file, node, "skb_gro_receive")
+    raise _undecided(tree, probe, "skb_gro_receive charges the merged truesize in no form it knows")
+
+
+def _gso_features_ast(tree: Tree, probe: Probe) -> Finding:
+    """virtnet_probe: what 'if (gso)' turns on: dev->features |= dev->hw_features [& NETIF_F_ALL_TSO]."""
+    fn = _fn(tree, VIRTIO, "virtnet_probe")
+    for node, left, op, rhs in csyntax.assignments(fn):
+        if left == "dev->features" and op == "|=":
+            c = csyntax.canon(rhs)
+            if c == "(NETIF_F_ALL_TSO&dev->hw_features)":
+                return _found(probe, "all_tso", tree, VIRTIO, node, "virtnet_probe")
+            if c == "dev->hw_features":
+                return _found(probe, "hw_features", tree, VIRTIO, node, "virtnet_probe")
+    raise _undecided(tree, probe, "virtnet_probe never sets dev->features |= dev->hw_features[ & ...]")
+
+
+def _hdr_padded_len(tree: Tree, probe: Probe) -> Finding:
+    """page_to_skb: hdr_padded_len for mergeable buffers, sizeof(*hdr) (12, before v5.18) or hdr_len."""
+    return _assigned_shape("page_to_skb", "hdr_padded_len", {"sizeof(*hdr)": "mrg_rxbuf", "hdr_len": "hdr_len"})(
+        tree, probe)
+
+
+def _xdp_truesize(tree: Tree, probe: Probe) -> Finding:
+    """page_to_skb (6.1): truesize = headroom ? PAGE_SIZE : truesize; later kernels take the ctx's."""
+    return _assigned_shape("page_to_skb", "truesize", {"headroom ? PAGE_SIZE : truesize": "page_size"},
+                           default="ctx")(tree, probe)
+
+
+def _file_root(tree: Tree, file: str) -> csyntax.Node:
+    """The whole file (comments blanked) parsed once per tree."""
+    cache = tree.__dict__.setdefault("_syntax", {})
+    if file not in cache:
+        lines = tree.lines(file)
+        if lines is None:
+            raise ProbeError(f"{tree.label}: {file} is not in the tree")
+        cache[file] = csyntax.parse("\n".join(lines), 1)
+    return cache[file]
+
+
+def _xdp_pass_path_ast(tree: Tree, probe: Probe) -> Finding:
+    """build_skb_from_xdp_buff's result assigned somewhere in the driver (XDP_PASS, 6.3+), else page_to_skb."""
+    root = _file_root(tree, VIRTIO)
+    for c in _calls(root, "build_skb_from_xdp_buff"):
+        if c.parent is not None and c.parent.type == "assignment_expression":
+            return _found(probe, "build_skb_from_xdp_buff", tree, VIRTIO, c, "build_skb_from_xdp_buff")
+    return _absent(probe, "page_to_skb", tree, VIRTIO, None, "skb = build_skb_from_xdp_buff(...)")
+
+
+def _names_in_file(name: str, value: Any, default: Any) -> Callable[[Tree, Probe], Finding]:
+    """``value`` when the file's code (not a comment) uses identifier ``name``, else ``default``."""
+    def decide(tree: Tree, probe: Probe) -> Finding:
+        file = probe.file_in(tree)
+        for n in _file_root(tree, file).walk():
+            if n.type in ("identifier", "field_identifier") and n.text == name:
+                return _found(probe, value, tree, file, n, name)
+        return _absent(probe, default, tree, file, None, f"{name} in the code")
+    return decide
+
+
+def _host_uso_ast(tree: Tree, probe: Probe) -> Finding:
+    """virtnet_probe: VIRTIO_NET_F_HOST_USO guards hw_features |= NETIF_F_GSO_UDP_L4."""
+    fn = _fn(tree, VIRTIO, "virtnet_probe")
+    for n, cond, body in csyntax.ifs(fn):
+        if "VIRTIO_NET_F_HOST_USO" in csyntax.canon(cond) and any(
+                re.fullmatch(r"dev->hw_features\|=.*NETIF_F_GSO_UDP_L4.*;", csyntax.stmt_canon(s)) for s in body):
+            return _found(probe, True, tree, VIRTIO, n, "virtnet_probe")
+    return _absent(probe, False, tree, VIRTIO, "virtnet_probe", "if (HOST_USO) hw_features |= NETIF_F_GSO_UDP_L4")
+
+
+def _veth_xdp_gro_ast(tree: Tree, probe: Probe) -> Finding:
+    """veth_enable_xdp: NETIF_F_GRO switched on dev->features / wanted_features with the XDP program."""
+    file = "drivers/net/veth.c"
+    for node, left, op, rhs in csyntax.assignments(_fn(tree, file, "veth_enable_xdp")):
+        if left in ("dev->features", "dev->wanted_features") and op in ("|=", "&=") and \
+                "NETIF_F_GRO" in re.findall(r"\w+", csyntax.canon(rhs)):
+            return _found(probe, True, tree, file, node, "veth_enable_xdp")
+    return _absent(probe, False, tree, file, "veth_enable_xdp")
+
+
+def _vnet_hdr_lens_ast(tree: Tree, probe: Probe) -> Finding:
+    """The hdr_len values virtnet_probe can choose (vi->hdr_len = sizeof(struct ...))."""
+    sizes = {"virtio_net_hdr": 10, "virtio_net_hdr_mrg_rxbuf": 12, "virtio_net_hdr_v1_hash": 20,
+             "virtio_net_hdr_v1_hash_tunnel": 24}  # include/uapi/linux/virtio_net.h
+    got, first = [], None
+    for node, left, op, rhs in csyntax.assignments(_fn(tree, VIRTIO, "virtnet_probe")):
+        if left == "vi->hdr_len" and op == "=":
+            m = re.fullmatch(r"sizeof\(struct(\w+)\)", csyntax.canon(rhs))
+            if not m or m.group(1) not in sizes:
+                raise _undecided(tree, probe, f"virtnet_probe sets vi->hdr_len = {rhs.text}")
+            got.append(sizes[m.group(1)])
+            first = first or node
+    if first is None:
+        raise _undecided(tree, probe, "virtnet_probe sets no vi->hdr_len")
+    return _found(probe, sorted(set(got)), tree, VIRTIO, first, "virtnet_probe")
+
+
+def _geometry_ast(tree: Tree, probe: Probe) -> Finding:
+    """__udp_gso_segment: the list path taken only when the geometry held (skb_pagelen(gso_skb) - sizeof(*uh) ==
+    gso_size), 3d010c8031e3; else every fraglist skb goes to __udp_gso_segment_list."""
+    fn = _fn(tree, UDP_OFF, "__udp_gso_segment")
+    for n, cond, body in reversed(list(csyntax.ifs(fn))):  # the innermost if around the call
+        if any(x.type == "call_expression" and csyntax._callee(x) == "__udp_gso_segment_list"
+               for s in body for x in s.walk()):
+            if "skb_pagelen(gso_skb)" in csyntax.canon(cond):
+                return _found(probe, True, tree, UDP_OFF, n, "__udp_gso_segment")
+            return Finding(probe.table, probe.rule, False, _at(tree, UDP_OFF, n), "__udp_gso_segment", False,
+                           probe.looks_for)
+    raise _undecided(tree, probe, "__udp_gso_segment calls __udp_gso_segment_list under no if")
+
+
+def _veth_disables_gro(tree: Tree, probe: Probe) -> Finding:
+    """veth_newlink: veth_disable_gro on both ends (dev and peer): True; neither: False; one: undecided."""
+    file = "drivers/net/veth.c"
+    calls = _calls(_fn(tree, file, "veth_newlink"), "veth_disable_gro")
+    who = {csyntax.canon(csyntax._args(c)[0]) for c in calls if csyntax._args(c)}
+    if who == {"dev", "peer"}:
+        return _found(probe, True, tree, file, calls[0], "veth_newlink")
+    if not who:
+        return _absent(probe, False, tree, file, "veth_newlink", "veth_disable_gro(dev) and (peer)")
+    raise _undecided(tree, probe, f"veth_newlink turns GRO off on {sorted(who)} only")
+
+
+def _bond_compute_ast(tree: Tree, probe: Probe) -> Finding:
+    """How a bond's vlan/mpls features start: 'master_upper' (the driver calls
+    netdev_compute_master_upper_features), 'base_features' (= netdev_base_features(...)) or 'all_for_all'
+    (vlan_features &= NETIF_F_ALL_FOR_ALL) in bond_compute_features."""
+    calls = _calls(_file_root(tree, BOND), "netdev_compute_master_upper_features")
+    if calls:
+        return _found(probe, "master_upper", tree, BOND, calls[0], "bond_enslave")
+    for node, left, op, rhs in csyntax.assignments(_fn(tree, BOND, "bond_compute_features")):
+        c = csyntax.canon(rhs)
+        if op == "=" and c.startswith("netdev_base_features("):
+            return _found(probe, "base_features", tree, BOND, node, "bond_compute_features")
+        if left == "vlan_features" and op == "&=" and c == "NETIF_F_ALL_FOR_ALL":
+            return _found(probe, "all_for_all", tree, BOND, node, "bond_compute_features")
+    raise _undecided(tree, probe, "bond_compute_features starts vlan_features in no form it knows")
+
+
+def _rq_dma_ast(tree: Tree, probe: Probe) -> Finding:
+    """The struct virtnet_rq_dma virtnet_rq_alloc writes at a new frag's offset 0: 16 where it is written
+    (unconditionally, or under rq->do_dma and something sets do_dma), 0 where only an unset do_dma gates it or
+    there is no virtnet_rq_alloc."""
+    file = VIRTIO
+    try:
+        fn = _fn(tree, file, "virtnet_rq_alloc")
+    except ProbeError:
+        return _absent(probe, 0, tree, file, None, "virtnet_rq_alloc (no premapped DMA header)")
+    writes = [n for n, left, op, rhs in csyntax.assignments(fn)
+              if left == "alloc_frag->offset" and op == "=" and csyntax.canon(rhs).startswith("sizeof(")]
+    if not writes:
+        return _absent(probe, 0, tree, file, "virtnet_rq_alloc", "alloc_frag->offset = sizeof(*dma)")
+    size, _ = _sizeof_struct(tree, probe, file, "virtnet_rq_dma")
+    gated = None
+    p = writes[0].parent
+    while p is not None:
+        if p.type == "if_statement" and "rq->do_dma" in [csyntax.canon(c) for c in
+                                                         csyntax.conjuncts(p.field("condition"))]:
+            gated = p
+        p = p.parent
+    if gated is None:
+        return _found(probe, size, tree, file, writes[0], "virtnet_rq_alloc")
+    setters = [n for n, left, op, rhs in csyntax.assignments(_file_root(tree, file))
+               if left.endswith("->do_dma") and op == "=" and csyntax.canon(rhs) not in ("false", "0")]
+    if setters:
+        return _found(probe, size, tree, file, setters[0], "virtnet_rq_alloc")
+    return Finding(probe.table, probe.rule, 0, _at(tree, file, gated), "virtnet_rq_alloc", True,
+                   "the header written only if rq->do_dma, which nothing sets")

@@ -7,7 +7,9 @@ of data/netdev_features.toml come from lab.kernelsrc. Rules no probe decides (la
 committed value and say so with ``probe = "none: <why>"``.
 
 Without options it prints the TOML sections. ``--compare`` prints where the committed profile ID and the tree
-disagree and exits 1 if they do. ``--write`` puts the sections into data/*.toml (replacing profile ID's).
+disagree and exits 1 if they do. ``--write`` puts the sections into data/*.toml (replacing profile ID's). A probe
+that cannot decide its rule (the code no longer has the form it reads) is printed as ``undecided: ...`` and the
+command exits 2: ``--compare`` never agrees and ``--write`` writes nothing. A bad argument exits 2 too.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from lab import kernelsrc
-from lab.probes import FILES, HAND_WRITTEN, PROBES, ProbeError, Tree
+from lab import csyntax, kernelsrc
+from lab.probes import FILES, HAND_WRITTEN, PROBES, NotApplicable, ProbeError, Tree
 from vnetlab.tables import parse_table
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -96,17 +98,35 @@ def btf_size(vmlinux: Path, struct: str, label: str) -> dict[str, Any]:
                                                 f"pahole -C {struct}: /* size: {m.group(1)} */"}
 
 
-def derive(tree: Tree, kernel_id: str, btf: Path | None = None) -> dict[str, dict[str, dict[str, Any]]]:
-    """{table: {section: {rule: {"value", "source"[, "probe"]}}}} for profile ``kernel_id`` from ``tree``."""
+class Undecided(Exception):
+    """Probes that could not decide their rule from the tree: no value of theirs may be written or agreed with."""
+
+    def __init__(self, errors: list[ProbeError]) -> None:
+        super().__init__("\n".join(str(e) for e in errors))
+        self.errors = errors
+
+
+def derive(tree: Tree, kernel_id: str, btf: Path | None = None,
+           undecided: list[ProbeError] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """{table: {section: {rule: {"value", "source"[, "probe"]}}}} for profile ``kernel_id`` from ``tree``.
+
+    A probe that cannot decide its rule leaves it out and is appended to ``undecided``; without that list the
+    first one raises :class:`Undecided`."""
     out: dict[str, dict[str, dict[str, Any]]] = {"kernels": {kernel_id: {}}, "gro": {kernel_id: {}}}
+    errors: list[ProbeError] = []
     for probe in PROBES:
         try:
             f = probe.run(tree)
-        except ProbeError:
-            if probe.rule == "config_max_skb_frags_default":
-                continue  # only kernels with CONFIG_MAX_SKB_FRAGS (6.3+) have the rule
-            raise
+        except NotApplicable:
+            continue  # the rule does not exist in this kernel (config MAX_SKB_FRAGS before 6.3)
+        except ProbeError as e:
+            errors.append(e)
+            continue
         out[probe.table][kernel_id][probe.rule] = {"value": f.value, "source": f.source(tree.label)}
+    if errors and undecided is None:
+        raise Undecided(errors)
+    if undecided is not None:
+        undecided.extend(errors)
     committed = _committed("kernels")
     old = committed.get(kernel_id, {})
     if "released" in old:
@@ -273,17 +293,70 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="the kernel image's vmlinux or vmlinuz (its BTF gives sizeof(struct sk_buff))")
 
 
+class ArgumentProblem(Exception):
+    """A command-line argument python -m lab profile cannot use (exit 2, as argparse's own errors)."""
+
+
+_KERNEL_ID = re.compile(r"\d+\.\d+(\.\d+)?(-[a-z0-9-]+)?")
+
+
+def check_arguments(a: argparse.Namespace) -> None:
+    """Each argument names something that exists and is of the kind it should be, before any work."""
+    if not a.tree.exists():
+        raise ArgumentProblem(f"TREE {a.tree}: no such file or directory (a kernel source directory, or a "
+                              "linux-source-X.Y_*.deb)")
+    if a.tree.is_file() and a.tree.suffix != ".deb":
+        raise ArgumentProblem(f"TREE {a.tree}: a file that is not a .deb (expected a kernel source directory, or a "
+                              "linux-source-X.Y_*.deb)")
+    if a.tree.is_dir() and not (a.tree / "Makefile").is_file():
+        raise ArgumentProblem(f"TREE {a.tree}: not a kernel source tree (no top-level Makefile with VERSION, "
+                              "PATCHLEVEL, SUBLEVEL)")
+    if a.kernel is not None and not _KERNEL_ID.fullmatch(a.kernel):
+        raise ArgumentProblem(f"--kernel {a.kernel!r}: a profile id is a kernel version, X.Y or X.Y.Z (e.g. 6.12.117)")
+    if a.btf is not None and not a.btf.is_file():
+        raise ArgumentProblem(f"--btf {a.btf}: no such file (the kernel image's vmlinux or vmlinuz)")
+    if a.compare and a.write:
+        raise ArgumentProblem("--compare and --write: one at a time (compare first, then write)")
+
+
 def run(a: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    root = extract(a.tree) if a.tree.suffix == ".deb" else a.tree
-    tree = Tree(root)
-    kernel_id = a.kernel or tree.version
-    derived = derive(tree, kernel_id, a.btf)
+    try:
+        check_arguments(a)
+        try:
+            root = extract(a.tree) if a.tree.suffix == ".deb" else a.tree
+        except subprocess.CalledProcessError as e:
+            raise ArgumentProblem(f"TREE {a.tree}: dpkg-deb cannot read it ({(e.stderr or '').strip() or e})") from None
+        except SystemExit as e:  # extract's own message: the .deb holds no kernel source
+            raise ArgumentProblem(f"TREE {a.tree}: {e}") from None
+        tree = Tree(root)
+        kernel_id = a.kernel or tree.version
+        tree.label  # noqa: B018 (reads VERSION/PATCHLEVEL/SUBLEVEL now: a Makefile without them is a bad TREE)
+    except (ArgumentProblem, ProbeError) as e:
+        sys.stderr.write(f"python -m lab profile: {e}\n")
+        return 2
+    undecided: list[ProbeError] = []
+    try:
+        derived = derive(tree, kernel_id, a.btf, undecided)
+    except csyntax.SyntaxUnavailable as e:
+        sys.stderr.write(f"python -m lab profile: {e}\n")
+        return 2
     if a.compare:
         diffs = compare(derived)
-        sys.stdout.write("\n".join(diffs) + "\n" if diffs else f"{tree.label} agrees with profile {kernel_id}\n")
+        if diffs:
+            sys.stdout.write("\n".join(diffs) + "\n")
+        for e in undecided:
+            sys.stdout.write(f"undecided: {e}\n")
+        if not diffs and not undecided:
+            sys.stdout.write(f"{tree.label} agrees with profile {kernel_id}\n")
         sys.stderr.write(f"[profile] {time.monotonic() - t0:.1f} s\n")
-        return 1 if diffs else 0
+        return 2 if undecided else 1 if diffs else 0
+    if undecided:
+        for e in undecided:
+            sys.stderr.write(f"undecided: {e}\n")
+        sys.stderr.write(f"python -m lab profile: {len(undecided)} probe(s) could not decide their rule from "
+                         f"{tree.label}; nothing {'written' if a.write else 'printed'}\n")
+        return 2
     if a.write:
         derived["netdev_features"] = as_changes(derived["netdev_features"], kernel_id,
                                                 feature_base(kernel_id, tree.version))

@@ -121,6 +121,8 @@ def reparse(work: Path, out: Path, kids: list[str]) -> int:
                              plog.read_text(errors="replace") if plog.exists() else "")
                 log(f"rewrote {out / kid / (cfg.name + '.json')}")
                 n += 1
+    if not n:
+        log(f"no console logs to parse under {work / 'runs'} for {', '.join(kids)} (python -m lab run writes them)")
     return 0 if n else 1
 
 
@@ -194,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "profile":
         return lab_profile.run(args)
     if args.cmd == "parse":
+        unknown = [k for k in args.kernel or [] if k not in experiments.PLAN]
+        if unknown:
+            p.error(f"--kernel {' '.join(unknown)}: no such lab kernel id; known: {', '.join(experiments.PLAN)}")
         return reparse(args.work, args.out, args.kernel or list(experiments.PLAN))
     if args.cmd == "build":
         return lab_build.main_build(args.names or list(lab_build.VARIANTS), args.work)

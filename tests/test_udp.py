@@ -71,7 +71,8 @@ def test_errno_per_rule():
 
 
 # include/linux/udp.h UDP_MAX_SEGMENTS, read in each tree: Debian 5.10.223 :96 (1 << 6UL), Debian 6.1.192 :105 and
-# 6.12.95 :111 (1 << 7UL, 1382e3b6a350), the ≈6.18 mirror (1 << 7UL); mainline 5.10..5.13 predate 1382e3b6a350 (v6.11).
+# 6.12.95 :111 (1 << 7UL, 1382e3b6a350), the ≈6.18 mirror (1 << 7UL); mainline 5.10..5.13 predate 1382e3b6a350 (v6.9;
+# stable 6.8.y and 6.1.107).
 UDP_MAX_SEGMENTS = {"5.10": 64, "5.10.223": 64, "5.11": 64, "5.12": 64, "5.13": 64, "6.1": 128, "6.12": 128,
                     "6.18": 128}
 

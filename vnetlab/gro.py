@@ -27,6 +27,7 @@ from vnetlab.groflow import (  # noqa: F401 (gro's names before the split stay i
     TCP_FLAGS,
     FlowParams,
     cmp_mask,
+    cwr_flush_mask,
     flag_bits,
     flow_params,
     gro_rules,
@@ -358,6 +359,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = F
         check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
     list_checks_flush = bool(fp.rules["receive_list_checks_flush"])
     compared = cmp_mask(fp)
+    cwr_alone = cwr_flush_mask(fp)
     trace = GroTrace()
     held: _Held | None = None
     members: list[Skb] = []
@@ -438,9 +440,9 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = F
         if fp.l4 == "tcp":
             merged = None
             if held is not None:
-                # tcp_gro_receive (6.1): CWR, flag mismatch, payload > mss, 0-byte payload refuse the merge;
-                # a GSO skb (6.1+) merges only with gso_size == mss.
-                refuse = bool(flags & TCP_FLAG_BIT["CWR"]) or ((flags ^ held.flags) & compared) != 0
+                # tcp_gro_receive (6.1): CWR (up to 6.18, tcp_cwr_flush), flag mismatch, payload > mss, 0-byte
+                # payload refuse the merge; a GSO skb (6.1+) merges only with gso_size == mss.
+                refuse = bool(flags & cwr_alone) or ((flags ^ held.flags) & compared) != 0
                 if skb.gso_size:
                     refuse |= skb.gso_size != held.mss
                 else:

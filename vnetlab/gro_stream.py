@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from vnetlab.checks import check_int, int_array, public
-from vnetlab.groflow import FINAL_FLUSH, TCP_FLAG_BIT, FlowParams, cmp_mask, flow_params
+from vnetlab.groflow import FINAL_FLUSH, TCP_FLAG_BIT, FlowParams, cmp_mask, cwr_flush_mask, flow_params
 from vnetlab.headers import (
     ETH_HLEN,
     GRO_LEGACY_MAX_SIZE,
@@ -450,10 +450,10 @@ def _stream_groups(fp: FlowParams, n: int, budget: int, const_p: int | None, pay
     if l4 == "tcp":
         alone = payloads == 0
         if flags is not None:
-            # tcp_gro_receive (6.1): CWR and a flag mismatch refuse; PSH|FIN merge then flush; URG|PSH|RST|SYN|FIN
-            # at the head of a group (nothing to merge into) go up alone (out_check_final).
+            # tcp_gro_receive (6.1): CWR (up to 6.18) and a flag mismatch refuse; PSH|FIN merge then flush;
+            # URG|PSH|RST|SYN|FIN at the head of a group (nothing to merge into) go up alone (out_check_final).
             alone |= (flags & FINAL_FLUSH) != 0
-            refs = [_next_change(flags & cmp_mask(fp)), _next_true((flags & TCP_FLAG_BIT["CWR"]) != 0)]
+            refs = [_next_change(flags & cmp_mask(fp)), _next_true((flags & cwr_flush_mask(fp)) != 0)]
             if fp.is_flist:
                 refs.append(_next_change(flags))  # tcp_gro_receive (6.18): fraglist flows need equal flags
             is_close = shorter[run]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vnetlab import features as _features
 from vnetlab.checks import check_int, public
 from vnetlab.headers import (
     GRO_LEGACY_MAX_SIZE,
@@ -39,6 +40,13 @@ def cmp_mask(fp: FlowParams) -> int:
     return 0xFF & ~sum(TCP_FLAG_BIT[name] for name in fp.rules["tcp_flags_not_compared"])
 
 
+@public
+def cwr_flush_mask(fp: FlowParams) -> int:
+    """tcp_gro_receive: the bit whose presence alone refuses the merge: CWR up to 6.18 (flush = flags &
+    TCP_FLAG_CWR), none in 7.x (ab4c8b6f7fcb compares CWR like the other flags instead); gro rule tcp_cwr_flush."""
+    return TCP_FLAG_BIT["CWR"] if fp.rules["tcp_cwr_flush"] else 0
+
+
 # tcp_gro_receive out_check_final (6.1): URG|PSH|RST|SYN|FIN force a flush.
 FINAL_FLUSH = sum(TCP_FLAG_BIT[name] for name in ("URG", "PSH", "RST", "SYN", "FIN"))
 
@@ -63,8 +71,11 @@ def check_features(features: Any, rules: Any, k: Kernel) -> Any:
         has_feature(features, "GRO")
     except TypeError:
         raise ValueError(f"features must support 'in' (a FeatureSet or a set of names), got {features!r}") from None
-    if has_feature(features, "GRO_UDP_FWD") and not rules["gro_udp_fwd"]:
+    if has_feature(features, "GRO_UDP_FWD") and not rules["gro_udp_fwd"] \
+            and "GRO_UDP_FWD" not in _features.table(k).bits:
         raise ValueError(f"features: GRO_UDP_FWD does not exist in kernel {k.version} (added in 5.12)")
+    # A kernel with the bit but no test of it in udp_gro_receive (Debian 5.10.262, 5.10.231's backport): the
+    # feature can be on and merges nothing (gro rule gro_udp_fwd false, the flow's `fwd` below).
     return features
 
 

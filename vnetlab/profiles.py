@@ -225,6 +225,7 @@ class Arch:
     sk_buff_size: int
     dma_cache_alignment: int = 1  # dma_get_cache_alignment(): ARCH_DMA_MINALIGN where the arch defines it, else 1
     description: str = ""
+    shinfo_align: int = 8  # __alignof__(struct skb_shared_info): its widest member (pointers, the s64 hwtstamps)
     sources: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -322,6 +323,8 @@ def _arch(name: str, k: Kernel, config_max_skb_frags: int | None) -> Arch:
         dma_cache_alignment=sec.typed("dma_cache_alignment", int),
         description=str(sec.get("description", "")),
         sources=dict(sec.sources),
+        # _skb_shared_info_size's members: u8, u16, u32, pointers and the s64 hwtstamps
+        shinfo_align=max(4, pointer_bytes, s64_align),
     )
 
 

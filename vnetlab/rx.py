@@ -288,8 +288,9 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
 
 
 def _xdp_pass_build_skb(frame_len: int, buf: RxBuffer, hdr_len: int, k: Kernel, a: Arch) -> RxResult:
-    # receive_mergeable_xdp (6.3+): XDP_PASS -> build_skb_from_xdp_buff: build_skb(data_hard_start, frame_sz).
-    frag_size = a.page_size
+    # receive_mergeable_xdp (6.3+): XDP_PASS -> build_skb_from_xdp_buff: build_skb(data_hard_start, frame_sz),
+    # frame_sz = the ctx's truesize (mergeable_xdp_get_buf): PAGE_SIZE, less a 6.12 virtnet_rq_dma reserve.
+    frag_size = buf.truesize
     skb = Skb(headlen=frame_len, truesize=build_skb_truesize(frag_size, a), head_frag=True,
               end_offset=frag_size - a.shinfo_size, headroom=buf.headroom + hdr_len, head_kind="build_skb",
               head_page=buf.page, head_offset=buf.offset)

@@ -56,9 +56,10 @@ def new_page(size: int, label: str) -> Page:
 def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
     """The longest frame a big-mode chain of ``pages`` pages holds: sg[0] = hdr_len bytes, sg[1] from
     sizeof(padded_vnet_hdr) to the page end, then whole pages (add_recvbuf_big). The kernel's own test differs
-    (receive_big_len_check): len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded", 6.1.159+ /
-    6.12.97+), len > pages * PAGE_SIZE ("pages", 6.12.58..96), or none in receive_big ("none", 5.10; page_to_skb
-    drops a remainder over MAX_SKB_FRAGS * PAGE_SIZE); none of them lets through a frame the buffer cannot hold."""
+    (receive_big_len_check): len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded", 6.1.178+ /
+    6.12.97+), len > pages * PAGE_SIZE ("pages", 6.1.159..177 / 6.12.58..96), or none in receive_big ("none",
+    5.10; page_to_skb drops a remainder over MAX_SKB_FRAGS * PAGE_SIZE); none of them lets through a frame the
+    buffer cannot hold."""
     return pages * a.page_size - padded_vnet_hdr_len(k)
 
 
@@ -189,11 +190,13 @@ class PagePool:
     page_pool_alloc_frag_netmem (net/core/page_pool.c), read in Debian linux-source-7.2 (7.2.12) and 7.3 (7.3.4)."""
 
     @public
-    def __init__(self, page_bytes: int, a: Arch) -> None:
+    def __init__(self, page_bytes: int, a: Arch, frag_align: int | None = None) -> None:
         self.size = page_bytes
         self.page: Page | None = None
         self.offset = 0  # pool->frag_offset
         self.arch = a
+        # what page_pool_alloc_frag_netmem aligns a fragment's size to (page_pool_frag_align below)
+        self.frag_align = a.dma_cache_alignment if frag_align is None else frag_align
 
     @public
     def alloc(self, size: int) -> tuple[Page, int, int]:
@@ -201,8 +204,9 @@ class PagePool:
         if size << 1 > self.size:
             # page_pool_alloc_netmem: more than half a page takes a whole page (*size = max_size, *offset = 0).
             return new_page(self.size, "page_pool page"), 0, self.size
-        # page_pool_alloc_frag_netmem: size = ALIGN(size, dma_get_cache_alignment()); a new page when it won't fit.
-        step = -(-size // self.arch.dma_cache_alignment) * self.arch.dma_cache_alignment
+        # page_pool_alloc_frag_netmem: size = ALIGN(size, dma_get_cache_alignment()) (7.3.4: or
+        # __alignof__(struct skb_shared_info) if larger); a new page when it won't fit.
+        step = -(-size // self.frag_align) * self.frag_align
         if self.page is None or self.offset + step > self.size:
             self.page = new_page(self.size, f"{self.size // 1024} KiB page_pool page")
             self.offset = 0
@@ -232,6 +236,17 @@ def rq_frag_size(k: Kernel, a: Arch) -> int:
 
 
 @public
+def page_pool_frag_align(k: Kernel, a: Arch) -> int:
+    """What page_pool_alloc_frag_netmem aligns a fragment to (kernel rule page_pool_frag_align):
+    dma_get_cache_alignment() ("dma", 7.2.12), or max_t(unsigned int, dma_get_cache_alignment(),
+    __alignof__(struct skb_shared_info)) ("dma_shinfo", 7.3.4 and the stable backport "page_pool: keep
+    frag_offset aligned for odd-sized requests", in 6.1.192 and 6.12.117 too)."""
+    if k.rule("page_pool_frag_align") == "dma_shinfo":
+        return max(a.dma_cache_alignment, a.shinfo_align)
+    return a.dma_cache_alignment
+
+
+@public
 def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageFrag | PagePool:
     """A fresh rq allocator for receive buffers as the kernel has it: rq->alloc_frag or rq->page_pool."""
     sizes = rx_frag_sizes(k, a)
@@ -239,7 +254,7 @@ def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageF
     if k.rule("rx_page_pool"):
         check_choice("frag_size", size, sizes, f"kernel {k.version} carves receive buffers from a page_pool of "
                       f"order-{k.rule('rx_frag_order')} pages (virtnet_create_page_pools), not from a page frag")
-        return PagePool(size, a)
+        return PagePool(size, a, page_pool_frag_align(k, a))
     check_choice("frag_size", size, sorted(sizes), "skb_page_frag_refill takes an order-3 (32 KiB) compound page, "
                   "or falls back to one page")
     return PageFrag(size, a)
@@ -265,12 +280,14 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
         truesize = length if k.rule("mergeable_truesize") == "len" else length + room  # ctx: len + room
         return RxBuffer(page, start, headroom, length, truesize, length + room)
     frag.refill(length + room)
+    reserve = int(k.rule("mergeable_dma_reserve"))
+    if reserve and frag.offset == 0 and length + room + reserve > frag.size:
+        # add_recvbuf_mergeable (6.12..6.18): len -= sizeof(struct virtnet_rq_dma) on a fresh frag that cannot
+        # hold both, whatever rq->do_dma is (6.12 never sets do_dma); with XDP the hole is not given back.
+        length -= reserve
     dma = int(k.rule("rq_dma_header"))
     if dma and frag.offset == 0:
-        # add_recvbuf_mergeable (~6.18): len -= sizeof(virtnet_rq_dma) when it would not fit after the header;
-        # virtnet_rq_alloc puts struct virtnet_rq_dma at offset 0 of each new frag page.
-        if length + room + dma > frag.size:
-            length -= dma
+        # virtnet_rq_alloc (~6.18): struct virtnet_rq_dma at offset 0 of each new frag page.
         frag.offset = dma
     assert frag.page is not None
     start = frag.offset

@@ -20,8 +20,9 @@ mirror Kingxukai/linux @ 0291023e7330):
   Debian 6.1.192; not in 5.10.y up to 5.10.262);
 - ``udp_gso_mtu_check``: the gso_size-against-MTU check in udp_send_skb / udp_v6_send_skb,
   ``hlen + gso_size > fragsize`` -> EINVAL even for a datagram shorter than gso_size ("gso_size"), until
-  235174b2bed8 ("udp: gso: do not drop small packets when PMTU reduces", 2025, in 6.1.y / Debian 6.1.192,
-  6.12.95 and 6.18): ``hlen + min(datalen, gso_size) > fragsize`` -> EMSGSIZE ("min_datalen");
+  235174b2bed8 ("udp: gso: do not drop small packets when PMTU reduces", 2025; stable 5.10.235, 6.1.129 and
+  6.12.14, so Debian 5.10.262, 6.1.192 and 6.12.95, and 6.18): ``hlen + min(datalen, gso_size) > fragsize`` ->
+  EMSGSIZE ("min_datalen");
 - ``udp_segment_needs_csum_offload``: a route device without checksum offload makes udp_send_skb return EIO
   for a UDP_SEGMENT send (ip_summed not CHECKSUM_PARTIAL) until 10154dbded6d ("udp: Allow GSO transmit from
   devices with no checksum offload", v6.11), absent in 6.1.192, present in 6.12.95 and 6.18: there the skb is
