@@ -290,3 +290,51 @@ def test_public_functions_refuse_wrong_types_by_name():
         ethtool.expand(3, kernel="6.1")
     with pytest.raises(ArgumentError, match=r"FeatureState.parse: text must be"):
         ethtool.FeatureState.parse(True)
+
+
+# What ethtool netlink/features.c dump_features can print: one "Features for DEV:" header; each legacy flag with
+# several features as a summary line ("on" when any member is active, no note) followed by its members, tab-indented;
+# a flag with one feature under its long name; a flag with none as "LONG: off" alone; every other feature once under
+# its kernel name. Text outside that shape is not ethtool's, and parse_k refuses it rather than guess.
+_PLAIN = "Features for x:\nscatter-gather: on\n\ttx-scatter-gather: on\n\ttx-scatter-gather-fraglist: off\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Features for x:\nrx-gro-hw: on\n\ttx-gso-list: on\n", "not a legacy long name"),
+    ("Features for x:\n\ttx-scatter-gather: on\n", "does not follow a legacy summary"),
+    ("Features for x:\nscatter-gather: on\n\trx-gro-hw: on\n", "not one of its features"),
+    ("Features for x:\nrx-gro-hw: on\nrx-gro-hw: off\n", "printed twice"),
+    (_PLAIN + _PLAIN, "second device"),
+    (_PLAIN + _PLAIN.replace("Features for x:\n", ""), "printed twice"),
+    ("Features for x:\nscatter-gather: off\n\ttx-scatter-gather: on\n", "members are on"),
+    ("Features for x:\nscatter-gather: on\n\ttx-scatter-gather: off\n", "all off"),
+    ("Features for x:\nscatter-gather: on [fixed]\n\ttx-scatter-gather: on\n", "no \\[fixed\\]"),
+])
+def test_parse_k_refuses_what_ethtool_never_prints(text, message):
+    with pytest.raises(ValueError, match=message):
+        ethtool.parse_k(text)
+
+
+def test_parse_k_keeps_every_line_ethtool_prints():
+    # A summary with its members, a one-feature flag under its long name, a flag with no feature ("off" alone:
+    # dump_features' n_match == 0) and a kernel-named feature: every feature line is kept, none dropped.
+    text = _PLAIN + "generic-receive-offload: off\ntcp-segmentation-offload: off\nrx-gro-hw: off [fixed]\n"
+    states = ethtool.parse_k(text)
+    assert sorted(states) == ["rx-gro", "rx-gro-hw", "tx-scatter-gather", "tx-scatter-gather-fraglist"]
+    assert not states["rx-gro"].on and states["rx-gro-hw"].fixed
+
+
+def test_parse_k_reads_this_machines_ethtool(tmp_path):
+    # The machine's own `ethtool -k` for every device it has: the real program's output always parses, and every
+    # feature the kernel names (netdev_features_strings, from `ethtool --show-features` = -k) is in it once.
+    if shutil.which("ethtool") is None:
+        pytest.skip("ethtool is not installed")
+    for dev in sorted(p.name for p in Path("/sys/class/net").iterdir()):
+        done = subprocess.run(["ethtool", "-k", dev], capture_output=True, text=True, check=False)
+        if done.returncode:
+            continue
+        states = ethtool.parse_k(done.stdout)
+        printed = [ln for ln in done.stdout.splitlines()[1:] if ln.strip()]
+        summaries = [ln for ln in printed if not ln.startswith("\t") and printed.index(ln) + 1 < len(printed)
+                     and printed[printed.index(ln) + 1].startswith("\t")]
+        assert len(states) == len(printed) - len(summaries), dev

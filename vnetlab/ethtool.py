@@ -348,7 +348,10 @@ def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
             continue
         match = _HEADER.match(raw)
         if match:
-            device = device or match["dev"]
+            if device is not None or parsed:
+                raise ValueError(f"text: line {number} starts a second device ({match['dev']!r}); "
+                                 "ethtool -k prints one \"Features for DEV:\" header, first")
+            device = match["dev"]
             continue
         match = _LINE.match(raw)
         if match is None:
@@ -374,18 +377,56 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
     if not parsed:
         raise ValueError("text: no feature lines found; is this `ethtool -k` output?")
     states: dict[str, FeatureState] = {}
+    summary: tuple[LegacyFlag, PrintedLine, list[bool]] | None = None  # the flag whose indented members follow
+
+    def close_summary() -> None:
+        # dump_features prints a multi-feature flag's summary as "on" when any member is active, else "off".
+        if summary is not None:
+            flag, line, members = summary
+            if line.state.on != any(members) or line.state.fixed or line.state.requested != line.state.on:
+                raise ValueError(f"text: {flag.long!r} reads {line.state} but its members are "
+                                 f"{'on' if any(members) else 'all off'}; ethtool prints a summary as on when "
+                                 "any member is on, with no [fixed] or [requested] note")
+
+    def put(name: str, state: FeatureState) -> None:
+        if name in states:
+            raise ValueError(f"text: feature {name!r} is printed twice ({states[name]} and {state}); "
+                             "ethtool -k prints each feature once (is this two devices pasted together?)")
+        states[name] = state
+
     for i, line in enumerate(parsed):
         name = line.name
-        if not line.indented and i + 1 < len(parsed) and parsed[i + 1].indented:
-            continue  # a summary line; its members follow, indented
         flag = legacy_flag(name)
-        if not line.indented and flag is not None and name == flag.long:
+        if line.indented:
+            # dump_features indents only the members of the multi-feature legacy flag just summarised.
+            if summary is None:
+                raise ValueError(f"text: indented line {name!r} does not follow a legacy summary line "
+                                 "(ethtool indents only the members of a legacy flag such as scatter-gather)")
+            if not pattern_match(name, summary[0].pattern):
+                raise ValueError(f"text: {name!r} is indented under {summary[0].long!r} but is not one of its "
+                                 f"features (pattern {summary[0].pattern!r})")
+            summary[2].append(line.state.on)
+            put(name, line.state)
+            continue
+        close_summary()
+        summary = None
+        followed = i + 1 < len(parsed) and parsed[i + 1].indented
+        if followed:
+            if flag is None or name != flag.long:
+                raise ValueError(f"text: {name!r} is followed by indented lines but is not a legacy long name "
+                                 f"({', '.join(f.long for f in LEGACY_FLAGS)})")
+            summary = (flag, line, [])
+            continue
+        if flag is not None and name == flag.long:
             # dump_features printed this flag's only feature under the long name: which one is the pattern's
             # only match, and a pattern without '*' names it outright.
             if "*" in flag.pattern:
+                if str(line.state) == "off":
+                    continue  # n_match == 0: the flag's summary alone, "off", for a kernel with none of its features
                 raise ValueError(f"text: {name!r} stands for several features but has no indented members")
             name = flag.pattern
-        states[name] = line.state
+        put(name, line.state)
+    close_summary()
     return EthtoolK(device=device or "?", states=states)
 
 
