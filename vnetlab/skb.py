@@ -43,6 +43,9 @@ L4_HLEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}
 GSO_L4 = {"TCPV4": "tcp", "TCPV6": "tcp", "UDP_L4": "udp", "UDP": "udp"}
 _GSO_NAME_SET = frozenset(SKB_GSO_NAMES)
 _INT_FIELDS = ("headlen", "truesize", "end_offset", "headroom", "gso_size", "gso_segs", "tunnel_hlen")
+# skb->ip_summed (include/linux/skbuff.h: CHECKSUM_NONE 0, _UNNECESSARY 1, _COMPLETE 2, _PARTIAL 3)
+IP_SUMMED = ("CHECKSUM_NONE", "CHECKSUM_UNNECESSARY", "CHECKSUM_COMPLETE", "CHECKSUM_PARTIAL")
+U16_FIELDS = ("gso_size", "gso_segs")  # skb_shared_info: unsigned short gso_size, gso_segs
 IPFRAG_KINDS = ("", "first", "next")  # not a fragment / offset 0 (carries the L4 header) / a later fragment
 FRAG_HDR_LEN = 8  # include/uapi/linux/ipv6.h struct frag_hdr, in every IPv6 fragment
 
@@ -99,6 +102,20 @@ class Skb:
             value = getattr(self, name)
             if type(value) is not int or value < 0:  # bool and numpy ints are not sk_buff fields
                 raise ValueError(f"Skb.{name} must be a non-negative int, got {value!r}")
+        for name in U16_FIELDS:
+            if getattr(self, name) > 0xFFFF:
+                raise ValueError(f"Skb.{name} must fit skb_shared_info's unsigned short (0..65535), "
+                                 f"got {getattr(self, name)}")
+        for name in ("head_frag", "encapsulation"):
+            if type(getattr(self, name)) is not bool:  # sk_buff bit fields: head_frag:1, encapsulation:1
+                raise ValueError(f"Skb.{name} must be True or False (a 1-bit sk_buff field), "
+                                 f"got {getattr(self, name)!r}")
+        if self.ip_summed not in IP_SUMMED:
+            raise ValueError(f"Skb.ip_summed must be one of {IP_SUMMED} (include/linux/skbuff.h), "
+                             f"got {self.ip_summed!r}")
+        if self.vlan_tag is not None and (type(self.vlan_tag) is not int or not 0 <= self.vlan_tag <= 4095):
+            raise ValueError(f"Skb.vlan_tag must be None or a VLAN ID in 0..4095 (VLAN_VID_MASK, the hwaccel tag "
+                             f"__vlan_hwaccel_put_tag stores), got {self.vlan_tag!r}")
         if self.vlan_inband:
             self.vlan_inband = tuple(self.vlan_inband)
             if not all(type(v) is int and 0 <= v <= 4095 for v in self.vlan_inband):
@@ -111,6 +128,8 @@ class Skb:
         for i, m in enumerate(self.frag_list):
             if not isinstance(m, Skb):
                 raise ValueError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}")
+        if isinstance(self.gso_type, str) or not isinstance(self.gso_type, frozenset | set | tuple | list):
+            raise ValueError(f"Skb.gso_type must be a set of SKB_GSO names such as {{'UDP_L4'}}, got {self.gso_type!r}")
         if self.gso_type:
             self.gso_type = frozenset(self.gso_type)
             unknown = self.gso_type - _GSO_NAME_SET
@@ -130,9 +149,12 @@ class Skb:
         for i, f in enumerate(self.frags):
             if not isinstance(f, Frag):
                 raise ValueError(f"Skb.frags[{i}] must be a Frag (skb_frag_t), got {type(f).__name__}")
-            if f.size < 0 or f.offset < 0 or f.truesize < 0:
-                raise ValueError(f"Skb frag {i} has size {f.size}, offset {f.offset}, truesize {f.truesize}: "
-                                 "skb_frag_t fields are unsigned")
+            if not all(type(v) is int and v >= 0 for v in (f.size, f.offset, f.truesize)):
+                raise ValueError(f"Skb frag {i} has size {f.size!r}, offset {f.offset!r}, truesize {f.truesize!r}: "
+                                 "skb_frag_t fields are unsigned ints")
+            if f.offset + f.size > f.page.size:
+                raise ValueError(f"Skb frag {i} ends at {f.offset + f.size}, past its page of {f.page.size} B: "
+                                 "skb_frag_t (page, offset, size) lies inside one (compound) page")
         if self.headroom + self.headlen > self.end_offset:
             raise ValueError(
                 f"Skb linear part overflows the head: headroom {self.headroom} + headlen {self.headlen} "
