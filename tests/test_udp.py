@@ -12,6 +12,7 @@ import pytest
 
 from vnetlab import live, netdev, udp
 from vnetlab.segment import gso_skb
+from vnetlab.skb import Skb
 
 MTU = 1500
 MSS = {4: MTU - 20 - 8, 6: MTU - 40 - 8}  # udpgso.c CONST_MSS_V4 / CONST_MSS_V6
@@ -345,3 +346,21 @@ def test_udp_sendmsg_refuses_a_missing_device_and_non_bool_flags():
     for flag in ("dontfrag", "no_check_tx", "peer_udp_gro"):
         with pytest.raises(ValueError, match=f"{flag} must be True or False|{flag} must be a bool"):
             udp.udp_sendmsg(eth, 1000, **{flag: "no"})
+
+
+# --- what can reach a UDP socket ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: None, "must be an Skb"),
+    # ip_protocol_deliver_rcu (net/ipv4/ip_input.c) demuxes on iph->protocol: TCP never reaches udp_rcv
+    (lambda: _rx(gso_skb(l4="tcp", segs=2, gso_size=1000)), "TCP skb"),
+    # __udp4_lib_rcv (net/ipv4/udp.c) drops what cannot hold a struct udphdr before any socket sees it
+    (lambda: Skb(headlen=20, truesize=512, head_frag=False, end_offset=256, l4="udp"),
+     "shorter than the IPv4 and UDP headers"),
+])
+def test_udp_recv_refuses_skbs_no_udp_socket_is_handed(make, message):
+    from vnetlab.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=message):
+        udp.udp_recv([make()])
