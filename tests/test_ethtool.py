@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vnetlab import ethtool, live
 from vnetlab.errors import UnknownFeatureError
@@ -305,7 +307,9 @@ _PLAIN = "Features for x:\nscatter-gather: on\n\ttx-scatter-gather: on\n\ttx-sca
     ("Features for x:\nscatter-gather: on\n\trx-gro-hw: on\n", "not one of its features"),
     ("Features for x:\nrx-gro-hw: on\nrx-gro-hw: off\n", "printed twice"),
     (_PLAIN + _PLAIN, "second device"),
-    (_PLAIN + _PLAIN.replace("Features for x:\n", ""), "printed twice"),
+    (_PLAIN + _PLAIN.replace("Features for x:\n", ""), "out of place"),
+    ("Features for x:\nrx-gro-hw: on\nscatter-gather: on\n\ttx-scatter-gather: on\n", "out of place"),
+    ("Features for x:\ngeneric-receive-offload: on\nscatter-gather: on\n\ttx-scatter-gather: on\n", "out of place"),
     ("Features for x:\nscatter-gather: off\n\ttx-scatter-gather: on\n", "members are on"),
     ("Features for x:\nscatter-gather: on\n\ttx-scatter-gather: off\n", "all off"),
     ("Features for x:\nscatter-gather: on [fixed]\n\ttx-scatter-gather: on\n", "no \\[fixed\\]"),
@@ -318,7 +322,7 @@ def test_parse_k_refuses_what_ethtool_never_prints(text, message):
 def test_parse_k_keeps_every_line_ethtool_prints():
     # A summary with its members, a one-feature flag under its long name, a flag with no feature ("off" alone:
     # dump_features' n_match == 0) and a kernel-named feature: every feature line is kept, none dropped.
-    text = _PLAIN + "generic-receive-offload: off\ntcp-segmentation-offload: off\nrx-gro-hw: off [fixed]\n"
+    text = _PLAIN + "tcp-segmentation-offload: off\ngeneric-receive-offload: off\nrx-gro-hw: off [fixed]\n"
     states = ethtool.parse_k(text)
     assert sorted(states) == ["rx-gro", "rx-gro-hw", "tx-scatter-gather", "tx-scatter-gather-fraglist"]
     assert not states["rx-gro"].on and states["rx-gro-hw"].fixed
@@ -338,3 +342,42 @@ def test_parse_k_reads_this_machines_ethtool(tmp_path):
         summaries = [ln for ln in printed if not ln.startswith("\t") and printed.index(ln) + 1 < len(printed)
                      and printed[printed.index(ln) + 1].startswith("\t")]
         assert len(states) == len(printed) - len(summaries), dev
+
+
+_MUTATIONS = ("drop", "duplicate", "indent", "unindent", "swap", "flip", "paste")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(SAMPLES), st.lists(st.tuples(st.sampled_from(_MUTATIONS), st.integers(1, 80),
+                                                    st.integers(1, 80)), min_size=1, max_size=3))
+def test_whatever_parse_k_accepts_ethtool_could_print(name, edits):
+    # The oracle is dump_features' own layout (format_k): every line of a text parse_k accepts is one ethtool
+    # prints for those states, in its order (an excerpt leaves lines out); otherwise parse_k refuses it.
+    lines = sample(name).splitlines()
+    for kind, i, j in edits:
+        body = len(lines) - 1
+        if body < 2:
+            break
+        i, j = 1 + i % body, 1 + j % body
+        if kind == "drop":
+            del lines[i]
+        elif kind == "duplicate":
+            lines.insert(i, lines[i])
+        elif kind == "indent" and not lines[i].startswith("\t"):
+            lines[i] = "\t" + lines[i]
+        elif kind == "unindent":
+            lines[i] = lines[i].lstrip("\t")
+        elif kind == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        elif kind == "flip":
+            lines[i] = lines[i].replace(": on", ": %%").replace(": off", ": on").replace(": %%", ": off")
+        elif kind == "paste":
+            lines += sample(SAMPLES[j % len(SAMPLES)]).splitlines()
+    text = "\n".join(lines) + "\n"
+    try:
+        states = ethtool.parse_k(text)
+    except ValueError:
+        return
+    printed = iter(ethtool.format_k(states, states.device, list(states)).splitlines())
+    assert all(any(ln == p for p in printed) for ln in lines if ln.strip()), \
+        "parse_k accepted a text dump_features cannot print"

@@ -226,6 +226,10 @@ class FeatureState:
             raise ValueError(f"text={text!r} is not an `ethtool -k` value: on|off, optionally followed by "
                              "[fixed], [requested on] or [requested off] (netlink/features.c dump_feature)")
         on, note = match["on"] == "on", match["note"]
+        if note in ("requested on", "requested off") and (note == "requested on") == on:
+            # dump_feature prints [requested ...] only when wanted and active differ
+            raise ValueError(f"text={text!r}: ethtool prints [requested on|off] only when the request differs from "
+                             "the state (netlink/features.c dump_feature)")
         return cls(on, note == "fixed", None if note in (None, "fixed") else note == "requested on")
 
     @classmethod
@@ -369,7 +373,10 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
     """Parse ``ethtool -k DEV`` output into {kernel feature string: FeatureState}.
 
     Summary lines of multi-feature legacy flags (a line followed by tab-indented members) are dropped; a
-    legacy long name printed for a single feature is renamed to that feature. For a ``[fixed]`` feature ethtool
+    legacy long name printed for a single feature is renamed to that feature. Text ethtool cannot print is refused
+    (ValueError): an indented line outside a legacy flag, a summary that disagrees with its members, a feature or
+    a legacy flag twice, flags out of off_flag_def order or after kernel-named features, two device headers. A
+    part of the output (lines left out, as when a reader pastes an excerpt) is read as the features it shows. For a ``[fixed]`` feature ethtool
     does not show what is wanted, so its request is its state (as FeatureState takes it).
     """
     header, parsed = printed_lines(text)
@@ -394,9 +401,18 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
                              "ethtool -k prints each feature once (is this two devices pasted together?)")
         states[name] = state
 
+    flags_seen: list[LegacyFlag] = []
+    kernel_named = False  # dump_features prints every legacy flag first, in off_flag_def order, then the rest
     for i, line in enumerate(parsed):
         name = line.name
         flag = legacy_flag(name)
+        if not line.indented and flag is not None and name == flag.long:
+            if kernel_named or (flags_seen and LEGACY_FLAGS.index(flag) <= LEGACY_FLAGS.index(flags_seen[-1])):
+                raise ValueError(f"text: {name!r} is out of place; ethtool -k prints the legacy flags first, once "
+                                 f"each, in this order: {', '.join(f.long for f in LEGACY_FLAGS if f.short != _UFO)}")
+            flags_seen.append(flag)
+        elif not line.indented:
+            kernel_named = True
         if line.indented:
             # dump_features indents only the members of the multi-feature legacy flag just summarised.
             if summary is None:
