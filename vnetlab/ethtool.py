@@ -376,8 +376,9 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
     legacy long name printed for a single feature is renamed to that feature. Text ethtool cannot print is refused
     (ValueError): an indented line outside a legacy flag, a summary that disagrees with its members, a feature or
     a legacy flag twice, flags out of off_flag_def order or after kernel-named features, two device headers. A
-    part of the output (lines left out, as when a reader pastes an excerpt) is read as the features it shows. For a ``[fixed]`` feature ethtool
-    does not show what is wanted, so its request is its state (as FeatureState takes it).
+    part of the output (lines left out, as when a reader pastes an excerpt) is read as the features it shows. For
+    a ``[fixed]`` feature ethtool does not show what is wanted, so its request is its state (as FeatureState
+    takes it).
     """
     header, parsed = printed_lines(text)
     device = device or header
