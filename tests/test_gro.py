@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vnetlab
-from vnetlab import gro, labdata, rx
+from vnetlab import gro, gro_stream, labdata, rx
 from vnetlab.skb import Frag, Page, Skb
 
 
@@ -278,7 +278,7 @@ def _carved(n):
     return [2048 if i % 21 == 20 else 1536 for i in range(n)]
 
 
-_TCP_FLAG_MIX = [gro._FLAG_BIT["ACK"]] * 16 + [gro._flag_bits(f, 0) for f in ("ACK,PSH", "ACK,FIN", "ACK,CWR",
+_TCP_FLAG_MIX = [gro.TCP_FLAG_BIT["ACK"]] * 16 + [gro.flag_bits(f, 0) for f in ("ACK,PSH", "ACK,FIN", "ACK,CWR",
                                                                               "ACK,URG", "ACK,ECE", "SYN")]
 
 
@@ -304,11 +304,11 @@ def test_stream_in_blocks_matches_object_model(runs, kernel, l4, budget, flist, 
     if l4 == "tcp" and flag_seed is not None:
         bits = np.random.default_rng(flag_seed).choice(_TCP_FLAG_MIX, len(sizes))
         trace = _object_stream(sizes, bufs, kernel, l4=l4, budget=budget, tcp_flags=[
-            [name for name, bit in gro._FLAG_BIT.items() if b & bit] for b in bits], **flow)
+            [name for name, bit in gro.TCP_FLAG_BIT.items() if b & bit] for b in bits], **flow)
         flow["tcp_flags"] = bits
     else:
         trace = _object_stream(sizes, bufs, kernel, l4=l4, budget=budget, **flow)
-    with mock.patch.object(gro, "_BLOCK", 128):
+    with mock.patch.object(gro_stream, "_BLOCK", 128):
         stats = gro.simulate_stream(payload_len=sizes, buf_lens=bufs, l4=l4, kernel=kernel, napi_budget=budget,
                                     **flow)
     _assert_same_skbs(stats, trace)
@@ -338,7 +338,7 @@ def test_stream_of_the_benchmark_frames_matches_object_model(l4, kernel):
     sizes = np.maximum(frames - hdrs, 0).tolist()
     flow = {"udp_gro": l4 == "udp"}
     trace = _object_stream(sizes, _carved(n), kernel, l4=l4, **flow)
-    with mock.patch.object(gro, "_BLOCK", 256):
+    with mock.patch.object(gro_stream, "_BLOCK", 256):
         stats = gro.simulate_stream(payload_len=sizes, buf_lens=_carved(n), l4=l4, kernel=kernel, **flow)
     _assert_same_skbs(stats, trace)
 
@@ -374,7 +374,7 @@ def test_stream_tcp_flags_match_object_model(flags, kernel):
     sizes = [1000] * len(flags)
     bufs = [1536] * len(flags)
     trace = _object_stream(sizes, bufs, kernel, budget=None, tcp_flags=flags)
-    bits = [gro._flag_bits(f, i) for i, f in enumerate(flags)]
+    bits = [gro.flag_bits(f, i) for i, f in enumerate(flags)]
     stats = gro.simulate_stream(payload_len=sizes, buf_lens=bufs, kernel=kernel, napi_budget=None, tcp_flags=bits)
     assert stats.segs_per_skb.tolist() == [gro.gro_segs(s) for s in trace.skbs]
 

@@ -17,6 +17,7 @@ from vnetlab.headers import ETH_HLEN
 from vnetlab.netdev import Namespace
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _profile
+from vnetlab.profiles import resolve
 from vnetlab.tables import load_table
 
 KERNELS = labdata.lab_kernels()
@@ -188,7 +189,7 @@ def test_mergeable_buffer_carving_matches_the_model(kernel):
     carve at the EWMA floor: of a 32 KiB page frag up to 6.18 (20 x 1536, then 1536 + the 512-byte hole = 2048),
     of an order-0 page_pool page on 7.x (1536, then 1536 + the page's rest = 2560: page_pool_alloc_netmem)."""
     doc = labdata.load("mergeable", kernel)
-    k, arch = rx._resolve(labdata.model_kernel(kernel), "x86_64")
+    k, arch = resolve(labdata.model_kernel(kernel), "x86_64")
     frag = rx.rx_page_allocator(k, arch)
     carve = set()
     for _ in range(21):
@@ -519,7 +520,7 @@ def test_the_lab_reads_debian_7x_split_image_packages():
 def test_7x_skb_small_head_cache_is_what_the_profile_says(kernel):
     """/sys/kernel/slab/skbuff_small_head/object_size read in the guest = SKB_SMALL_HEAD_CACHE_SIZE the profile's
     small_head_request gives (704 with Debian's config: GRO_MAX_HEAD_PAD 368)."""
-    k, a = rx._resolve(labdata.model_kernel(kernel), "x86_64")
+    k, a = resolve(labdata.model_kernel(kernel), "x86_64")
     seen = {labdata.load(c, kernel)["guest"].get("slab_object_size", {}).get("skbuff_small_head")
             for c in labdata.configs(kernel)} - {None}
     assert seen == {rx.small_head_cache_size(k, a)}

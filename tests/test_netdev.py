@@ -63,7 +63,7 @@ def _fix(k, names, partial=()):
     ns = Namespace(k)
     dev = ns.nic("eth0", driver="router")
     dev.gso_partial_features = F.FeatureSet.from_names(partial, kernel=k).bits
-    return set(F.FeatureSet(ns._fix(dev, F.FeatureSet.from_names(names, kernel=k).bits), k))
+    return set(F.FeatureSet(ns.netdev_fix_features(dev, F.FeatureSet.from_names(names, kernel=k).bits), k))
 
 
 @pytest.mark.parametrize("k", ("6.1", "6.18"))
@@ -477,17 +477,17 @@ def _check_invariants(ns):
     for dev in ns.walk():
         f = dev._features
         # the generic fix-ups are idempotent on what a device advertises
-        assert ns._fix(dev, f) == f, dev
+        assert ns.netdev_fix_features(dev, f) == f, dev
         # and the device's own fix_features, applied to its wanted set, gives the same answer again
-        assert dev._features == ns._fix(dev, dev.fix_features((f & ~dev._hw_features) | dev._wanted_features)) \
-            or dev.uppers, dev
+        wanted = (f & ~dev._hw_features) | dev._wanted_features
+        assert dev._features == ns.netdev_fix_features(dev, dev.fix_features(wanted)) or dev.uppers, dev
         for upper in dev.uppers:
             # LRO off on an upper's wanted set stays off below it
             assert not (f & ns.mask("UPPER_DISABLES") & ~upper._wanted_features)
     # uppers reflect their lowers: recomputing from scratch changes nothing
     for dev in ns.walk():
         before = dev._features
-        assert not ns._update(dev), (dev, F.FeatureSet(before, k), dev.features)
+        assert not ns.update_features(dev), (dev, F.FeatureSet(before, k), dev.features)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

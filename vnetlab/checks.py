@@ -61,12 +61,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from vnetlab.errors import ArgumentError
-from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
-
-ETH_MIN_MTU = 68  # include/uapi/linux/if_ether.h: the smallest dev->min_mtu (ether_setup)
+from vnetlab.headers import ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, UDP_HLEN
 
 __all__ = ["In", "public", "is_public", "checked_params", "param_annotations", "function_name",
-           "check_int", "check_float", "check_bool", "check_choice", "IpVersion", "UdpPayloadLen", "DeviceMtu"]
+           "check_int", "check_float", "check_bool", "check_choice", "int_array", "IpVersion", "UdpPayloadLen",
+           "DeviceMtu"]
 
 
 class In:
@@ -555,3 +554,28 @@ def check_choice(name: str, value: Any, choices: Iterable[Any], meaning: str = "
         return match(value)
     except _Mismatch:
         raise _fail(name, desc + (f" ({meaning})" if meaning else ""), value, function) from None
+
+
+@public
+def int_array(name: str, values: object, meaning: str, *, ndim: int | None = None) -> Any:
+    """``values`` as an int64 array of byte counts (or one int), refusing what numpy would silently cast: bools,
+    strings, objects, non-whole or non-finite floats. ``ndim``: the number of dimensions it must have."""
+    import numpy as np
+
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as e:  # ragged nested lists
+        raise ValueError(f"{name} must be an array of ints ({meaning}): {e}") from None
+    kind = arr.dtype.kind
+    if kind == "f" and arr.size:
+        whole = np.isfinite(arr).all() and (np.floor(arr) == arr).all()
+        if not whole:
+            raise ValueError(f"{name} must hold whole numbers ({meaning}), got {arr.dtype} values such as "
+                             f"{arr.flat[int(np.argmax(~np.isfinite(arr) | (np.floor(arr) != arr)))]!r}")
+    elif kind not in "iuf":
+        raise ValueError(f"{name} must be ints ({meaning}), got {arr.dtype} values"
+                         + (f" such as {arr.flat[0]!r}" if arr.size else ""))
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array ({meaning}), got shape {arr.shape}")
+    return arr if kind in "iu" else arr.astype(np.int64)
+

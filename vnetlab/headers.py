@@ -5,6 +5,9 @@ from __future__ import annotations
 
 ETH_HLEN = 14  # include/uapi/linux/if_ether.h
 ETH_DATA_LEN = 1500  # include/uapi/linux/if_ether.h
+# include/uapi/linux/if_ether.h ETH_MIN_MTU / ETH_MAX_MTU: ether_setup's dev->min_mtu, and the widest max_mtu
+ETH_MIN_MTU = 68
+ETH_MAX_MTU = 65535
 VLAN_HLEN = 4  # include/linux/if_vlan.h
 IP_HLEN = {4: 20, 6: 40}  # struct iphdr without options / struct ipv6hdr (include/uapi/linux/ip.h, ipv6.h)
 IPV4_HLEN = IP_HLEN[4]

@@ -38,7 +38,7 @@ from vnetlab import ethtool
 from vnetlab.checks import In, UdpPayloadLen, check_choice, public
 from vnetlab.errors import ArgumentError
 from vnetlab.labkernels import DEFAULT_LAB_KERNEL, KERNELS, LabKernel, lab_kernel, model_kernel
-from vnetlab.profiles import Kernel
+from vnetlab.profiles import Kernel, resolve
 
 if TYPE_CHECKING:  # the models are imported where used: importing labdata stays light
     from vnetlab.netdev import Namespace
@@ -221,7 +221,7 @@ def model_for_packet(doc: Mapping[str, Any], pkt: Mapping[str, Any], kernel: str
     # num_buffers > 1: the ring holds buffers in carve order, so the buffers after the measured first one are
     # the next ones add_recvbuf_mergeable carved from the same page frag (32 KiB; 7.x: a page_pool page), then
     # from a new page, at the EWMA floor -- the state the whole ring was filled in at probe time.
-    k, a = rx._resolve(k, "x86_64")
+    k, a = resolve(k, "x86_64")
     min_len = rx.mergeable_min_buf_len(mtu=mtu(doc), hdr_len=hl, big_packets=True)
     frag = rx.rx_page_allocator(k, a)
     carved = [rx.carve_mergeable_buffer(frag, 0, min_buf_len=min_len, hdr_len=hl, xdp=False, k=k, a=a)

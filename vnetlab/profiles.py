@@ -339,3 +339,10 @@ def arch(name: str | Arch, kernel: str | Kernel = DEFAULT_KERNEL, *,
                                f"known: {', '.join(known_arches())}")
     k = _resolve_kernel(kernel)
     return _arch(name, k, max_skb_frags)  # the Kernel itself: a lab kernel's rules reach the sizes too
+
+
+@public
+def resolve(kernel: str | Kernel, arch_name: str | Arch) -> tuple[Kernel, Arch]:
+    """The kernel and arch profile a public entry point works with, resolved once and handed on."""
+    k = _resolve_kernel(kernel)
+    return k, arch(arch_name, k)

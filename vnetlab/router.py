@@ -24,8 +24,7 @@ from vnetlab import features as _features
 from vnetlab import udp as _udp
 from vnetlab.checks import In, IpVersion, UdpPayloadLen, check_choice, check_float, check_int, public
 from vnetlab.errors import ArgumentError
-from vnetlab.gro import UDP_GRO_CNT_MAX
-from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_HLEN
+from vnetlab.headers import ETH_DATA_LEN, IP_HLEN, UDP_GRO_CNT_MAX, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import check_ip, gso_skb, max_gro_segs

@@ -1,243 +1,80 @@
 """virtio-net's receive path, from receive buffer to sk_buff, for each kernel version.
 
-The rules are those of drivers/net/virtio_net.c (page_to_skb, receive_small, receive_big,
-receive_mergeable, add_recvbuf_*, get_mergeable_buf_len) and of the skb allocators in net/core/skbuff.c
-(napi_alloc_skb, __alloc_skb, build_skb). Version differences are rules in data/kernels.toml; sizes come
-from the architecture profile (vnetlab.profiles.Arch), never from constants in this file.
+The rules are those of drivers/net/virtio_net.c (page_to_skb, receive_small, receive_big, receive_mergeable)
+over the buffers vnetlab.rxbuf posts and the heads vnetlab.skbuff allocates. Version differences are rules in
+data/kernels.toml; sizes come from the architecture profile (vnetlab.profiles.Arch), never from constants here.
+The numpy classifier for many frames is vnetlab.rx_classify (``rx.classify`` loads it on first use).
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
+from typing import Any
 
-from vnetlab.checks import In, check_choice, check_int, public
-from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
-from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
-from vnetlab.profiles import arch as _arch
-from vnetlab.profiles import kernel as _kernel
+from vnetlab.checks import check_choice, check_int, int_array, public  # noqa: F401 (int_array: rx's name)
+from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, VLAN_HLEN
+from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, resolve
+from vnetlab.rxbuf import (  # noqa: F401
+    Ewma,
+    PageFrag,
+    PagePool,
+    RxBuffer,
+    big_max_frame,
+    big_pages_range,
+    carve_mergeable_buffer,
+    frag_size_for,
+    get_mergeable_buf_len,
+    mergeable_buf_lens,
+    mergeable_min_buf_len,
+    mergeable_room,
+    mergeable_truesize_max,
+    new_page,
+    receive_big_max_frame,
+    rq_frag_size,
+    rx_frag_sizes,
+    rx_page_allocator,
+    small_buf_len,
+    small_buf_lens,
+)
 from vnetlab.skb import Frag, Page, Skb
-
-if TYPE_CHECKING:  # numpy is imported lazily: `import vnetlab.rx` stays light (tests/test_profiles.py)
-    import numpy as np
-    from numpy.typing import ArrayLike
-
-# drivers/net/virtio_net.c constants (unchanged from 5.10 to 6.18).
-GOOD_COPY_LEN = 128
-GOOD_PACKET_LEN = ETH_HLEN + VLAN_HLEN + ETH_DATA_LEN
-VIRTIO_XDP_HEADROOM = 256
-# sizeof(struct padded_vnet_hdr) from v5.18 (c1ddc42da2b2): a v1_hash header (20) plus char padding[12]; before
-# v5.18 it is a mrg_rxbuf header (12) plus char padding[4] = 16. Per kernel: padded_vnet_hdr_len(k).
-PADDED_VNET_HDR_LEN = 32
-# sizeof(struct virtio_net_hdr_mrg_rxbuf): the header MRG_RXBUF or VERSION_1 negotiates (virtnet_probe), the
-# default hdr_len everywhere; also what 5.x get_mergeable_buf_len adds (drivers/net/virtio_net.c).
-MRG_RXBUF_HDR_LEN = 12
-# include/net/sock.h: SKB_FRAG_PAGE_ORDER = get_order(32768), the rq page frag skb_page_frag_refill tries first.
-SKB_FRAG_PAGE_SIZE = 32768
-# include/linux/netdevice.h NAPI_POLL_WEIGHT: virtnet_alloc_queues registers each rx NAPI with it.
-NAPI_POLL_WEIGHT = 64
-# QEMU hw/net/virtio-net.c VIRTIO_NET_RX_QUEUE_DEFAULT_SIZE: the rx virtqueue size a guest usually sees.
-RX_QUEUE_SIZE = 256
-
-# The virtio-net header sizes virtnet_probe can pick (include/uapi/linux/virtio_net.h), per struct.
-VNET_HDR_STRUCTS = {
-    10: "virtio_net_hdr (neither MRG_RXBUF nor VERSION_1)",
-    12: "virtio_net_hdr_mrg_rxbuf / virtio_net_hdr_v1 (MRG_RXBUF or VERSION_1)",
-    20: "virtio_net_hdr_v1_hash (HASH_REPORT)",
-    24: "virtio_net_hdr_v1_hash_tunnel (UDP tunnel GSO)",
-}
-
-# mergeable_buf_lens / small_buf_lens carve one buffer object each (~10 us): 65536 stay within a second or so
-# (10,000,000 took 2 minutes).
-MAX_BUFFERS = 1 << 16
-
-PATHS = ("copy", "copy+frag", "build_skb")
-MODES = ("small", "big", "mergeable")
-
-# Annotations @public enforces (vnetlab.checks): the names and ranges a caller meets everywhere in rx and gro.
-L4 = Literal["udp", "tcp"]
-IpVersion = Literal[4, 6]
-Mode = Literal["small", "big", "mergeable"]
-PayloadLen = Annotated[int, In(0, IP_MAX_MTU, "L4 payload bytes")]
-
-L4_HDR_LEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}  # TCP with the timestamp option, as Linux sends by default
-
-
-# --------------------------------------------------------------------------------------------------
-# Argument checks: every bad value names the parameter, the allowed range and its kernel meaning.
-
-# include/uapi/linux/if_ether.h ETH_MIN_MTU: virtnet_probe's dev->min_mtu; dev->max_mtu is MAX_MTU (ETH_MAX_MTU
-# 65535) without VIRTIO_NET_F_MTU, the device's own mtu with it.
-ETH_MIN_MTU = 68
-MTU_MEANING = ("the device MTU: virtnet_probe sets dev->min_mtu = ETH_MIN_MTU (68) and dev->max_mtu = MAX_MTU "
-               "(65535, or the device's VIRTIO_NET_F_MTU value)")
-
-
-Mtu = Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)]
-
-
-@public
-def check_mtu(mtu: object) -> int:
-    return check_int("mtu", mtu, ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)
-
-
-@public
-def check_hdr_len(hdr_len: object, k: Kernel) -> int:
-    allowed = list(k.rule("vnet_hdr_lens"))
-    if not isinstance(hdr_len, int) or isinstance(hdr_len, bool) or hdr_len not in allowed:
-        names = "; ".join(f"{n} = {VNET_HDR_STRUCTS[n]}" for n in allowed)
-        raise ValueError(
-            f"hdr_len={hdr_len!r} is not a virtio-net header size kernel {k.version} can negotiate "
-            f"(virtnet_probe): allowed {allowed} ({names})"
-        )
-    return hdr_len  # type: ignore[return-value]
-
-
-def _resolve(kernel: str | Kernel, arch: str | Arch) -> tuple[Kernel, Arch]:
-    k = _kernel(kernel)
-    return k, _arch(arch, k)
-
-
-@public
-def int_array(name: str, values: object, meaning: str, *, ndim: int | None = None) -> np.ndarray:
-    """``values`` as an int64 array of byte counts (or one int), refusing what numpy would silently cast: bools,
-    strings, objects, non-whole or non-finite floats. ``ndim``: the number of dimensions it must have."""
-    import numpy as np
-
-    try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError) as e:  # ragged nested lists
-        raise ValueError(f"{name} must be an array of ints ({meaning}): {e}") from None
-    kind = arr.dtype.kind
-    if kind == "f" and arr.size:
-        whole = np.isfinite(arr).all() and (np.floor(arr) == arr).all()
-        if not whole:
-            raise ValueError(f"{name} must hold whole numbers ({meaning}), got {arr.dtype} values such as "
-                             f"{arr.flat[int(np.argmax(~np.isfinite(arr) | (np.floor(arr) != arr)))]!r}")
-    elif kind not in "iuf":
-        raise ValueError(f"{name} must be ints ({meaning}), got {arr.dtype} values"
-                         + (f" such as {arr.flat[0]!r}" if arr.size else ""))
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-D array ({meaning}), got shape {arr.shape}")
-    return arr if kind in "iu" else arr.astype(np.int64)
-
-
-# --------------------------------------------------------------------------------------------------
-# skb head allocators (net/core/skbuff.c)
-
-# kmalloc size classes (mm/slab_common.c kmalloc_info): sizes a kmalloc'ed skb head is rounded up to.
-_KMALLOC_SIZES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
-
-
-@public
-def kmalloc_size_roundup(size: Annotated[int, In(0, 1 << 22, "a kmalloc request in bytes, up to KMALLOC_MAX_SIZE "
-                                                     "(4 MiB: 2^(MAX_PAGE_ORDER + PAGE_SHIFT))")]) -> int:
-    """kmalloc_size_roundup() / ksize(): the slab object size a kmalloc(size) really gets."""
-    for s in _KMALLOC_SIZES:
-        if size <= s:
-            return s
-    return 1 << (size - 1).bit_length()  # larger heads come from the page allocator, rounded to an order
-
-
-@dataclass(frozen=True)
-class Head:
-    """A freshly allocated skb head: where it came from, its usable size and what it charges."""
-
-    kind: str
-    head_frag: bool
-    end_offset: int  # skb_end_offset(): usable bytes before skb_shared_info
-    truesize: int
-    reserve: int  # skb_reserve() applied by the allocator
-
-    @property
-    def tailroom(self) -> int:
-        return self.end_offset - self.reserve
-
-
-@public
-def small_head_cache_size(k: Kernel, a: Arch) -> int:
-    """SKB_SMALL_HEAD_CACHE_SIZE (net/core/skbuff.c, 6.3+): SKB_HEAD_ALIGN(max(MAX_TCP_HEADER, GRO_MAX_HEAD_PAD)),
-    plus L1_CACHE_BYTES when that is a power of two (to keep the cache apart from kmalloc-N)."""
-    size = a.skb_head_align(int(k.rule("small_head_request")))
-    return size + a.l1_cache_bytes if size & (size - 1) == 0 else size
-
-
-@public
-def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
-    """__alloc_skb(size): a kmalloc'ed head (kmalloc_reserve; 6.3+ the skb_small_head_cache)."""
-    obj = a.skb_head_align(size)
-    if k.rule("napi_head") == "small_head_cache" and obj <= small_head_cache_size(k, a):
-        # net/core/skbuff.c kmalloc_reserve (6.3+): small heads come from skb_small_head_cache.
-        obj, kind = small_head_cache_size(k, a), "small_head_cache"
-    else:
-        # net/core/skbuff.c __alloc_skb: size = SKB_WITH_OVERHEAD(ksize / kmalloc_size_roundup(obj)).
-        obj, kind = kmalloc_size_roundup(obj), "kmalloc"
-    end = a.skb_with_overhead(obj)
-    return Head(kind, False, end, a.skb_truesize(end), reserve)
-
-
-@public
-def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Head:
-    """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c)."""
-    k, a = _resolve(kernel, arch)
-    check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
-    reserve = a.net_skb_pad + a.net_ip_align
-    n = length + reserve  # len += NET_SKB_PAD + NET_IP_ALIGN
-    rule = k.rule("napi_head")
-    if n > a.skb_with_overhead(a.page_size):
-        return alloc_skb_head(n, k, a, reserve=reserve)
-    if rule == "page_frag":
-        # 5.10 __napi_alloc_skb: page_frag_alloc(SKB_DATA_ALIGN(len + SKB_DATA_ALIGN(shinfo))) + __build_skb.
-        frag = a.skb_data_align(n + a.shinfo_size)
-        end = frag - a.shinfo_size
-        return Head("napi_page_frag", True, end, a.skb_truesize(end), reserve)
-    if rule == "kmalloc":
-        # 5.11 3226b158e67c: len <= SKB_WITH_OVERHEAD(1024) -> __alloc_skb (kmalloc head, head_frag 0).
-        if n <= a.skb_with_overhead(1024):
-            return alloc_skb_head(n, k, a, reserve=reserve)
-        frag = a.skb_head_align(n)
-        end = frag - a.shinfo_size
-        return Head("napi_page_frag", True, end, a.skb_truesize(end), reserve)
-    if rule == "page_frag_1k":
-        # 6.1 __napi_alloc_skb: NAPI_HAS_SMALL_PAGE_FRAG (PAGE_SIZE == 4K) -> 1 KiB frag, __napi_build_skb(data, 1024).
-        if n <= a.skb_with_overhead(1024):
-            if a.page_size == 4096:
-                end = 1024 - a.shinfo_size
-                return Head("napi_page_frag_1k", True, end, a.skb_truesize(end), reserve)
-            return alloc_skb_head(n, k, a, reserve=reserve)
-        frag = a.skb_head_align(n)
-        end = frag - a.shinfo_size
-        return Head("napi_page_frag", True, end, a.skb_truesize(end), reserve)
-    if rule == "small_head_cache":
-        # 6.14+ napi_alloc_skb: len <= SKB_WITH_OVERHEAD(SKB_SMALL_HEAD_CACHE_SIZE) -> __alloc_skb.
-        if n <= a.skb_with_overhead(small_head_cache_size(k, a)):
-            return alloc_skb_head(n, k, a, reserve=reserve)
-        frag = a.skb_head_align(n)
-        end = frag - a.shinfo_size
-        return Head("napi_page_frag", True, end, a.skb_truesize(end), reserve)
-    raise ValueError(f"data/kernels.toml: [{k.version}].napi_head has unknown value {rule!r}")
-
-
-@public
-def build_skb_truesize(frag_size: int, a: Arch) -> int:
-    """build_skb(data, frag_size): truesize = SKB_TRUESIZE(frag_size - SKB_DATA_ALIGN(shinfo)) (__build_skb_around)."""
-    return a.skb_truesize(frag_size - a.shinfo_size)
-
-
-# --------------------------------------------------------------------------------------------------
-# page_to_skb()
-
-@dataclass(frozen=True)
-class RxBuffer:
-    """One receive buffer as the driver posted it: where it lies, what the device may fill, its truesize."""
-
-    page: Page
-    offset: int  # of the buffer start (the headroom start) in the page
-    headroom: int
-    len: int  # sg length offered to the device
-    truesize: int  # as the ctx / receive function hands it on
+from vnetlab.skbuff import (  # noqa: F401
+    Head,
+    alloc_skb_head,
+    build_skb_truesize,
+    kmalloc_size_roundup,
+    napi_alloc_skb,
+    small_head_cache_size,
+)
+from vnetlab.virtio import (  # noqa: F401 (rx's names before the split stay importable from here)
+    ETH_MIN_MTU,
+    GOOD_COPY_LEN,
+    GOOD_PACKET_LEN,
+    L4,
+    L4_HDR_LEN,
+    MAX_BUFFERS,
+    MODES,
+    MRG_RXBUF_HDR_LEN,
+    MTU_MEANING,
+    NAPI_POLL_WEIGHT,
+    PADDED_VNET_HDR_LEN,
+    PATH_CODES,
+    PATHS,
+    RX_QUEUE_SIZE,
+    SKB_FRAG_PAGE_SIZE,
+    VIRTIO_XDP_HEADROOM,
+    VNET_HDR_STRUCTS,
+    IpVersion,
+    Mode,
+    Mtu,
+    PayloadLen,
+    check_hdr_len,
+    check_mergeable_hdr_len,
+    check_mtu,
+    frame_len_for,
+    hdr_padded_len,
+    padded_vnet_hdr_len,
+)
 
 
 @dataclass
@@ -269,76 +106,6 @@ class RxResult:
         return self.skb.nr_frags
 
 
-_PAGE_IDS = itertools.count(1)
-
-
-def _new_page(size: int, label: str) -> Page:
-    return Page(next(_PAGE_IDS), size, label)
-
-
-@public
-def padded_vnet_hdr_len(k: Kernel) -> int:
-    """sizeof(struct padded_vnet_hdr) in drivers/net/virtio_net.c: 16 before v5.18, 32 from c1ddc42da2b2 (v5.18)."""
-    return int(k.rule("padded_vnet_hdr_len"))
-
-
-@public
-def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
-    """The longest frame a big-mode chain of ``pages`` pages holds: sg[0] = hdr_len bytes, sg[1] from
-    sizeof(padded_vnet_hdr) to the page end, then whole pages (add_recvbuf_big). The kernel's own test differs
-    (receive_big_len_check): len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded", 6.1.159+ /
-    6.12.97+), len > pages * PAGE_SIZE ("pages", 6.12.58..96), or none in receive_big ("none", 5.10; page_to_skb
-    drops a remainder over MAX_SKB_FRAGS * PAGE_SIZE); none of them lets through a frame the buffer cannot hold."""
-    return pages * a.page_size - padded_vnet_hdr_len(k)
-
-
-@public
-def big_pages_range(a: Arch) -> tuple[int, int]:
-    """big_packets_num_skbfrags + 1, the pages add_recvbuf_big chains: DIV_ROUND_UP(mtu, PAGE_SIZE) + 1 >= 2 without
-    guest GSO, MAX_SKB_FRAGS + 1 with it (virtnet_set_big_packets)."""
-    return 2, a.max_skb_frags + 1
-
-
-@public
-def big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> tuple[int, str]:
-    """The longest frame receive_big turns into an skb on a chain of ``pages`` pages, and why: the least of what
-    the chain holds (receive_big_max_frame), the kernel's own drop test, and what MAX_SKB_FRAGS frags hold.
-
-    Drop tests: receive_big "padded" len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len, "pages"
-    len > pages * PAGE_SIZE; "none" (5.x): page_to_skb drops a remainder (after the copy into the napi head)
-    over MAX_SKB_FRAGS * PAGE_SIZE as "too much data". The frags start sizeof(padded_vnet_hdr) + copy into the
-    first page, so MAX_SKB_FRAGS of them hold MAX_SKB_FRAGS * PAGE_SIZE - sizeof(padded_vnet_hdr) bytes with
-    the copy; a longer frame that passes the drop test would make page_to_skb's loop write past
-    skb_shinfo(skb)->frags[MAX_SKB_FRAGS] (no test in any version stops it), which no sk_buff can be."""
-    padded = padded_vnet_hdr_len(k)
-    bounds = [(receive_big_max_frame(pages, hdr_len, k, a),
-               f"the {pages}-page chain holds {pages} * PAGE_SIZE - sizeof(padded_vnet_hdr) ({padded})")]
-    rule = k.rule("receive_big_len_check")
-    if rule == "padded":
-        bounds.append((pages * a.page_size - padded,
-                       "receive_big drops len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len"))
-    elif rule == "pages":
-        bounds.append((pages * a.page_size - hdr_len, "receive_big drops len > pages * PAGE_SIZE"))
-    else:
-        head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
-        copy = head.tailroom if k.rule("page_to_skb") == "copy128" else ETH_HLEN
-        bounds.append((a.max_skb_frags * a.page_size + copy,
-                       f"page_to_skb drops a remainder after its {copy}-byte copy over MAX_SKB_FRAGS * PAGE_SIZE "
-                       "('too much data')"))
-    bounds.append((a.max_skb_frags * a.page_size - padded,
-                   f"MAX_SKB_FRAGS ({a.max_skb_frags}) page frags from offset sizeof(padded_vnet_hdr) hold no more "
-                   "(a longer frame would overrun skb_shinfo(skb)->frags[])"))
-    return min(bounds)
-
-
-@public
-def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
-    """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
-    if mode == "mergeable":
-        return MRG_RXBUF_HDR_LEN if k.rule("mergeable_hdr_padded_len") == "mrg_rxbuf" else hdr_len
-    return padded_vnet_hdr_len(k)
-
-
 @public
 def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
                        k: Kernel, a: Arch) -> int | None:
@@ -363,7 +130,7 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
     ``truesize`` is what the caller passes (the mergeable ctx truesize, or PAGE_SIZE from receive_big);
     ``headroom`` is the XDP headroom of a mergeable buffer (0 or VIRTIO_XDP_HEADROOM).
     """
-    k, a = _resolve(kernel, arch)
+    k, a = resolve(kernel, arch)
     check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() is called by receive_mergeable and receive_big; "
                   "small mode builds its skb in receive_small")
     check_hdr_len(hdr_len, k)
@@ -390,7 +157,7 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
 
     if page is not None and not isinstance(page, Page):
         raise ValueError(f"page must be a vnetlab.skb.Page (the page the buffer lies in) or None, got {page!r}")
-    page = page or _new_page(a.page_size if mode == "big" else SKB_FRAG_PAGE_SIZE, "rx buffer")
+    page = page or new_page(a.page_size if mode == "big" else SKB_FRAG_PAGE_SIZE, "rx buffer")
     if mode == "big":
         check_int("offset", offset, 0, 0, "receive_big calls page_to_skb with offset 0: the chain's first page")
     else:
@@ -458,264 +225,10 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
             skb.frags.append(Frag(pg, off, size, truesize))
             skb.truesize += truesize
             remaining -= size
-            pg, off = _new_page(a.page_size, "big-mode chain page"), 0
+            pg, off = new_page(a.page_size, "big-mode chain page"), 0
     path = "copy+frag" if skb.frags else "copy"
     return RxResult(path, skb, tailroom, shinfo, frame_len, mode, k, a.name, hdr_len, padded,
                     copied=copy, reason=reason + f"; copied {copy} bytes into a {head.kind} head")
-
-
-# --------------------------------------------------------------------------------------------------
-# Mergeable buffers: sizing and carving (add_recvbuf_mergeable, get_mergeable_buf_len)
-
-@public
-def mergeable_min_buf_len(*, mtu: int = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_HDR_LEN, ring_size: int = RX_QUEUE_SIZE,
-                          big_packets: bool = False,
-                          f_mtu: bool = False) -> int:
-    """mergeable_min_buf_len (drivers/net/virtio_net.c): max(DIV_ROUND_UP(buf_len, ring) - hdr_len, GOOD_PACKET_LEN).
-
-    packet_len is IP_MAX_MTU with big packets, else dev->max_mtu (the device MTU with VIRTIO_NET_F_MTU,
-    MAX_MTU 65535 without it)."""
-    check_mtu(mtu)
-    check_int("ring_size", ring_size, 1, 32768, "the virtqueue size (virtqueue_get_vring_size)")
-    packet_len = IP_MAX_MTU if big_packets or not f_mtu else mtu
-    buf_len = hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
-    per_buf = -(-buf_len // ring_size)
-    return max(max(per_buf, hdr_len) - hdr_len, GOOD_PACKET_LEN)
-
-
-class Ewma:
-    """DECLARE_EWMA(pkt_len, 0, 64) (include/linux/average.h): precision 0, weight reciprocal 64."""
-
-    @public
-    def __init__(self, value: int = 0) -> None:
-        self.internal = value
-
-    @public
-    def add(self, sample: int) -> None:
-        # ewma_pkt_len_add: internal = internal ? ((internal << 6) - internal + sample) >> 6 : sample.
-        self.internal = ((self.internal << 6) - self.internal + sample) >> 6 if self.internal else sample
-
-    def read(self) -> int:
-        return self.internal
-
-
-@public
-def mergeable_room(headroom: int, a: Arch) -> int:
-    """add_recvbuf_mergeable's room = SKB_DATA_ALIGN(headroom + tailroom), tailroom = headroom ? sizeof(struct
-    skb_shared_info) : 0: what get_mergeable_buf_len takes off PAGE_SIZE with an XDP program (0 without)."""
-    return a.skb_data_align(headroom + a.skb_shared_info_size) if headroom else 0
-
-
-@public
-def mergeable_truesize_max(headroom: int, k: Kernel, a: Arch) -> tuple[int, str]:
-    """The largest truesize a mergeable buffer's ctx can hold, and why: 22 bits (mergeable_len_to_ctx) without
-    XDP; with XDP headroom add_recvbuf_mergeable carves get_mergeable_buf_len = PAGE_SIZE - room, and the ctx
-    holds that len (<= 6.2) or len + room = PAGE_SIZE (6.3+, rule mergeable_truesize)."""
-    if not headroom:
-        return 1 << 22, "the mergeable buffer truesize (ctx holds it in 22 bits)"
-    room = mergeable_room(headroom, a)
-    hi = a.page_size - room if k.rule("mergeable_truesize") == "len" else a.page_size
-    return hi, (f"with XDP headroom add_recvbuf_mergeable carves PAGE_SIZE - room = {a.page_size - room}-byte "
-                f"buffers (get_mergeable_buf_len), ctx truesize {hi} in kernel {k.version}")
-
-
-@public
-def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, room: int, a: Arch) -> int:
-    """get_mergeable_buf_len: PAGE_SIZE - room with XDP, else
-    ALIGN(hdr_len + clamp(ewma, min, PAGE_SIZE - hdr_len), L1_CACHE_BYTES)."""
-    if room:
-        return a.page_size - room
-    length = hdr_len + min(max(avg_pkt_len, min_buf_len), a.page_size - hdr_len)
-    return (length + a.l1_cache_bytes - 1) // a.l1_cache_bytes * a.l1_cache_bytes
-
-
-class PageFrag:
-    """rq->alloc_frag refilled by skb_page_frag_refill (net/core/sock.c): 32 KiB compound pages, or order 0."""
-
-    @public
-    def __init__(self, frag_size: int, a: Arch) -> None:
-        self.size = frag_size
-        self.page: Page | None = None
-        self.offset = 0
-        self.arch = a
-
-    @public
-    def refill(self, size: int) -> None:
-        # skb_page_frag_refill: keep the page while offset + sz <= size, else take a new one from offset 0.
-        if self.page is None or self.offset + size > self.size:
-            self.page = _new_page(self.size, f"{self.size // 1024} KiB rx page frag")
-            self.offset = 0
-
-
-class PagePool:
-    """rq->page_pool of 7.x virtio-net (virtnet_create_page_pools: pages of order pp_params.order) as
-    page_pool_alloc_va() carves it: page_pool_alloc_netmem (include/net/page_pool/helpers.h) over
-    page_pool_alloc_frag_netmem (net/core/page_pool.c), read in Debian linux-source-7.2 (7.2.12) and 7.3 (7.3.4)."""
-
-    @public
-    def __init__(self, page_bytes: int, a: Arch) -> None:
-        self.size = page_bytes
-        self.page: Page | None = None
-        self.offset = 0  # pool->frag_offset
-        self.arch = a
-
-    @public
-    def alloc(self, size: int) -> tuple[Page, int, int]:
-        """(page, offset, size) for a request of ``size`` bytes; size comes back as the allocation's real size."""
-        if size << 1 > self.size:
-            # page_pool_alloc_netmem: more than half a page takes a whole page (*size = max_size, *offset = 0).
-            return _new_page(self.size, "page_pool page"), 0, self.size
-        # page_pool_alloc_frag_netmem: size = ALIGN(size, dma_get_cache_alignment()); a new page when it won't fit.
-        step = -(-size // self.arch.dma_cache_alignment) * self.arch.dma_cache_alignment
-        if self.page is None or self.offset + step > self.size:
-            self.page = _new_page(self.size, f"{self.size // 1024} KiB page_pool page")
-            self.offset = 0
-        start = self.offset
-        self.offset = start + step
-        if self.offset + size > self.size:
-            # page_pool_alloc_netmem: "very likely not enough space for another fragment", the rest goes here.
-            size = self.size - start
-            self.offset = self.size
-        return self.page, start, size
-
-
-@public
-def rx_frag_sizes(k: Kernel, a: Arch) -> tuple[int, ...]:
-    """The page sizes receive buffers are carved from, the usual one first: skb_page_frag_refill's order-3
-    (32 KiB) compound page or its order-0 fallback (rq->alloc_frag, <= 6.18), or 7.x's page_pool of
-    PAGE_SIZE << pp_params.order pages (rules rx_page_pool, rx_frag_order)."""
-    if k.rule("rx_page_pool"):
-        return (a.page_size << int(k.rule("rx_frag_order")),)
-    return tuple(dict.fromkeys((max(a.page_size, SKB_FRAG_PAGE_SIZE), a.page_size)))
-
-
-@public
-def rq_frag_size(k: Kernel, a: Arch) -> int:
-    """The memory mergeable buffers are usually carved from: the first of rx_frag_sizes."""
-    return rx_frag_sizes(k, a)[0]
-
-
-@public
-def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageFrag | PagePool:
-    """A fresh rq allocator for receive buffers as the kernel has it: rq->alloc_frag or rq->page_pool."""
-    sizes = rx_frag_sizes(k, a)
-    size = sizes[0] if frag_size is None else frag_size
-    if k.rule("rx_page_pool"):
-        check_choice("frag_size", size, sizes, f"kernel {k.version} carves receive buffers from a page_pool of "
-                      f"order-{k.rule('rx_frag_order')} pages (virtnet_create_page_pools), not from a page frag")
-        return PagePool(size, a)
-    check_choice("frag_size", size, sorted(sizes), "skb_page_frag_refill takes an order-3 (32 KiB) compound page, "
-                  "or falls back to one page")
-    return PageFrag(size, a)
-
-
-@public
-def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, xdp: bool,
-                           k: Kernel, a: Arch) -> RxBuffer:
-    """add_recvbuf_mergeable: one receive buffer carved from the rq page frag (or 7.x page_pool), the hole
-    rule included."""
-    headroom = VIRTIO_XDP_HEADROOM if xdp else 0
-    room = mergeable_room(headroom, a)
-    length = get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_buf_len, hdr_len=hdr_len, room=room, a=a)
-    if isinstance(frag, PagePool) != bool(k.rule("rx_page_pool")):
-        raise ValueError(f"frag={type(frag).__name__}: kernel {k.version} carves receive buffers from "
-                         f"{'a page_pool' if k.rule('rx_page_pool') else 'rq->alloc_frag'} (rx_page_allocator)")
-    if isinstance(frag, PagePool):
-        # add_recvbuf_mergeable (Debian 7.2.12/7.3.4): alloc_len = len + room from page_pool_alloc_va, whose
-        # allocation may exceed the request (the page's rest); without XDP len = alloc_len - room.
-        page, start, alloc = frag.alloc(length + room)
-        if not headroom:
-            length = alloc - room
-        truesize = length if k.rule("mergeable_truesize") == "len" else length + room  # ctx: len + room
-        return RxBuffer(page, start, headroom, length, truesize)
-    frag.refill(length + room)
-    dma = int(k.rule("rq_dma_header"))
-    if dma and frag.offset == 0:
-        # add_recvbuf_mergeable (~6.18): len -= sizeof(virtnet_rq_dma) when it would not fit after the header;
-        # virtnet_rq_alloc puts struct virtnet_rq_dma at offset 0 of each new frag page.
-        if length + room + dma > frag.size:
-            length -= dma
-        frag.offset = dma
-    assert frag.page is not None
-    start = frag.offset
-    frag.offset += length + room
-    hole = frag.size - frag.offset
-    if hole < length + room:
-        # "if there is very likely not enough space for another buffer, add the remaining space".
-        if k.rule("mergeable_hole") == "always" or not headroom:
-            length += hole
-        frag.offset += hole
-    # ctx = mergeable_len_to_ctx(len, headroom) (<= 6.2) or (len + room, headroom) (6.3+).
-    truesize = length if k.rule("mergeable_truesize") == "len" else length + room
-    return RxBuffer(frag.page, start, headroom, length, truesize)
-
-
-@public
-def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: int = ETH_DATA_LEN,
-                       frag_size: int | None = None,
-                       hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
-                       arch: str | Arch = DEFAULT_ARCH, ring_size: int = RX_QUEUE_SIZE) -> list[int]:
-    """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them.
-
-    ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
-    where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes)."""
-    k, a = _resolve(kernel, arch)
-    check_int("count", count, 0, MAX_BUFFERS, "how many buffers to carve (one Python object each)")
-    _check_mergeable_hdr_len(hdr_len, k)
-    check_mtu(mtu)
-    frag = rx_page_allocator(k, a, frag_size)
-    avg = 0 if avg_pkt_len is None else check_int("avg_pkt_len", avg_pkt_len, 0, IP_MAX_MTU,
-                                                      "the EWMA of received packet length (ewma_pkt_len_read)")
-    min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size, big_packets=mtu > ETH_DATA_LEN)
-    return [carve_mergeable_buffer(frag, avg, min_buf_len=min_len, hdr_len=hdr_len, xdp=xdp, k=k, a=a).truesize
-            for _ in range(count)]
-
-
-def _check_mergeable_hdr_len(hdr_len: object, k: Kernel) -> int:
-    check_hdr_len(hdr_len, k)
-    if hdr_len == 10:
-        raise ValueError("hdr_len=10 (struct virtio_net_hdr) cannot go with mergeable buffers: VIRTIO_NET_F_MRG_RXBUF "
-                         "makes virtnet_probe use virtio_net_hdr_mrg_rxbuf (12) or a larger header")
-    return hdr_len  # type: ignore[return-value]
-
-
-# --------------------------------------------------------------------------------------------------
-# Whole packets: receive_small, receive_big, receive_mergeable
-
-@public
-def frame_len_for(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False) -> int:
-    """The Ethernet frame (no FCS) carrying ``payload_len`` bytes of L4 payload."""
-    check_choice("l4", l4, tuple(L4_HDR_LEN), "udp, or tcp (32-byte header with timestamps)")
-    check_choice("ip", ip, tuple(IP_HLEN), "IPv4 (20-byte header) or IPv6 (40-byte header)")
-    return ETH_HLEN + (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + L4_HDR_LEN[l4] + payload_len
-
-
-@public
-def small_buf_len(*, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
-                  arch: str | Arch = DEFAULT_ARCH) -> int:
-    """add_recvbuf_small's request: SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + xdp_headroom)
-    + SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) (drivers/net/virtio_net.c)."""
-    k, a = _resolve(kernel, arch)
-    check_hdr_len(hdr_len, k)
-    xdp_headroom = VIRTIO_XDP_HEADROOM if xdp else 0
-    return a.skb_data_align(hdr_len + a.net_ip_align + a.net_skb_pad + GOOD_PACKET_LEN + xdp_headroom) + a.shinfo_size
-
-
-@public
-def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = False,
-                   kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> list[int]:
-    """The buflen receive_small hands build_skb for each successive small-mode buffer from a fresh allocator.
-
-    Up to 6.18 every buffer is the request (skb_page_frag_refill, buflen computed again in receive_small);
-    7.x takes it from a page_pool, whose last fragment of a page gets the page's rest, and receive_small
-    reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom))."""
-    k, a = _resolve(kernel, arch)
-    check_int("count", count, 0, MAX_BUFFERS, "how many buffers to post (one Python object each)")
-    want = small_buf_len(hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
-    if not k.rule("rx_page_pool"):
-        return [want] * count
-    pool = rx_page_allocator(k, a)
-    return [pool.alloc(want)[2] for _ in range(count)]
 
 
 @public
@@ -726,7 +239,7 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
 
     ``buflen``: the buffer's real size (7.x page_pool: the request or, for a page's last fragment, the page's
     rest, as small_buf_lens gives them; default the request). Up to 6.18 it is always the request."""
-    k, a = _resolve(kernel, arch)
+    k, a = resolve(kernel, arch)
     check_hdr_len(hdr_len, k)
     check_int("frame_len", frame_len, ETH_HLEN, GOOD_PACKET_LEN,
                f"small-mode buffers hold GOOD_PACKET_LEN ({GOOD_PACKET_LEN}) bytes; longer frames are length errors")
@@ -743,7 +256,7 @@ def receive_small(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool
         check_int("buflen", buflen, want, want, f"kernel {k.version}'s receive_small computes buflen = {want} "
                    "again from add_recvbuf_small's formula; only 7.x's page_pool passes the real size in the ctx")
     headroom = rx_pad + xdp_headroom + hdr_len
-    page = _new_page(rx_frag_sizes(k, a)[0], "rx page_pool page" if k.rule("rx_page_pool") else "32 KiB rx page frag")
+    page = new_page(rx_frag_sizes(k, a)[0], "rx page_pool page" if k.rule("rx_page_pool") else "32 KiB rx page frag")
     skb = Skb(headlen=frame_len, truesize=build_skb_truesize(buflen, a), head_frag=True,
               end_offset=buflen - a.shinfo_size, headroom=headroom, head_kind="build_skb", head_page=page)
     buf = RxBuffer(page, 0, rx_pad + xdp_headroom, hdr_len + GOOD_PACKET_LEN, buflen)
@@ -791,8 +304,8 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
                       xdp: bool = False,
                       kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_mergeable: the device spreads hdr + frame over num_buffers buffers; page_to_skb on the first."""
-    k, a = _resolve(kernel, arch)
-    _check_mergeable_hdr_len(hdr_len, k)
+    k, a = resolve(kernel, arch)
+    check_mergeable_hdr_len(hdr_len, k)
     for i, buf in enumerate(buffers):
         if not isinstance(buf, RxBuffer):
             raise ValueError(f"buffers[{i}] must be an rx.RxBuffer (a posted receive buffer), got {buf!r}")
@@ -830,11 +343,11 @@ def receive_big(frame_len: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, mtu: int = 
                 kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> RxResult:
     """receive_big: page_to_skb(vi, rq, page, 0, len, PAGE_SIZE, ...) on a chain of big_packets_num_skbfrags + 1
     pages."""
-    k, a = _resolve(kernel, arch)
+    k, a = resolve(kernel, arch)
     check_mtu(mtu)
     # virtnet_set_big_packets: num_skbfrags = guest_gso ? MAX_SKB_FRAGS : DIV_ROUND_UP(mtu, PAGE_SIZE).
     skbfrags = a.max_skb_frags if guest_gso else -(-mtu // a.page_size)
-    first = _new_page(a.page_size, "big-mode first page")
+    first = new_page(a.page_size, "big-mode first page")
     result = page_to_skb(frame_len, a.page_size, mode="big", hdr_len=hdr_len, kernel=k, arch=a,
                          big_pages=skbfrags + 1, page=first)
     result.buffers = (RxBuffer(first, 0, 0,
@@ -872,14 +385,6 @@ def _virtio_net_hdr_to_skb(skb: Skb, mss: int, *, l4: str, ip: int) -> None:
         skb.gso_segs = 0
 
 
-def _frag_size(frag_size: int | None, k: Kernel, a: Arch) -> int | None:
-    """receive()/RxQueue's frag_size: None for the kernel's usual allocator page; a page frag smaller than
-    PAGE_SIZE is one page (skb_page_frag_refill never takes less)."""
-    if frag_size is None or k.rule("rx_page_pool"):
-        return frag_size
-    return frag_size if frag_size >= a.page_size else a.page_size
-
-
 @public
 def receive(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan: bool = False,
             mode: Mode = "mergeable", mtu: Mtu = ETH_DATA_LEN, xdp: bool = False, kernel: str | Kernel = DEFAULT_KERNEL,
@@ -892,7 +397,7 @@ def receive(payload_len: PayloadLen, *, l4: L4 = "udp", ip: IpVersion = 4, vlan:
     A packet above the MTU is a guest-GSO packet: its skb carries the virtio-net header's ``gso_size``
     (default the MTU's MSS) as virtio_net_hdr_to_skb sets it (SKB_GSO_DODGY, gso_segs 0).
     """
-    k, a = _resolve(kernel, arch)
+    k, a = resolve(kernel, arch)
     check_int("payload_len", payload_len, 0, IP_MAX_MTU, "L4 payload bytes")
     check_choice("mode", mode, MODES, "virtio-net receive modes: small (no MRG_RXBUF, no big packets), "
                   "big (guest GSO or MTU > 1500 without MRG_RXBUF), mergeable (MRG_RXBUF)")
@@ -925,7 +430,7 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
             raise ValueError("xdp=True with mode='big': virtnet_xdp_set refuses XDP while big packets without "
                              "mergeable buffers are in use")
         return receive_big(frame, hdr_len=hdr_len, mtu=mtu, guest_gso=guest_gso, kernel=k, arch=a)
-    _check_mergeable_hdr_len(hdr_len, k)
+    check_mergeable_hdr_len(hdr_len, k)
     if buf_len is not None:
         headroom = VIRTIO_XDP_HEADROOM if xdp else 0
         room = mergeable_room(headroom, a)
@@ -934,11 +439,11 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
         if sg_len < hdr_len + ETH_HLEN:
             raise ValueError(f"buf_len={buf_len} leaves no room for a frame after XDP room {room}")
         count = -(-(frame + hdr_len) // sg_len)
-        buffers = [RxBuffer(_new_page(a.page_size, "pinned buffer"), 0, headroom, sg_len, buf_len)
+        buffers = [RxBuffer(new_page(a.page_size, "pinned buffer"), 0, headroom, sg_len, buf_len)
                    for _ in range(count)]
     else:
         min_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, big_packets=mtu > ETH_DATA_LEN or guest_gso)
-        frag = rx_page_allocator(k, a, _frag_size(frag_size, k, a))
+        frag = rx_page_allocator(k, a, frag_size_for(frag_size, k, a))
         buffers = []
         remaining = frame + hdr_len
         while remaining > 0:
@@ -962,16 +467,16 @@ class RxQueue:
                  hdr_len: int = MRG_RXBUF_HDR_LEN,
                  frag_size: int | None = None, xdp: bool = False, guest_gso: bool = True,
                  kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> None:
-        self.k, self.a = _resolve(kernel, arch)
+        self.k, self.a = resolve(kernel, arch)
         check_int("ring_size", ring_size, 2, 32768, "the virtqueue size (virtqueue_get_vring_size)")
         check_int("budget", budget, 1, 65536, "the NAPI budget (packets per poll)")
         check_mtu(mtu)
-        _check_mergeable_hdr_len(hdr_len, self.k)
+        check_mergeable_hdr_len(hdr_len, self.k)
         self.ring_size, self.budget, self.mtu, self.hdr_len, self.xdp = ring_size, budget, mtu, hdr_len, xdp
         self.guest_gso = guest_gso
         self.min_buf_len = mergeable_min_buf_len(mtu=mtu, hdr_len=hdr_len, ring_size=ring_size,
                                                  big_packets=mtu > ETH_DATA_LEN or guest_gso)
-        self.frag = rx_page_allocator(self.k, self.a, _frag_size(frag_size, self.k, self.a))
+        self.frag = rx_page_allocator(self.k, self.a, frag_size_for(frag_size, self.k, self.a))
         self.ewma = Ewma()
         self.posted: list[RxBuffer] = []
         self.polled = 0
@@ -1079,99 +584,13 @@ def head_case(skb: Skb) -> str:
     return "other"
 
 
-# --------------------------------------------------------------------------------------------------
-# Vectorised decision for many frames (the benchmark and the threshold maps)
-
-PATH_CODES = {"copy": 0, "copy+frag": 1, "build_skb": 2}
+_resolve = resolve  # vnetlab.viz.thresholds still reads the earlier private name
 
 
-class Classification(NamedTuple):
-    """page_to_skb()'s decision for an array of frames (see :func:`classify`)."""
+def __getattr__(name: str) -> Any:
+    """rx.classify and rx.Classification live in vnetlab.rx_classify, imported (with numpy) on first use."""
+    if name in ("classify", "Classification"):
+        from vnetlab import rx_classify
 
-    codes: np.ndarray  # int8 PATH_CODES
-    tailroom: np.ndarray  # the tailroom page_to_skb tests (-1 where the kernel has no build_skb branch)
-    frags: np.ndarray  # int32 frag slots the skb uses
-    copied: np.ndarray  # bytes copied into the napi_alloc_skb head (0 on the build_skb path)
-
-
-@public
-def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergeable",
-             hdr_len: int = MRG_RXBUF_HDR_LEN, headroom: int = 0, kernel: str | Kernel = DEFAULT_KERNEL,
-             arch: str | Arch = DEFAULT_ARCH) -> Classification:
-    """page_to_skb()'s decision for arrays of single-buffer frames: (path codes, tailroom, frags, copied).
-
-    Codes follow PATH_CODES. Same rules as :func:`page_to_skb` (tests cross-check them), written as a few
-    whole-array passes: the build_skb test, the copy test against the napi head's tailroom, and the codes.
-    """
-    import numpy as np
-
-    k, a = _resolve(kernel, arch)
-    check_choice("mode", mode, ("mergeable", "big"), "page_to_skb() runs in mergeable and big mode")
-    check_hdr_len(hdr_len, k)
-    check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
-                  "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
-    frames = int_array("frame_lens", frame_lens, "frame lengths in bytes", ndim=1)
-    trues = int_array("truesizes", truesizes, "buffer truesizes in bytes, one int or one per frame")
-    if trues.ndim and trues.shape != frames.shape:
-        raise ValueError(f"truesizes must be one int or one per frame ({frames.size}), got shape {trues.shape}")
-    if trues.size:
-        if mode == "big":
-            t_lo = t_hi = a.page_size
-            t_why = f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})"
-        else:
-            t_lo, (t_hi, t_why) = 1, mergeable_truesize_max(headroom, k, a)
-        t_min, t_max = int(trues.min()), int(trues.max())
-        if t_min < t_lo or t_max > t_hi:
-            raise ValueError(f"truesizes has {t_min if t_min < t_lo else t_max}, out of range {t_lo}..{t_hi}: {t_why}")
-    padded = hdr_padded_len(mode, hdr_len, k)
-    head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
-    has_build = k.rule("page_to_skb") == "build_skb"
-    # page_to_skb (5.13-6.2): a buffer with XDP headroom is taken as PAGE_SIZE long.
-    xdp_page = bool(headroom) and k.rule("xdp_truesize") == "page_size"
-    # tailroom = truesize - headroom - hdr_padded_len - len (page_to_skb, 5.13+ with 1a8024239dac).
-    tail = np.subtract((a.page_size if xdp_page else trues) - (headroom + padded), frames)
-    if frames.size:
-        lo = int(frames.min())
-        if lo < ETH_HLEN:
-            raise ValueError(f"frame_lens has {lo}: receive_buf drops frames shorter than ETH_HLEN ({ETH_HLEN})")
-        if mode == "mergeable":
-            # receive_mergeable: a frame longer than its buffer (len > truesize) is a length error.
-            slack = tail if not xdp_page else np.subtract(trues - (headroom + padded), frames)
-            if int(slack.min()) < hdr_len - (headroom + padded):
-                i = int(np.argmax(slack < hdr_len - (headroom + padded)))
-                t = int(trues if trues.ndim == 0 else trues[i])
-                raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {t} "
-                                 f"with a {hdr_len}-byte header): a length error in receive_mergeable")
-        else:
-            max_frame, why = big_max_frame(big_pages_range(a)[1], hdr_len, k, a)
-            if int(frames.max()) > max_frame:
-                raise ValueError(f"frame_lens has {int(frames.max())}: kernel {k.version} on {a.name} makes an skb "
-                                 f"of a big-mode frame up to {max_frame} bytes: {why}")
-    if has_build and a.net_ip_align == 0:
-        # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(shinfo).
-        build = frames > GOOD_COPY_LEN
-        np.logical_and(build, tail >= a.shinfo_size, out=build)
-    else:
-        build = np.zeros(frames.shape, dtype=bool)
-    if not has_build:
-        tail.fill(-1)
-    if k.rule("page_to_skb") == "copy128":
-        # page_to_skb (<= 5.11): copy = min(len, skb_tailroom(skb)); the rest is the frag.
-        copied = np.minimum(frames, head.tailroom)
-        frag = frames > head.tailroom
-    else:
-        # page_to_skb (0f6925b3e8da, 5.12+): the whole frame if it fits skb_tailroom, else ETH_HLEN + 1 frag.
-        frag = frames > head.tailroom
-        np.logical_and(frag, ~build, out=frag)
-        copied = np.where(frag, ETH_HLEN, frames)
-        np.putmask(copied, build, 0)
-    codes = build.view(np.int8) * np.int8(2)
-    codes += frag.view(np.int8)
-    if mode == "mergeable":
-        frags = frag.astype(np.int32)
-    else:
-        # receive_big: the rest of the frame spreads over page-sized frags along the page chain.
-        rest = frames - copied
-        first = a.page_size - padded - copied
-        frags = np.where(frag, 1 + np.maximum(0, -(-(rest - first) // a.page_size)), 0).astype(np.int32)
-    return Classification(codes, tail, frags, copied)
+        return getattr(rx_classify, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

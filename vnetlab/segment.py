@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from vnetlab import rx
+from vnetlab import skbuff
 from vnetlab.checks import In, check_int, public
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
 from vnetlab.headers import (
@@ -193,7 +193,7 @@ def gso_skb(
 
         members = [
             Skb(
-                headlen=size, truesize=rx.build_skb_truesize(rx_buffer(size), a), head_frag=True,
+                headlen=size, truesize=skbuff.build_skb_truesize(rx_buffer(size), a), head_frag=True,
                 head_kind="build_skb", end_offset=rx_buffer(size) - a.shinfo_size, headroom=_HEADROOM + hdr,
                 head_page=Page(pfn=1000 + i), ip_summed="CHECKSUM_UNNECESSARY", l4=l4,
             )
@@ -202,7 +202,7 @@ def gso_skb(
         head_buf = rx_buffer(sizes[0])
         return Skb(
             headlen=hdr + sizes[0],
-            truesize=rx.build_skb_truesize(head_buf, a) + sum(m.truesize for m in members),
+            truesize=skbuff.build_skb_truesize(head_buf, a) + sum(m.truesize for m in members),
             head_frag=True, head_kind="build_skb", end_offset=head_buf - a.shinfo_size, headroom=_HEADROOM,
             head_page=Page(pfn=1000), frag_list=members,
             gso_type=frozenset(gso_type | {"FRAGLIST"}) if segs > 1 else frozenset(),
@@ -215,12 +215,12 @@ def gso_skb(
     while rest:
         chunk, rest = rest[:max_skb_frags], rest[max_skb_frags:]
         # net/core/gro.c skb_gro_receive case 3: the skb whose frags these are, its (header-only) head included
-        head = rx.alloc_skb_head(_HEADROOM + hdr, k, a)
+        head = skbuff.alloc_skb_head(_HEADROOM + hdr, k, a)
         members.append(
             Skb(headlen=0, truesize=head.truesize + sum(f.truesize for f in chunk), head_frag=False,
                 head_kind="kmalloc", end_offset=head.end_offset, headroom=_HEADROOM + hdr, frags=chunk, l4=l4)
         )
-    head = rx.alloc_skb_head(_HEADROOM + hdr, k, a)
+    head = skbuff.alloc_skb_head(_HEADROOM + hdr, k, a)
     return Skb(
         headlen=hdr, truesize=head.truesize + sum(f.truesize for f in head_frags) + sum(m.truesize for m in members),
         head_frag=False, head_kind=head.kind, end_offset=head.end_offset, headroom=_HEADROOM,
@@ -255,9 +255,9 @@ class SegmentResult:
 
 
 @functools.lru_cache(maxsize=512)
-def _alloc_head(size: int, k: Kernel, a: Arch) -> rx.Head:
+def _alloc_head(size: int, k: Kernel, a: Arch) -> skbuff.Head:
     # every segment of one skb asks __alloc_skb for the same size: one answer per (size, kernel, arch)
-    return rx.alloc_skb_head(size, k, a)
+    return skbuff.alloc_skb_head(size, k, a)
 
 
 def _segment_skb(hdr: int, payload: int, *, sg: bool, frags: Sequence[Frag] = (), template: Skb, k: Kernel,

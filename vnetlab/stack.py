@@ -22,8 +22,7 @@ from typing import Annotated, Any
 from vnetlab import features as F
 from vnetlab import netdev, xmit
 from vnetlab.checks import In, public
-from vnetlab.gro import UDP_GRO_CNT_MAX
-from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_GRO_CNT_MAX, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb

@@ -40,7 +40,8 @@ from vnetlab.features import (
     skb_gso_ok,
 )
 from vnetlab.headers import ETH_HLEN, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, VLAN_HLEN
-from vnetlab.netdev import Device, Handoff, Vxlan, _is_skb_forwardable
+from vnetlab.netdev import Device, Handoff, Vxlan
+from vnetlab.netdev.core import is_skb_forwardable
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, device_kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.segment import SegmentResult, _check_skb, _Tags, gso_skb, skb_gso_segment
@@ -633,7 +634,7 @@ def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None =
     kept: list[Skb] = []
     dropped = 0
     for s in skbs:
-        if not _is_skb_forwardable(rcv, s):
+        if not is_skb_forwardable(rcv, s):
             dropped += 1
             continue
         use_napi = napi and (not k.rule("veth_napi_for_gro") or _eligible_for_gro(dev, rcv, local_udp, kv))
