@@ -364,3 +364,22 @@ def test_udp_recv_refuses_skbs_no_udp_socket_is_handed(make, message):
 
     with pytest.raises(ArgumentError, match=message):
         udp.udp_recv([make()])
+
+
+@pytest.mark.parametrize("kernel", ["5.10", "5.11", "5.12", "5.13", "5.10.223", "5.10.262"])
+@pytest.mark.parametrize("rx", [None, {"rx-gro": True, "rx-udp-gro-forwarding": True}], ids=["gro", "gro-fwd"])
+def test_the_inner_sockets_udp_gro_never_merges_the_outer_flow(kernel, rx):
+    """With XDP on the underlay the vxlan GSO skb crosses as 10 outer packets into the underlay's NAPI GRO. The
+    outer lookup finds the tunnel's socket (net/ipv4/udp_offload.c udp4_gro_receive, Debian 5.10.223), which has
+    no gro_enabled: udp_gro_receive's `(sk && udp_sk(sk)->gro_enabled) || is_flist` is false, and GRO_UDP_FWD
+    (5.12) is only for `!sk`. So the outer packets go up one by one, vxlan_rcv decapsulates each, and the inner
+    UDP_GRO socket reads exactly what was sent (the model read the outer headers as payload: 14450 of 14000 B)."""
+    if rx and "rx-udp-gro-forwarding" not in netdev.Namespace(kernel=kernel).veth("a", "b")[0].ethtool_k():
+        pytest.skip(f"{kernel} has no rx-udp-gro-forwarding")
+    if rx and kernel == "5.10.262":
+        pytest.skip("5.10.262's GRO_UDP_FWD backport is inert in udp_gro_receive: its own rule and test")
+    vx0, vx1 = _vxlan_pair(kernel, rx, xdp=True)
+    t = udp.send_over_vxlan(vx0, vx1, 14000, gso_size=1400, udp_gro=True)
+    assert t.rx is not None and t.vxlan is not None and t.recv is not None
+    assert len(t.rx.delivered) == 10 and t.vxlan.rx_packets == 10
+    assert t.recv.bytes == 14000 and t.recv.sizes == (14000,) and t.recv.gso_sizes == (1400,)  # the length sent

@@ -650,11 +650,19 @@ def veth_xmit(dev: Device, skbs: Iterable[Skb], *, kernel: str | Kernel | None =
     # skb (skb->encapsulation, kept across veth) found no tunnel GRO and gets no L4 GRO either: each goes up
     local_encap = bool(napi_skbs) and napi_skbs[0].encapsulation and napi_skbs[0].transport == "udp" and bool(
         k.rule("udp_gro_skips_local_encap"))
+    # The outer flow of a UDP tunnel (vxlan's headers still on, as vxlan_rcv above takes it): udp4_gro_receive's
+    # lookup finds the tunnel's socket (setup_udp_tunnel_sock turned udp_encap_needed_key on), never the inner
+    # socket, so the inner socket's UDP_GRO does not apply here (net/ipv4/udp_offload.c udp_gro_receive, Debian
+    # 5.10.223: `if ((sk && udp_sk(sk)->gro_enabled) || NAPI_GRO_CB(skb)->is_flist)`; the tunnel socket has no
+    # gro_enabled, so only GRO_FRAGLIST's is_flist aggregates). What the tunnel's own GRO (vxlan_gro_receive) does
+    # is not drawn at this hop: vxlan_rcv's gro_cells merges the same inner packets.
+    tunnel = bool(napi_skbs) and napi_skbs[0].tunnel_hlen > 0 and napi_skbs[0].transport == "udp"
     if napi_skbs and gro_on and not fragments and not local_encap:
         l4 = napi_skbs[0].transport
-        merged = gro.aggregate([copy.deepcopy(s) for s in napi_skbs], l4=l4, udp_gro=udp_gro and l4 == "udp",
-                               features=rcv_feats, kernel=kv, ip=ip, local_socket=local_socket,
-                               vlan=bool(napi_skbs[0].vlan_inband))
+        sock = dict(udp_gro=False, local_socket=True, udp_encap_needed=True) if tunnel else dict(
+            udp_gro=udp_gro and l4 == "udp", local_socket=local_socket)
+        merged = gro.aggregate([copy.deepcopy(s) for s in napi_skbs], l4=l4, features=rcv_feats, kernel=kv, ip=ip,
+                               vlan=bool(napi_skbs[0].vlan_inband), **sock)
         # the backlog is processed after this NAPI poll's GRO flush; one flow takes one path per send
         delivered = [s for s, p in zip(delivered, paths) if p == "backlog"] + list(merged)
     # net/core/dev.c __netif_receive_skb_core: skb_vlan_untag, the in-band tag becomes vlan_tci
