@@ -383,3 +383,29 @@ def test_the_inner_sockets_udp_gro_never_merges_the_outer_flow(kernel, rx):
     assert t.rx is not None and t.vxlan is not None and t.recv is not None
     assert len(t.rx.delivered) == 10 and t.vxlan.rx_packets == 10
     assert t.recv.bytes == 14000 and t.recv.sizes == (14000,) and t.recv.gso_sizes == (1400,)  # the length sent
+
+
+@pytest.mark.parametrize("end1, why", [((43, 6), "IPv6 only"), ((43, 4), "VNI 42"), ((42, 6), "IPv6 only")])
+def test_mismatched_vxlan_ends_drop_and_say_why(end1, why):
+    # drivers/net/vxlan/vxlan_core.c (6.1): vxlan_vs_find_vni finds no device for another VNI; an IPv6 vxlan
+    # socket is v6only (vxlan_socket_create), so an IPv4 outer header finds no socket. Before: 980 of 1000 B.
+    net = netdev.Namespace(kernel="6.1")
+    v0, v1 = net.veth("v0", "v1")
+    vx0 = net.vxlan("vx0", vni=42, underlay=v0, ip=4)
+    vx1 = net.vxlan("vx1", vni=end1[0], underlay=v1, ip=end1[1])
+    t = udp.send_over_vxlan(vx0, vx1, 1000)
+    assert t.recv is not None and t.vxlan is not None
+    assert t.recv.bytes == 0 and t.vxlan.rx_packets == 0 and len(t.vxlan.dropped) == 1
+    assert why in t.vxlan.dropped[0][1]
+
+
+def test_vxlan_rcv_drops_a_plain_skb_instead_of_stripping_it():
+    # vxlan_rcv drops what has no VXLAN header (pskb_may_pull(VXLAN_HLEN), the VNI flag); before, a plain
+    # 1000-byte datagram lost its first 64 bytes as "outer headers".
+    net = netdev.Namespace(kernel="6.1")
+    v0, v1 = net.veth("v0", "v1")
+    vx1 = net.vxlan("vx1", vni=42, underlay=v1)
+    plain = udp.udp_sendmsg(v0, 1000).skb
+    from vnetlab import xmit
+    r = xmit.vxlan_rcv(vx1, [plain.copy(headroom=plain.headroom + 14, headlen=plain.headlen - 14)])
+    assert r.rx_packets == 0 and not r.delivered and "no VXLAN header" in r.dropped[0][1]

@@ -94,6 +94,9 @@ class Skb:
     vlan_inband: tuple[int, ...] = ()  # VIDs of 802.1Q tags in the linear part, outermost first (vlan_insert_tag)
     tunnel_hlen: int = 0  # bytes from the outer network header to the inner one (vxlan: outer IP+UDP+VXLAN+ETH)
     ipfrag: str = ""  # "" not an IP fragment, "first" (MF, offset 0: has the L4 header) or "next"
+    # the UDP tunnels around the inner frame, outermost first: (outer IP version, VNI, header bytes) as the
+    # vxlan_xmit_one that pushed them wrote them; what the receiving vxlan_rcv matches its socket and VNI against
+    tunnels: tuple[tuple[int, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.head_kind not in HEAD_KINDS:
@@ -125,6 +128,13 @@ class Skb:
             raise ValueError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}")
         if self.ipfrag not in IPFRAG_KINDS:
             raise ValueError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}")
+        if self.tunnels:
+            self.tunnels = tuple(tuple(t) for t in self.tunnels)
+            if not all(len(t) == 3 and t[0] in (4, 6) and type(t[1]) is int and 0 <= t[1] < 1 << 24
+                       and type(t[2]) is int and t[2] > 0 for t in self.tunnels) \
+                    or sum(t[2] for t in self.tunnels) > self.tunnel_hlen:
+                raise ValueError(f"Skb.tunnels must hold (outer IP 4|6, VNI 0..2^24-1, header bytes > 0) whose bytes "
+                                 f"fit tunnel_hlen {self.tunnel_hlen}, got {self.tunnels!r}")
         for i, m in enumerate(self.frag_list):
             if not isinstance(m, Skb):
                 raise ValueError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}")
@@ -308,14 +318,16 @@ class Skb:
                          headlen=self.headlen - VLAN_HLEN, headroom=self.headroom + VLAN_HLEN)
 
     @public
-    def encapsulate(self, hlen: int, gso_tunnel: str) -> Skb:
+    def encapsulate(self, hlen: int, gso_tunnel: str, *, vni: int | None = None, ip: int = 4) -> Skb:
         """The tunnel headers (``hlen`` bytes, outer link header excluded) pushed in front; skb->encapsulation set
         and ``gso_tunnel`` (SKB_GSO_UDP_TUNNEL[_CSUM]) added to a GSO skb (iptunnel_handle_offloads). The inner
-        frame's in-band tags become part of the tunnel headers' payload."""
+        frame's in-band tags become part of the tunnel headers' payload. ``vni`` and ``ip`` (the outer IP
+        version) are what the tunnel header says, kept in :attr:`tunnels` for the receiving end."""
         gso_type = self.gso_type | ({gso_tunnel} if self.is_gso() else set())
         inner_tags = VLAN_HLEN * len(self.vlan_inband)
+        tunnels = ((ip, vni, hlen + inner_tags), *self.tunnels) if vni is not None else self.tunnels
         out = self.copy(encapsulation=True, gso_type=frozenset(gso_type), vlan_tag=None, vlan_inband=(),
-                        tunnel_hlen=self.tunnel_hlen + hlen + inner_tags)
+                        tunnel_hlen=self.tunnel_hlen + hlen + inner_tags, tunnels=tunnels)
         out._grow_head(hlen)
         return out
 
