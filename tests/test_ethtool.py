@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vnetlab import ethtool, live
 from vnetlab.errors import UnknownFeatureError
@@ -290,3 +292,99 @@ def test_public_functions_refuse_wrong_types_by_name():
         ethtool.expand(3, kernel="6.1")
     with pytest.raises(ArgumentError, match=r"FeatureState.parse: text must be"):
         ethtool.FeatureState.parse(True)
+
+
+# What ethtool netlink/features.c dump_features can print: one "Features for DEV:" header; each legacy flag with
+# several features as a summary line ("on" when any member is active, no note) followed by its members, tab-indented;
+# a flag with one feature under its long name; a flag with none as "LONG: off" alone; every other feature once under
+# its kernel name. Text outside that shape is not ethtool's, and parse_k refuses it rather than guess.
+_PLAIN = "Features for x:\nscatter-gather: on\n\ttx-scatter-gather: on\n\ttx-scatter-gather-fraglist: off\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Features for x:\nrx-gro-hw: on\n\ttx-gso-list: on\n", "not a legacy long name"),
+    ("Features for x:\n\ttx-scatter-gather: on\n", "does not follow a legacy summary"),
+    ("Features for x:\nscatter-gather: on\n\trx-gro-hw: on\n", "not one of its features"),
+    ("Features for x:\nrx-gro-hw: on\nrx-gro-hw: off\n", "printed twice"),
+    (_PLAIN + _PLAIN, "second device"),
+    (_PLAIN + _PLAIN.replace("Features for x:\n", ""), "out of place"),
+    ("Features for x:\nrx-gro-hw: on\nscatter-gather: on\n\ttx-scatter-gather: on\n", "out of place"),
+    ("Features for x:\ngeneric-receive-offload: on\nscatter-gather: on\n\ttx-scatter-gather: on\n", "out of place"),
+    ("Features for x:\nscatter-gather: off\n\ttx-scatter-gather: on\n", "members are on"),
+    ("Features for x:\nscatter-gather: on\n\ttx-scatter-gather: off\n", "all off"),
+    ("Features for x:\nscatter-gather: on [fixed]\n\ttx-scatter-gather: on\n", "no \\[fixed\\]"),
+])
+def test_parse_k_refuses_what_ethtool_never_prints(text, message):
+    with pytest.raises(ValueError, match=message):
+        ethtool.parse_k(text)
+
+
+def test_parse_k_keeps_every_line_ethtool_prints():
+    # A summary with its members, a one-feature flag under its long name, a flag with no feature ("off" alone:
+    # dump_features' n_match == 0) and a kernel-named feature: every feature line is kept, none dropped.
+    text = _PLAIN + "tcp-segmentation-offload: off\ngeneric-receive-offload: off\nrx-gro-hw: off [fixed]\n"
+    states = ethtool.parse_k(text)
+    assert sorted(states) == ["rx-gro", "rx-gro-hw", "tx-scatter-gather", "tx-scatter-gather-fraglist"]
+    assert not states["rx-gro"].on and states["rx-gro-hw"].fixed
+
+
+def test_parse_k_reads_this_machines_ethtool(tmp_path):
+    # The machine's own `ethtool -k` for every device it has: the real program's output always parses, and every
+    # feature the kernel names (netdev_features_strings, from `ethtool --show-features` = -k) is in it once.
+    if shutil.which("ethtool") is None:
+        pytest.skip("ethtool is not installed")
+    for dev in sorted(p.name for p in Path("/sys/class/net").iterdir()):
+        done = subprocess.run(["ethtool", "-k", dev], capture_output=True, text=True, check=False)
+        if done.returncode:
+            continue
+        states = ethtool.parse_k(done.stdout)
+        printed = [ln for ln in done.stdout.splitlines()[1:] if ln.strip()]
+        summaries = [ln for ln in printed if not ln.startswith("\t") and printed.index(ln) + 1 < len(printed)
+                     and printed[printed.index(ln) + 1].startswith("\t")]
+        assert len(states) == len(printed) - len(summaries), dev
+
+
+_MUTATIONS = ("drop", "duplicate", "indent", "unindent", "swap", "flip", "paste")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(SAMPLES), st.lists(st.tuples(st.sampled_from(_MUTATIONS), st.integers(1, 80),
+                                                    st.integers(1, 80)), min_size=1, max_size=3))
+def test_whatever_parse_k_accepts_ethtool_could_print(name, edits):
+    # The oracle is dump_features' own layout (format_k): every line of a text parse_k accepts is one ethtool
+    # prints for those states, in its order (an excerpt leaves lines out); otherwise parse_k refuses it.
+    lines = sample(name).splitlines()
+    for kind, i, j in edits:
+        body = len(lines) - 1
+        if body < 2:
+            break
+        i, j = 1 + i % body, 1 + j % body
+        if kind == "drop":
+            del lines[i]
+        elif kind == "duplicate":
+            lines.insert(i, lines[i])
+        elif kind == "indent" and not lines[i].startswith("\t"):
+            lines[i] = "\t" + lines[i]
+        elif kind == "unindent":
+            lines[i] = lines[i].lstrip("\t")
+        elif kind == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        elif kind == "flip":
+            lines[i] = lines[i].replace(": on", ": %%").replace(": off", ": on").replace(": %%", ": off")
+        elif kind == "paste":
+            lines += sample(SAMPLES[j % len(SAMPLES)]).splitlines()
+    text = "\n".join(lines) + "\n"
+    try:
+        states = ethtool.parse_k(text)
+    except ValueError:
+        return
+    # An excerpt can keep one member of a several-feature flag: print it with its full flag, as ethtool would.
+    full = ethtool.parse_k(sample(name))
+    shown = dict(states) | {n: s for n, s in full.items() if n not in states and any(
+        ethtool.pattern_match(n, f.pattern) and any(ethtool.pattern_match(m, f.pattern) for m in states)
+        for f in ethtool.LEGACY_FLAGS)}
+    # (the kernel-named features' order is the kernel's bit order, which parse_k is not told: the text's is kept)
+    printed = iter(ethtool.format_k(shown, states.device, list(states) + [n for n in shown if n not in states])
+                   .splitlines())
+    assert all(any(ln == p for p in printed) for ln in lines if ln.strip()), \
+        "parse_k accepted a text dump_features cannot print"

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vnetlab import features as F
-from vnetlab.errors import UnknownFeatureError
+from vnetlab.errors import ArgumentError, UnknownFeatureError
 from vnetlab.features import FeatureSet
 from vnetlab.live import running_profile
 
@@ -319,3 +319,27 @@ def test_public_functions_check_their_arguments():
         FeatureSet.from_bits(1.0, kernel="6.1")
     with pytest.raises(ArgumentError, match="skb_gso_ok: has_frag_list must be"):
         F.skb_gso_ok(FeatureSet.empty("6.1"), ["UDP_L4"], has_frag_list=1)
+
+
+@pytest.mark.parametrize("value, on", [
+    (False, False), (True, True), ("off", False), ("on", True), ("off [fixed]", False), ("on [requested off]", True),
+    ((False, True), False), ((True, False, True), True)])
+def test_from_ethtool_reads_every_way_a_state_is_written(value, on):
+    # "off" as `ethtool -k` prints it (netlink/features.c dump_feature) is off: a non-empty string is not "on".
+    fs = FeatureSet.from_ethtool({"rx-gro": value}, kernel="6.1")
+    assert ("GRO" in fs) is on
+
+
+@pytest.mark.parametrize("value", ["maybe", 1, 0, None, 2.0, ("on",)])
+def test_from_ethtool_refuses_what_is_not_a_state(value):
+    with pytest.raises(ArgumentError, match=r"settings\['rx-gro'\]"):
+        FeatureSet.from_ethtool({"rx-gro": value}, kernel="6.1")
+
+
+def test_a_mappings_false_is_off_everywhere():
+    # {name: False} means the feature is off: from_names and coerce keep only the True ones.
+    gro = FeatureSet.from_names(["GRO"], kernel="6.1")
+    assert FeatureSet.from_names({"SG": False, "GRO": True}, kernel="6.1") == gro
+    assert FeatureSet.coerce({"SG": False, "GRO": True}, kernel="6.1") == gro
+    with pytest.raises(ArgumentError, match=r"names\['SG'\]"):
+        FeatureSet.from_names({"SG": "yes"}, kernel="6.1")

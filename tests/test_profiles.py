@@ -132,3 +132,40 @@ def test_tables_are_read_from_the_installed_package():
     # importlib.resources: vnetlab.data is data/ (pyproject package-dir), so a wheel carries the same files.
     import importlib.resources
     assert importlib.resources.files("vnetlab.data").joinpath("kernels.toml").is_file()
+
+
+def _two_labs(rule, a, b):
+    k = vnetlab.kernel("6.1")
+    return k.with_overrides("lab", {rule: (a, "source: this test")}), k.with_overrides("lab", {rule: (b, "source: x")})
+
+
+def test_kernels_of_one_name_with_other_rules_never_share_an_answer():
+    # Two lab kernels named alike but with other rules are other kernels: every cache keyed by the kernel must
+    # tell them apart (before, the second got the first's cached answer).
+    from vnetlab import cost, gro, rx
+
+    a, b = _two_labs("sk_buff_size_64", 232, 256)  # BTF 6.18: sizeof(struct sk_buff) 232; 256 an override
+    assert a != b and vnetlab.arch("x86_64", a).sk_buff_size != vnetlab.arch("x86_64", b).sk_buff_size
+    a, b = _two_labs("page_to_skb", "copy_eth_hlen", "build_skb")
+    assert rx.receive(1000, kernel=a).path != rx.receive(1000, kernel=b).path
+    sa, sb = (gro.simulate_stream(64, 1000, l4="udp", udp_gro=True, kernel=k) for k in (a, b))
+    assert sa.path_counts != sb.path_counts
+    traffic = cost.Traffic("1000-byte UDP", (1000,))
+    assert cost.op_counts(traffic, a) != cost.op_counts(traffic, b)
+    same = vnetlab.kernel("6.1").with_overrides("lab", {"page_to_skb": ("copy_eth_hlen", "source: again")})
+    assert same == a and hash(same) == hash(a)  # the same rules: one kernel, one cached answer
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"udp_max_segments": (-1, "s")}, "int >= 0"),
+    ({"udp_max_segments": (True, "s")}, "int >= 0"),
+    ({"napi_head": ("page_frag_2k", "s")}, "one of"),          # data/kernels.toml: the four napi_head words
+    ({"page_to_skb": ("copy", "s")}, "one of"),
+    ({"no_such_rule": (1, "s")}, "is not a rule"),
+    ({"udp_max_segments": 64}, "must be \\(value, source\\)"),
+])
+def test_with_overrides_refuses_what_a_rule_cannot_be(overrides, message):
+    from vnetlab.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=message):
+        vnetlab.kernel("6.1").with_overrides("lab", overrides)

@@ -205,3 +205,30 @@ def test_veth_xmit_hands_up_every_byte(case, gro, gro_list):
     assert sum(s.segments(s.header_len(ip=c["ip"], link_hlen=0)) for s in rx.delivered) == c["segs"]
     for s in rx.delivered:
         check_skb(s, c["kernel"], c["arch"])
+
+
+@PROPS
+@given(st.sampled_from(("5.10", "5.13", "6.1", "6.12", "6.18", "7.3.4")), st.integers(1, 14000),
+       st.sampled_from([0, 1300, 1400]), st.sampled_from([4, 6]), st.booleans(),
+       st.tuples(st.sampled_from([42, 43]), st.sampled_from([4, 6])), st.tuples(st.sampled_from([42, 43]),
+                                                                              st.sampled_from([4, 6])),
+       st.booleans())
+def test_vxlan_ends_deliver_every_byte_or_count_its_drop(kernel, length, gso_size, ip, udp_gro, end0, end1, xdp):
+    """Matched ends (same VNI, same outer IP family) deliver exactly what was sent; mismatched ends deliver nothing
+    and count every outer skb the underlay handed up as dropped (drivers/net/vxlan/vxlan_core.c vxlan_rcv:
+    vxlan_vs_find_vni; vxlan_socket_create: one socket per family, IPv6 v6only). Never a byte invented or lost."""
+    net = netdev.Namespace(kernel)
+    v0, v1 = net.veth("v0", "v1")
+    vx0 = net.vxlan("vx0", vni=end0[0], underlay=v0, ip=end0[1])
+    vx1 = net.vxlan("vx1", vni=end1[0], underlay=v1, ip=end1[1])
+    if xdp:
+        v1.set_xdp(True)
+    t = udp.send_over_vxlan(vx0, vx1, length, gso_size=gso_size, ip=ip, udp_gro=udp_gro)
+    if t.send.error is not None or t.recv is None:
+        return
+    assert t.vxlan is not None and t.rx is not None
+    if end0 == end1:
+        assert t.recv.bytes == length and not t.vxlan.dropped
+    else:
+        assert t.recv.bytes == 0 and len(t.vxlan.dropped) == len(t.rx.delivered) > 0
+        assert all(reason for _, reason in t.vxlan.dropped)

@@ -12,6 +12,7 @@ import pytest
 
 from vnetlab import live, netdev, udp
 from vnetlab.segment import gso_skb
+from vnetlab.skb import Skb
 
 MTU = 1500
 MSS = {4: MTU - 20 - 8, 6: MTU - 40 - 8}  # udpgso.c CONST_MSS_V4 / CONST_MSS_V6
@@ -346,3 +347,66 @@ def test_udp_sendmsg_refuses_a_missing_device_and_non_bool_flags():
     for flag in ("dontfrag", "no_check_tx", "peer_udp_gro"):
         with pytest.raises(ValueError, match=f"{flag} must be True or False|{flag} must be a bool"):
             udp.udp_sendmsg(eth, 1000, **{flag: "no"})
+
+
+# --- what can reach a UDP socket ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: None, "must be an Skb"),
+    # ip_protocol_deliver_rcu (net/ipv4/ip_input.c) demuxes on iph->protocol: TCP never reaches udp_rcv
+    (lambda: _rx(gso_skb(l4="tcp", segs=2, gso_size=1000)), "TCP skb"),
+    # __udp4_lib_rcv (net/ipv4/udp.c) drops what cannot hold a struct udphdr before any socket sees it
+    (lambda: Skb(headlen=20, truesize=512, head_frag=False, end_offset=256, l4="udp"),
+     "shorter than the IPv4 and UDP headers"),
+])
+def test_udp_recv_refuses_skbs_no_udp_socket_is_handed(make, message):
+    from vnetlab.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=message):
+        udp.udp_recv([make()])
+
+
+@pytest.mark.parametrize("kernel", ["5.10", "5.11", "5.12", "5.13", "5.10.223", "5.10.262"])
+@pytest.mark.parametrize("rx", [None, {"rx-gro": True, "rx-udp-gro-forwarding": True}], ids=["gro", "gro-fwd"])
+def test_the_inner_sockets_udp_gro_never_merges_the_outer_flow(kernel, rx):
+    """With XDP on the underlay the vxlan GSO skb crosses as 10 outer packets into the underlay's NAPI GRO. The
+    outer lookup finds the tunnel's socket (net/ipv4/udp_offload.c udp4_gro_receive, Debian 5.10.223), which has
+    no gro_enabled: udp_gro_receive's `(sk && udp_sk(sk)->gro_enabled) || is_flist` is false, and GRO_UDP_FWD
+    (5.12) is only for `!sk`. So the outer packets go up one by one, vxlan_rcv decapsulates each, and the inner
+    UDP_GRO socket reads exactly what was sent (the model read the outer headers as payload: 14450 of 14000 B)."""
+    if rx and "rx-udp-gro-forwarding" not in netdev.Namespace(kernel=kernel).veth("a", "b")[0].ethtool_k():
+        pytest.skip(f"{kernel} has no rx-udp-gro-forwarding")
+    if rx and kernel == "5.10.262":
+        pytest.skip("5.10.262's GRO_UDP_FWD backport is inert in udp_gro_receive: its own rule and test")
+    vx0, vx1 = _vxlan_pair(kernel, rx, xdp=True)
+    t = udp.send_over_vxlan(vx0, vx1, 14000, gso_size=1400, udp_gro=True)
+    assert t.rx is not None and t.vxlan is not None and t.recv is not None
+    assert len(t.rx.delivered) == 10 and t.vxlan.rx_packets == 10
+    assert t.recv.bytes == 14000 and t.recv.sizes == (14000,) and t.recv.gso_sizes == (1400,)  # the length sent
+
+
+@pytest.mark.parametrize("end1, why", [((43, 6), "IPv6 only"), ((43, 4), "VNI 42"), ((42, 6), "IPv6 only")])
+def test_mismatched_vxlan_ends_drop_and_say_why(end1, why):
+    # drivers/net/vxlan/vxlan_core.c (6.1): vxlan_vs_find_vni finds no device for another VNI; an IPv6 vxlan
+    # socket is v6only (vxlan_socket_create), so an IPv4 outer header finds no socket. Before: 980 of 1000 B.
+    net = netdev.Namespace(kernel="6.1")
+    v0, v1 = net.veth("v0", "v1")
+    vx0 = net.vxlan("vx0", vni=42, underlay=v0, ip=4)
+    vx1 = net.vxlan("vx1", vni=end1[0], underlay=v1, ip=end1[1])
+    t = udp.send_over_vxlan(vx0, vx1, 1000)
+    assert t.recv is not None and t.vxlan is not None
+    assert t.recv.bytes == 0 and t.vxlan.rx_packets == 0 and len(t.vxlan.dropped) == 1
+    assert why in t.vxlan.dropped[0][1]
+
+
+def test_vxlan_rcv_drops_a_plain_skb_instead_of_stripping_it():
+    # vxlan_rcv drops what has no VXLAN header (pskb_may_pull(VXLAN_HLEN), the VNI flag); before, a plain
+    # 1000-byte datagram lost its first 64 bytes as "outer headers".
+    net = netdev.Namespace(kernel="6.1")
+    v0, v1 = net.veth("v0", "v1")
+    vx1 = net.vxlan("vx1", vni=42, underlay=v1)
+    plain = udp.udp_sendmsg(v0, 1000).skb
+    from vnetlab import xmit
+    r = xmit.vxlan_rcv(vx1, [plain.copy(headroom=plain.headroom + 14, headlen=plain.headlen - 14)])
+    assert r.rx_packets == 0 and not r.delivered and "no VXLAN header" in r.dropped[0][1]

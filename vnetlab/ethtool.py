@@ -226,6 +226,10 @@ class FeatureState:
             raise ValueError(f"text={text!r} is not an `ethtool -k` value: on|off, optionally followed by "
                              "[fixed], [requested on] or [requested off] (netlink/features.c dump_feature)")
         on, note = match["on"] == "on", match["note"]
+        if note in ("requested on", "requested off") and (note == "requested on") == on:
+            # dump_feature prints [requested ...] only when wanted and active differ
+            raise ValueError(f"text={text!r}: ethtool prints [requested on|off] only when the request differs from "
+                             "the state (netlink/features.c dump_feature)")
         return cls(on, note == "fixed", None if note in (None, "fixed") else note == "requested on")
 
     @classmethod
@@ -348,7 +352,10 @@ def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
             continue
         match = _HEADER.match(raw)
         if match:
-            device = device or match["dev"]
+            if device is not None or parsed:
+                raise ValueError(f"text: line {number} starts a second device ({match['dev']!r}); "
+                                 "ethtool -k prints one \"Features for DEV:\" header, first")
+            device = match["dev"]
             continue
         match = _LINE.match(raw)
         if match is None:
@@ -366,26 +373,77 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
     """Parse ``ethtool -k DEV`` output into {kernel feature string: FeatureState}.
 
     Summary lines of multi-feature legacy flags (a line followed by tab-indented members) are dropped; a
-    legacy long name printed for a single feature is renamed to that feature. For a ``[fixed]`` feature ethtool
-    does not show what is wanted, so its request is its state (as FeatureState takes it).
+    legacy long name printed for a single feature is renamed to that feature. Text ethtool cannot print is refused
+    (ValueError): an indented line outside a legacy flag, a summary that disagrees with its members, a feature or
+    a legacy flag twice, flags out of off_flag_def order or after kernel-named features, two device headers. A
+    part of the output (lines left out, as when a reader pastes an excerpt) is read as the features it shows. For
+    a ``[fixed]`` feature ethtool does not show what is wanted, so its request is its state (as FeatureState
+    takes it).
     """
     header, parsed = printed_lines(text)
     device = device or header
     if not parsed:
         raise ValueError("text: no feature lines found; is this `ethtool -k` output?")
     states: dict[str, FeatureState] = {}
+    summary: tuple[LegacyFlag, PrintedLine, list[bool]] | None = None  # the flag whose indented members follow
+
+    def close_summary() -> None:
+        # dump_features prints a multi-feature flag's summary as "on" when any member is active, else "off".
+        if summary is not None:
+            flag, line, members = summary
+            if line.state.on != any(members) or line.state.fixed or line.state.requested != line.state.on:
+                raise ValueError(f"text: {flag.long!r} reads {line.state} but its members are "
+                                 f"{'on' if any(members) else 'all off'}; ethtool prints a summary as on when "
+                                 "any member is on, with no [fixed] or [requested] note")
+
+    def put(name: str, state: FeatureState) -> None:
+        if name in states:
+            raise ValueError(f"text: feature {name!r} is printed twice ({states[name]} and {state}); "
+                             "ethtool -k prints each feature once (is this two devices pasted together?)")
+        states[name] = state
+
+    flags_seen: list[LegacyFlag] = []
+    kernel_named = False  # dump_features prints every legacy flag first, in off_flag_def order, then the rest
     for i, line in enumerate(parsed):
         name = line.name
-        if not line.indented and i + 1 < len(parsed) and parsed[i + 1].indented:
-            continue  # a summary line; its members follow, indented
         flag = legacy_flag(name)
         if not line.indented and flag is not None and name == flag.long:
+            if kernel_named or (flags_seen and LEGACY_FLAGS.index(flag) <= LEGACY_FLAGS.index(flags_seen[-1])):
+                raise ValueError(f"text: {name!r} is out of place; ethtool -k prints the legacy flags first, once "
+                                 f"each, in this order: {', '.join(f.long for f in LEGACY_FLAGS if f.short != _UFO)}")
+            flags_seen.append(flag)
+        elif not line.indented:
+            kernel_named = True
+        if line.indented:
+            # dump_features indents only the members of the multi-feature legacy flag just summarised.
+            if summary is None:
+                raise ValueError(f"text: indented line {name!r} does not follow a legacy summary line "
+                                 "(ethtool indents only the members of a legacy flag such as scatter-gather)")
+            if not pattern_match(name, summary[0].pattern):
+                raise ValueError(f"text: {name!r} is indented under {summary[0].long!r} but is not one of its "
+                                 f"features (pattern {summary[0].pattern!r})")
+            summary[2].append(line.state.on)
+            put(name, line.state)
+            continue
+        close_summary()
+        summary = None
+        followed = i + 1 < len(parsed) and parsed[i + 1].indented
+        if followed:
+            if flag is None or name != flag.long:
+                raise ValueError(f"text: {name!r} is followed by indented lines but is not a legacy long name "
+                                 f"({', '.join(f.long for f in LEGACY_FLAGS)})")
+            summary = (flag, line, [])
+            continue
+        if flag is not None and name == flag.long:
             # dump_features printed this flag's only feature under the long name: which one is the pattern's
             # only match, and a pattern without '*' names it outright.
             if "*" in flag.pattern:
+                if str(line.state) == "off":
+                    continue  # n_match == 0: the flag's summary alone, "off", for a kernel with none of its features
                 raise ValueError(f"text: {name!r} stands for several features but has no indented members")
             name = flag.pattern
-        states[name] = line.state
+        put(name, line.state)
+    close_summary()
     return EthtoolK(device=device or "?", states=states)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from vnetlab.checks import In, public
-from vnetlab.errors import TableError, UnknownFeatureError, UnknownKernelError
+from vnetlab.errors import ArgumentError, TableError, UnknownFeatureError, UnknownKernelError
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel, table_kernels
 from vnetlab.profiles import kernel as _kernel
 
@@ -178,6 +178,25 @@ def mask(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
     return FeatureSet(t.masks[key], kernel)
 
 
+def _on(state: object, where: str) -> bool:
+    """A feature's on/off from a bool, a FeatureState or (on, fixed[, wanted]) tuple, or an `ethtool -k` value."""
+    from vnetlab.ethtool import FeatureState
+
+    if isinstance(state, bool):
+        return state
+    if isinstance(state, str):
+        try:
+            return FeatureState.parse(state).on
+        except ValueError:
+            pass
+    elif isinstance(state, tuple) and len(state) in (2, 3) and all(isinstance(v, bool) for v in state):
+        return state[0]  # FeatureState is a tuple-like (on, fixed) too
+    elif isinstance(state, FeatureState):
+        return state.on
+    raise ArgumentError(f"{where}={state!r}: a feature is on or off: True/False, a FeatureState, (on, fixed), or the "
+                        "value `ethtool -k` prints (\"on\", \"off [fixed]\", ...)", param=where)
+
+
 class FeatureSet:
     """An immutable set of NETIF_F features (names without the prefix) of one kernel.
 
@@ -228,6 +247,8 @@ class FeatureSet:
     def from_names(cls, names: Iterable[str], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
         if isinstance(names, str):
             names = [names]
+        elif isinstance(names, Mapping):
+            names = [name for name, on in names.items() if _on(on, f"names[{name!r}]")]
         k = resolve(kernel)
         value = 0
         for name in names:
@@ -243,12 +264,12 @@ class FeatureSet:
     @classmethod
     @public
     def from_ethtool(cls, settings: Mapping[str, object], kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
-        """From {ethtool name: on} (a bool, or ethtool_k()'s FeatureState / (on, fixed)); the 'on' ones are kept."""
+        """From {ethtool name: on}: a bool, ethtool_k()'s FeatureState or (on, fixed), or the value as ``ethtool -k``
+        prints it ("on", "off [fixed]", ...); the 'on' ones are kept."""
         k = resolve(kernel)
         value = 0
         for eth, state in settings.items():
-            on = state if isinstance(state, int) else state[0]  # a bool, or (on, fixed) as a tuple or FeatureState
-            if on:
+            if _on(state, f"settings[{eth!r}]"):
                 value |= 1 << bit(from_ethtool_name(eth, k), k)
         return cls(value, k)
 
@@ -273,6 +294,8 @@ class FeatureSet:
             return cls(value, k)
         if isinstance(value, str) or not isinstance(value, Iterable):
             raise ValueError(f"features must be a FeatureSet, an int or an iterable of NETIF_F names, got {value!r}")
+        if isinstance(value, Mapping):
+            value = [n for n, on in value.items() if _on(on, f"features[{n!r}]")]
         return cls.from_names([_strip(str(n)) for n in value], k)
 
     # -- properties ----------------------------------------------------------------------------

@@ -161,6 +161,7 @@ class _Held:
     flags: int
     members: list[int]
     is_flist: bool
+    plen: int = 0  # p->len, kept as skb_gro_receive keeps it (Skb.len would re-walk the frag_list every merge)
 
 
 def _eth_type_trans(skb: Skb, index: int) -> Skb:
@@ -261,8 +262,9 @@ def _skb_gro_receive(h: _Held, skb: Skb, fp: FlowParams, lp: Skb, members: list[
     headlen = skb.headlen
     length = skb.len - offset
     # skb_gro_receive (5.10 skbuff.c, 6.1 gro.c): p->len + len >= cap || NAPI_GRO_CB(skb)->flush -> -E2BIG.
-    if h.p.len + length >= fp.cap_limit or flush:
+    if h.plen + length >= fp.cap_limit or flush:
         return None
+    h.plen += length  # skb_gro_receive, every case: p->len += len
     rules_5x = fp.rules["consumed_truesize"] == "5.x"
     if headlen <= offset:
         if lp.nr_frags + skb.nr_frags <= fp.max_skb_frags and skb.nr_frags > 0:
@@ -391,7 +393,7 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = F
             count = skb.gso_segs
         else:
             skb.gso_size = payload
-        held = _Held(skb, count, skb.gso_size, payload + UDP_HLEN, flags, [i], fp.is_flist)
+        held = _Held(skb, count, skb.gso_size, payload + UDP_HLEN, flags, [i], fp.is_flist, skb.len)
         members = []
         skb.frag_list = members
         trace.events.append(GroEvent(i, "held", gro_skb=-2, packets=packets, counted=count))
@@ -403,8 +405,9 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = F
             # net/core/gro.c skb_gro_receive_list: p->len + skb->len >= 65536 refuses (headers included);
             # NAPI_GRO_CB(skb)->flush refused from the gro.toml rule receive_list_checks_flush (lab/probes.py reads it:
             # Debian 6.1.192, 6.12.117 and 7.x have the test; 5.10 skbuff.c, 6.12.95 and mainline 6.18 do not).
-            if held.p.len + skb.len >= GRO_LEGACY_MAX_SIZE or (flush_skb and list_checks_flush):
+            if held.plen + skb.len >= GRO_LEGACY_MAX_SIZE or (flush_skb and list_checks_flush):
                 return None
+            held.plen += skb.len - fp.offset  # skb_gro_receive_list: skb_pull(offset), then p->len += skb->len
             _headers_into_head(skb, fp.offset)
             skb.headroom += fp.offset
             skb.headlen -= fp.offset

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from vnetlab.checks import In, public
-from vnetlab.errors import TableError, UnknownArchError, UnknownKernelError
+from vnetlab.errors import ArgumentError, TableError, UnknownArchError, UnknownKernelError
 from vnetlab.tables import Section, load_table
 
 DEFAULT_KERNEL = "6.1"
@@ -84,8 +84,15 @@ class Kernel:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty lab kernel id, got {name!r}")
         values, sources = dict(self.rules.values), dict(self.rules.sources)
-        for rule, (value, source) in overrides.items():
-            self.rule(rule)  # an override replaces a rule the profile has; a new name is a typo
+        for rule, override in overrides.items():
+            if rule not in values:  # an override replaces a rule the profile has; a new name is a typo
+                raise ArgumentError(f"with_overrides: overrides[{rule!r}] is not a rule of kernel {self.version}; "
+                                    f"its rules: {', '.join(sorted(values))}", param="overrides")
+            if not (isinstance(override, tuple) and len(override) == 2 and isinstance(override[1], str)):
+                raise ArgumentError(f"with_overrides: overrides[{rule!r}] must be (value, source), got {override!r}",
+                                    param="overrides")
+            value, source = override
+            _check_rule_value(rule, value)
             values[rule], sources[rule] = value, source
         return Kernel(self.version, Section(self.rules.table, f"{self.rules.name} ({name})", values, sources), name)
 
@@ -125,9 +132,20 @@ class Kernel:
     def source(self, name: str) -> str:
         return self.rules.source(name)
 
+    @property
+    def rules_key(self) -> tuple[tuple[str, str], ...]:
+        """The rules as a hashable value: what a cache of this kernel's answers must be keyed by (two lab kernels
+        of one name and version with other overrides answer differently)."""
+        key = self._derived.get("rules_key")
+        if key is None:
+            key = self._derived["rules_key"] = tuple(sorted((n, repr(v)) for n, v in self.rules.values.items()))
+        return key
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Kernel):
-            return self.key == other.key and self.name == other.name
+            if self.key != other.key or self.name != other.name:
+                return False
+            return self is other or not self.name or self.rules_key == other.rules_key
         other_key = _coerce_key(other)
         return NotImplemented if other_key is None else self.key == other_key and not self.name
 
@@ -146,6 +164,33 @@ class Kernel:
 
     def __format__(self, spec: str) -> str:
         return format(self.version, spec)  # f"{k:8}" pads like the version string it replaced
+
+
+@functools.cache
+def _rule_domains() -> dict[str, tuple[type, frozenset[Any] | None]]:
+    """Per rule of data/kernels.toml: the type its values have and, for a word-valued rule, the words some kernel
+    has (the models branch on exactly those; another word would fall through to a default silently)."""
+    domains: dict[str, tuple[type, set[Any] | None]] = {}
+    for version in known_kernels():
+        for rule, value in load_table("kernels")[version].values.items():
+            kind = type(value)
+            words = domains.setdefault(rule, (kind, set() if kind is str else None))[1]
+            if words is not None and isinstance(value, str):
+                words.add(value)
+    return {r: (t, None if w is None or r == "released" else frozenset(w)) for r, (t, w) in domains.items()}
+
+
+def _check_rule_value(rule: str, value: object) -> None:
+    kind, words = _rule_domains().get(rule, (type(value), None))
+    ok = type(value) is kind and (words is None or value in words)
+    if kind is int and ok:
+        ok = value >= 0  # sizes, counts and page orders
+    if kind is list and ok:
+        ok = all(type(v) is int and v >= 0 for v in value)  # type: ignore[union-attr]
+    if not ok:
+        what = f"one of {sorted(words)}" if words else f"a {kind.__name__}" + (" >= 0" if kind is int else "")
+        raise ArgumentError(f"with_overrides: overrides[{rule!r}] must be {what} (the values the models know for "
+                            f"this rule in data/kernels.toml), got {value!r}", param="overrides")
 
 
 def _coerce_key(other: object) -> tuple[int, ...] | None:

@@ -271,7 +271,8 @@ def _segment_skb(hdr: int, payload: int, *, sg: bool, frags: Sequence[Frag] = ()
     head = _alloc_head(_HEADROOM + hdr + linear, k, a)
     # skb_segment -> __copy_skb_header: the segments keep the protocol, tags and skb->encapsulation (vxlan)
     keep = {"vlan_tag": template.vlan_tag, "ip_summed": template.ip_summed, "encapsulation": template.encapsulation,
-            "l4": template.transport, "vlan_inband": template.vlan_inband, "tunnel_hlen": template.tunnel_hlen}
+            "l4": template.transport, "vlan_inband": template.vlan_inband, "tunnel_hlen": template.tunnel_hlen,
+            "tunnels": template.tunnels}
     return Skb(headlen=hdr + linear, truesize=head.truesize + payload - linear, head_frag=False,
                head_kind=head.kind, end_offset=head.end_offset, headroom=_HEADROOM,
                frags=list(frags) if linear == 0 else [], **keep)
@@ -375,7 +376,8 @@ def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: Inband
     check_skb(skb)
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
     keep = {"vlan_tag": skb.vlan_tag, "ip_summed": skb.ip_summed, "encapsulation": skb.encapsulation,
-            "l4": skb.transport, "vlan_inband": skb.vlan_inband, "tunnel_hlen": skb.tunnel_hlen}
+            "l4": skb.transport, "vlan_inband": skb.vlan_inband, "tunnel_hlen": skb.tunnel_hlen,
+            "tunnels": skb.tunnels}
     out = []
     copied = 0
     head = skb.copy(truesize=skb.truesize - sum(m.truesize for m in skb.frag_list), frag_list=[], gso_type=frozenset(),

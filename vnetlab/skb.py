@@ -43,6 +43,9 @@ L4_HLEN = {"udp": UDP_HLEN, "tcp": TCP_HLEN_TS}
 GSO_L4 = {"TCPV4": "tcp", "TCPV6": "tcp", "UDP_L4": "udp", "UDP": "udp"}
 _GSO_NAME_SET = frozenset(SKB_GSO_NAMES)
 _INT_FIELDS = ("headlen", "truesize", "end_offset", "headroom", "gso_size", "gso_segs", "tunnel_hlen")
+# skb->ip_summed (include/linux/skbuff.h: CHECKSUM_NONE 0, _UNNECESSARY 1, _COMPLETE 2, _PARTIAL 3)
+IP_SUMMED = ("CHECKSUM_NONE", "CHECKSUM_UNNECESSARY", "CHECKSUM_COMPLETE", "CHECKSUM_PARTIAL")
+U16_FIELDS = ("gso_size", "gso_segs")  # skb_shared_info: unsigned short gso_size, gso_segs
 IPFRAG_KINDS = ("", "first", "next")  # not a fragment / offset 0 (carries the L4 header) / a later fragment
 FRAG_HDR_LEN = 8  # include/uapi/linux/ipv6.h struct frag_hdr, in every IPv6 fragment
 
@@ -91,6 +94,9 @@ class Skb:
     vlan_inband: tuple[int, ...] = ()  # VIDs of 802.1Q tags in the linear part, outermost first (vlan_insert_tag)
     tunnel_hlen: int = 0  # bytes from the outer network header to the inner one (vxlan: outer IP+UDP+VXLAN+ETH)
     ipfrag: str = ""  # "" not an IP fragment, "first" (MF, offset 0: has the L4 header) or "next"
+    # the UDP tunnels around the inner frame, outermost first: (outer IP version, VNI, header bytes) as the
+    # vxlan_xmit_one that pushed them wrote them; what the receiving vxlan_rcv matches its socket and VNI against
+    tunnels: tuple[tuple[int, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.head_kind not in HEAD_KINDS:
@@ -99,6 +105,20 @@ class Skb:
             value = getattr(self, name)
             if type(value) is not int or value < 0:  # bool and numpy ints are not sk_buff fields
                 raise ValueError(f"Skb.{name} must be a non-negative int, got {value!r}")
+        for name in U16_FIELDS:
+            if getattr(self, name) > 0xFFFF:
+                raise ValueError(f"Skb.{name} must fit skb_shared_info's unsigned short (0..65535), "
+                                 f"got {getattr(self, name)}")
+        for name in ("head_frag", "encapsulation"):
+            if type(getattr(self, name)) is not bool:  # sk_buff bit fields: head_frag:1, encapsulation:1
+                raise ValueError(f"Skb.{name} must be True or False (a 1-bit sk_buff field), "
+                                 f"got {getattr(self, name)!r}")
+        if self.ip_summed not in IP_SUMMED:
+            raise ValueError(f"Skb.ip_summed must be one of {IP_SUMMED} (include/linux/skbuff.h), "
+                             f"got {self.ip_summed!r}")
+        if self.vlan_tag is not None and (type(self.vlan_tag) is not int or not 0 <= self.vlan_tag <= 4095):
+            raise ValueError(f"Skb.vlan_tag must be None or a VLAN ID in 0..4095 (VLAN_VID_MASK, the hwaccel tag "
+                             f"__vlan_hwaccel_put_tag stores), got {self.vlan_tag!r}")
         if self.vlan_inband:
             self.vlan_inband = tuple(self.vlan_inband)
             if not all(type(v) is int and 0 <= v <= 4095 for v in self.vlan_inband):
@@ -108,9 +128,18 @@ class Skb:
             raise ValueError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}")
         if self.ipfrag not in IPFRAG_KINDS:
             raise ValueError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}")
+        if self.tunnels:
+            self.tunnels = tuple(tuple(t) for t in self.tunnels)
+            if not all(len(t) == 3 and t[0] in (4, 6) and type(t[1]) is int and 0 <= t[1] < 1 << 24
+                       and type(t[2]) is int and t[2] > 0 for t in self.tunnels) \
+                    or sum(t[2] for t in self.tunnels) > self.tunnel_hlen:
+                raise ValueError(f"Skb.tunnels must hold (outer IP 4|6, VNI 0..2^24-1, header bytes > 0) whose bytes "
+                                 f"fit tunnel_hlen {self.tunnel_hlen}, got {self.tunnels!r}")
         for i, m in enumerate(self.frag_list):
             if not isinstance(m, Skb):
                 raise ValueError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}")
+        if isinstance(self.gso_type, str) or not isinstance(self.gso_type, frozenset | set | tuple | list):
+            raise ValueError(f"Skb.gso_type must be a set of SKB_GSO names such as {{'UDP_L4'}}, got {self.gso_type!r}")
         if self.gso_type:
             self.gso_type = frozenset(self.gso_type)
             unknown = self.gso_type - _GSO_NAME_SET
@@ -130,9 +159,12 @@ class Skb:
         for i, f in enumerate(self.frags):
             if not isinstance(f, Frag):
                 raise ValueError(f"Skb.frags[{i}] must be a Frag (skb_frag_t), got {type(f).__name__}")
-            if f.size < 0 or f.offset < 0 or f.truesize < 0:
-                raise ValueError(f"Skb frag {i} has size {f.size}, offset {f.offset}, truesize {f.truesize}: "
-                                 "skb_frag_t fields are unsigned")
+            if not all(type(v) is int and v >= 0 for v in (f.size, f.offset, f.truesize)):
+                raise ValueError(f"Skb frag {i} has size {f.size!r}, offset {f.offset!r}, truesize {f.truesize!r}: "
+                                 "skb_frag_t fields are unsigned ints")
+            if f.offset + f.size > f.page.size:
+                raise ValueError(f"Skb frag {i} ends at {f.offset + f.size}, past its page of {f.page.size} B: "
+                                 "skb_frag_t (page, offset, size) lies inside one (compound) page")
         if self.headroom + self.headlen > self.end_offset:
             raise ValueError(
                 f"Skb linear part overflows the head: headroom {self.headroom} + headlen {self.headlen} "
@@ -286,14 +318,16 @@ class Skb:
                          headlen=self.headlen - VLAN_HLEN, headroom=self.headroom + VLAN_HLEN)
 
     @public
-    def encapsulate(self, hlen: int, gso_tunnel: str) -> Skb:
+    def encapsulate(self, hlen: int, gso_tunnel: str, *, vni: int | None = None, ip: int = 4) -> Skb:
         """The tunnel headers (``hlen`` bytes, outer link header excluded) pushed in front; skb->encapsulation set
         and ``gso_tunnel`` (SKB_GSO_UDP_TUNNEL[_CSUM]) added to a GSO skb (iptunnel_handle_offloads). The inner
-        frame's in-band tags become part of the tunnel headers' payload."""
+        frame's in-band tags become part of the tunnel headers' payload. ``vni`` and ``ip`` (the outer IP
+        version) are what the tunnel header says, kept in :attr:`tunnels` for the receiving end."""
         gso_type = self.gso_type | ({gso_tunnel} if self.is_gso() else set())
         inner_tags = VLAN_HLEN * len(self.vlan_inband)
+        tunnels = ((ip, vni, hlen + inner_tags), *self.tunnels) if vni is not None else self.tunnels
         out = self.copy(encapsulation=True, gso_type=frozenset(gso_type), vlan_tag=None, vlan_inband=(),
-                        tunnel_hlen=self.tunnel_hlen + hlen + inner_tags)
+                        tunnel_hlen=self.tunnel_hlen + hlen + inner_tags, tunnels=tunnels)
         out._grow_head(hlen)
         return out
 

@@ -40,14 +40,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from vnetlab.checks import public
-from vnetlab.errors import TableError
+from vnetlab.errors import ArgumentError, TableError
 from vnetlab.features import FeatureSet, can_checksum_protocol, mask
 from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, UDP_HLEN
 from vnetlab.netdev import Device, Vxlan
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel, device_kernel
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.segment import check_ip, skb_gso_segment
-from vnetlab.skb import Frag, Page, Skb
+from vnetlab.skb import GSO_L4, Frag, Page, Skb
 from vnetlab.xmit import TxResult, VethRx, VxlanRx, send, vxlan_rcv
 
 __all__ = [
@@ -270,6 +270,28 @@ def _unexpected_gso(skb: Skb, udp_gro: bool, k: Kernel) -> bool:
     return "FRAGLIST" in skb.gso_type and not k.rule("udp_gro_accepts_fraglist")
 
 
+def _check_udp_skb(skb: object, i: int, hdr: int, ip: int) -> None:
+    # What can reach udp_queue_rcv_skb: an skb (net/ipv4/ip_input.c ip_protocol_deliver_rcu demuxes on the IP
+    # protocol, so a TCP skb never reaches a UDP socket) holding at least the UDP header (__udp4_lib_rcv drops
+    # one whose pskb_may_pull(sizeof(struct udphdr)) fails, before any socket sees it).
+    where = f"skbs[{i}]"
+    if not isinstance(skb, Skb):
+        raise ArgumentError(f"udp_recv: {where} must be an Skb (what the stack hands a UDP socket), got "
+                            f"{type(skb).__name__}", function="udp.udp_recv", param="skbs")
+    named = {GSO_L4[t] for t in skb.gso_type if t in GSO_L4}
+    if "tcp" in ({skb.l4} if skb.l4 is not None else named):  # an skb that names no protocol is taken as UDP
+        raise ArgumentError(f"udp_recv: {where} is a TCP skb; ip_protocol_deliver_rcu hands a "
+                            "UDP socket only IPPROTO_UDP skbs", function="udp.udp_recv", param="skbs")
+    if skb.ipfrag or skb.tunnel_hlen or skb.vlan_inband:
+        raise ArgumentError(f"udp_recv: {where} still carries IP fragment, tunnel or VLAN headers; the stack "
+                            "reassembles (ip_defrag), decapsulates and untags before udp_rcv", function="udp.udp_recv",
+                            param="skbs")
+    if skb.len < hdr:
+        raise ArgumentError(f"udp_recv: {where} is {skb.len} B, shorter than the IPv{ip} and UDP headers ({hdr} B): "
+                            "__udp4_lib_rcv drops it (pskb_may_pull of struct udphdr) before a socket sees it",
+                            function="udp.udp_recv", param="skbs")
+
+
 @public
 def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: Literal[4, 6] = 4,
              kernel: str | Kernel = DEFAULT_KERNEL) -> UdpRecv:
@@ -287,7 +309,8 @@ def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: Literal[4, 6] = 
     segmented = kept = 0
     hdr = IP_HLEN[ip] + UDP_HLEN  # after eth_type_trans the skb starts at the IP header
     feats = FeatureSet.from_names(["SG"], k) | mask("GSO_SOFTWARE", k)
-    for skb in skbs:
+    for i, skb in enumerate(skbs):
+        _check_udp_skb(skb, i, hdr, ip)
         if _unexpected_gso(skb, udp_gro, k):
             segmented += 1
             res = skb_gso_segment(skb, feats, kernel=k, ip=ip, link_hlen=0)

@@ -673,11 +673,19 @@ def _veth_xmit(dev: Device, skbs: Iterable[Skb], kv: Kernel, *, ip: int, local_u
     # skb (skb->encapsulation, kept across veth) found no tunnel GRO and gets no L4 GRO either: each goes up
     local_encap = bool(napi_skbs) and napi_skbs[0].encapsulation and napi_skbs[0].transport == "udp" and bool(
         k.rule("udp_gro_skips_local_encap"))
+    # The outer flow of a UDP tunnel (vxlan's headers still on, as vxlan_rcv above takes it): udp4_gro_receive's
+    # lookup finds the tunnel's socket (setup_udp_tunnel_sock turned udp_encap_needed_key on), never the inner
+    # socket, so the inner socket's UDP_GRO does not apply here (net/ipv4/udp_offload.c udp_gro_receive, Debian
+    # 5.10.223: `if ((sk && udp_sk(sk)->gro_enabled) || NAPI_GRO_CB(skb)->is_flist)`; the tunnel socket has no
+    # gro_enabled, so only GRO_FRAGLIST's is_flist aggregates). What the tunnel's own GRO (vxlan_gro_receive) does
+    # is not drawn at this hop: vxlan_rcv's gro_cells merges the same inner packets.
+    tunnel = bool(napi_skbs) and napi_skbs[0].tunnel_hlen > 0 and napi_skbs[0].transport == "udp"
     if napi_skbs and gro_on and not fragments and not local_encap:
         l4 = napi_skbs[0].transport
-        merged = gro.aggregate([copy.deepcopy(s) for s in napi_skbs], l4=l4, udp_gro=udp_gro and l4 == "udp",
-                               features=rcv_feats, kernel=kv, ip=ip, local_socket=local_socket,
-                               vlan=bool(napi_skbs[0].vlan_inband))
+        sock = dict(udp_gro=False, local_socket=True, udp_encap_needed=True) if tunnel else dict(
+            udp_gro=udp_gro and l4 == "udp", local_socket=local_socket)
+        merged = gro.aggregate([copy.deepcopy(s) for s in napi_skbs], l4=l4, features=rcv_feats, kernel=kv, ip=ip,
+                               vlan=bool(napi_skbs[0].vlan_inband), **sock)
         # the backlog is processed after this NAPI poll's GRO flush; one flow takes one path per send
         delivered = [s for s, p in zip(delivered, paths) if p == "backlog"] + list(merged)
     # net/core/dev.c __netif_receive_skb_core: skb_vlan_untag, the in-band tag becomes vlan_tci
@@ -703,6 +711,7 @@ class VxlanRx:
     decapsulated: tuple[Skb, ...]
     gro: bool
     delivered: tuple[Skb, ...]
+    dropped: tuple[tuple[Skb, str], ...] = ()  # what never reached this vxlan device, each with the kernel's reason
 
     @property
     def rx_packets(self) -> int:
@@ -726,15 +735,22 @@ def vxlan_rcv(vx: Vxlan, skbs: Iterable[Skb], *, kernel: str | Kernel | None = N
     kv = device_kernel(vx, kernel)
     outer = vx.headroom() - ETH_HLEN  # include/net/vxlan.h vxlan_headroom: outer IP + UDP + VXLAN header
     decap: list[Skb] = []
+    dropped: list[tuple[Skb, str]] = []
     for i, s in enumerate(skbs):
         if not isinstance(s, Skb):
             raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(s).__name__}")
+        why = _vxlan_drop(vx, s, outer)
+        if why:
+            dropped.append((s, why))
+            continue
         if s.headlen < outer + ETH_HLEN:
             raise ValueError(f"skbs[{i}] has {s.headlen} B linear, less than the outer headers and inner Ethernet "
                              f"header ({outer + ETH_HLEN} B) vxlan_rcv pulls (pskb_may_pull)")
         gso_type = s.gso_type - {"UDP_TUNNEL", "UDP_TUNNEL_CSUM"}
         decap.append(s.copy(headroom=s.headroom + outer + ETH_HLEN, headlen=s.headlen - outer - ETH_HLEN,
-                            encapsulation=False, gso_type=frozenset(gso_type), tunnel_hlen=0))
+                            encapsulation=bool(s.tunnels[1:]), gso_type=frozenset(gso_type),
+                            tunnel_hlen=s.tunnel_hlen - s.tunnels[0][2] if s.tunnels[1:] else 0,
+                            tunnels=s.tunnels[1:]))
     feats = _fs(vx, "features", kv)
     gro_on = "GRO" in feats and bool(decap)
     delivered = _defrag(decap, ip)  # inet_gro_receive flushes fragments; ip_defrag reassembles them above
@@ -746,4 +762,24 @@ def vxlan_rcv(vx: Vxlan, skbs: Iterable[Skb], *, kernel: str | Kernel | None = N
         merged = gro.aggregate(withmac, l4=l4, udp_gro=udp_gro and l4 == "udp", features=feats, kernel=kv,
                                ip=ip, local_socket=local_socket)
         delivered = list(merged)  # aggregate hands them up past eth_gro_receive: network header first
-    return VxlanRx(getattr(vx, "name", "?"), kv, tuple(decap), gro_on, tuple(delivered))
+    return VxlanRx(getattr(vx, "name", "?"), kv, tuple(decap), gro_on, tuple(delivered), tuple(dropped))
+
+
+def _vxlan_drop(vx: Vxlan, s: Skb, outer: int) -> str:
+    """Why vxlan's receive path drops ``s`` before any vxlan device takes it ("" when it does not).
+
+    drivers/net/vxlan/vxlan_core.c (6.1): vxlan_socket_create binds one UDP socket per (port, family), an IPv6
+    one with ipv6_v6only, so an outer header of the other family finds no vxlan socket (__udp4_lib_rcv /
+    __udp6_lib_rcv: no port, counted in UdpNoPorts); vxlan_rcv drops a packet with no VXLAN header (the VNI flag
+    unset, or too short to hold one: pskb_may_pull(VXLAN_HLEN)) and one whose VNI no device of that socket has
+    (vxlan_vs_find_vni)."""
+    if s.tunnels:  # an skb made by the model's vxlan_xmit_one says which socket and VNI it is for
+        ip, vni, _ = s.tunnels[0]
+        if ip != vx.ip:
+            return (f"outer IPv{ip}, but {vx.name}'s vxlan socket is IPv{vx.ip} only (vxlan_socket_create): "
+                    "no socket on the port, UdpNoPorts")
+        if vni != vx.vni:
+            return f"VNI {vni}, but {vx.name} has VNI {vx.vni} (vxlan_vs_find_vni finds no device)"
+    if not s.encapsulation or s.tunnel_hlen < outer + ETH_HLEN:
+        return "no VXLAN header (vxlan_rcv: pskb_may_pull(VXLAN_HLEN) or the VNI flag fails)"
+    return ""

@@ -32,7 +32,7 @@ class Vxlan(Device):
         on: the IPv6 default, udp6zerocsumtx off; IPv4 vxlan defaults to no outer checksum); then out of the
         underlay (without one the route's device is not modelled: the frames leave as they are)."""
         tunnel = "UDP_TUNNEL_CSUM" if self.ip == 6 else "UDP_TUNNEL"
-        out = tuple(s.encapsulate(self.headroom(), tunnel) for s in skbs)
+        out = tuple(s.encapsulate(self.headroom(), tunnel, vni=self.vni, ip=self.ip) for s in skbs)
         to = "lower" if self.underlay is not None else "wire"
         return Handoff(out, to, self.underlay, "encapsulated (vxlan_xmit_one)", "vxlan_xmit")
 
