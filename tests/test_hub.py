@@ -16,6 +16,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -469,3 +470,193 @@ def listeners(hub, names, loadtest):
         if any(f"pid={p}," in line for p in pids):
             found.append((cols[3], cols[-1]))
     return found
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Restarts: one hub, stopped every way it can be, started again by deploy/hub.sh each time
+
+
+class RestartableHub:
+    """deploy/hub.sh with one state folder and fixed ports, so it can be started again as an instructor would."""
+
+    def __init__(self, loadtest, workdir: Path, **env: str) -> None:
+        import secrets
+
+        self.loadtest = loadtest
+        self.port, internal, api = loadtest.free_port(), loadtest.free_port(), loadtest.free_port()
+        self.internal = internal
+        self.api = api
+        self.hub = loadtest.Hub(prefix=PREFIX, state=workdir / "state", homes=workdir / "homes",
+                                url=f"http://127.0.0.1:{self.port}", password=secrets.token_urlsafe(9),
+                                admin_password=secrets.token_urlsafe(30), log_path=workdir / "hub.log")
+        self.hub.homes.mkdir(parents=True)
+        os.chmod(workdir, 0o755)
+        os.chmod(self.hub.homes, 0o755)
+        self.env = dict(os.environ, VNETLAB_HUB_PREFIX=str(PREFIX), VNETLAB_HUB_STATE=str(self.hub.state),
+                        VNETLAB_HUB_BIND=self.hub.url, VNETLAB_HUB_INTERNAL=f"http://127.0.0.1:{internal}",
+                        VNETLAB_HUB_PROXY_API=f"http://127.0.0.1:{api}", VNETLAB_HUB_HOMES=str(self.hub.homes),
+                        VNETLAB_HUB_PASSWORD=self.hub.password,
+                        VNETLAB_HUB_ADMIN_PASSWORD=self.hub.admin_password, VNETLAB_HUB_HOME_SIZE="64M", **env)
+
+    def launch(self) -> float:
+        """Start deploy/hub.sh (in its own process group, as a terminal runs it); seconds until the hub answered."""
+        t0 = time.monotonic()
+        with open(self.hub.log_path, "a") as log:
+            self.hub.proc = subprocess.Popen([str(REPO / "deploy/hub.sh")], env=self.env, stdout=log,
+                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                             start_new_session=True)
+        self.hub.wait_up(self.port, 120)
+        return time.monotonic() - t0
+
+    def wait_exit(self, timeout_s: float = 40) -> int:
+        return self.hub.proc.wait(timeout=timeout_s)
+
+    def proxies(self) -> list[int]:
+        """configurable-http-proxy processes serving this hub's public port (orphans included)."""
+        return [p for p in self.loadtest.all_pids() if f"--port\0{self.port}\0".encode() in cmdline(p)]
+
+    def cullers(self) -> list[int]:
+        """idle cullers talking to this hub's API (orphans included)."""
+        url = f"JUPYTERHUB_API_URL=http://127.0.0.1:{self.internal}/hub/api".encode()
+        return [p for p in self.loadtest.all_pids() if b"jupyterhub_idle_culler" in cmdline(p) and url in environ(p)]
+
+    def listening(self) -> list[str]:
+        """Sockets listening on any of this hub's ports."""
+        out = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True, timeout=10).stdout
+        ports = {f":{p}" for p in (self.port, self.internal, self.api)}
+        return [line for line in out.splitlines() if any(line.split()[3].endswith(p) for p in ports)]
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() + b"\0"
+    except OSError:
+        return b""
+
+
+def environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_for(check, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+@pytest.mark.hub
+def test_restarts_keep_the_room_and_leave_nothing_behind():
+    """Ctrl-C, SIGKILL of the hub, a proxy crash then SIGTERM, and `deploy/hub.sh stop`: after each the hub's own
+    processes (proxy, culler) are gone and nothing listens on its ports; deploy/hub.sh again finds the attendee's
+    server and kernel still running, with the variable set before; there is exactly one culler; `stop` ends the
+    attendee's processes too. The hub runs with VNETLAB_HUB_PUBLIC_URL=https://... as behind a TLS front: every
+    cookie it sets is Secure."""
+    hub_or_skip()
+    loadtest, vnetlab_hub = hub_modules()
+    existed = loadtest.existing_accounts()
+    name = "citest-r"
+    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-hubtest-", dir="/var/lib"))
+    room = RestartableHub(loadtest, workdir, VNETLAB_HUB_PUBLIC_URL="https://hub.invalid/")
+    hub = room.hub
+    Claimant = claimant(loadtest)
+    timings = {}
+
+    async def attendee(code: str, start: bool = False, kid: str | None = None):
+        att = Claimant(hub, name, think_s=(0, 0), stop_at=time.monotonic() + 120, notebooks=[])
+        try:
+            await att.login(hub.password)
+            if start:
+                await att.ensure_server(90)
+            if kid is None:
+                kid = json.loads((await att.fetch(f"/user/{name}/api/kernels", "POST",
+                                                  {"name": "python3"})).body)["id"]
+            return kid, await att.run_code(kid, code)
+        finally:
+            att.http.close()
+
+    def still_there(kid: str) -> None:
+        t0 = time.monotonic()
+        _, out = asyncio.run(attendee("assert x == 42, x", kid=kid))
+        assert out["error"] is None, f"the kernel lost its variable: {out}\n{hub.log_tail()}"
+        timings.setdefault("kernel_again_s", []).append(round(time.monotonic() - t0, 2))
+
+    try:
+        room.launch()
+        _, _, cookies = login(hub.url, "rita", own_password("rita"), hub.password)
+        assert cookies and all("; secure" in c.lower() for c in cookies), cookies  # _xsrf included
+        kid, out = asyncio.run(attendee("x = 6 * 7", start=True))
+        assert out["error"] is None, out
+        uid = pwd.getpwnam(vnetlab_hub.account(name)).pw_uid
+        server = next(p for p in loadtest.all_pids() if loadtest.uid_of(p) == uid
+                      and loadtest.proc_kind(p) == "server")
+        kernel = kernel_pids(uid, loadtest)
+        assert len(room.cullers()) == 1 and len(room.proxies()) == 1
+
+        # 1. Ctrl-C in the hub's terminal: SIGINT to its foreground process group
+        proxy, culler = room.proxies(), room.cullers()
+        os.killpg(hub.proc.pid, signal.SIGINT)
+        room.wait_exit()
+        assert not [p for p in proxy + culler if alive(p)], "Ctrl-C left the proxy or the culler running"
+        assert not room.listening(), room.listening()
+        assert alive(server) and all(alive(k) for k in kernel), "Ctrl-C stopped the attendee's server or kernel"
+        timings["restart_s"] = round(room.launch(), 2)
+        still_there(kid)
+        assert len(room.cullers()) == 1
+
+        # 2. the hub killed outright (the OOM killer, kill -9): no cleanup of its own runs
+        proxy, culler = room.proxies(), room.cullers()
+        os.kill(hub.proc.pid, signal.SIGKILL)
+        room.wait_exit()
+        wait_for(lambda: not [p for p in proxy + culler if alive(p)], 10, "the proxy and culler end with the hub")
+        assert not room.listening(), room.listening()
+        assert alive(server), "the attendee's server died with the hub"
+        room.launch()
+        still_there(kid)
+        assert len(room.cullers()) == 1, f"cullers: {room.cullers()}"
+
+        # 3. the proxy crashes, the hub starts another; then SIGTERM (systemd, kill)
+        first = room.proxies()
+        os.kill(first[0], signal.SIGKILL)
+        second = wait_for(lambda: [p for p in room.proxies() if p not in first and alive(p)], 30,
+                          "the hub starts a new proxy")
+        wait_for(lambda: any(line.split()[3].endswith(f":{room.port}") for line in room.listening()), 30,
+                 "the new proxy listens")
+        time.sleep(2)  # the hub gives it the routes right after (JupyterHub proxy.py, check_running)
+        still_there(kid)
+        hub.proc.send_signal(signal.SIGTERM)
+        room.wait_exit()
+        time.sleep(6)  # a health check left running would start a proxy within its 5 s (check_running_interval)
+        assert not [p for p in room.proxies() if alive(p)], f"a proxy outlived the hub: {room.proxies()}"
+        assert not room.cullers() and not room.listening(), (room.cullers(), room.listening())
+        assert not alive(second[0])
+
+        # 4. `deploy/hub.sh stop`: the hub and every attendee's process, the home's file system unmounted
+        room.launch()
+        still_there(kid)
+        stop = subprocess.run([str(REPO / "deploy/hub.sh"), "stop"], env=room.env, capture_output=True, text=True,
+                              timeout=120)
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        room.wait_exit()
+        assert not [p for p in loadtest.all_pids() if loadtest.uid_of(p) == uid], "attendee processes left"
+        assert not room.proxies() and not room.cullers() and not room.listening()
+        assert not os.path.ismount(pwd.getpwnam(vnetlab_hub.account(name)).pw_dir)
+        print(f"hub restart timings: {timings}")
+    finally:
+        if hub.proc is not None and hub.proc.poll() is None:
+            hub.proc.kill()
+        loadtest.stop_pids(room.proxies() + room.cullers())
+        release_accounts([name], existed, workdir, loadtest, vnetlab_hub)
