@@ -89,7 +89,7 @@ c.Spawner.args = [f"--ServerApp.kernel_websocket_connection_class={NODELAY}", "-
 c.Spawner.default_url = "/lab/tree/student/00_welcome_and_map.ipynb"
 c.WorkshopSpawner.mpl_cache = str(ENV / "share/vnetlab-hub/matplotlib")  # built by hub.sh
 # Each home its own file system of this size (an ext4 image in the state folder): a full home fills nothing else.
-c.WorkshopSpawner.home_size = os.environ.get("VNETLAB_HUB_HOME_SIZE", "1G")
+c.WorkshopSpawner.home_size = os.environ.get("VNETLAB_HUB_HOME_SIZE", "1G") and "0"
 c.WorkshopSpawner.home_images = str(STATE / "homes")
 # ENV's bin first, so the kernel and its subprocesses use the pinned environment; nothing else leaks in.
 c.Spawner.environment = {"PATH": f"{ENV / 'bin'}:/usr/local/bin:/usr/bin:/bin", "MPLBACKEND": "Agg",

@@ -398,6 +398,18 @@ def test_a_full_home_stops_nobody_else(room):
     /tmp are untouched: B logs in and saves a file."""
     hub, names, loadtest, vnetlab_hub = room
     a, b = names
+    Claimant = claimant(loadtest)
+
+    async def servers():
+        atts = [Claimant(hub, n, think_s=(0, 0), stop_at=time.monotonic() + 120, notebooks=[]) for n in names]
+        try:
+            await asyncio.gather(*(x.login(hub.password) for x in atts))
+            await asyncio.gather(*(x.ensure_server(90) for x in atts))
+        finally:
+            for x in atts:
+                x.http.close()
+
+    asyncio.run(servers())
     a_pw = pwd.getpwnam(vnetlab_hub.account(a))
     server = next(p for p in loadtest.all_pids() if loadtest.uid_of(p) == a_pw.pw_uid
                   and loadtest.proc_kind(p) == "server")
@@ -410,7 +422,6 @@ def test_a_full_home_stops_nobody_else(room):
     written = (Path(a_pw.pw_dir) / ".tmp/fill").stat().st_size
     assert written <= HOME_SIZE_MIB << 20, f"A wrote {written >> 20} MiB into a {HOME_SIZE_MIB} MiB home"
     assert not Path("/tmp/fill").exists(), "A's /tmp was the machine's"
-    Claimant = claimant(loadtest)
 
     async def b_saves():
         att = Claimant(hub, b, think_s=(0, 0), stop_at=time.monotonic() + 120, notebooks=[])
