@@ -82,10 +82,10 @@ NODELAY = "vnetlab.widgets.server.NoDelayKernelWebsocketConnection"  # ENV has v
 # A kernel idle for VNETLAB_HUB_KERNEL_IDLE_TIMEOUT seconds is shut down, open in a tab or not (jupyter_server's
 # MappingKernelManager culling): a reader who follows the notebooks in order keeps only the recent ones' kernels.
 KERNEL_IDLE = int(os.environ.get("VNETLAB_HUB_KERNEL_IDLE_TIMEOUT", "1200"))
-c.Spawner.args = [f"--ServerApp.kernel_websocket_connection_class={NODELAY}", "--KernelManager.transport=ipc",
-                  f"--MappingKernelManager.cull_idle_timeout={KERNEL_IDLE}",
-                  f"--MappingKernelManager.cull_interval={min(300, max(10, KERNEL_IDLE // 4))}",
-                  "--MappingKernelManager.cull_connected=True"]
+c.Spawner.args = [f"--ServerApp.kernel_websocket_connection_class={NODELAY}"]
+c.Spawner.args += ["--KernelManager.transport=ipc", f"--MappingKernelManager.cull_idle_timeout={KERNEL_IDLE}",
+                   f"--MappingKernelManager.cull_interval={min(300, max(10, KERNEL_IDLE // 4))}",
+                   "--MappingKernelManager.cull_connected=True"]
 c.Spawner.default_url = "/lab/tree/student/00_welcome_and_map.ipynb"
 c.WorkshopSpawner.mpl_cache = str(ENV / "share/vnetlab-hub/matplotlib")  # built by hub.sh
 # Each home its own file system of this size (an ext4 image in the state folder): a full home fills nothing else.

@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
+from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import urlencode, urlparse
 
@@ -35,6 +36,7 @@ PREFIX = Path(os.environ.get("VNETLAB_HUB_PREFIX", REPO / ".hub"))
 NOTEBOOK = "10_receive_buffers_and_memory_layout"  # its first panel comes after its first figure
 HOME_SIZE_MIB = 64  # the test hub's homes (VNETLAB_HUB_HOME_SIZE): small, so filling one is quick
 LOGIN_DELAY_S = 1.0  # source: deploy/jupyterhub_config.py, VNETLAB_HUB_LOGIN_DELAY's default
+LOGGED_IN, REFUSED = HTTPStatus.FOUND, HTTPStatus.FORBIDDEN  # the login form's answers (a redirect, or the form again)
 
 
 def hub_or_skip() -> None:
@@ -117,7 +119,7 @@ def claimant(loadtest):
             resp = await self.fetch("/hub/login?next=", "POST",
                                     {"username": self.name, "password": own_password(self.name), "otp": password,
                                      "_xsrf": self.cookies.get("_xsrf", "")}, form=True, auth=False)
-            if resp.code != 302:
+            if resp.code != LOGGED_IN:
                 raise loadtest.AttendeeError(f"login as {self.name} refused (HTTP {resp.code})")
             resp = await self.fetch(f"/hub/api/users/{self.name}/tokens", "POST",
                                     {"note": "hub test", "expires_in": 3600}, auth=False)
@@ -219,21 +221,21 @@ def test_a_name_is_claimed_once_and_only_its_password_opens_it(room):
     hub, _, _, _ = room
     url, pw = hub.url, hub.password
     code, page, _ = login(url, "ana", own_password("ana"), pw)
-    assert code == 302, page[-2000:]  # the first login claims the name
+    assert code == LOGGED_IN, page[-2000:]  # the first login claims the name
     # B knows the room password and ana's name (getent passwd lists it): neither opens ana's account
     for password, room_pw in ((pw, pw), (pw, ""), ("guessed-pass", pw)):
         code, page, _ = login(url, "ana", password, room_pw)
-        assert code == 403 and "is taken" in page, page[-2000:]
-    assert login(url, "ana", own_password("ana"))[0] == 302  # the claimant, later, without the room password
+        assert code == REFUSED and "is taken" in page, page[-2000:]
+    assert login(url, "ana", own_password("ana"))[0] == LOGGED_IN  # the claimant, later, without the room password
     # "Ana" is ana (JupyterHub folds case before anything): the same rule, so only ana's password opens it
-    assert login(url, "Ana", own_password("ana"))[0] == 302
+    assert login(url, "Ana", own_password("ana"))[0] == LOGGED_IN
     code, page, _ = login(url, "ANA", "bob-secret", pw)
-    assert code == 403 and "'ana' is taken (names ignore case)" in page
+    assert code == REFUSED and "'ana' is taken (names ignore case)" in page
     # a new name needs the room password, and a password of the attendee's own (never the room's)
     code, page, _ = login(url, "bea", "bea-secret")
-    assert code == 403 and "room password in the third field" in page
+    assert code == REFUSED and "room password in the third field" in page
     code, page, _ = login(url, "bea", pw, pw)
-    assert code == 403 and "not the room password" in page
+    assert code == REFUSED and "not the room password" in page
     # two people claiming one new name at the same moment: exactly one gets it
     results = [None] * 4
 
@@ -245,9 +247,9 @@ def test_a_name_is_claimed_once_and_only_its_password_opens_it(room):
         t.start()
     for t in threads:
         t.join()
-    assert sorted(results) == [302, 403, 403, 403], results
-    winner = results.index(302)
-    assert login(url, "cleo", f"cleo-secret-{winner}")[0] == 302
+    assert sorted(results) == [LOGGED_IN, REFUSED, REFUSED, REFUSED], results
+    winner = results.index(LOGGED_IN)
+    assert login(url, "cleo", f"cleo-secret-{winner}")[0] == LOGGED_IN
 
 
 @pytest.mark.hub
@@ -256,8 +258,8 @@ def test_failed_logins_are_slowed_and_the_room_is_not(room):
     attendee logs in at once (the delay is an await, not a blocked hub)."""
     hub, _, _, _ = room
     url, pw = hub.url, hub.password
-    assert login(url, "dora", own_password("dora"), pw)[0] == 302
-    assert login(url, "eve", own_password("eve"), pw)[0] == 302
+    assert login(url, "dora", own_password("dora"), pw)[0] == LOGGED_IN
+    assert login(url, "eve", own_password("eve"), pw)[0] == LOGGED_IN
     guesses = 5
     codes: list[int] = []
     start = time.monotonic()
@@ -272,23 +274,23 @@ def test_failed_logins_are_slowed_and_the_room_is_not(room):
     for t in threads:
         t.join()
     took = time.monotonic() - start
-    assert codes == [403] * guesses
+    assert codes == [REFUSED] * guesses
     assert took >= guesses * LOGIN_DELAY_S * 0.95, f"{guesses} wrong passwords took {took:.2f} s"
-    assert other == 302 and other_s < LOGIN_DELAY_S, f"eve's login took {other_s:.2f} s beside the guesses"
+    assert other == LOGGED_IN and other_s < LOGIN_DELAY_S, f"eve's login took {other_s:.2f} s beside the guesses"
 
 
 @pytest.mark.hub
 def test_the_instructor_resets_a_forgotten_password(room):
     hub, _, _, _ = room
     url, pw = hub.url, hub.password
-    assert login(url, "finn", own_password("finn"), pw)[0] == 302
+    assert login(url, "finn", own_password("finn"), pw)[0] == LOGGED_IN
     env = dict(os.environ, VNETLAB_HUB_PREFIX=str(PREFIX), VNETLAB_HUB_STATE=str(hub.state))
     out = subprocess.run([str(REPO / "deploy/hub.sh"), "reset-password", "Finn"], env=env, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and "'finn' is free again" in out.stdout, out.stdout + out.stderr
-    assert login(url, "finn", own_password("finn"))[0] == 403  # the old password opens nothing now
-    assert login(url, "finn", "finn-new-secret", pw)[0] == 302  # the attendee claims it again
-    assert login(url, "finn", "finn-new-secret")[0] == 302
+    assert login(url, "finn", own_password("finn"))[0] == REFUSED  # the old password opens nothing now
+    assert login(url, "finn", "finn-new-secret", pw)[0] == LOGGED_IN  # the attendee claims it again
+    assert login(url, "finn", "finn-new-secret")[0] == LOGGED_IN
     names = subprocess.run([str(REPO / "deploy/hub.sh"), "names"], env=env, capture_output=True, text=True,
                            timeout=60).stdout.split()
     assert "finn" in names and "ana" in names
@@ -435,7 +437,7 @@ def test_a_full_home_stops_nobody_else(room):
 
     assert asyncio.run(b_saves()) == "still here"
     # the hub's database takes a new claim (a write) while A's home is full
-    assert login(hub.url, "gus", own_password("gus"), hub.password)[0] == 302
+    assert login(hub.url, "gus", own_password("gus"), hub.password)[0] == LOGGED_IN
     (Path(a_pw.pw_dir) / ".tmp/fill").unlink()
 
 
@@ -447,13 +449,13 @@ def test_cookies_are_secure_behind_a_tls_front(room):
     hub, _, _, _ = room
     tls = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "192.0.2.7"}
     code, _, cookies = login(hub.url, "hana", own_password("hana"), hub.password, headers=tls)
-    assert code == 302
+    assert code == LOGGED_IN
     secure = {c.split("=", 1)[0] for c in cookies if "; secure" in c.lower()}
     # the login's credentials; the _xsrf token (no credential) is Secure with VNETLAB_HUB_PUBLIC_URL=https://...
     # (test_restarts_keep_the_room_and_leave_nothing_behind starts its hub so)
     assert {"jupyterhub-session-id", "jupyterhub-hub-login"} <= secure, cookies
     code, _, cookies = login(hub.url, "hana", own_password("hana"))
-    assert code == 302 and cookies and not any("; secure" in c.lower() for c in cookies), cookies
+    assert code == LOGGED_IN and cookies and not any("; secure" in c.lower() for c in cookies), cookies
 
 
 def attendee_cmdlines(names, loadtest):
