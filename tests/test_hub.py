@@ -36,6 +36,7 @@ PREFIX = Path(os.environ.get("VNETLAB_HUB_PREFIX", REPO / ".hub"))
 NOTEBOOK = "10_receive_buffers_and_memory_layout"  # its first panel comes after its first figure
 HOME_SIZE_MIB = 64  # the test hub's homes (VNETLAB_HUB_HOME_SIZE): small, so filling one is quick
 LOGIN_DELAY_S = 1.0  # source: deploy/jupyterhub_config.py, VNETLAB_HUB_LOGIN_DELAY's default
+SPAWN_S = 240  # a server's start: 6.5 CPU-seconds alone (deploy/README.md), minutes on a machine shared with others
 LOGGED_IN, REFUSED = HTTPStatus.FOUND, HTTPStatus.FORBIDDEN  # the login form's answers (a redirect, or the form again)
 
 
@@ -260,7 +261,7 @@ def test_failed_logins_are_slowed_and_the_room_is_not(room):
     url, pw = hub.url, hub.password
     assert login(url, "dora", own_password("dora"), pw)[0] == LOGGED_IN
     assert login(url, "eve", own_password("eve"), pw)[0] == LOGGED_IN
-    guesses = 5
+    guesses = 8
     codes: list[int] = []
     start = time.monotonic()
     threads = [threading.Thread(target=lambda: codes.append(login(url, "dora", "wrong-guess", pw)[0]))
@@ -276,7 +277,8 @@ def test_failed_logins_are_slowed_and_the_room_is_not(room):
     took = time.monotonic() - start
     assert codes == [REFUSED] * guesses
     assert took >= guesses * LOGIN_DELAY_S * 0.95, f"{guesses} wrong passwords took {took:.2f} s"
-    assert other == LOGGED_IN and other_s < LOGIN_DELAY_S, f"eve's login took {other_s:.2f} s beside the guesses"
+    # not queued behind the guesses (8 s or more), nor behind a blocked hub; a loaded machine's slack allowed
+    assert other == LOGGED_IN and other_s < 3 * LOGIN_DELAY_S, f"eve's login took {other_s:.2f} s beside the guesses"
 
 
 @pytest.mark.hub
@@ -305,10 +307,11 @@ def test_two_attendees_reach_a_figure_and_move_a_control(room):
     Claimant = claimant(loadtest)
 
     async def work():
-        attendees = [Claimant(hub, n, think_s=(0.2, 0.5), stop_at=loadtest.time.monotonic() + 150,
+        attendees = [Claimant(hub, n, think_s=(0.2, 0.5), stop_at=loadtest.time.monotonic() + SPAWN_S + 60,
                               notebooks=[NOTEBOOK], first_figure_only=True) for n in names]
         try:
-            return await asyncio.wait_for(asyncio.gather(*(a.run(hub.password, 90) for a in attendees)), 170)
+            return await asyncio.wait_for(asyncio.gather(*(a.run(hub.password, SPAWN_S) for a in attendees)),
+                                          SPAWN_S + 120)
         finally:
             for a in attendees:
                 a.http.close()
@@ -351,7 +354,7 @@ def test_an_attendee_cannot_reach_another_attendees_kernel(room):
         att = Claimant(hub, b, think_s=(0, 0), stop_at=time.monotonic() + 120, notebooks=[])
         try:
             await asyncio.gather(other.login(hub.password), att.login(hub.password))
-            await asyncio.gather(other.ensure_server(90), att.ensure_server(90))
+            await asyncio.gather(other.ensure_server(SPAWN_S), att.ensure_server(SPAWN_S))
             kid = json.loads((await att.fetch(f"/user/{b}/api/kernels", "POST", {"name": "python3"})).body)["id"]
             # the one TCP port ipykernel opens whatever the transport: its IOPub pipe, a PULL socket for the output of
             # forked children, which forwards only messages that start with a 16-byte random key (ipykernel/
@@ -406,7 +409,7 @@ def test_a_full_home_stops_nobody_else(room):
         atts = [Claimant(hub, n, think_s=(0, 0), stop_at=time.monotonic() + 120, notebooks=[]) for n in names]
         try:
             await asyncio.gather(*(x.login(hub.password) for x in atts))
-            await asyncio.gather(*(x.ensure_server(90) for x in atts))
+            await asyncio.gather(*(x.ensure_server(SPAWN_S) for x in atts))
         finally:
             for x in atts:
                 x.http.close()
@@ -593,7 +596,7 @@ def test_restarts_keep_the_room_and_leave_nothing_behind():
         try:
             await att.login(hub.password)
             if start:
-                await att.ensure_server(90)
+                await att.ensure_server(SPAWN_S)
             if kid is None:
                 kid = json.loads((await att.fetch(f"/user/{name}/api/kernels", "POST",
                                                   {"name": "python3"})).body)["id"]
