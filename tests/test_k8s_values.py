@@ -24,7 +24,13 @@ CHART = REPO / "deploy/k8s/z2jh-4.4.0"  # the chart's defaults and schema
 
 def test_values_parse_with_the_workshop_settings():
     hub = VALUES["hub"]["config"]
-    assert hub["JupyterHub"]["authenticator_class"] == "shared-password"
+    # the names of one VM: deploy/vnetlab_hub.py mounted into the hub, importable from the path extraConfig adds
+    assert hub["JupyterHub"]["authenticator_class"] == "vnetlab_hub.RoomAuthenticator"
+    mounted = Path(VALUES["hub"]["extraFiles"]["vnetlab-hub"]["mountPath"])
+    assert mounted.name == "vnetlab_hub.py"
+    assert f'sys.path.insert(0, "{mounted.parent}")' in VALUES["hub"]["extraConfig"]["vnetlab-hub"]
+    assert "--set-file hub.extraFiles.vnetlab-hub.stringData=deploy/vnetlab_hub.py" in (
+        REPO / "deploy/k8s/values.yaml").read_text()
     assert hub["Authenticator"]["admin_users"] == ["instructor"]
     # source: deploy/README.md, idle culler: a server idle for an hour is stopped
     assert VALUES["cull"]["enabled"] and VALUES["cull"]["timeout"] == 3600
