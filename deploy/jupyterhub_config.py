@@ -89,7 +89,7 @@ c.Spawner.args += ["--KernelManager.transport=ipc", f"--MappingKernelManager.cul
 c.Spawner.default_url = "/lab/tree/student/00_welcome_and_map.ipynb"
 c.WorkshopSpawner.mpl_cache = str(ENV / "share/vnetlab-hub/matplotlib")  # built by hub.sh
 # Each home its own file system of this size (an ext4 image in the state folder): a full home fills nothing else.
-c.WorkshopSpawner.home_size = os.environ.get("VNETLAB_HUB_HOME_SIZE", "1G") and "0"
+c.WorkshopSpawner.home_size = os.environ.get("VNETLAB_HUB_HOME_SIZE", "1G")
 c.WorkshopSpawner.home_images = str(STATE / "homes")
 # ENV's bin first, so the kernel and its subprocesses use the pinned environment; nothing else leaks in.
 c.Spawner.environment = {"PATH": f"{ENV / 'bin'}:/usr/local/bin:/usr/bin:/bin", "MPLBACKEND": "Agg",
@@ -100,7 +100,9 @@ c.LocalProcessSpawner.env_keep = ["LANG", "LC_ALL", "TZ"]
 c.Spawner.start_timeout = int(os.environ.get("VNETLAB_HUB_START_TIMEOUT", "300"))
 c.Spawner.http_timeout = int(os.environ.get("VNETLAB_HUB_START_TIMEOUT", "300"))
 # Per attendee (enforced through a cgroup where the machine has one: see vnetlab_hub.py and deploy/README.md).
-c.Spawner.mem_limit = os.environ.get("VNETLAB_HUB_MEM_LIMIT", "1G")
+# 1.5 GiB: a server (145 MiB RSS) and a kernel per notebook, each 100-111 MiB after its first figure, came to 885 MiB
+# for notebooks 00-50 (measured on this hub, deploy/README.md); an eighth kernel and a figure's peak stay inside.
+c.Spawner.mem_limit = os.environ.get("VNETLAB_HUB_MEM_LIMIT", "1536M")
 c.Spawner.cpu_limit = float(os.environ.get("VNETLAB_HUB_CPU_LIMIT", "1"))
 # A room arrives at once: start servers a few at a time rather than all of them fighting for the CPU.
 c.JupyterHub.concurrent_spawn_limit = int(os.environ.get("VNETLAB_HUB_SPAWN_LIMIT", "10"))

@@ -488,6 +488,48 @@ def listeners(hub, names, loadtest):
     return found
 
 
+@pytest.mark.hub
+def test_a_stopped_proxy_is_never_started_again(monkeypatch):
+    """JupyterHub (proxy.py, 6.1) restarts a crashed proxy from a periodic health check, and a restart made a new
+    check without stopping the old one; at the hub's shutdown the old one saw the stopped proxy and started another,
+    which outlived the hub. WorkshopProxy stops the old check on a restart and never restarts once stopped."""
+    hub_or_skip()
+    _, vnetlab_hub = hub_modules()
+    from jupyterhub import proxy
+
+    starts = []
+
+    async def start(self):
+        starts.append(self)
+
+    monkeypatch.setattr(proxy.ConfigurableHTTPProxy, "start", start)
+
+    class Process:
+        pid, returncode = 1, None
+
+        def poll(self):
+            return self.returncode
+
+        def terminate(self):
+            self.returncode = -signal.SIGTERM
+
+    class Check:
+        stopped = False
+
+        def stop(self):
+            self.stopped = True
+
+    px = vnetlab_hub.WorkshopProxy(auth_token="test", pid_file="")
+    px.proxy_process, first = Process(), Check()
+    px._check_running_callback = first
+    asyncio.run(px.start())  # the restart after a crash
+    assert first.stopped, "the crashed proxy's health check kept running"
+    px._check_running_callback = Check()
+    px.stop()  # the hub's shutdown
+    asyncio.run(px.check_running())  # a health check that fires after it
+    assert len(starts) == 1, "a proxy was started after the hub stopped it"
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Restarts: one hub, stopped every way it can be, started again by deploy/hub.sh each time
 
