@@ -33,6 +33,9 @@ missing=()
 $PY -c 'import ensurepip' 2>/dev/null || missing+=(python3 python3-venv)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+# each home's own file system (mkfs.ext4, a loop mount) and each server's own /tmp (a mount namespace)
+command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
+command -v unshare >/dev/null && command -v losetup >/dev/null || missing+=(util-linux mount)
 if [ ${#missing[@]} -gt 0 ]; then
     say "apt-get install ${missing[*]}"
     timeout 600 apt-get update -qq
