@@ -489,6 +489,28 @@ def listeners(hub, names, loadtest):
 
 
 @pytest.mark.hub
+def test_the_hub_listens_on_loopback_unless_told(monkeypatch):
+    """deploy/jupyterhub_config.py as the hub reads it, with none of the address settings given: every address is a
+    loopback one, so a fresh hub is not open to the network before the instructor says so."""
+    hub_or_skip()
+    hub_modules()
+    from traitlets.config import Config
+
+    for k in ("VNETLAB_HUB_BIND", "VNETLAB_HUB_INTERNAL", "VNETLAB_HUB_PROXY_API", "VNETLAB_HUB_PUBLIC_URL",
+              "VNETLAB_HUB_SSL_CERT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("VNETLAB_HUB_PASSWORD", "room-password")
+    monkeypatch.setenv("VNETLAB_HUB_ADMIN_PASSWORD", "a" * 32)
+    c = Config()
+    path = REPO / "deploy/jupyterhub_config.py"
+    exec(compile(path.read_text(), str(path), "exec"), {"get_config": lambda: c, "__file__": str(path)})  # noqa: S102
+    for url in (c.JupyterHub.bind_url, c.JupyterHub.hub_bind_url, c.ConfigurableHTTPProxy.api_url):
+        assert urlparse(url).hostname == "127.0.0.1", url
+    assert c.Spawner.ip == "127.0.0.1"
+    assert "secure" not in c.JupyterHub.get("tornado_settings", {}).get("cookie_options", {})  # plain HTTP here
+
+
+@pytest.mark.hub
 def test_a_stopped_proxy_is_never_started_again(monkeypatch):
     """JupyterHub (proxy.py, 6.1) restarts a crashed proxy from a periodic health check, and a restart made a new
     check without stopping the old one; at the hub's shutdown the old one saw the stopped proxy and started another,
