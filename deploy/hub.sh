@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The workshop hub on one VM, as root on a fresh Debian 12 machine:  sudo deploy/hub.sh
 # Installs (once; later runs only check) the hub's venv, configurable-http-proxy and the attendees' environment
-# under $VNETLAB_HUB_PREFIX (default /opt/vnetlab-hub), then runs JupyterHub in the foreground (Ctrl-C stops it and
-# every attendee's server). `deploy/hub.sh install` installs only. Settings: deploy/README.md.
+# under $VNETLAB_HUB_PREFIX (default /opt/vnetlab-hub), then runs JupyterHub in the foreground (Ctrl-C stops the hub
+# and its proxy; attendees' servers keep running for the next start). `deploy/hub.sh install` installs only,
+# `deploy/hub.sh stop` stops everything, `deploy/hub.sh reset-password NAME` frees a name. Settings: deploy/README.md.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
@@ -17,11 +18,24 @@ say() { echo "[hub] $*" >&2; }
 
 [ "$(id -u)" = 0 ] || { say "run as root (it makes one Unix account per attendee): sudo $0 $*"; exit 1; }
 
+# The instructor's commands: reset-password NAME (a forgotten password), names (who claimed what), stop (the hub and
+# every attendee's server, which a Ctrl-C of the hub leaves running for its next start).
+case "${1:-}" in
+    reset-password|names|stop)
+        [ -x "$PREFIX/hub/bin/python" ] || { say "not installed in $PREFIX"; exit 1; }
+        exec "$PREFIX/hub/bin/python" "$HERE/vnetlab_hub.py" --state "$VNETLAB_HUB_STATE" "$@" ;;
+    ""|install) ;;
+    *) say "unknown command $1 (install, reset-password NAME, names, stop; none: run the hub)"; exit 2 ;;
+esac
+
 # Debian's python3-venv and nodejs/npm (configurable-http-proxy is a node program), only if missing.
 missing=()
 $PY -c 'import ensurepip' 2>/dev/null || missing+=(python3 python3-venv)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+# each home's own file system (mkfs.ext4, a loop mount) and each server's own /tmp (a mount namespace)
+command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
+command -v unshare >/dev/null && command -v losetup >/dev/null || missing+=(util-linux mount)
 if [ ${#missing[@]} -gt 0 ]; then
     say "apt-get install ${missing[*]}"
     timeout 600 apt-get update -qq
@@ -98,6 +112,7 @@ export VNETLAB_HUB_ADMIN_PASSWORD=${saved_admin:-$VNETLAB_HUB_ADMIN_PASSWORD}
 
 [ "${1:-}" = install ] && { say "installed in $PREFIX"; exit 0; }
 
-say "attendees: any name, password $VNETLAB_HUB_PASSWORD; instructor: ${VNETLAB_HUB_ADMIN:-instructor}, password in $secrets"
+say "attendees: a name, a password of their own and the room password $VNETLAB_HUB_PASSWORD (first login only);"
+say "instructor: ${VNETLAB_HUB_ADMIN:-instructor}, password in $secrets; listening on ${VNETLAB_HUB_BIND:-http://127.0.0.1:8000}"
 cd "$VNETLAB_HUB_STATE"
 exec "$PREFIX/hub/bin/jupyterhub" -f "$HERE/jupyterhub_config.py"
