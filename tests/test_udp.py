@@ -377,8 +377,6 @@ def test_the_inner_sockets_udp_gro_never_merges_the_outer_flow(kernel, rx):
     UDP_GRO socket reads exactly what was sent (the model read the outer headers as payload: 14450 of 14000 B)."""
     if rx and "rx-udp-gro-forwarding" not in netdev.Namespace(kernel=kernel).veth("a", "b")[0].ethtool_k():
         pytest.skip(f"{kernel} has no rx-udp-gro-forwarding")
-    if rx and kernel == "5.10.262":
-        pytest.skip("5.10.262's GRO_UDP_FWD backport is inert in udp_gro_receive: its own rule and test")
     vx0, vx1 = _vxlan_pair(kernel, rx, xdp=True)
     t = udp.send_over_vxlan(vx0, vx1, 14000, gso_size=1400, udp_gro=True)
     assert t.rx is not None and t.vxlan is not None and t.recv is not None
