@@ -223,3 +223,57 @@ def test_glossary_defines_every_term():
     assert not missing, missing
     for target in re.findall(r"\]\(([^)#]+\.ipynb)\)", text):
         assert (nbtools.NOTEBOOKS / target).exists(), target
+
+
+# --- The Predict convention (notebooks/glossary.md, "Predict"): every Predict's answer waits for its run ---------
+
+def _copies() -> list[tuple[Path, list[Path]]]:
+    """(notebook, the notebooks before it) for every instructor copy and every student copy."""
+    students = [nbtools.student_path(p) for p in NOTEBOOKS]
+    return [(p, NOTEBOOKS[:i]) for i, p in enumerate(NOTEBOOKS)] + [(p, students[:i]) for i, p in enumerate(students)]
+
+
+@pytest.mark.parametrize(("path", "earlier"), _copies(), ids=lambda x: x.relative_to(ROOT).as_posix()
+                         if isinstance(x, Path) else "")
+def test_every_predict_waits_for_its_run(path, earlier):
+    """Every Predict, not a sample: its answer terms are hidden as opened (before its code cell, and after it outside
+    a collapsed <details>), not given by the README's intro, the glossary, notebook 00's overview or an earlier
+    notebook, and are what its explanation or its cells' golden output says."""
+    outputs = nbtools.golden_text(NOTEBOOKS[[p.name for p in NOTEBOOKS].index(path.name)])
+    assert nbtools.predict_problems(path, earlier, outputs) == []
+
+
+def test_every_notebook_asks_predicts():
+    counts = {p.name[:2]: len(nbtools.predicts(_read(p))) for p in NOTEBOOKS}
+    assert all(counts.values()), counts
+
+
+def _predict_notebook(*cells):
+    nb = nbformat.v4.new_notebook(cells=list(cells))
+    nb.metadata["kernelspec"] = dict(nbtools.KERNELSPEC)
+    return nb
+
+
+@pytest.mark.parametrize(("after", "expected"), [
+    (nbtools.DETAILS_OPEN + "\n\nThe tailroom is 4242 bytes.\n\n</details>", []),
+    ("The tailroom is 4242 bytes.", ["visible as opened in the cell after its code cell"]),
+    ("<details><summary>4242 bytes</summary>\n\nThe tailroom is 4242 bytes.\n\n</details>", ["summary"]),
+])
+def test_predict_check_catches_a_visible_answer(tmp_path, after, expected):
+    """The check itself: an answer in the markdown under the code cell, or in a <details> summary, fails it."""
+    path = tmp_path / "99_probe.ipynb"
+    md = nbformat.v4.new_markdown_cell("*Predict:* how much tailroom is left?",
+                                       metadata={"vnetlab": {"predict": "99.1", "answer": ["4242 bytes"]}})
+    nbformat.write(_predict_notebook(md, nbformat.v4.new_code_cell("print('tailroom 4242')"),
+                                     nbformat.v4.new_markdown_cell(after)), path)
+    found = nbtools.predict_problems(path, [], {})
+    assert all(any(e in f for f in found) for e in expected) and bool(found) == bool(expected), found
+
+
+def test_predict_check_catches_an_answer_before_the_question(tmp_path):
+    path = tmp_path / "99_probe.ipynb"
+    md = nbformat.v4.new_markdown_cell("A made-up frame leaves 4242 bytes.\n\n*Predict:* how much tailroom is left?",
+                                       metadata={"vnetlab": {"predict": "99.1", "answer": ["4242 bytes"]}})
+    nbformat.write(_predict_notebook(md, nbformat.v4.new_code_cell("print('4242 bytes')")), path)
+    assert any("visible as opened in this notebook before" in f for f in nbtools.predict_problems(path, [], {}))
+    assert nbtools.term_in("10 bytes", "leaves 10\nbytes") and not nbtools.term_in("16", "1600 and 2.16")

@@ -20,11 +20,31 @@ Policy (style.md rule 7: readers never see an answer before they run its cell):
 from __future__ import annotations
 
 import copy
+import os
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
-import nbformat
+
+def _venv_python(root: Path) -> Path | None:
+    """The repository's .venv interpreter (the README's open command makes it), if there is one."""
+    for rel in ("bin/python", "Scripts/python.exe"):
+        if (root / ".venv" / rel).exists():
+            return root / ".venv" / rel
+    return None
+
+
+if __name__ == "__main__" and os.environ.get("VNETLAB_TOOL_REEXEC") != "1":
+    # Run by another interpreter (the system's python3, as the README's commands may be typed): re-run with the
+    # repository's .venv, which has nbformat and vnetlab; the variable stops a second re-exec.
+    _root = Path(__file__).resolve().parents[1]
+    _venv = _venv_python(_root)
+    if _venv is not None and Path(sys.prefix).resolve() != (_root / ".venv").resolve():
+        os.environ["VNETLAB_TOOL_REEXEC"] = "1"
+        os.execv(str(_venv), [str(_venv), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+import nbformat  # noqa: E402 (after the re-exec above)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -36,6 +56,12 @@ HANDOUT = ROOT / "docs" / "handout.md"  # the one-page handout, also site/handou
 GOLDEN = "nbval-check-output"
 EXERCISE = "exercise"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# What ipykernel's kernel_info reply puts into metadata.language_info (IPythonKernel.language_info) when a notebook
+# opens: stored in full, so that an untouched notebook does not open marked modified. The version is
+# the Python the workbook's lock targets (README: Python 3.11); a kernel on another Python still rewrites it.
+LANGUAGE_INFO = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                 "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                 "pygments_lexer": "ipython3", "version": "3.11.7"}
 EXECUTE_TIMEOUT_S = 300
 # The checker cell under an exercise: exercises.check("10.1", answer)
 CHECK_CALL = re.compile(r"exercises\.check\(\s*[\"'](?P<key>[^\"']+)[\"']\s*,\s*(?P<name>[A-Za-z_]\w*)\s*\)")
@@ -88,7 +114,7 @@ def _clean_metadata(cell) -> None:
 
 def normalise(nb, path: Path, all_paths: list[Path]):
     """Kernelspec, no run metadata, no outputs, exercise code collapsed, navigation cells first and last."""
-    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": copy.deepcopy(LANGUAGE_INFO)}
     cells = [c for c in nb.cells if "nav" not in _tags(c)]
     for cell in cells:
         _clean_metadata(cell)
@@ -177,6 +203,9 @@ def problems(path: Path, all_paths: list[Path] | None = None) -> list[str]:
     found = []
     if nb.metadata.get("kernelspec") != KERNELSPEC:
         found.append("kernelspec is not python3")
+    if nb.metadata.get("language_info") != LANGUAGE_INFO:
+        found.append("language_info is not what ipykernel fills in (run tools/nbtools.py refresh): the tab would "
+                     "open marked modified")
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -209,6 +238,128 @@ def problems(path: Path, all_paths: list[Path] | None = None) -> list[str]:
         elif cell.outputs:
             found.append(f"golden copy cell {i}: output in a cell not tagged {GOLDEN}")
     return found
+
+
+# --------------------------------------------------------------------------------------------------
+# The Predict convention: every Predict's answer waits for its run
+
+PREDICT = "*Predict:*"
+DETAILS_SUMMARY = "After you run the cell: what happened, and why"
+DETAILS_OPEN = f"<details><summary>{DETAILS_SUMMARY}</summary>"
+_DETAILS = re.compile(r"<details>.*?</details>", re.S)
+README_INTRO_END = "\n## "  # the README's intro: everything before its first "## " heading
+
+
+def visible(markdown: str) -> str:
+    """What a markdown cell shows as opened: everything but its collapsed <details> blocks."""
+    return _DETAILS.sub("", markdown)
+
+
+def term_in(term: str, text: str) -> bool:
+    """``term`` in ``text``, case-insensitive, not as part of a longer number or word ("16" is not in "1600")."""
+    text, term = " ".join(text.split()), " ".join(term.split())  # a line break inside a term is a space
+    return re.search(rf"(?<![\w.]){re.escape(term)}(?![\w])", text, re.I) is not None
+
+
+class Predict(NamedTuple):
+    """One Predict: its markdown cell, the code cells that answer it, and the markdown cell that follows them."""
+
+    key: str  # "20.3"
+    answer: list
+    cell: int  # index of its markdown cell
+    code: list  # indexes of the code cells right after it
+    after: int | None  # index of the first markdown cell after those code cells
+
+
+def predicts(nb) -> list[Predict]:
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown" or PREDICT not in cell.source:
+            continue
+        meta = cell.metadata.get("vnetlab", {})
+        j = i + 1
+        while j < len(nb.cells) and nb.cells[j].cell_type == "code":
+            j += 1
+        found.append(Predict(str(meta.get("predict", "")), list(meta.get("answer", [])), i, list(range(i + 1, j)),
+                             j if j < len(nb.cells) else None))
+    return found
+
+
+def readme_intro() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split(README_INTRO_END, 1)[0]
+
+
+def overview(nb) -> str:
+    """A notebook's visible text before its first numbered section."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.search(r"(?m)^## 1\. ", cell.source):
+            break
+        if cell.cell_type == "markdown" and "nav" not in _tags(cell):
+            out.append(visible(cell.source))
+    return "\n".join(out)
+
+
+def predict_problems(path: Path, earlier: list[Path] = (), outputs=None) -> list[str]:
+    """Every way the Predicts of ``path`` break the convention (notebooks/glossary.md has the rules' reasons):
+    a Predict is a line starting *Predict:* alone in its markdown cell, with metadata vnetlab.predict "NN.k" (in
+    order) and vnetlab.answer (the terms that give its answer away); code cells follow it; no answer term is visible
+    as opened before them (this notebook's visible markdown up to the Predict, the README's intro, the glossary,
+    notebook 00's overview, the visible text of every earlier notebook), nor in the first markdown cell after them
+    outside a collapsed <details> whose summary is the fixed line; every answer term is in that explanation or in
+    the golden output of the answering cells (``outputs``: a code cell's source -> its text), so the terms are the
+    answer's."""
+    nb = nbformat.read(path, as_version=4)
+    key = path.name[:2]
+    found = []
+    context = {"the README's intro": readme_intro(), "notebooks/glossary.md": GLOSSARY.read_text()}
+    first = notebooks()[0]
+    context["notebook 00's overview"] = overview(nbformat.read(first, as_version=4))
+    for e in earlier:
+        enb = nbformat.read(e, as_version=4)
+        context[f"notebook {e.name[:2]}"] = "\n".join(visible(c.source) for c in enb.cells
+                                                      if c.cell_type == "markdown")
+    for k, p in enumerate(predicts(nb), 1):
+        where = f"Predict {key}.{k} (cell {p.cell})"
+        src = nb.cells[p.cell].source
+        if src.count(PREDICT) != 1 or not re.search(rf"(?m)^{re.escape(PREDICT)}", src):
+            found.append(f"{where}: a Predict cell holds one Predict, on a line starting {PREDICT}")
+        if p.key != f"{key}.{k}":
+            found.append(f"{where}: metadata vnetlab.predict is {p.key!r}, want '{key}.{k}'")
+        if not p.answer or not all(isinstance(t, str) and t.strip() for t in p.answer):
+            found.append(f"{where}: no vnetlab.answer terms (the strings that would give its answer away)")
+        if not p.code:
+            found.append(f"{where}: no code cell right after it to show the answer")
+        before = "\n".join(visible(c.source) for c in nb.cells[:p.cell + 1] if c.cell_type == "markdown")
+        shown = {"this notebook before its code cell": before, **context}
+        explanation = ""
+        if p.after is not None:
+            nxt = nb.cells[p.after].source
+            shown["the cell after its code cell, outside <details>"] = visible(nxt)
+            explanation = "\n".join(_DETAILS.findall(nxt))
+            for summary in re.findall(r"<summary>(.*?)</summary>", nxt, re.S):
+                if summary != DETAILS_SUMMARY:
+                    found.append(f"{where}: <details> summary {summary!r} is not {DETAILS_SUMMARY!r}")
+        ran = "\n".join((outputs or {}).get(nb.cells[i].source, "") for i in p.code)
+        for term in p.answer:
+            for name, text in shown.items():
+                if term_in(term, text):
+                    found.append(f"{where}: answer term {term!r} visible as opened in {name}")
+            if not (term_in(term, explanation) or term_in(term, ran)):
+                found.append(f"{where}: answer term {term!r} is neither in its <details> explanation nor in what "
+                             "its cells print")
+    return found
+
+
+def golden_text(path: Path) -> dict[str, str]:
+    """A code cell's source -> the text its golden copy stores (streams and text/plain)."""
+    gpath = golden_path(path)
+    if not gpath.exists():
+        return {}
+    golden = nbformat.read(gpath, as_version=4)
+    return {c.source: "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                              for o in c.get("outputs", [])) for c in golden.cells if c.cell_type == "code"}
 
 
 def exercise_problems(nb) -> list[str]:

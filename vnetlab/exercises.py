@@ -45,6 +45,12 @@ def _skb_attr(payload_len: int, attr: str, kernel: str = DEFAULT_KERNEL, l4: str
     return getattr(rx.receive(payload_len, kernel=kernel, l4=l4).skb, attr)
 
 
+def _path(payload_len: int, kernel: str = DEFAULT_KERNEL) -> str:
+    from vnetlab import rx
+
+    return rx.receive(payload_len, kernel=kernel).path
+
+
 def _tailroom(payload_len: int, buf_len: int | None = None) -> int:
     from vnetlab import rx
 
@@ -303,11 +309,11 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "packets per second), how many nanoseconds of that CPU did one packet take on average? One decimal.",
              _ns_per_packet_after, "ns", 0.05,
              hint="one CPU busy for a whole second is 10^9 ns, shared by every packet received in that second"),
-    Exercise("00.2", "Kernel 6.1, x86_64, a 1536-byte mergeable buffer: a full-size frame arrives (1472-byte UDP "
-             "payload, a 1500-byte IP packet). What truesize does its sk_buff carry?",
-             lambda: _skb_attr(1472, "truesize"), "bytes",
-             hint=_PAGE_TO_SKB + "; when it does not, the skb is a small napi_alloc_skb() head plus the whole "
-             "receive buffer as a frag, and truesize charges both"),
+    Exercise("00.2", "Kernel 5.13, x86_64, a 1536-byte mergeable buffer: a full-size frame arrives (1472-byte UDP "
+             "payload, a 1500-byte IP packet, a 1514-byte frame behind the 12-byte vnet header). Which path does "
+             "page_to_skb() take: 'copy', 'copy+frag' or 'build_skb'?",
+             lambda: _path(1472, kernel="5.13"), "",
+             hint=_PAGE_TO_SKB + ": work out the tailroom the frame leaves in its buffer"),
     Exercise("00.3", "Seed 2's router on mainline 5.10 (no NAT fix), but the flow carries 1000-byte UDP datagrams and "
              "every fraglist GRO skb is as full as GRO lets it be. What share of the datagrams arrives with the NATed "
              "header? Three decimals.", lambda: round(_nat_share("5.10", gso_size=1000), 3), "", 0.0005,
