@@ -250,3 +250,47 @@ def test_tolerance():
 def test_unknown_exercise():
     with pytest.raises(ValueError, match="exercise '9.9' does not exist"):
         exercises.check("9.9", 1)
+
+
+# --- Worked solutions: the reasoning the answer key prints (docs/answer_key.py) -------------------------------------
+
+_NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
+# "2048 - 12 - 1242 = 794", "1228 + 53 x 1200 = 64,828", "944.9 / 54 = 17.5": a chain of + - x / and its result
+_CHAIN = re.compile(rf"(?<![\w.(^]){_NUM}(?:\s*[-+x/]\s*{_NUM})+\s*=\s*{_NUM}(?![\w(^])")
+
+
+def _arithmetic(text: str) -> list[tuple[str, float, float]]:
+    """(expression, its value, the value the text states) for every arithmetic chain in ``text``."""
+    found = []
+    for m in _CHAIN.finditer(text.replace("10^9", "1000000000")):
+        left, right = m.group(0).rsplit("=", 1)
+        value = eval(left.replace(",", "").replace("x", "*"), {"__builtins__": {}})  # digits and + - * / only
+        decimals = len(right.strip().split(".")[1]) if "." in right else 0
+        found.append((m.group(0), round(value, decimals), float(right.strip().replace(",", ""))))
+    return found
+
+
+def _states(answer, text: str) -> bool:
+    if isinstance(answer, bool) or isinstance(answer, str):
+        return re.search(rf"(?<![\w+-]){re.escape(str(answer))}(?![\w+-])", text) is not None
+    shown = {f"{answer:g}", f"{answer:,}"} if isinstance(answer, float) else {str(answer), f"{answer:,}"}
+    return any(re.search(rf"(?<![\w.]){re.escape(s)}(?![\w]|\.\d)", text) for s in shown)
+
+
+@pytest.mark.parametrize("key", sorted(exercises.EXERCISES))
+def test_every_exercise_has_a_worked_solution_that_reaches_its_answer(key):
+    """The worked solution states the checker's answer, and every arithmetic chain in it adds up."""
+    text = exercises.worked(key)
+    assert len(text.split()) >= 15, f"{key}: no worked solution (the reasoning, not only the number)"
+    answer = exercises.solution(key)
+    assert _states(answer, text), f"{key}: its worked solution never states {answer!r}"
+    wrong = [(expr, got) for expr, got, stated in _arithmetic(text) if got != stated]
+    assert not wrong, f"{key}: {wrong}"
+
+
+def test_arithmetic_check_catches_a_wrong_sum():
+    # source: the sums themselves (10.1's and 50.1's worked solutions), checked digit by digit here
+    assert _arithmetic("2048 - 12 - 1242 = 794 and 1228 + 53 x 1200 = 64,828") == [
+        ("2048 - 12 - 1242 = 794", 794, 794), ("1228 + 53 x 1200 = 64,828", 64828, 64828)]
+    assert [e for e, got, stated in _arithmetic("1/63 = 0.017") if got != stated] == ["1/63 = 0.017"]
+    assert not _states(794, "a tailroom of 1794 bytes") and _states(0.05, "1 of 20 = 0.05.")

@@ -119,8 +119,8 @@ def test_exercises_have_checkers(path):
 
 
 def _shown_text(cell) -> str:
-    if cell.cell_type == "markdown":
-        return cell.source
+    if cell.cell_type == "markdown":  # the plan's "Time to learn: N minutes" line states minutes, not an answer
+        return re.sub(r"\*\*Time to learn\*\*:[^\n]*", "", cell.source)
     return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", []))
 
 
@@ -277,3 +277,28 @@ def test_predict_check_catches_an_answer_before_the_question(tmp_path):
     nbformat.write(_predict_notebook(md, nbformat.v4.new_code_cell("print('4242 bytes')")), path)
     assert any("visible as opened in this notebook before" in f for f in nbtools.predict_problems(path, [], {}))
     assert nbtools.term_in("10 bytes", "leaves 10\nbytes") and not nbtools.term_in("16", "1600 and 2.16")
+
+
+def test_answers_shown_reads_what_the_screen_shows():
+    """The browser test's check: a term in a cell's shown text up to the explanation is a leak; the same term inside
+    the collapsed block (absent from the shown text) is not."""
+    md = nbformat.v4.new_markdown_cell("*Predict:* how much?", metadata={"vnetlab": {"predict": "99.1",
+                                                                                      "answer": ["4242 bytes"]}})
+    nb = _predict_notebook(md, nbformat.v4.new_code_cell("print(4242)"),
+                           nbformat.v4.new_markdown_cell(nbtools.DETAILS_OPEN + "\n\n4242 bytes\n\n</details>"))
+    assert nbtools.answers_shown(nb, ["*Predict:* how much?", "", ""]) == []
+    assert nbtools.answers_shown(nb, ["*Predict:* how much?", "", "4242 bytes"]) != []
+
+
+def test_notebooks_store_the_language_info_ipykernel_fills_in():
+    """An untouched notebook must not open marked modified: JupyterLab writes the kernel's language_info into the
+    metadata on open, so every notebook stores what ipykernel's kernel_info reply holds (IPythonKernel.language_info)
+    for the Python the lock targets."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    kernel = dict(IPythonKernel.language_info)
+    stored = dict(nbtools.LANGUAGE_INFO)
+    assert stored.pop("version").rsplit(".", 1)[0] == kernel.pop("version").rsplit(".", 1)[0]  # same 3.11
+    assert stored == kernel
+    for path in [*NOTEBOOKS, *(nbtools.student_path(p) for p in NOTEBOOKS)]:
+        assert _read(path).metadata["language_info"] == nbtools.LANGUAGE_INFO, path.name

@@ -1,8 +1,11 @@
 """Notebook housekeeping for the workbook: one output policy, enforced by tests and CI.
 
 Policy (style.md rule 7: readers never see an answer before they run its cell):
-- ``notebooks/NN_*.ipynb``, what readers open, carry no outputs at all; the exercise cells' code (the instructor's
-  solution) starts collapsed. Each notebook has the Python 3 kernelspec and generated navigation cells (tag ``nav``).
+- ``notebooks/NN_*.ipynb``, the instructors' solved copies, carry no outputs at all; a banner under the navigation
+  says they are solved and links the attendees' copy; the exercise cells' code (the solution) starts collapsed.
+  Each notebook has the Python 3 kernelspec, ipykernel's full language_info and generated navigation cells (tag
+  ``nav``).
+- Every Predict follows the convention ``predict_problems`` checks: its answer waits for its run.
 - ``tests/golden/NN_*.ipynb`` are their golden copies, where readers do not look: the same cells, plus the text
   output of each cell tagged ``nbval-check-output``, which pytest's nbval (``--nbval-lax``) compares on every run.
   Running a golden copy is running its notebook (a test asserts that the cells are the same).
@@ -107,6 +110,15 @@ def nav_source(path: Path, all_paths: list[Path]) -> str:
     return " | ".join(parts)
 
 
+SOLVED = "solved"  # the banner cell of an instructor copy; student copies leave it out
+
+
+def solved_banner(path: Path) -> str:
+    """The first thing an instructor copy says: it is solved, and where the attendees' copy is."""
+    return (f"> **Instructor copy, solved.** The exercise cells hold their solutions (collapsed). Attendees work in "
+            f"[`student/{path.name}`](student/{path.name}), the copy the open command starts on.")
+
+
 def _clean_metadata(cell) -> None:
     for key in ("execution", "collapsed", "scrolled"):
         cell.metadata.pop(key, None)
@@ -129,9 +141,11 @@ def normalise(nb, path: Path, all_paths: list[Path]):
                 jupyter["source_hidden"] = True  # the instructor's solution: shown on a click, not at a glance
             if jupyter:
                 cell.metadata["jupyter"] = jupyter
+    cells = [c for c in cells if SOLVED not in _tags(c)]
     nav = nav_source(path, all_paths)
     make = lambda: nbformat.v4.new_markdown_cell(nav, metadata={"tags": ["nav"]})  # noqa: E731
-    nb.cells = [make(), *cells, make()]
+    banner = nbformat.v4.new_markdown_cell(solved_banner(path), metadata={"tags": [SOLVED]})
+    nb.cells = [make(), banner, *cells, make()]
     nb.nbformat, nb.nbformat_minor = 4, 5
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{path.stem[:2]}-{i:03d}"
@@ -177,15 +191,37 @@ def execute(nb, cwd: Path = NOTEBOOKS):
     return nb
 
 
+TIMINGS = GOLDEN_DIR / "timings.json"  # seconds each cell took in the last refresh; tools/plan.py adds them up
+
+
+def cell_seconds(executed) -> dict[str, float]:
+    """Cell id -> seconds from the kernel's start of the cell to its reply (nbclient records both timestamps)."""
+    from datetime import datetime
+
+    out = {}
+    for cell in executed.cells:
+        t = cell.get("metadata", {}).get("execution", {})
+        if cell.cell_type == "code" and "iopub.execute_input" in t and "shell.execute_reply" in t:
+            start, end = (datetime.fromisoformat(t[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+            out[cell["id"]] = round((end - start).total_seconds(), 2)
+    return out
+
+
 def refresh(paths: list[Path]) -> None:
-    """Normalise each notebook, execute it, and write its golden copy."""
+    """Normalise each notebook, execute it, write its golden copy and record how long each cell ran."""
+    import json
+
     all_paths = notebooks()
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
+    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     for path in paths:
         nb = normalise(nbformat.read(path, as_version=4), path, all_paths)
         executed = execute(nb)
         nbformat.write(nb, path)
         nbformat.write(golden_copy(executed, nb), golden_path(path))
+        timings[path.name] = cell_seconds(executed)
+        TIMINGS.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
         print(f"refreshed {path.relative_to(ROOT)} and {golden_path(path).relative_to(ROOT)}")
 
 
@@ -215,6 +251,9 @@ def problems(path: Path, all_paths: list[Path] | None = None) -> list[str]:
             found.append(f"cell {i}: edits sys.path (import the installed vnetlab instead)")
         if EXERCISE in _tags(cell) and not cell.metadata.get("jupyter", {}).get("source_hidden"):
             found.append(f"cell {i}: exercise solution not collapsed (run tools/nbtools.py refresh)")
+    banners = [c for c in nb.cells if SOLVED in _tags(c)]
+    if len(banners) != 1 or nb.cells[1] is not banners[0] or banners[0].source != solved_banner(path):
+        found.append("the solved-copy banner is missing or stale (run tools/nbtools.py refresh)")
     navs = [c for c in nb.cells if "nav" in _tags(c)]
     want = nav_source(path, all_paths)
     if (len(navs) != 2 or any(c.source != want for c in navs) or nb.cells[0] is not navs[0]
@@ -352,6 +391,21 @@ def predict_problems(path: Path, earlier: list[Path] = (), outputs=None) -> list
     return found
 
 
+def answers_shown(nb, shown: list[str]) -> list[str]:
+    """Every Predict answer term a reader sees as opened: ``shown`` is the text each cell of ``nb`` shows on screen
+    (in a browser: a markdown cell's rendered innerText, which leaves out a collapsed <details>), and a Predict's
+    terms must not be in any cell up to and including the first markdown cell after its code cells."""
+    found = []
+    for p in predicts(nb):
+        end = p.after if p.after is not None else len(nb.cells) - 1
+        for i in range(end + 1):
+            if nb.cells[i].cell_type != "markdown":
+                continue
+            found += [f"Predict {p.key} (cell {p.cell}): {t!r} on screen in cell {i}" for t in p.answer
+                      if term_in(t, shown[i])]
+    return found
+
+
 def golden_text(path: Path) -> dict[str, str]:
     """A code cell's source -> the text its golden copy stores (streams and text/plain)."""
     gpath = golden_path(path)
@@ -382,6 +436,7 @@ def placeholder(name: str) -> str:
 def student_copy(nb):
     """No outputs, no golden tags; each exercise cell becomes a placeholder defining its checker's name."""
     nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if SOLVED not in _tags(c)]
     code = [c for c in nb.cells if c.cell_type == "code"]
     for i, cell in enumerate(code):
         cell.outputs = []
