@@ -380,6 +380,9 @@ def predict_problems(path: Path, earlier: list[Path] = (), outputs=None) -> list
             for summary in re.findall(r"<summary>(.*?)</summary>", nxt, re.S):
                 if summary != DETAILS_SUMMARY:
                     found.append(f"{where}: <details> summary {summary!r} is not {DETAILS_SUMMARY!r}")
+        if explanation and p.answer and not any(term_in(t, explanation) for t in p.answer):
+            found.append(f"{where}: no answer term is in its <details> explanation (name one it states, so that "
+                         "the check sees the explanation if it ever leaks)")
         ran = "\n".join((outputs or {}).get(nb.cells[i].source, "") for i in p.code)
         for term in p.answer:
             for name, text in shown.items():
