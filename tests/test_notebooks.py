@@ -302,3 +302,22 @@ def test_notebooks_store_the_language_info_ipykernel_fills_in():
     assert stored == kernel
     for path in [*NOTEBOOKS, *(nbtools.student_path(p) for p in NOTEBOOKS)]:
         assert _read(path).metadata["language_info"] == nbtools.LANGUAGE_INFO, path.name
+
+
+def test_static_copy_keeps_the_explanation_collapsed():
+    """nbconvert's HTML export (the static copy's template) closes a <details> written over several markdown blocks
+    before its body, which would leave the explanation visible in site/; nbtools.static_details makes the block one
+    piece of HTML, which the export keeps whole."""
+    from nbconvert import HTMLExporter
+
+    src = nbtools.DETAILS_OPEN + "\n\nThe tailroom is **4242** bytes.\n\n</details>"
+    inside = re.compile(r"<details><summary>[^<]*</summary>\s*<p>The tailroom is <strong>4242</strong> bytes\.</p>\s*"
+                        r"</details>")
+    exporter = HTMLExporter(template_name="vnetlab_static", extra_template_basedirs=[str(nbtools.HTML_TEMPLATE_DIR)],
+                            embed_images=True)  # as build_site exports: embedding images parses each HTML block
+
+    def html(nb) -> str:
+        return exporter.from_notebook_node(nb, resources={"metadata": {"name": "probe"}})[0]
+
+    assert not inside.search(html(_predict_notebook(nbformat.v4.new_markdown_cell(src))))  # the export alone
+    assert inside.search(html(nbtools.static_details(_predict_notebook(nbformat.v4.new_markdown_cell(src)))))

@@ -487,6 +487,22 @@ def static_outputs(nb):
     return nb
 
 
+def static_details(nb):
+    """A collapsed explanation as one HTML block: nbconvert's markdown renderer ends an HTML block at a blank line
+    and would close <details> before the explanation, leaving it visible; its body is rendered here instead."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    def one_block(m) -> str:
+        body = markdown2html_mistune(m["body"].strip())
+        return m["head"] + re.sub(r"\n\s*\n", "\n", body).strip() + "</details>"
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = re.sub(r"(?P<head><details><summary>.*?</summary>)(?P<body>.*?)</details>", one_block,
+                                 cell.source, flags=re.S)
+    return nb
+
+
 def _site_links(html: str) -> str:
     """Links between notebooks (and to the glossary) point at their HTML pages."""
     html = re.sub(r'href="(\.\./)?([0-9][0-9]_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"', r'href="\2.html\3"', html)
@@ -517,7 +533,7 @@ def build_site(paths: list[Path], out: Path) -> list[Path]:
                             embed_images=True)
     written, items = [], []
     for path in paths:
-        nb = static_outputs(execute(nbformat.read(path, as_version=4)))
+        nb = static_details(static_outputs(execute(nbformat.read(path, as_version=4))))
         title = _title(path)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
         target = out / f"{path.stem}.html"
