@@ -115,3 +115,23 @@ def test_the_guide_states_the_coefficients():
 
 def test_notebooks_core_path_fits_its_budget():
     assert sum(p.core for p in PLANS.values()) <= plan.NOTEBOOKS_CORE_MAX
+
+
+def test_tools_run_with_another_python_by_re_executing_with_the_venv(tmp_path):
+    """The README writes `python tools/plan.py`: a python without nbformat (here a bare venv, as the system's python3
+    usually is) re-runs the tool with the repository's .venv; with the re-exec switched off it cannot import."""
+    import os
+    import subprocess
+    import venv
+
+    if not (ROOT / ".venv").exists():
+        pytest.skip("no .venv in the repository: the tools re-exec into the .venv the README's command makes")
+    venv.create(tmp_path / "bare", with_pip=False)
+    bare = tmp_path / "bare" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    env = {k: v for k, v in os.environ.items() if k != "VNETLAB_TOOL_REEXEC"}
+    for tool, want in (("tools/plan.py", "set-up 10 + break 10"), ("tools/nbtools.py", "python tools/nbtools.py")):
+        run = subprocess.run([str(bare), tool], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+        assert want in run.stdout, (tool, run.stdout[-500:], run.stderr[-500:])
+    off = subprocess.run([str(bare), "tools/plan.py"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**env, "VNETLAB_TOOL_REEXEC": "1"})
+    assert off.returncode != 0 and "nbformat" in off.stderr
