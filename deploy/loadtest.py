@@ -90,7 +90,7 @@ class Hub:
     @classmethod
     def start(cls, prefix: Path, workdir: Path, *, mem_limit: str = "1G", cpu_limit: float = 1.0,
               spawn_limit: int = 10, start_timeout_s: int = 300, timeout_s: float = 90) -> Hub:
-        port, internal, api = free_port(), free_port(), free_port()
+        port, internal, api, board = free_port(), free_port(), free_port(), free_port()
         hub = cls(prefix=prefix, state=workdir / "state", homes=workdir / "homes", url=f"http://127.0.0.1:{port}",
                   password=secrets.token_urlsafe(9), admin_password=secrets.token_urlsafe(30))
         hub.homes.mkdir(parents=True, exist_ok=True)
@@ -99,6 +99,7 @@ class Hub:
         env = dict(os.environ, VNETLAB_HUB_PREFIX=str(prefix), VNETLAB_HUB_STATE=str(hub.state),
                    VNETLAB_HUB_BIND=hub.url, VNETLAB_HUB_INTERNAL=f"http://127.0.0.1:{internal}",
                    VNETLAB_HUB_PROXY_API=f"http://127.0.0.1:{api}", VNETLAB_HUB_HOMES=str(hub.homes),
+                   VNETLAB_BOARD_INTERNAL=f"http://127.0.0.1:{board}",
                    VNETLAB_HUB_PASSWORD=hub.password, VNETLAB_HUB_ADMIN_PASSWORD=hub.admin_password,
                    VNETLAB_HUB_ADMIN=ADMIN, VNETLAB_HUB_MEM_LIMIT=mem_limit, VNETLAB_HUB_CPU_LIMIT=str(cpu_limit),
                    VNETLAB_HUB_SPAWN_LIMIT=str(spawn_limit), VNETLAB_HUB_START_TIMEOUT=str(start_timeout_s))
