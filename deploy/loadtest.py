@@ -23,6 +23,7 @@ import json
 import os
 import pwd
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
@@ -44,7 +46,7 @@ from tornado.websocket import websocket_connect
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from vnetlab_hub import account  # noqa: E402
+from vnetlab_hub import CGROUP_NAME, _own_cgroup_v1, account  # noqa: E402
 
 NOTEBOOKS = ["00_welcome_and_map", "05_primer_skb_gro_gso", "10_receive_buffers_and_memory_layout",
              "20_tailroom_thresholds", "30_gro_frag_savings", "40_gso_features",
@@ -218,9 +220,10 @@ def proc_mem(pid: int) -> tuple[int, int]:
 
 
 def proc_cpu_s(pid: int) -> float:
+    """utime + stime of the process and of its children it has waited for (JupyterLab's node call at start)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
 
@@ -239,6 +242,25 @@ def machine_cpu() -> tuple[int, int]:
     parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = parts[3] + parts[4]
     return sum(parts) - idle, sum(parts)
+
+
+def machine_jiffies() -> dict[str, int]:
+    """The machine's CPU time so far, /proc/stat's first line (busy without steal, steal, idle), in jiffies."""
+    p = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = p[:8]
+    return {"busy": user + nice + system + irq + softirq, "steal": steal, "idle": idle + iowait, "total": sum(p[:8])}
+
+
+def account_memory_peak(name: str) -> int | None:
+    """The peak memory of the attendee's cgroup (everything the account ran, page cache included), if it has one."""
+    v2 = Path("/sys/fs/cgroup") / CGROUP_NAME / account(name) / "memory.peak"
+    rel = _own_cgroup_v1("memory") if not v2.parent.exists() else None
+    path = v2 if rel is None else (Path("/sys/fs/cgroup/memory") / rel.lstrip("/") / CGROUP_NAME / account(name)
+                                   / "memory.max_usage_in_bytes")
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def uptime() -> str:
@@ -261,6 +283,8 @@ class Stats:
     notebooks_done: int = 0
     cells_done: int = 0
     current: str = ""
+    checks: list[tuple[str, str, float]] = field(default_factory=list)  # (exercise, verdict shown, time.time())
+    phases: dict[str, list[float]] = field(default_factory=dict)  # a room phase's round trips (run_phased)
 
 
 class AttendeeError(Exception):
@@ -305,7 +329,7 @@ class Kernel:
     async def until_idle(self, msg_id: str, timeout_s: float, *, want_image_of: set[str] | None = None) -> dict:
         """Messages answering ``msg_id`` until the kernel is idle again: error, outputs seen, and (for a widget
         change) the first time a new image arrived for one of ``want_image_of``."""
-        out = {"error": None, "figure": False, "widget_view": False, "image_at": None, "stderr": ""}
+        out = {"error": None, "figure": False, "widget_view": False, "image_at": None, "stderr": "", "text": ""}
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -319,6 +343,7 @@ class Kernel:
             kind, content = msg["header"]["msg_type"], msg["content"]
             if kind in ("display_data", "execute_result"):
                 data = content.get("data", {})
+                out["text"] += data.get("text/plain", "") if kind == "execute_result" else ""
                 out["figure"] |= "image/png" in data
                 out["widget_view"] |= "application/vnd.jupyter.widget-view+json" in data
             elif kind == "error" or (kind == "execute_reply" and content.get("status") == "error"):
@@ -366,13 +391,47 @@ def pick_control(models: dict[str, dict], created_by: str) -> tuple[str, dict] |
     return None
 
 
+CHECK_CELL = re.compile(r'exercises\.check\("([0-9]+\.[0-9]+)"')
+
+
+def verdict_of(text: str) -> str:
+    """What a check cell showed, from its Verdict's text (vnetlab/exercises.py Verdict messages)."""
+    t = text.strip()
+    if t.startswith("\u2713"):
+        return "right"
+    if t.startswith("\u2026"):
+        return "unanswered"
+    if t.startswith("\u2717"):
+        return "hint" if "Hint:" in t else "kind"
+    return "other"
+
+
+def answer_code(key: str, right: bool) -> str:
+    """An exercise cell as an attendee fills it: the model's answer, or a wrong one of the right kind."""
+    if right:
+        return f'answer = exercises.solution("{key}")'
+    return (f'_s = exercises.solution("{key}")\n'
+            'answer = (not _s) if isinstance(_s, bool) else _s + 1 if isinstance(_s, (int, float)) else "no"')
+
+
+def answer_plan(name: str, seed: int = 0) -> Callable[[str], str]:
+    """Each simulated attendee's way with each exercise (fixed by name): right at once, wrong, wrong and then
+    right (the check run twice), or not answered (the check run with None)."""
+    def plan(key: str) -> str:
+        return random.Random(f"{seed}:{name}:{key}").choice(["right", "wrong", "wrong_then_right", "skip"])
+
+    return plan
+
+
 class Attendee:
     def __init__(self, hub: Hub, name: str, *, think_s: tuple[float, float], stop_at: float,
-                 notebooks: list[str], keep_kernels: bool = False, first_figure_only: bool = False) -> None:
+                 notebooks: list[str], keep_kernels: bool = False, first_figure_only: bool = False,
+                 answers: Callable[[str], str] | None = None, exercises_only: bool = False) -> None:
         self.hub, self.name = hub, name
         self.think_s, self.stop_at = think_s, stop_at
         self.work_s = float("inf")
         self.notebooks, self.keep_kernels, self.first_figure_only = notebooks, keep_kernels, first_figure_only
+        self.answers, self.exercises_only = answers, exercises_only
         self.http = AsyncHTTPClient(force_instance=True, defaults={"request_timeout": HTTP_TIMEOUT_S,
                                                                   "connect_timeout": HTTP_TIMEOUT_S})
         self.cookies: dict[str, str] = {}
@@ -480,44 +539,80 @@ class Attendee:
             st.failures.append(f"{st.current}: {type(exc).__name__}: {exc}")
         return st
 
-    async def work_through(self, notebook: str) -> None:
-        st = self.stats
+    async def cells_of(self, notebook: str) -> list[dict]:
         nb = json.loads((await self.fetch(f"/user/{self.name}/api/contents/{COPY}/{notebook}.ipynb?content=1")).body)
-        cells = [c for c in nb["content"]["cells"] if c["cell_type"] == "code"]
-        kernel, session_id = await self.open_kernel(notebook)
+        return [c for c in nb["content"]["cells"] if c["cell_type"] == "code"]
+
+    async def execute(self, kernel: Kernel, code: str, where: str) -> tuple[dict, str, float]:
+        """Run one cell as JupyterLab does; (its outputs, its message id, its round trip in seconds)."""
+        start = time.monotonic()
+        msg_id = kernel.send("shell", "execute_request",
+                             {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                              "allow_stdin": False, "stop_on_error": True})
         try:
+            out = await kernel.until_idle(msg_id, CELL_TIMEOUT_S)
+        except TimeoutError:
+            raise TimeoutError(f"{where} took over {CELL_TIMEOUT_S} s") from None
+        took = round(time.monotonic() - start, 3)
+        self.stats.cells.append(took)
+        self.stats.cells_done += 1
+        return out, msg_id, took
+
+    async def work_through(self, notebook: str, *, upto_first_figure: bool = False,
+                           kernel_session: tuple[Kernel, str] | None = None) -> tuple[Kernel, str] | None:
+        """Run the notebook's code cells in order (with answers in exercise cells when the attendee has a plan).
+        ``upto_first_figure``: stop after the first figure and return the kernel, kept open."""
+        st = self.stats
+        cells = await self.cells_of(notebook)
+        kernel, session_id = kernel_session or await self.open_kernel(notebook)
+        keep = upto_first_figure
+        try:
+            plan = None
             for i, cell in enumerate(cells):
                 if self.time_left() <= 0:
-                    return
+                    return None
                 code = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-                start = time.monotonic()
-                msg_id = kernel.send("shell", "execute_request",
-                                     {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                                      "allow_stdin": False, "stop_on_error": True})
-                try:
-                    out = await kernel.until_idle(msg_id, CELL_TIMEOUT_S)
-                except TimeoutError:
-                    raise TimeoutError(f"cell {i} of {notebook} took over {CELL_TIMEOUT_S} s") from None
-                st.cells.append(round(time.monotonic() - start, 3))
-                st.cells_done += 1
+                exercise = "exercise" in cell.get("metadata", {}).get("tags", [])
+                check = CHECK_CELL.search(code)
+                if self.exercises_only and i > 0 and not exercise and not check:
+                    continue  # the imports (cell 0), the exercise cells and their checks only
+                if exercise and self.answers is not None:
+                    nxt = CHECK_CELL.search("".join(cells[i + 1]["source"])) if i + 1 < len(cells) else None
+                    plan = self.answers(nxt.group(1)) if nxt else None
+                    if plan in ("right", "wrong", "wrong_then_right"):
+                        code = answer_code(nxt.group(1), plan == "right")
+                out, msg_id, _ = await self.execute(kernel, code, f"cell {i} of {notebook}")
                 if out["error"]:
                     st.failures.append(f"{notebook} cell {i}: {out['error']}")
-                    return
+                    return None
+                if check:
+                    st.checks.append((check.group(1), verdict_of(out["text"]), time.time()))
+                    if plan == "wrong_then_right":  # a second go: the right answer, the same check again
+                        await self.think()
+                        await self.execute(kernel, answer_code(check.group(1), True), f"{notebook} answer again")
+                        out, _, _ = await self.execute(kernel, code, f"cell {i} of {notebook} again")
+                        st.checks.append((check.group(1), verdict_of(out["text"]), time.time()))
+                    plan = None
                 if (out["figure"] or out["widget_view"]) and st.first_figure_s is None:
                     st.first_figure_s = round(time.monotonic() - self.t0, 3)
                     if self.first_figure_only and not out["widget_view"]:
                         continue
+                if (out["figure"] or out["widget_view"]) and upto_first_figure:
+                    return kernel, session_id
                 if out["widget_view"]:
                     await self.think()
                     await self.move_control(kernel, msg_id, f"{notebook} cell {i}")
                     if self.first_figure_only:
-                        return
+                        return None
                 await self.think()
             st.notebooks_done += 1
+            keep = False
+            return None
         finally:
-            kernel.close()
-            if not self.keep_kernels:
-                await self.fetch(f"/user/{self.name}/api/sessions/{session_id}", "DELETE")
+            if not keep:
+                kernel.close()
+                if not self.keep_kernels:
+                    await self.fetch(f"/user/{self.name}/api/sessions/{session_id}", "DELETE")
 
     async def move_control(self, kernel: Kernel, cell_msg: str, where: str) -> None:
         """One control of the panel the cell made moved by one step, as the browser's widget manager sends it; the
@@ -540,6 +635,54 @@ class Attendee:
             return
         self.stats.widgets.append(round(out["image_at"] - start, 3))
         kernel.models[comm_id].update(state)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The room board (deploy/board/), as the instructor sees it
+
+
+class BoardWatcher:
+    """The instructor's view of the room board: its state polled every ``every_s`` through the hub's proxy with the
+    instructor's token, and when each count of reported checks was first seen (for the check-to-board latency)."""
+
+    def __init__(self, hub: Hub, every_s: float = 0.5) -> None:
+        self.admin = Attendee(hub, ADMIN, think_s=(0, 0), stop_at=0, notebooks=[])
+        self.hub, self.every_s = hub, every_s
+        self.seen: list[tuple[float, int]] = []  # (time.time(), events the board had counted)
+        self.errors: list[str] = []
+        self.task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        await self.admin.login(self.hub.admin_password)
+        self.task = asyncio.ensure_future(self._loop())
+
+    async def state(self) -> dict:
+        return json.loads((await self.admin.fetch("/services/board/api/state")).body)
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                n = (await self.state())["events"]
+                if not self.seen or n != self.seen[-1][1]:
+                    self.seen.append((time.time(), n))
+            except (AttendeeError, OSError, ValueError) as exc:
+                self.errors.append(str(exc)[:200])
+            await asyncio.sleep(self.every_s)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        self.admin.http.close()
+
+    def latencies(self, check_times: list[float], before: int = 0) -> list[float]:
+        """Seconds from the k-th check (by the time its cell returned) to the first poll that counted k events
+        beyond ``before``; a check never counted is left out (the count of those is len(check_times) minus these)."""
+        out = []
+        for k, t in enumerate(sorted(check_times), start=1):
+            first = next((ts for ts, n in self.seen if n - before >= k), None)
+            if first is not None:
+                out.append(round(max(0.0, first - t), 3))
+        return out
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -597,12 +740,14 @@ class Sampler:
 
 async def run_room(hub: Hub, names: list[str], *, duration_s: float, ramp_s: float, think_s: tuple[float, float],
                    spawn_timeout_s: float, notebooks: list[str], first_figure_only: bool = False,
-                   keep_kernels: bool = False) -> tuple[list[Stats], Sampler, dict]:
+                   keep_kernels: bool = False, answers: bool = False,
+                   exercises_only: bool = False) -> tuple[list[Stats], Sampler, dict]:
     start = time.monotonic()
     stop_at = start + ramp_s + spawn_timeout_s + duration_s
     uids: dict[str, int] = {}
     attendees = [Attendee(hub, n, think_s=think_s, stop_at=stop_at, notebooks=notebooks,
-                          first_figure_only=first_figure_only, keep_kernels=keep_kernels) for n in names]
+                          first_figure_only=first_figure_only, keep_kernels=keep_kernels,
+                          answers=answer_plan(n) if answers else None, exercises_only=exercises_only) for n in names]
     for a in attendees:
         a.work_s = duration_s
     sampler = Sampler(hub, uids)

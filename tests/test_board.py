@@ -12,10 +12,16 @@ answer exercises, some right, some wrong, and the board's counts equal what thei
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
+import os
+import pwd
+import shutil
+import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -204,3 +210,202 @@ def test_bad_events_are_refused_whole(tmp_path):
     # a check "from the future" (a wrong clock) is stored at the time it arrived
     s.add("ana", [ev(3, "20.1", "hint", 5000)], set(KNOWN), now=1000)
     assert next(p for p in s.summary(KNOWN, [], 600, now=1000)["people"])["last_t"] == 1000
+
+
+# ------------------------------------------------------------------------------------------------------------
+# On the real hub (loopback), as tests/test_hub.py starts it
+
+HUB_PREFIX = Path(os.environ.get("VNETLAB_HUB_PREFIX", REPO / ".hub"))
+
+
+def hub_or_skip():
+    """loadtest and vnetlab_hub with the hub's packages, or a skip (fail where CI can run it) with the reason."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("board on the hub: needs root (the hub makes one Unix account per attendee)")
+    if not shutil.which("node"):
+        pytest.skip("board on the hub: node is missing (apt-get install nodejs npm)")
+    missing = [p for p in ("hub/bin/jupyterhub", "env/bin/jupyterhub-singleuser") if not (HUB_PREFIX / p).exists()]
+    if missing:
+        pytest.fail(f"board on the hub: {HUB_PREFIX} lacks {missing}: run `VNETLAB_HUB_PREFIX={HUB_PREFIX} "
+                    "deploy/hub.sh install`")
+    site = next((HUB_PREFIX / "hub/lib").glob("python3*/site-packages"))
+    if str(site) not in sys.path:
+        sys.path.append(str(site))
+    sys.path.insert(0, str(REPO / "deploy"))
+    import loadtest
+
+    return loadtest
+
+
+def board_pid(hub, loadtest) -> int | None:
+    for p in hub.pids().get("services", []):
+        try:
+            if b"board/app.py" in Path(f"/proc/{p}/cmdline").read_bytes():
+                return p
+        except OSError:
+            continue
+    return None
+
+
+async def until(cond, timeout_s: float, every_s: float = 0.25):
+    """Poll the coroutine function ``cond`` until it returns something true; that value, or the last one."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = await cond()
+        if value or time.monotonic() > deadline:
+            return value
+        await asyncio.sleep(every_s)
+
+
+def exercise_row(state: dict, key: str) -> dict:
+    return next(e for e in state["exercises"] if e["key"] == key)
+
+
+@pytest.mark.hub
+def test_board_on_the_hub():
+    """One attendee and the instructor on the real hub: access, counts through re-runs and a kernel restart, a
+    stopped board, a killed board rebuilt by the hub, and a reset."""
+    loadtest = hub_or_skip()
+    existed = loadtest.existing_accounts()
+    name = "citest-board"
+    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-boardtest-"))
+    hub = None
+    try:
+        hub = loadtest.Hub.start(HUB_PREFIX, workdir)
+        asyncio.run(asyncio.wait_for(_board_on_the_hub(hub, name, loadtest), 400))
+    finally:
+        if hub is not None:
+            hub.stop()
+        loadtest.remove_accounts([name], existed)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+async def _board_on_the_hub(hub, name, loadtest):
+    att = loadtest.Attendee(hub, name, think_s=(0, 0), stop_at=time.monotonic() + 400, notebooks=[])
+    watcher = loadtest.BoardWatcher(hub)
+    try:
+        await att.login(hub.password)
+        await watcher.start()
+        # The instructor opens the page as a browser does (the hub's session cookie, the OAuth round).
+        page = await browse(watcher.admin, "/services/board/", loadtest)
+        assert page.code == 200 and b"Room board" in page.body, page.code
+        # An attendee gets nothing: not the page (the hub refuses the OAuth round), not the API, not a reset.
+        with pytest.raises(loadtest.AttendeeError) as refused:
+            await browse(att, "/services/board/", loadtest)
+        assert refused.value.code == 403, str(refused.value)
+        for path, method in (("/services/board/api/state", "GET"), ("/services/board/api/reset", "POST")):
+            with pytest.raises(loadtest.AttendeeError) as refused:
+                await att.fetch(path, method, {"attendee": name, "notebook": "00_welcome_and_map"}
+                                if method == "POST" else None)
+            assert refused.value.code == 403, (path, str(refused.value))
+        await att.start_server(150)
+        kernel, session_id = await att.open_kernel("00_welcome_and_map")
+
+        async def run(code):
+            out, _, _ = await att.execute(kernel, code, "test cell")
+            assert not out["error"], out
+            return out["text"]
+
+        # ... nor with the token the hub gave the attendee's server (the one the kernel reports with)
+        token = (await run("import os; os.environ['JUPYTERHUB_API_TOKEN']")).strip("'")
+        plain = loadtest.Attendee(hub, name, think_s=(0, 0), stop_at=0, notebooks=[])
+        plain.token = token
+        with pytest.raises(loadtest.AttendeeError) as refused:
+            await plain.fetch("/services/board/api/state")
+        assert refused.value.code == 403
+        plain.http.close()
+
+        await run("from vnetlab import exercises")
+        t_check = time.time()
+        await run('exercises.check("00.1", 3)')
+        await run('exercises.check("00.1", 3)')  # re-run: still one attendee who got the hint, twice
+        state = await board_when(watcher, lambda s: exercise_row(s, "00.1")["hint_times"] == 2, 30)
+        arrived = time.time() - t_check
+        row = exercise_row(state, "00.1")
+        assert (row["tried"], row["right"], row["hint_attendees"], row["hint_times"]) == (1, 0, 1, 2)
+        assert arrived < 10, f"two checks took {arrived:.1f} s to reach the board"
+        # a kernel restart, then the right answer: still one attendee, now right
+        sess = json.loads((await att.fetch(f"/user/{name}/api/sessions/{session_id}")).body)
+        await att.fetch(f"/user/{name}/api/kernels/{sess['kernel']['id']}/restart", "POST")
+        await run('from vnetlab import exercises; exercises.check("00.1", exercises.solution("00.1"))')
+        state = await board_when(watcher, lambda s: exercise_row(s, "00.1")["right"] == 1, 30)
+        row = exercise_row(state, "00.1")
+        assert (row["tried"], row["right"], row["right_latest"], row["hint_then_right"]) == (1, 1, 1, 1)
+        assert [p["name"] for p in state["people"]] == [name] and state["events"] == 3
+
+        # The board stopped (SIGSTOP: its socket accepts, it never answers): a check returns at once.
+        pid = board_pid(hub, loadtest)
+        assert pid, "the hub did not start the board"
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            took = float(await run('import time; t0 = time.perf_counter(); exercises.check("00.2", 5); '
+                                   'time.perf_counter() - t0'))
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert took < 0.5, f"a check took {took:.2f} s with the board stopped"
+        await asyncio.sleep(0.5)
+        await run('exercises.check("00.3", None)')  # the next check delivers the spooled line too
+        state = await board_when(watcher, lambda s: s["events"] == 5, 30)
+        assert exercise_row(state, "00.2")["hint_attendees"] == 1 and exercise_row(state, "00.3")["tried"] == 0
+
+        # The board killed: the hub starts it again and it rebuilds the same counts from its database.
+        before = {k: v for k, v in state.items() if k in ("exercises", "hints", "events")}
+        os.kill(pid, signal.SIGKILL)
+        after = await board_when(watcher, lambda s: (board_pid(hub, loadtest) or pid) != pid, 120)
+        assert (board_pid(hub, loadtest) or pid) != pid, "the hub did not restart the board"
+        assert {k: v for k, v in after.items() if k in before} == before
+
+        # Reset: the instructor gives the attendee a fresh notebook 00 while the server runs; the edit is kept.
+        home = Path(os.path.expanduser(f"~{loadtest.account(name)}")) / "vnetlab/student"
+        nb = home / "00_welcome_and_map.ipynb"
+        edited = nb.read_bytes().replace(b"answer = None", b"answer = 42", 1)
+        nb.write_bytes(edited)
+        resp = await watcher.admin.fetch("/services/board/api/reset", "POST",
+                                         {"attendee": name, "notebook": "00_welcome_and_map"})
+        done = json.loads(resp.body)
+        assert nb.read_bytes() == (REPO / "notebooks/student/00_welcome_and_map.ipynb").read_bytes()
+        assert Path(done["kept"]).read_bytes() == edited and Path(done["kept"]).parent == home
+        assert Path(done["kept"]).stat().st_uid == nb.stat().st_uid == pwd.getpwnam(loadtest.account(name)).pw_uid
+        user = json.loads((await att.fetch(f"/hub/api/users/{name}")).body)
+        assert user["servers"][""]["ready"], "the reset stopped the attendee's server"
+        kernel.close()
+    finally:
+        watcher.stop()
+        att.http.close()
+
+
+async def board_when(watcher, pred, timeout_s: float) -> dict:
+    """The board's state once ``pred`` holds (or the last state seen after ``timeout_s``), as the instructor reads
+    it; a board not answering for a moment (being restarted) is polled again."""
+    deadline = time.monotonic() + timeout_s
+    state = None
+    while time.monotonic() < deadline:
+        try:
+            state = await watcher.state()
+            if pred(state):
+                return state
+        except Exception:  # noqa: BLE001 - restarting: the proxy answers 503 for a moment
+            pass
+        await asyncio.sleep(0.25)
+    assert state is not None, "the board never answered"
+    return state
+
+
+async def browse(att, path: str, loadtest):
+    """GET ``path`` as a browser does: cookies only (no token), redirects followed by hand so that each hop's
+    cookies (the OAuth state, the service's own) go with the next."""
+    for _ in range(10):
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in att.cookies.items())}
+        resp = await att.http.fetch(loadtest.HTTPRequest(att.hub.url + path, headers=headers, follow_redirects=False),
+                                    raise_error=False)
+        for value in resp.headers.get_list("Set-Cookie"):
+            k, v = value.split(";", 1)[0].split("=", 1)
+            att.cookies[k.strip()] = v.strip()
+        if resp.code in (301, 302, 303, 307):
+            loc = resp.headers["Location"]
+            path = loc[len(att.hub.url):] if loc.startswith(att.hub.url) else loc
+            continue
+        if resp.code >= 400:
+            raise loadtest.AttendeeError(f"GET {path}: HTTP {resp.code}", resp.code)
+        return resp
+    raise loadtest.AttendeeError(f"GET {path}: too many redirects")
