@@ -280,6 +280,7 @@ def test_board_on_the_hub():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+# HTTP status codes: source: RFC 9110 (200 OK, 403 Forbidden)
 async def _board_on_the_hub(hub, name, loadtest):
     att = loadtest.Attendee(hub, name, think_s=(0, 0), stop_at=time.monotonic() + 400, notebooks=[])
     watcher = loadtest.BoardWatcher(hub)
