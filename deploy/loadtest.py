@@ -219,13 +219,19 @@ def proc_mem(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def proc_cpu_s(pid: int) -> float:
-    """utime + stime of the process and of its children it has waited for (JupyterLab's node call at start)."""
+def proc_times(pid: int) -> tuple[float, float]:
+    """(utime + stime, cutime + cstime) of a process in seconds: its own CPU, and that of the children it has
+    waited for (JupyterLab's node call at start, a kernel the server shut down); (0, 0) if it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        hz = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / hz, (int(fields[13]) + int(fields[14])) / hz
     except (OSError, IndexError, ValueError):
-        return 0.0
+        return 0.0, 0.0
+
+
+def proc_cpu_s(pid: int) -> float:
+    return proc_times(pid)[0]
 
 
 def proc_kind(pid: int) -> str:
@@ -235,6 +241,13 @@ def proc_kind(pid: int) -> str:
     except OSError:
         return "other"
     return "server" if "jupyterhub-singleuser" in cmd else "kernel" if "ipykernel" in cmd else "other"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def machine_cpu() -> tuple[int, int]:
@@ -697,7 +710,14 @@ class Sampler:
         self.per_attendee_pss: dict[str, int] = {}
         self.per_attendee_rss: dict[str, int] = {}
         self.hub_rss = 0
-        self.cpu_s: dict[int, float] = {}
+        self.cpu_s: dict[int, float] = {}  # per process of the accounts: own CPU (see account_cpu for the rest)
+        self.child_s: dict[int, float] = {}  # per process: CPU of its children it waited for
+        self.parent: dict[int, int | None] = {}
+        self.owner: dict[int, str] = {}  # process -> the attendee whose account runs it
+        self.gone: set[int] = set()
+        self.board_pids: set[int] = set()
+        self.board_rss = 0
+        self.account_peak: dict[str, int] = {}  # the accounts' cgroup memory peaks (bytes), where they have one
         self.kind: dict[int, str] = {}
         self.errors: list[str] = []
         self.hub_cpu_s: dict[int, float] = {}
@@ -710,24 +730,55 @@ class Sampler:
             u = uid_of(p)
             if u is not None:
                 by_uid.setdefault(u, []).append(p)
+        alive = {p for ps in by_uid.values() for p in ps}
+        self.gone |= {p for p in self.cpu_s if p not in alive}
         for name, uid in list(self.uids.items()):  # a copy: attendees arriving add to it meanwhile
             rss = pss = 0
             for p in by_uid.get(uid, []):
                 r, s = proc_mem(p)
                 rss, pss = rss + r, pss + s
-                self.cpu_s[p] = max(self.cpu_s.get(p, 0.0), proc_cpu_s(p))
+                own_s, children_s = proc_times(p)
+                self.cpu_s[p] = max(self.cpu_s.get(p, 0.0), own_s)
+                self.child_s[p] = max(self.child_s.get(p, 0.0), children_s)
                 if p not in self.kind:
                     self.kind[p] = proc_kind(p)
+                    self.parent[p] = ppid(p)
+                    self.owner[p] = name
             self.per_attendee_pss[name] = max(self.per_attendee_pss.get(name, 0), pss)
             self.per_attendee_rss[name] = max(self.per_attendee_rss.get(name, 0), rss)
+            peak = account_memory_peak(name)
+            if peak is not None:
+                self.account_peak[name] = max(self.account_peak.get(name, 0), peak)
         own = [p for ps in self.hub.pids().values() for p in ps]
         self.hub_rss = max(self.hub_rss, sum(proc_mem(p)[0] for p in own))
         for p in own:
             self.hub_cpu_s[p] = max(self.hub_cpu_s.get(p, 0.0), proc_cpu_s(p))
+            if p not in self.board_pids and b"board/app.py" in _cmdline(p):
+                self.board_pids.add(p)
+        self.board_rss = max(self.board_rss, sum(proc_mem(p)[0] for p in self.board_pids))
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
                 avail = int(line.split()[1]) * 1024
                 self.min_available = avail if self.min_available is None else min(self.min_available, avail)
+
+    def account_cpu(self) -> dict[int, float]:
+        """CPU seconds per process of the accounts: its own, plus what its children used that no sample saw (a
+        child that exited between samples, or before the first: the parent's cutime holds it)."""
+        seen_in_children: dict[int, float] = {}
+        for k in self.gone:
+            parent = self.parent.get(k)
+            if parent is not None:
+                seen_in_children[parent] = seen_in_children.get(parent, 0.0) + self.cpu_s[k] + self.child_s[k]
+        return {p: own + max(0.0, self.child_s.get(p, 0.0) - seen_in_children.get(p, 0.0))
+                for p, own in self.cpu_s.items()}
+
+    def totals(self, names: set[str] | None = None) -> dict[str, float]:
+        """CPU seconds so far: the accounts' (of ``names`` only, if given; the others' under "others"), the hub's
+        processes' (the board's among them), the board's."""
+        per_pid = self.account_cpu()
+        mine = sum(c for p, c in per_pid.items() if names is None or self.owner.get(p) in names)
+        return {"accounts": mine, "others": sum(per_pid.values()) - mine, "hub": sum(self.hub_cpu_s.values()),
+                "board": sum(self.hub_cpu_s.get(p, 0.0) for p in self.board_pids)}
 
     async def loop(self) -> None:
         while True:
@@ -787,7 +838,8 @@ def summarise(n: int, stats: list[Stats], sampler: Sampler, machine: dict) -> di
     spawn = [s.spawn_s for s in stats if s.spawn_s is not None]
     pss = list(sampler.per_attendee_pss.values())
     rss = list(sampler.per_attendee_rss.values())
-    attendee_cpu = sum(sampler.cpu_s.values())
+    per_pid = sampler.account_cpu()
+    attendee_cpu = sum(per_pid.values())
     mib = 1 << 20
     return {
         "attendees": n,
@@ -810,12 +862,253 @@ def summarise(n: int, stats: list[Stats], sampler: Sampler, machine: dict) -> di
         "memory_min_available_mib": round((sampler.min_available or 0) / mib),
         "cpu": {"machine_busy_fraction": machine["busy_fraction"], "cores": machine["cores"],
                 "attendees_cpu_s": round(attendee_cpu, 1), "hub_cpu_s": round(sum(sampler.hub_cpu_s.values()), 1),
-                "attendees_cpu_s_by_kind": {k: round(sum(c for p, c in sampler.cpu_s.items()
+                "attendees_cpu_s_by_kind": {k: round(sum(c for p, c in per_pid.items()
                                                          if sampler.kind.get(p) == k), 1)
                                             for k in ("server", "kernel", "other")},
                 "wall_s": machine["wall_s"],
                 "attendee_cores_used": round(attendee_cpu / max(1.0, machine["wall_s"]), 3)},
     }
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The room stepping together: arrival, the same cell, the next notebook
+
+
+PHASES = ("arrive", "same_cell", "next_notebook")
+
+
+class Phases:
+    """CPU and the machine at each phase boundary, so that each phase gets its own CPU seconds and load."""
+
+    def __init__(self, sampler: Sampler, names: set[str]) -> None:
+        self.sampler, self.names = sampler, names
+        self.marks: dict[str, dict] = {}
+
+    async def mark(self, label: str) -> None:
+        await asyncio.to_thread(self.sampler.sample)
+        self.marks[label] = {"t": time.monotonic(), "cpu": self.sampler.totals(self.names),
+                             "machine": machine_jiffies()}
+
+    def between(self, a: str, b: str, attendees: int) -> dict:
+        m0, m1 = self.marks[a], self.marks[b]
+        hz = os.sysconf("SC_CLK_TCK")
+        wall = m1["t"] - m0["t"]
+        cpu = {k: m1["cpu"][k] - m0["cpu"][k] for k in m0["cpu"]}
+        mach = {k: (m1["machine"][k] - m0["machine"][k]) / hz for k in m0["machine"]}
+        ours = cpu["accounts"] + cpu["others"] + cpu["hub"]
+        return {"wall_s": round(wall, 1), "attendees_cpu_s": round(cpu["accounts"], 1),
+                "per_attendee_cpu_s": round(cpu["accounts"] / max(1, attendees), 2),
+                "hub_cpu_s": round(cpu["hub"], 1), "board_cpu_s": round(cpu["board"], 2),
+                "reader_cpu_s": round(cpu["others"], 1),
+                "machine": {"cores": os.cpu_count(), "busy_cpu_s": round(mach["busy"], 1),
+                            "steal_s": round(mach["steal"], 1), "idle_s": round(mach["idle"], 1),
+                            # what else the machine ran meanwhile: busy time that was neither ours nor the hub's
+                            "other_cpu_s": round(mach["busy"] - ours, 1),
+                            "other_cores": round((mach["busy"] - ours) / max(1.0, wall), 2)}}
+
+
+async def attendee_phases(a: Attendee, password: str, spawn_timeout_s: float, arrive_at: float,
+                          step_s: float, gates: dict[str, asyncio.Event], notebooks: tuple[str, str]) -> None:
+    """One attendee of the room: arrives at ``arrive_at`` and runs the first notebook to its first figure; when
+    everyone has, runs that figure cell again within ``step_s`` and answers the notebook's first exercise; when
+    everyone has, within ``step_s`` leaves the notebook (its kernel shut down) and opens the next to its figure."""
+    st = a.stats
+    st.phases = {p: [] for p in PHASES}
+    first, second = notebooks
+    kernel_session = None
+    try:
+        await asyncio.sleep(max(0.0, arrive_at - time.monotonic()))
+        a.t0 = time.monotonic()
+        st.current = "login"
+        await a.login(password)
+        st.current = "spawn"
+        await a.start_server(spawn_timeout_s)
+        st.spawn_s = round(time.monotonic() - a.t0, 3)
+        st.current = first
+        kernel_session = await a.work_through(first, upto_first_figure=True)
+        if kernel_session is None:
+            raise AttendeeError(f"no figure in {first}")
+        st.phases["arrive"].append(round(time.monotonic() - a.t0, 3))
+    except (TimeoutError, AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+        (st.timeouts if isinstance(exc, TimeoutError) else st.failures).append(f"{st.current}: {exc}")
+        kernel_session = None
+    finally:
+        a.arrived = True
+        gates["arrived"].set() if all(x.arrived for x in a.room) else None
+    await gates["arrived"].wait()
+    if kernel_session is None:
+        return
+    kernel, session_id = kernel_session
+    try:
+        await asyncio.sleep(random.uniform(0, step_s))
+        st.current = "same cell"
+        out, _, took = await a.execute(kernel, a.figure_cell, f"{first}: the same cell")
+        st.phases["same_cell"].append(took)
+        cells = await a.cells_of(first)
+        ex = next((i for i, c in enumerate(cells) if "exercise" in c.get("metadata", {}).get("tags", [])), None)
+        if ex is not None and a.answers is not None:
+            check = "".join(cells[ex + 1]["source"])
+            key = CHECK_CELL.search(check).group(1)
+            plan = a.answers(key)
+            await a.execute(kernel, answer_code(key, plan == "right") if plan != "skip" else "answer = None",
+                            f"{first}: exercise {key}")
+            out, _, _ = await a.execute(kernel, check, f"{first}: check {key}")
+            st.checks.append((key, verdict_of(out["text"]), time.time()))
+    except (TimeoutError, AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+        (st.timeouts if isinstance(exc, TimeoutError) else st.failures).append(f"{st.current}: {exc}")
+    finally:
+        a.stepped = True
+        gates["stepped"].set() if all(x.stepped or not x.stats.phases.get("arrive") for x in a.room) else None
+    await gates["stepped"].wait()
+    try:
+        await asyncio.sleep(random.uniform(0, step_s))
+        st.current = second
+        kernel.close()
+        await a.fetch(f"/user/{a.name}/api/sessions/{session_id}", "DELETE")
+        t = time.monotonic()
+        nxt = await a.work_through(second, upto_first_figure=True)
+        if nxt is None:
+            raise AttendeeError(f"no figure in {second}")
+        st.phases["next_notebook"].append(round(time.monotonic() - t, 3))
+        nxt[0].close()
+    except (TimeoutError, AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+        (st.timeouts if isinstance(exc, TimeoutError) else st.failures).append(f"{st.current}: {exc}")
+
+
+async def reader_walk(a: Attendee, password: str, spawn_timeout_s: float) -> dict:
+    """The attendee who follows the notebooks' links: opens every notebook in order, each to its first figure,
+    and never closes one (its kernels stay unless the hub's kernel budget shuts them down)."""
+    out = {"name": a.name, "opened": [], "kernel_lost": [], "kernels_running_at_end": None}
+    try:
+        await a.login(password)
+        await a.start_server(spawn_timeout_s)
+        for nb in [*NOTEBOOKS, "60_check_your_own_kernel"]:
+            t = time.monotonic()
+            try:
+                ks = await a.work_through(nb, upto_first_figure=True)
+            except AttendeeError as exc:  # the kernel's websocket closed: the account's memory limit killed it
+                out["kernel_lost"].append(f"{nb}: {exc}")
+                continue
+            out["opened"].append({"notebook": nb, "first_figure_s": round(time.monotonic() - t, 2),
+                                  "figure": ks is not None})
+            if ks is not None:
+                ks[0].close()  # the tab stays open (the session and its kernel are not shut down)
+            await a.think()
+        kernels = json.loads((await a.fetch(f"/user/{a.name}/api/kernels")).body)
+        out["kernels_running_at_end"] = len(kernels)
+    except (TimeoutError, AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+        out["kernel_lost"].append(f"{type(exc).__name__}: {exc}")
+    out["failures"] = a.stats.failures + a.stats.timeouts
+    return out
+
+
+async def run_phased(hub: Hub, names: list[str], *, arrive_s: float, step_s: float, spawn_timeout_s: float,
+                     think_s: tuple[float, float], notebooks: tuple[str, str], reader: bool,
+                     answers: bool = True) -> dict:
+    """The room stepping together (see attendee_phases), the reader beside it, the board watched throughout."""
+    uids: dict[str, int] = {}
+    sampler = Sampler(hub, uids, every_s=2)
+    phases = Phases(sampler, set(names))
+    room = [Attendee(hub, n, think_s=think_s, stop_at=time.monotonic() + 24 * 3600, notebooks=[],
+                     answers=answer_plan(n) if answers else None) for n in names]
+    figure_cell = await figure_cell_of(notebooks[0])
+    for a in room:
+        a.room, a.arrived, a.stepped, a.figure_cell = room, False, False, figure_cell
+    gates = {"arrived": asyncio.Event(), "stepped": asyncio.Event()}
+    walker = Attendee(hub, reader_name(names), think_s=think_s, stop_at=time.monotonic() + 24 * 3600,
+                      notebooks=[], keep_kernels=True) if reader else None
+    everyone = room + ([walker] if walker else [])
+
+    async def track() -> None:
+        while True:
+            for a in everyone:
+                try:
+                    uids.setdefault(a.name, pwd.getpwnam(account(a.name)).pw_uid)
+                except KeyError:
+                    pass
+            await asyncio.sleep(1)
+
+    watcher = BoardWatcher(hub)
+    await watcher.start()
+    tracker = asyncio.ensure_future(track())
+    sampler.task = asyncio.ensure_future(sampler.loop())
+    await phases.mark("start")
+    t0 = time.monotonic()
+    tasks = [asyncio.ensure_future(attendee_phases(a, hub.password, spawn_timeout_s, t0 + arrive_s * i / len(room),
+                                                   step_s, gates, notebooks)) for i, a in enumerate(room)]
+    walk = asyncio.ensure_future(reader_walk(walker, hub.password, spawn_timeout_s)) if walker else None
+    try:
+        await gates["arrived"].wait()
+        await phases.mark("arrived")
+        await gates["stepped"].wait()
+        await phases.mark("stepped")
+        await asyncio.gather(*tasks)
+        await phases.mark("end")
+        walked = await walk if walk else None
+        checks = [t for a in room for _, _, t in a.stats.checks]
+        await asyncio.sleep(3)  # the last checks' posts
+    finally:
+        for t in [*tasks, *([walk] if walk else [])]:
+            t.cancel()
+        tracker.cancel()
+        sampler.task.cancel()
+        watcher.stop()
+        for a in everyone:
+            a.http.close()
+    await asyncio.to_thread(sampler.sample)
+    n = len(room)
+    stats = [a.stats for a in room]
+    mib = 1 << 20
+    pss = [v for k, v in sampler.per_attendee_pss.items() if k in names]
+    peaks = [v for k, v in sampler.account_peak.items() if k in names]
+    latencies = watcher.latencies(checks)
+    result = {
+        "scenario": "room", "attendees": n, "arrive_s": arrive_s, "step_s": step_s, "notebooks": list(notebooks),
+        "figure_cell": figure_cell[:200],
+        "servers_started": sum(s.spawn_s is not None for s in stats),
+        "spawn_retries_429": sum(s.spawn_retries for s in stats),
+        "phases": {},
+        "failures": [f"{a.name}: {f}" for a in room for f in a.stats.failures],
+        "timeouts": [f"{a.name}: {f}" for a in room for f in a.stats.timeouts],
+        "memory_per_attendee_mib": {
+            "pss_peak_p50": round(statistics.median(pss) / mib, 1) if pss else None,
+            "pss_peak_max": round(max(pss) / mib, 1) if pss else None,
+            "cgroup_peak_p50": round(statistics.median(peaks) / mib, 1) if peaks else None,
+            "cgroup_peak_max": round(max(peaks) / mib, 1) if peaks else None},
+        "memory_hub_rss_peak_mib": round(sampler.hub_rss / mib, 1),
+        "memory_min_available_mib": round((sampler.min_available or 0) / mib),
+        "board": {"checks": len(checks), "counted": watcher.seen[-1][1] if watcher.seen else 0,
+                  "latency_s": {"p50": pct(latencies, 50), "p95": pct(latencies, 95),
+                                "max": max(latencies) if latencies else None, "poll_s": watcher.every_s},
+                  "rss_peak_mib": round(sampler.board_rss / mib, 1), "watch_errors": watcher.errors[:3]},
+        "reader": walked and dict(walked, **{
+            "pss_peak_mib": round(sampler.per_attendee_pss.get(walked["name"], 0) / mib, 1),
+            "cgroup_peak_mib": round((sampler.account_peak.get(walked["name"]) or 0) / mib, 1)}),
+        "sampler_errors": sampler.errors[:5],
+    }
+    for phase, (a, b) in zip(PHASES, (("start", "arrived"), ("arrived", "stepped"), ("stepped", "end"))):
+        times = [x for s in stats for x in s.phases.get(phase, [])]
+        result["phases"][phase] = {"round_trip_s": {"p50": pct(times, 50), "p95": pct(times, 95),
+                                                    "max": max(times) if times else None, "count": len(times)},
+                                   **phases.between(a, b, n)}
+    result["board"]["cpu_s"] = round(sum(result["phases"][p]["board_cpu_s"] for p in PHASES), 2)
+    return result
+
+
+def reader_name(names: list[str]) -> str:
+    return f"{names[0][:-2]}rd"
+
+
+async def figure_cell_of(notebook: str) -> str:
+    """The code of the notebook's first cell that draws (an image or a panel), from the repository's student copy:
+    the cell the whole room runs again together."""
+    cells = [c for c in json.loads((REPO / "notebooks/student" / f"{notebook}.ipynb").read_text())["cells"]
+             if c["cell_type"] == "code"]
+    for c in cells:
+        src = "".join(c["source"])
+        if re.search(r"\bdraw_|_panel\(|\.plot|figure", src):
+            return src
+    raise ValueError(f"{notebook}: no figure cell found")
 
 
 def remove_accounts(names: list[str], existed: set[str]) -> None:
@@ -859,31 +1152,38 @@ def one_run(prefix: Path, n: int, args: argparse.Namespace) -> dict:
     existed = existing_accounts()
     workdir = Path(tempfile.mkdtemp(prefix=f"vnetlab-loadtest-{n}-"))
     names = [f"lt{n}x{i:02d}" for i in range(n)]
+    made = names + [reader_name(names)]  # the room scenario's reader too
     notebooks = [nb for nb in NOTEBOOKS if nb[:2] >= args.start_at]
     before = uptime()
     hub = None
     try:
         hub = Hub.start(prefix, workdir, mem_limit=args.mem_limit, cpu_limit=args.cpu_limit,
                         spawn_limit=args.spawn_limit, start_timeout_s=int(args.spawn_timeout))
-        stats, sampler, machine = asyncio.run(run_room(
-            hub, names, duration_s=args.duration, ramp_s=args.ramp, think_s=(args.think_min, args.think_max),
-            spawn_timeout_s=args.spawn_timeout, notebooks=notebooks))
-        result = summarise(n, stats, sampler, machine)
-        asyncio.run(delete_hub_users(hub, names))
+        if args.scenario == "room":
+            result = asyncio.run(run_phased(
+                hub, names, arrive_s=args.arrive, step_s=args.step, spawn_timeout_s=args.spawn_timeout,
+                think_s=(args.think_min, args.think_max), notebooks=(args.first, args.second),
+                reader=not args.no_reader))
+        else:
+            stats, sampler, machine = asyncio.run(run_room(
+                hub, names, duration_s=args.duration, ramp_s=args.ramp, think_s=(args.think_min, args.think_max),
+                spawn_timeout_s=args.spawn_timeout, notebooks=notebooks, answers=True))
+            result = summarise(n, stats, sampler, machine)
+        asyncio.run(delete_hub_users(hub, made))
     finally:
         if hub is not None:
             hub.stop()
-        remove_accounts(names, existed)
+        remove_accounts(made, existed)
         left = [p for p in all_pids() if uid_of(p) in {u.pw_uid for u in pwd.getpwall()
-                                                       if u.pw_name in {account(x) for x in names}}]
+                                                       if u.pw_name in {account(x) for x in made}}]
         if hub is not None and hub.log_path is not None and hub.log_path.exists():
             (args.out / "logs").mkdir(parents=True, exist_ok=True)
             shutil.copy(hub.log_path, args.out / "logs" / f"hub-{n}.log")
         shutil.rmtree(workdir, ignore_errors=True)
     result["uptime_before"], result["uptime_after"] = before, uptime()
     result["left_running"] = left
-    result["settings"] = {"duration_s": args.duration, "ramp_s": args.ramp, "think_s": [args.think_min,
-                                                                                      args.think_max],
+    result["settings"] = {"scenario": args.scenario, "duration_s": args.duration, "ramp_s": args.ramp,
+                          "think_s": [args.think_min, args.think_max],
                           "mem_limit": args.mem_limit, "cpu_limit": args.cpu_limit,
                           "spawn_limit": args.spawn_limit, "spawn_timeout_s": args.spawn_timeout,
                           "notebooks": notebooks}
@@ -892,7 +1192,16 @@ def one_run(prefix: Path, n: int, args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--attendees", type=int, nargs="+", default=[5, 10, 20, 40])
+    ap.add_argument("--attendees", type=int, nargs="+", default=[40])
+    ap.add_argument("--scenario", choices=["room", "steady"], default="room",
+                    help="room: arrive within --arrive s, everyone runs the same cell within --step s, then everyone "
+                    "opens the next notebook within --step s (and one attendee opens every notebook, keeping its "
+                    "kernels); steady: each works through the notebooks at their own pace for --duration s")
+    ap.add_argument("--arrive", type=float, default=300, help="room: everyone arrives within this many seconds")
+    ap.add_argument("--step", type=float, default=60, help="room: everyone takes each step within this many seconds")
+    ap.add_argument("--first", default=NOTEBOOKS[0], choices=NOTEBOOKS, help="room: the notebook they arrive on")
+    ap.add_argument("--second", default=NOTEBOOKS[1], choices=NOTEBOOKS, help="room: the notebook they open next")
+    ap.add_argument("--no-reader", action="store_true", help="room: without the attendee who opens every notebook")
     ap.add_argument("--duration", type=float, default=240,
                     help="seconds of work per attendee, counted from their server being ready")
     ap.add_argument("--ramp", type=float, default=30, help="attendees arrive spread over this many seconds")
@@ -901,7 +1210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spawn-timeout", type=float, default=300, help="the hub's start timeout too")
     ap.add_argument("--mem-limit", default="1G")
     ap.add_argument("--cpu-limit", type=float, default=1.0)
-    ap.add_argument("--spawn-limit", type=int, default=10)
+    ap.add_argument("--spawn-limit", type=int, default=10, help="the hub's concurrent_spawn_limit")
     ap.add_argument("--start-at", default="00", choices=[nb[:2] for nb in NOTEBOOKS],
                     help="the first notebook (a room that starts after the break); later ones follow in order")
     ap.add_argument("--prefix", type=Path, default=Path(os.environ.get("VNETLAB_HUB_PREFIX", "/opt/vnetlab-hub")))
@@ -913,6 +1222,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--attendees: each N must be 1..{MAX_ATTENDEES}")
     if not (0 < args.duration <= 3600):
         ap.error("--duration must be in (0, 3600] seconds")
+    if not (0 <= args.arrive <= 1800 and 0 <= args.step <= 600):
+        ap.error("--arrive must be in [0, 1800] and --step in [0, 600] seconds")
     args.out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))  # clean up as on Ctrl-C
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -922,9 +1233,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[loadtest] N={n}: {uptime()}", flush=True)
         result = one_run(args.prefix, n, args)
         runs.append(result)
-        print(json.dumps({k: result[k] for k in ("attendees", "servers_started", "first_figure_s",
-                                                 "cell_round_trip_s", "widget_round_trip_s",
-                                                 "memory_per_attendee_mib", "cpu")}), flush=True)
+        print(json.dumps({k: result[k] for k in ("attendees", "servers_started", "first_figure_s", "phases",
+                                                 "cell_round_trip_s", "widget_round_trip_s", "board", "reader",
+                                                 "memory_per_attendee_mib", "cpu") if k in result}), flush=True)
         if result["failures"] or result["timeouts"]:
             print(f"[loadtest]   failures {len(result['failures'])}, timeouts {len(result['timeouts'])}: "
                   f"{(result['failures'] + result['timeouts'])[:3]}", flush=True)

@@ -18,6 +18,7 @@ import argparse
 import os
 import pwd
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -79,7 +80,8 @@ def reset_notebook(name: str, notebook: str, *, stamp: str | None = None) -> dic
             break
     else:
         raise ResetError(f"{folder}: too many kept copies stamped {stamp}")
-    out = subprocess.run([sys.executable, "-I", "-c", _AS_ATTENDEE, str(folder), f"{notebook}.ipynb", kept],
+    python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable  # one the attendee may run
+    out = subprocess.run([python, "-I", "-c", _AS_ATTENDEE, str(folder), f"{notebook}.ipynb", kept],
                          input=fresh, capture_output=True, timeout=60, user=pw.pw_uid, group=pw.pw_gid,
                          extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin", "HOME": pw.pw_dir})
     if out.returncode != 0:
