@@ -658,9 +658,9 @@ class BoardWatcher:
     """The instructor's view of the room board: its state polled every ``every_s`` through the hub's proxy with the
     instructor's token, and when each count of reported checks was first seen (for the check-to-board latency)."""
 
-    def __init__(self, hub: Hub, every_s: float = 0.5) -> None:
+    def __init__(self, hub: Hub, every_s: float = 0.5, names: set[str] | None = None) -> None:
         self.admin = Attendee(hub, ADMIN, think_s=(0, 0), stop_at=0, notebooks=[])
-        self.hub, self.every_s = hub, every_s
+        self.hub, self.every_s, self.names = hub, every_s, names
         self.seen: list[tuple[float, int]] = []  # (time.time(), events the board had counted)
         self.errors: list[str] = []
         self.task: asyncio.Task | None = None
@@ -675,7 +675,9 @@ class BoardWatcher:
     async def _loop(self) -> None:
         while True:
             try:
-                n = (await self.state())["events"]
+                state = await self.state()
+                n = (state["events"] if self.names is None else
+                     sum(p["checks"] for p in state["people"] if p["name"] in self.names))
                 if not self.seen or n != self.seen[-1][1]:
                     self.seen.append((time.time(), n))
             except (AttendeeError, OSError, ValueError) as exc:
@@ -1028,7 +1030,7 @@ async def run_phased(hub: Hub, names: list[str], *, arrive_s: float, step_s: flo
                     pass
             await asyncio.sleep(1)
 
-    watcher = BoardWatcher(hub)
+    watcher = BoardWatcher(hub, names=set(names))  # the room's checks, not the reader's (notebook 60 has some)
     await watcher.start()
     tracker = asyncio.ensure_future(track())
     sampler.task = asyncio.ensure_future(sampler.loop())
@@ -1082,6 +1084,7 @@ async def run_phased(hub: Hub, names: list[str], *, arrive_s: float, step_s: flo
                                 "max": max(latencies) if latencies else None, "poll_s": watcher.every_s},
                   "rss_peak_mib": round(sampler.board_rss / mib, 1), "watch_errors": watcher.errors[:3]},
         "reader": walked and dict(walked, **{
+            "kernels_opened": len(walked["opened"]),
             "pss_peak_mib": round(sampler.per_attendee_pss.get(walked["name"], 0) / mib, 1),
             "cgroup_peak_mib": round((sampler.account_peak.get(walked["name"]) or 0) / mib, 1)}),
         "sampler_errors": sampler.errors[:5],

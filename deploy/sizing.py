@@ -15,8 +15,9 @@ The method, so it can be checked by hand:
   responsive are N × (attendee + hub CPU per attendee) / window / TARGET_LOAD, TARGET_LOAD = 0.5 (at half load a
   request waits about as long as it runs), for the costliest phase, plus one core for the system.
 - Memory: the largest per-account peak (PSS: shared pages counted once per sharer, so N attendees need about N times
-  it) times N, with a quarter on top (a second open kernel, page cache), plus the hub's own processes and 1 GiB for
-  the system. The per-account cgroup peak (page cache included) is reported beside it.
+  it) plus one more open kernel (what each further kernel added to the account of the attendee who kept every
+  notebook open), times N, a tenth on top, plus the hub's own processes and 1 GiB for the system. The per-account
+  cgroup peak and the all-notebooks-open account are reported beside it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ PHASE_NAMES = {"arrive": "arriving (login, server start, first notebook to its f
                "same_cell": "everyone runs the same figure cell and answers an exercise",
                "next_notebook": "everyone opens the next notebook to its first figure"}
 OS_RESERVE_MIB = 1024
-MEM_HEADROOM = 1.25
+MEM_HEADROOM = 1.1
 MEM_LIMIT_FACTOR = 2.0  # the k8s limit leaves room for a second open kernel
 MEM_ROUND_MIB = 128
 
@@ -71,6 +72,12 @@ def derive(results: dict) -> dict:
     mem_typ = max(r["memory_per_attendee_mib"]["pss_peak_p50"] or 0 for r in runs)
     mem_max = max(r["memory_per_attendee_mib"]["pss_peak_max"] or 0 for r in runs)
     hub_mib = max(r["memory_hub_rss_peak_mib"] for r in runs)
+    readers = [r["reader"] for r in runs if r.get("reader") and r["reader"].get("kernels_running_at_end")]
+    # each kernel beyond the first: (the reader's peak - a one-kernel attendee's) / (its kernels - 1)
+    extra_kernel = max(((x["pss_peak_mib"] - mem_typ) / (x["kernels_running_at_end"] - 1) for x in readers
+                        if x["kernels_running_at_end"] > 1), default=mem_max)
+    all_open = max((x["pss_peak_mib"] for x in readers), default=None)
+    per_attendee = mem_max + extra_kernel
 
     def cores_for(n: int, phase: str) -> float:
         return n * (phase_cpu[phase] + hub_cpu[phase]) / WINDOWS_S[phase] / TARGET_LOAD
@@ -79,9 +86,10 @@ def derive(results: dict) -> dict:
         need = {p: round(cores_for(n, p), 1) for p in WINDOWS_S}
         worst = max(need, key=need.get)
         cores = max(2, math.ceil(need[worst]) + 1)  # +1: the system, sshd, the proxy's bursts
-        mem = hub_mib + OS_RESERVE_MIB + n * mem_max * MEM_HEADROOM
+        mem = hub_mib + OS_RESERVE_MIB + n * per_attendee * MEM_HEADROOM
+        every_open = None if all_open is None else math.ceil((hub_mib + OS_RESERVE_MIB + n * all_open) / 1024)
         return {"attendees": n, "cores": cores, "memory_gib": math.ceil(mem / 1024), "cores_by_phase": need,
-                "sized_by": worst}
+                "sized_by": worst, "memory_gib_every_notebook_open": every_open}
 
     worst_phase = max(WINDOWS_S, key=lambda p: cores_for(1, p))
     per_core = math.floor(1 / cores_for(1, worst_phase))
@@ -100,7 +108,9 @@ def derive(results: dict) -> dict:
         "phase_cpu_s_per_attendee": phase_cpu, "hub_cpu_s_per_attendee": {p: round(v, 2) for p, v in hub_cpu.items()},
         "windows_s": WINDOWS_S, "target_load": TARGET_LOAD, "sized_by": worst_phase,
         "memory_per_attendee_mib": mem_typ, "memory_per_attendee_peak_mib": mem_max, "hub_mib": hub_mib,
-        "attendees_per_core": per_core, "attendees_per_gib": math.floor(1024 / (mem_max * MEM_HEADROOM) * 10) / 10,
+        "memory_extra_kernel_mib": round(extra_kernel, 1), "memory_every_notebook_open_mib": all_open,
+        "attendees_per_core": per_core,
+        "attendees_per_gib": math.floor(1024 / (per_attendee * MEM_HEADROOM) * 10) / 10,
         "k8s": {"memory_guarantee": f"{guarantee_mib}M", "memory_limit": f"{limit_mib}M",
                 "cpu_guarantee": cpu_guarantee, "cpu_limit": 1.0},
         "vm": {n: vm(n) for n in (40, 100, 200)},
@@ -139,12 +149,16 @@ def sizing_table(s: dict) -> str:
                     f"(+{s['hub_cpu_s_per_attendee'][p]} s the hub's) |")
     rows += [f"| memory per attendee (whole account, PSS peak: median, largest) | {s['memory_per_attendee_mib']} MiB, "
              f"{s['memory_per_attendee_peak_mib']} MiB |",
+             f"| each further open kernel (the attendee who opened every notebook and closed none) | "
+             f"{s['memory_extra_kernel_mib']} MiB (all eight open: {s['memory_every_notebook_open_mib']} MiB) |",
              f"| the hub's own (hub, proxy, culler, board) | {s['hub_mib']} MiB |",
              f"| attendees per core (the costliest phase, {s['sized_by'].replace('_', ' ')}, at half load) | "
              f"{s['attendees_per_core']} |",
              f"| attendees per GiB | {s['attendees_per_gib']} |"]
-    vms = ["| attendees | cores (the costliest phase at half load, +1) | memory |", "|---|---|---|"]
-    vms += [f"| {n} | {v['cores']} | {v['memory_gib']} GiB |" for n, v in s["vm"].items() if n in (40, 100)]
+    vms = ["| attendees | cores (the costliest phase at half load, +1) | memory | memory if nobody closes a notebook |",
+           "|---|---|---|---|"]
+    vms += [f"| {n} | {v['cores']} | {v['memory_gib']} GiB | {v['memory_gib_every_notebook_open']} GiB |"
+            for n, v in s["vm"].items() if n in (40, 100)]
     return "\n".join(rows) + "\n\n" + "\n".join(vms)
 
 
