@@ -17,6 +17,7 @@ import http.server
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -290,6 +291,10 @@ async def _board_on_the_hub(hub, name, loadtest):
         # The instructor opens the page as a browser does (the hub's session cookie, the OAuth round).
         page = await browse(watcher.admin, "/services/board/", loadtest)
         assert page.code == 200 and b"Room board" in page.body, page.code
+        # ... and its script reads the API as a browser's fetch() does: the page's xsrf token, the cookies only
+        xsrf = re.search(rb'const XSRF = "([^"]+)"', page.body).group(1).decode()
+        assert (await page_fetch(watcher.admin, "/services/board/api/state", xsrf, loadtest)).code == 200
+        assert (await page_fetch(watcher.admin, "/services/board/api/state", "", loadtest)).code == 403
         # An attendee gets nothing: not the page (the hub refuses the OAuth round), not the API, not a reset.
         with pytest.raises(loadtest.AttendeeError) as refused:
             await browse(att, "/services/board/", loadtest)
@@ -390,6 +395,16 @@ async def board_when(watcher, pred, timeout_s: float) -> dict:
         await asyncio.sleep(0.25)
     assert state is not None, "the board never answered"
     return state
+
+
+async def page_fetch(att, path: str, xsrf: str, loadtest):
+    """GET ``path`` as the board page's script does (fetch(): cookies, Sec-Fetch-Mode cors, its xsrf header)."""
+    headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in att.cookies.items()), "Sec-Fetch-Mode": "cors",
+               "Sec-Fetch-Site": "same-origin"}
+    if xsrf:
+        headers["X-XSRFToken"] = xsrf
+    return await att.http.fetch(loadtest.HTTPRequest(att.hub.url + path, headers=headers, follow_redirects=False),
+                                raise_error=False)
 
 
 async def browse(att, path: str, loadtest):
