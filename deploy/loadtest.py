@@ -1,18 +1,19 @@
-"""Load test of the workshop hub: N simulated attendees on one machine (a benchmark, run by hand, as root).
+"""Load test of the workshop hub: a room of N simulated attendees on one machine (a benchmark, run by hand, as root).
 
-    sudo .hub/hub/bin/python deploy/loadtest.py --attendees 5 10 20 40 --duration 240
+    sudo /opt/vnetlab-hub/hub/bin/python deploy/loadtest.py --attendees 40      # the day before, on the rented VM
 
-For each N it starts the hub (deploy/hub.sh's configuration, on 127.0.0.1 only, state in a temporary folder), and
-N attendees arrive over --ramp seconds. Each logs in through the hub's login form (the shared password), asks the
-hub's REST API for a token and to start their server, and works through their own copies of notebooks 00-50 as
-people do: every code cell executed over the kernel's websocket (the JupyterLab protocol), a pause of a few seconds
-between actions, and after each cell that shows a panel one control moved (an ipywidgets comm message, as the
-browser sends it) until the panel's new image arrives. Bounded: --duration seconds of work per N, a timeout on
-every request, cell and widget, at most 60 attendees. Measured per N: time to the first figure, cell and widget
-round trips (p50/p95), failures and timeouts, memory per attendee (server + kernels, PSS and RSS) and the hub's
-own, CPU. Everything it started is stopped by process id (the hub, its proxy, every process of the attendees'
-accounts); the accounts and homes it made are removed. Results: deploy/results/loadtest-<time>.json, with the
-machine's load (uptime) before and after: other work on the same machine shows there.
+For each N it starts the hub (deploy/hub.sh's configuration, on 127.0.0.1 only, state in a temporary folder) and
+plays the room stepping together (--scenario room, the default): everyone arrives within --arrive seconds (login
+through the hub's form, server started through its REST API, notebook 00 run over the kernel's websocket, as
+JupyterLab does, to its first figure); when all have, everyone runs the same figure cell within --step seconds and
+answers the notebook's first exercise (right, wrong or not at all: the check reports to the room board); then
+everyone opens the next notebook within --step seconds. Beside them one attendee opens every notebook in order and
+closes none (the kernel budget). --scenario steady is the earlier model (each at their own pace through notebooks
+00-50, one panel control moved after each panel). Measured per phase: round trips, CPU-seconds of every process of
+the attendees' accounts, the hub's and the board's, the machine's steal and the other processes' CPU; per attendee
+the memory peak (PSS, cgroup); the board's latency, CPU and memory. Bounded (timeouts on every request, cell and
+start; at most 120 attendees); everything it started is stopped by process id and the accounts and homes it made are
+removed. Results: deploy/results/loadtest-<time>.json; deploy/sizing.py turns them into the VM sizes.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from vnetlab_hub import CGROUP_NAME, _own_cgroup_v1, account  # noqa: E402
 NOTEBOOKS = ["00_welcome_and_map", "05_primer_skb_gro_gso", "10_receive_buffers_and_memory_layout",
              "20_tailroom_thresholds", "30_gro_frag_savings", "40_gso_features",
              "50_vlan_forwarding_resegmentation"]
-MAX_ATTENDEES = 60
+MAX_ATTENDEES = 120  # a room of 100 can be rehearsed on its VM
 COPY = "student"  # the notebooks' folder in the attendee's copy (deploy/vnetlab_hub.py)
 HTTP_TIMEOUT_S = 60
 CELL_TIMEOUT_S = 180
