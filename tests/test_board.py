@@ -339,6 +339,12 @@ async def _board_on_the_hub(hub, name, loadtest):
         assert (row["tried"], row["right"], row["right_latest"], row["hint_then_right"]) == (1, 1, 1, 1)
         assert [p["name"] for p in state["people"]] == [name] and state["events"] == 3
 
+        # The instructor's own checks (a demonstration on the projector) are not the room's.
+        ev = {"id": "instructor-demo-1", "key": "00.1", "outcome": "right", "t": time.time(), "notebook": ""}
+        resp = await watcher.admin.fetch("/services/board/api/events", "POST", {"events": [ev]})
+        assert json.loads(resp.body) == {"accepted": 0}
+        assert (await watcher.state())["events"] == 3
+
         # The board stopped (SIGSTOP: its socket accepts, it never answers): a check returns at once.
         pid = board_pid(hub, loadtest)
         assert pid, "the hub did not start the board"
