@@ -556,3 +556,55 @@ def test_reset_cannot_be_redirected_by_a_link(attendee_account, tmp_path):
     with pytest.raises(reset.ResetError):
         reset.reset_notebook(name, "20_tailroom_thresholds")
     assert list(target.iterdir()) == []
+
+
+@pytest.mark.hub
+def test_board_page_in_a_browser(tmp_path):
+    """The instructor's view as Chromium shows it: the hub's login form, the board's page, its script filling the
+    tables from the API (an attendee's reported check, its hint), and the reset form posting with the page's xsrf
+    token (refused with the reason, 400, for an attendee whose server never started: not 403)."""
+    loadtest = hub_or_skip()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import labharness
+
+    labharness.chromium_or_skip()
+    existed = loadtest.existing_accounts()
+    name = "citest-page"
+    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-boardpage-"))
+    hub = None
+    try:
+        hub = loadtest.Hub.start(HUB_PREFIX, workdir)
+
+        async def report():
+            att = loadtest.Attendee(hub, name, think_s=(0, 0), stop_at=0, notebooks=[])
+            try:
+                await att.login(hub.password)  # an attendee's own hub token, as a kernel has one
+                ev = {"id": "browser-test-1", "key": "20.1", "outcome": "hint", "t": time.time(), "notebook": "x"}
+                return json.loads((await att.fetch("/services/board/api/events", "POST", {"events": [ev]})).body)
+            finally:
+                att.http.close()
+
+        assert asyncio.run(report()) == {"accepted": 1}
+        with labharness.chromium(tmp_path / "profile") as context:
+            page = context.new_page()
+            page.goto(hub.url + "/hub/login")
+            page.fill("input[name=username]", loadtest.ADMIN)
+            page.fill("input[name=password]", hub.admin_password)
+            page.click("[type=submit]")
+            page.wait_for_url("**/hub/**")
+            page.goto(hub.url + "/services/board/")
+            page.wait_for_function("document.querySelector('#exercises tbody').innerText.includes('20.1')")
+            row = page.inner_text("#exercises tbody")
+            assert row.split() == ["20.1", "1", "1", "0", "0", "1", "0"], row
+            assert exercises.EXERCISES["20.1"].hint[:60] in page.inner_text("#hints")
+            assert name in page.inner_text("#attendee") and "stale" not in page.get_attribute("#status", "class")
+            page.on("dialog", lambda d: d.accept())
+            page.select_option("#attendee", name)
+            page.click("#reset button")
+            page.wait_for_function("document.querySelector('#resetout').innerText.length > 0")
+            assert page.inner_text("#resetout").startswith("refused: 400"), page.inner_text("#resetout")
+    finally:
+        if hub is not None:
+            hub.stop()
+        loadtest.remove_accounts([name], existed)
+        shutil.rmtree(workdir, ignore_errors=True)
