@@ -7,7 +7,9 @@ installed hub (tests/test_hub.py's conditions), on loopback: the real hub starts
 attendee gets nothing from the board's page or API, the instructor does; checks run in real kernels reach the board
 within seconds; re-runs and a kernel restart keep the counts; a stopped board does not slow a check and a restarted
 one rebuilds its counts; a notebook reset keeps the edited copy; and the load test's simulated attendees (N >= 20)
-answer exercises, some right, some wrong, and the board's counts equal what their kernels showed them.
+answer exercises, some right, some wrong, and the board's counts equal what their kernels showed them; and in
+Chromium the page's script fills its tables and posts a reset with its xsrf token. As root without the hub: the
+reset command keeps the edited notebook and cannot be redirected by a link in the attendee's home.
 """
 
 from __future__ import annotations
