@@ -119,3 +119,6 @@ c.JupyterHub.services = [{
     "command": [sys.executable, str(HERE / "die_with_hub.py"), HUB_PID,  # one culler: it ends with its hub
                 sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={CULL_TIMEOUT}", "--cull-every=300"],
 }]
+
+# The room board (deploy/board/): the instructor's live view of the room's exercise checks, a hub service.
+load_subconfig(str(HERE / "board" / "hub_config.py"))  # noqa: F821 (JupyterHub's config loader defines it)

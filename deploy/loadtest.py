@@ -1,18 +1,19 @@
-"""Load test of the workshop hub: N simulated attendees on one machine (a benchmark, run by hand, as root).
+"""Load test of the workshop hub: a room of N simulated attendees on one machine (a benchmark, run by hand, as root).
 
-    sudo .hub/hub/bin/python deploy/loadtest.py --attendees 5 10 20 40 --duration 240
+    sudo /opt/vnetlab-hub/hub/bin/python deploy/loadtest.py --attendees 40      # the day before, on the rented VM
 
-For each N it starts the hub (deploy/hub.sh's configuration, on 127.0.0.1 only, state in a temporary folder), and
-N attendees arrive over --ramp seconds. Each logs in through the hub's login form (the shared password), asks the
-hub's REST API for a token and to start their server, and works through their own copies of notebooks 00-50 as
-people do: every code cell executed over the kernel's websocket (the JupyterLab protocol), a pause of a few seconds
-between actions, and after each cell that shows a panel one control moved (an ipywidgets comm message, as the
-browser sends it) until the panel's new image arrives. Bounded: --duration seconds of work per N, a timeout on
-every request, cell and widget, at most 60 attendees. Measured per N: time to the first figure, cell and widget
-round trips (p50/p95), failures and timeouts, memory per attendee (server + kernels, PSS and RSS) and the hub's
-own, CPU. Everything it started is stopped by process id (the hub, its proxy, every process of the attendees'
-accounts); the accounts and homes it made are removed. Results: deploy/results/loadtest-<time>.json, with the
-machine's load (uptime) before and after: other work on the same machine shows there.
+For each N it starts the hub (deploy/hub.sh's configuration, on 127.0.0.1 only, state in a temporary folder) and
+plays the room stepping together (--scenario room, the default): everyone arrives within --arrive seconds (login
+through the hub's form, server started through its REST API, notebook 00 run over the kernel's websocket, as
+JupyterLab does, to its first figure); when all have, everyone runs the same figure cell within --step seconds and
+answers the notebook's first exercise (right, wrong or not at all: the check reports to the room board); then
+everyone opens the next notebook within --step seconds. Beside them one attendee opens every notebook in order and
+closes none (the kernel budget). --scenario steady is the earlier model (each at their own pace through notebooks
+00-50, one panel control moved after each panel). Measured per phase: round trips, CPU-seconds of every process of
+the attendees' accounts, the hub's and the board's, the machine's steal and the other processes' CPU; per attendee
+the memory peak (PSS, cgroup); the board's latency, CPU and memory. Bounded (timeouts on every request, cell and
+start; at most 120 attendees); everything it started is stopped by process id and the accounts and homes it made are
+removed. Results: deploy/results/loadtest-<time>.json; deploy/sizing.py turns them into the VM sizes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import os
 import pwd
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -34,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
@@ -44,12 +47,12 @@ from tornado.websocket import websocket_connect
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from vnetlab_hub import account  # noqa: E402
+from vnetlab_hub import CGROUP_NAME, _own_cgroup_v1, account  # noqa: E402
 
 NOTEBOOKS = ["00_welcome_and_map", "05_primer_skb_gro_gso", "10_receive_buffers_and_memory_layout",
              "20_tailroom_thresholds", "30_gro_frag_savings", "40_gso_features",
              "50_vlan_forwarding_resegmentation"]
-MAX_ATTENDEES = 60
+MAX_ATTENDEES = 120  # a room of 100 can be rehearsed on its VM
 COPY = "student"  # the notebooks' folder in the attendee's copy (deploy/vnetlab_hub.py)
 HTTP_TIMEOUT_S = 60
 CELL_TIMEOUT_S = 180
@@ -90,7 +93,7 @@ class Hub:
     @classmethod
     def start(cls, prefix: Path, workdir: Path, *, mem_limit: str = "1G", cpu_limit: float = 1.0,
               spawn_limit: int = 10, start_timeout_s: int = 300, timeout_s: float = 90) -> Hub:
-        port, internal, api = free_port(), free_port(), free_port()
+        port, internal, api, board = free_port(), free_port(), free_port(), free_port()
         hub = cls(prefix=prefix, state=workdir / "state", homes=workdir / "homes", url=f"http://127.0.0.1:{port}",
                   password=secrets.token_urlsafe(9), admin_password=secrets.token_urlsafe(30))
         hub.homes.mkdir(parents=True, exist_ok=True)
@@ -99,6 +102,7 @@ class Hub:
         env = dict(os.environ, VNETLAB_HUB_PREFIX=str(prefix), VNETLAB_HUB_STATE=str(hub.state),
                    VNETLAB_HUB_BIND=hub.url, VNETLAB_HUB_INTERNAL=f"http://127.0.0.1:{internal}",
                    VNETLAB_HUB_PROXY_API=f"http://127.0.0.1:{api}", VNETLAB_HUB_HOMES=str(hub.homes),
+                   VNETLAB_BOARD_INTERNAL=f"http://127.0.0.1:{board}",
                    VNETLAB_HUB_PASSWORD=hub.password, VNETLAB_HUB_ADMIN_PASSWORD=hub.admin_password,
                    VNETLAB_HUB_ADMIN=ADMIN, VNETLAB_HUB_MEM_LIMIT=mem_limit, VNETLAB_HUB_CPU_LIMIT=str(cpu_limit),
                    VNETLAB_HUB_SPAWN_LIMIT=str(spawn_limit), VNETLAB_HUB_START_TIMEOUT=str(start_timeout_s))
@@ -216,12 +220,19 @@ def proc_mem(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def proc_cpu_s(pid: int) -> float:
+def proc_times(pid: int) -> tuple[float, float]:
+    """(utime + stime, cutime + cstime) of a process in seconds: its own CPU, and that of the children it has
+    waited for (JupyterLab's node call at start, a kernel the server shut down); (0, 0) if it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        hz = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / hz, (int(fields[13]) + int(fields[14])) / hz
     except (OSError, IndexError, ValueError):
-        return 0.0
+        return 0.0, 0.0
+
+
+def proc_cpu_s(pid: int) -> float:
+    return proc_times(pid)[0]
 
 
 def proc_kind(pid: int) -> str:
@@ -233,11 +244,37 @@ def proc_kind(pid: int) -> str:
     return "server" if "jupyterhub-singleuser" in cmd else "kernel" if "ipykernel" in cmd else "other"
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def machine_cpu() -> tuple[int, int]:
     """(busy, total) jiffies of the whole machine."""
     parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = parts[3] + parts[4]
     return sum(parts) - idle, sum(parts)
+
+
+def machine_jiffies() -> dict[str, int]:
+    """The machine's CPU time so far, /proc/stat's first line (busy without steal, steal, idle), in jiffies."""
+    p = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = p[:8]
+    return {"busy": user + nice + system + irq + softirq, "steal": steal, "idle": idle + iowait, "total": sum(p[:8])}
+
+
+def account_memory_peak(name: str) -> int | None:
+    """The peak memory of the attendee's cgroup (everything the account ran, page cache included), if it has one."""
+    v2 = Path("/sys/fs/cgroup") / CGROUP_NAME / account(name) / "memory.peak"
+    rel = _own_cgroup_v1("memory") if not v2.parent.exists() else None
+    path = v2 if rel is None else (Path("/sys/fs/cgroup/memory") / rel.lstrip("/") / CGROUP_NAME / account(name)
+                                   / "memory.max_usage_in_bytes")
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def uptime() -> str:
@@ -260,6 +297,8 @@ class Stats:
     notebooks_done: int = 0
     cells_done: int = 0
     current: str = ""
+    checks: list[tuple[str, str, float]] = field(default_factory=list)  # (exercise, verdict shown, time.time())
+    phases: dict[str, list[float]] = field(default_factory=dict)  # a room phase's round trips (run_phased)
 
 
 class AttendeeError(Exception):
@@ -304,7 +343,7 @@ class Kernel:
     async def until_idle(self, msg_id: str, timeout_s: float, *, want_image_of: set[str] | None = None) -> dict:
         """Messages answering ``msg_id`` until the kernel is idle again: error, outputs seen, and (for a widget
         change) the first time a new image arrived for one of ``want_image_of``."""
-        out = {"error": None, "figure": False, "widget_view": False, "image_at": None, "stderr": ""}
+        out = {"error": None, "figure": False, "widget_view": False, "image_at": None, "stderr": "", "text": ""}
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -318,6 +357,7 @@ class Kernel:
             kind, content = msg["header"]["msg_type"], msg["content"]
             if kind in ("display_data", "execute_result"):
                 data = content.get("data", {})
+                out["text"] += data.get("text/plain", "") if kind == "execute_result" else ""
                 out["figure"] |= "image/png" in data
                 out["widget_view"] |= "application/vnd.jupyter.widget-view+json" in data
             elif kind == "error" or (kind == "execute_reply" and content.get("status") == "error"):
@@ -365,13 +405,47 @@ def pick_control(models: dict[str, dict], created_by: str) -> tuple[str, dict] |
     return None
 
 
+CHECK_CELL = re.compile(r'exercises\.check\("([0-9]+\.[0-9]+)"')
+
+
+def verdict_of(text: str) -> str:
+    """What a check cell showed, from its Verdict's text (vnetlab/exercises.py Verdict messages)."""
+    t = text.strip()
+    if t.startswith("\u2713"):
+        return "right"
+    if t.startswith("\u2026"):
+        return "unanswered"
+    if t.startswith("\u2717"):
+        return "hint" if "Hint:" in t else "kind"
+    return "other"
+
+
+def answer_code(key: str, right: bool) -> str:
+    """An exercise cell as an attendee fills it: the model's answer, or a wrong one of the right kind."""
+    if right:
+        return f'answer = exercises.solution("{key}")'
+    return (f'_s = exercises.solution("{key}")\n'
+            'answer = (not _s) if isinstance(_s, bool) else _s + 1 if isinstance(_s, (int, float)) else "no"')
+
+
+def answer_plan(name: str, seed: int = 0) -> Callable[[str], str]:
+    """Each simulated attendee's way with each exercise (fixed by name): right at once, wrong, wrong and then
+    right (the check run twice), or not answered (the check run with None)."""
+    def plan(key: str) -> str:
+        return random.Random(f"{seed}:{name}:{key}").choice(["right", "wrong", "wrong_then_right", "skip"])
+
+    return plan
+
+
 class Attendee:
     def __init__(self, hub: Hub, name: str, *, think_s: tuple[float, float], stop_at: float,
-                 notebooks: list[str], keep_kernels: bool = False, first_figure_only: bool = False) -> None:
+                 notebooks: list[str], keep_kernels: bool = False, first_figure_only: bool = False,
+                 answers: Callable[[str], str] | None = None, exercises_only: bool = False) -> None:
         self.hub, self.name = hub, name
         self.think_s, self.stop_at = think_s, stop_at
         self.work_s = float("inf")
         self.notebooks, self.keep_kernels, self.first_figure_only = notebooks, keep_kernels, first_figure_only
+        self.answers, self.exercises_only = answers, exercises_only
         self.http = AsyncHTTPClient(force_instance=True, defaults={"request_timeout": HTTP_TIMEOUT_S,
                                                                   "connect_timeout": HTTP_TIMEOUT_S})
         self.cookies: dict[str, str] = {}
@@ -406,8 +480,10 @@ class Attendee:
     async def login(self, password: str) -> None:
         """The hub's login form (as a browser posts it), then a token from the hub's REST API."""
         await self.fetch("/hub/login", auth=False)
-        resp = await self.fetch("/hub/login?next=", "POST", {"username": self.name, "password": password,
-                                                            "_xsrf": self.cookies.get("_xsrf", "")},
+        # RoomAuthenticator (vnetlab_hub.py): the attendee's own password, and the room password in the form's
+        # third field the first time, when the name is claimed
+        resp = await self.fetch("/hub/login?next=", "POST", {"username": self.name, "password": own_password(self.name),
+                                                            "otp": password, "_xsrf": self.cookies.get("_xsrf", "")},
                                 form=True, auth=False)
         if resp.code != 302 or not any(k.startswith("jupyterhub-session") for k in self.cookies):
             raise AttendeeError(f"login as {self.name} refused (HTTP {resp.code})")
@@ -479,44 +555,80 @@ class Attendee:
             st.failures.append(f"{st.current}: {type(exc).__name__}: {exc}")
         return st
 
-    async def work_through(self, notebook: str) -> None:
-        st = self.stats
+    async def cells_of(self, notebook: str) -> list[dict]:
         nb = json.loads((await self.fetch(f"/user/{self.name}/api/contents/{COPY}/{notebook}.ipynb?content=1")).body)
-        cells = [c for c in nb["content"]["cells"] if c["cell_type"] == "code"]
-        kernel, session_id = await self.open_kernel(notebook)
+        return [c for c in nb["content"]["cells"] if c["cell_type"] == "code"]
+
+    async def execute(self, kernel: Kernel, code: str, where: str) -> tuple[dict, str, float]:
+        """Run one cell as JupyterLab does; (its outputs, its message id, its round trip in seconds)."""
+        start = time.monotonic()
+        msg_id = kernel.send("shell", "execute_request",
+                             {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                              "allow_stdin": False, "stop_on_error": True})
         try:
+            out = await kernel.until_idle(msg_id, CELL_TIMEOUT_S)
+        except TimeoutError:
+            raise TimeoutError(f"{where} took over {CELL_TIMEOUT_S} s") from None
+        took = round(time.monotonic() - start, 3)
+        self.stats.cells.append(took)
+        self.stats.cells_done += 1
+        return out, msg_id, took
+
+    async def work_through(self, notebook: str, *, upto_first_figure: bool = False,
+                           kernel_session: tuple[Kernel, str] | None = None) -> tuple[Kernel, str] | None:
+        """Run the notebook's code cells in order (with answers in exercise cells when the attendee has a plan).
+        ``upto_first_figure``: stop after the first figure and return the kernel, kept open."""
+        st = self.stats
+        cells = await self.cells_of(notebook)
+        kernel, session_id = kernel_session or await self.open_kernel(notebook)
+        keep = upto_first_figure
+        try:
+            plan = None
             for i, cell in enumerate(cells):
                 if self.time_left() <= 0:
-                    return
+                    return None
                 code = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-                start = time.monotonic()
-                msg_id = kernel.send("shell", "execute_request",
-                                     {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                                      "allow_stdin": False, "stop_on_error": True})
-                try:
-                    out = await kernel.until_idle(msg_id, CELL_TIMEOUT_S)
-                except TimeoutError:
-                    raise TimeoutError(f"cell {i} of {notebook} took over {CELL_TIMEOUT_S} s") from None
-                st.cells.append(round(time.monotonic() - start, 3))
-                st.cells_done += 1
+                exercise = "exercise" in cell.get("metadata", {}).get("tags", [])
+                check = CHECK_CELL.search(code)
+                if self.exercises_only and i > 0 and not exercise and not check:
+                    continue  # the imports (cell 0), the exercise cells and their checks only
+                if exercise and self.answers is not None:
+                    nxt = CHECK_CELL.search("".join(cells[i + 1]["source"])) if i + 1 < len(cells) else None
+                    plan = self.answers(nxt.group(1)) if nxt else None
+                    if plan in ("right", "wrong", "wrong_then_right"):
+                        code = answer_code(nxt.group(1), plan == "right")
+                out, msg_id, _ = await self.execute(kernel, code, f"cell {i} of {notebook}")
                 if out["error"]:
                     st.failures.append(f"{notebook} cell {i}: {out['error']}")
-                    return
+                    return None
+                if check:
+                    st.checks.append((check.group(1), verdict_of(out["text"]), time.time()))
+                    if plan == "wrong_then_right":  # a second go: the right answer, the same check again
+                        await self.think()
+                        await self.execute(kernel, answer_code(check.group(1), True), f"{notebook} answer again")
+                        out, _, _ = await self.execute(kernel, code, f"cell {i} of {notebook} again")
+                        st.checks.append((check.group(1), verdict_of(out["text"]), time.time()))
+                    plan = None
                 if (out["figure"] or out["widget_view"]) and st.first_figure_s is None:
                     st.first_figure_s = round(time.monotonic() - self.t0, 3)
                     if self.first_figure_only and not out["widget_view"]:
                         continue
+                if (out["figure"] or out["widget_view"]) and upto_first_figure:
+                    return kernel, session_id
                 if out["widget_view"]:
                     await self.think()
                     await self.move_control(kernel, msg_id, f"{notebook} cell {i}")
                     if self.first_figure_only:
-                        return
+                        return None
                 await self.think()
             st.notebooks_done += 1
+            keep = False
+            return None
         finally:
-            kernel.close()
-            if not self.keep_kernels:
-                await self.fetch(f"/user/{self.name}/api/sessions/{session_id}", "DELETE")
+            if not keep:
+                kernel.close()
+                if not self.keep_kernels:
+                    await self.fetch(f"/user/{self.name}/api/sessions/{session_id}", "DELETE")
 
     async def move_control(self, kernel: Kernel, cell_msg: str, where: str) -> None:
         """One control of the panel the cell made moved by one step, as the browser's widget manager sends it; the
@@ -542,6 +654,56 @@ class Attendee:
 
 
 # ------------------------------------------------------------------------------------------------------------
+# The room board (deploy/board/), as the instructor sees it
+
+
+class BoardWatcher:
+    """The instructor's view of the room board: its state polled every ``every_s`` through the hub's proxy with the
+    instructor's token, and when each count of reported checks was first seen (for the check-to-board latency)."""
+
+    def __init__(self, hub: Hub, every_s: float = 0.5, names: set[str] | None = None) -> None:
+        self.admin = Attendee(hub, ADMIN, think_s=(0, 0), stop_at=0, notebooks=[])
+        self.hub, self.every_s, self.names = hub, every_s, names
+        self.seen: list[tuple[float, int]] = []  # (time.time(), events the board had counted)
+        self.errors: list[str] = []
+        self.task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        await self.admin.login(self.hub.admin_password)
+        self.task = asyncio.ensure_future(self._loop())
+
+    async def state(self) -> dict:
+        return json.loads((await self.admin.fetch("/services/board/api/state")).body)
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                state = await self.state()
+                n = (state["events"] if self.names is None else
+                     sum(p["checks"] for p in state["people"] if p["name"] in self.names))
+                if not self.seen or n != self.seen[-1][1]:
+                    self.seen.append((time.time(), n))
+            except (AttendeeError, OSError, ValueError) as exc:
+                self.errors.append(str(exc)[:200])
+            await asyncio.sleep(self.every_s)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        self.admin.http.close()
+
+    def latencies(self, check_times: list[float], before: int = 0) -> list[float]:
+        """Seconds from the k-th check (by the time its cell returned) to the first poll that counted k events
+        beyond ``before``; a check never counted is left out (the count of those is len(check_times) minus these)."""
+        out = []
+        for k, t in enumerate(sorted(check_times), start=1):
+            first = next((ts for ts, n in self.seen if n - before >= k), None)
+            if first is not None:
+                out.append(round(max(0.0, first - t), 3))
+        return out
+
+
+# ------------------------------------------------------------------------------------------------------------
 # One run with N attendees, and its measurements
 
 
@@ -553,7 +715,14 @@ class Sampler:
         self.per_attendee_pss: dict[str, int] = {}
         self.per_attendee_rss: dict[str, int] = {}
         self.hub_rss = 0
-        self.cpu_s: dict[int, float] = {}
+        self.cpu_s: dict[int, float] = {}  # per process of the accounts: own CPU (see account_cpu for the rest)
+        self.child_s: dict[int, float] = {}  # per process: CPU of its children it waited for
+        self.parent: dict[int, int | None] = {}
+        self.owner: dict[int, str] = {}  # process -> the attendee whose account runs it
+        self.gone: set[int] = set()
+        self.board_pids: set[int] = set()
+        self.board_rss = 0
+        self.account_peak: dict[str, int] = {}  # the accounts' cgroup memory peaks (bytes), where they have one
         self.kind: dict[int, str] = {}
         self.errors: list[str] = []
         self.hub_cpu_s: dict[int, float] = {}
@@ -566,24 +735,55 @@ class Sampler:
             u = uid_of(p)
             if u is not None:
                 by_uid.setdefault(u, []).append(p)
+        alive = {p for ps in by_uid.values() for p in ps}
+        self.gone |= {p for p in self.cpu_s if p not in alive}
         for name, uid in list(self.uids.items()):  # a copy: attendees arriving add to it meanwhile
             rss = pss = 0
             for p in by_uid.get(uid, []):
                 r, s = proc_mem(p)
                 rss, pss = rss + r, pss + s
-                self.cpu_s[p] = max(self.cpu_s.get(p, 0.0), proc_cpu_s(p))
+                own_s, children_s = proc_times(p)
+                self.cpu_s[p] = max(self.cpu_s.get(p, 0.0), own_s)
+                self.child_s[p] = max(self.child_s.get(p, 0.0), children_s)
                 if p not in self.kind:
                     self.kind[p] = proc_kind(p)
+                    self.parent[p] = ppid(p)
+                    self.owner[p] = name
             self.per_attendee_pss[name] = max(self.per_attendee_pss.get(name, 0), pss)
             self.per_attendee_rss[name] = max(self.per_attendee_rss.get(name, 0), rss)
+            peak = account_memory_peak(name)
+            if peak is not None:
+                self.account_peak[name] = max(self.account_peak.get(name, 0), peak)
         own = [p for ps in self.hub.pids().values() for p in ps]
         self.hub_rss = max(self.hub_rss, sum(proc_mem(p)[0] for p in own))
         for p in own:
             self.hub_cpu_s[p] = max(self.hub_cpu_s.get(p, 0.0), proc_cpu_s(p))
+            if p not in self.board_pids and b"board/app.py" in _cmdline(p):
+                self.board_pids.add(p)
+        self.board_rss = max(self.board_rss, sum(proc_mem(p)[0] for p in self.board_pids))
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
                 avail = int(line.split()[1]) * 1024
                 self.min_available = avail if self.min_available is None else min(self.min_available, avail)
+
+    def account_cpu(self) -> dict[int, float]:
+        """CPU seconds per process of the accounts: its own, plus what its children used that no sample saw (a
+        child that exited between samples, or before the first: the parent's cutime holds it)."""
+        seen_in_children: dict[int, float] = {}
+        for k in self.gone:
+            parent = self.parent.get(k)
+            if parent is not None:
+                seen_in_children[parent] = seen_in_children.get(parent, 0.0) + self.cpu_s[k] + self.child_s[k]
+        return {p: own + max(0.0, self.child_s.get(p, 0.0) - seen_in_children.get(p, 0.0))
+                for p, own in self.cpu_s.items()}
+
+    def totals(self, names: set[str] | None = None) -> dict[str, float]:
+        """CPU seconds so far: the accounts' (of ``names`` only, if given; the others' under "others"), the hub's
+        processes' (the board's among them), the board's."""
+        per_pid = self.account_cpu()
+        mine = sum(c for p, c in per_pid.items() if names is None or self.owner.get(p) in names)
+        return {"accounts": mine, "others": sum(per_pid.values()) - mine, "hub": sum(self.hub_cpu_s.values()),
+                "board": sum(self.hub_cpu_s.get(p, 0.0) for p in self.board_pids)}
 
     async def loop(self) -> None:
         while True:
@@ -596,12 +796,14 @@ class Sampler:
 
 async def run_room(hub: Hub, names: list[str], *, duration_s: float, ramp_s: float, think_s: tuple[float, float],
                    spawn_timeout_s: float, notebooks: list[str], first_figure_only: bool = False,
-                   keep_kernels: bool = False) -> tuple[list[Stats], Sampler, dict]:
+                   keep_kernels: bool = False, answers: bool = False,
+                   exercises_only: bool = False) -> tuple[list[Stats], Sampler, dict]:
     start = time.monotonic()
     stop_at = start + ramp_s + spawn_timeout_s + duration_s
     uids: dict[str, int] = {}
     attendees = [Attendee(hub, n, think_s=think_s, stop_at=stop_at, notebooks=notebooks,
-                          first_figure_only=first_figure_only, keep_kernels=keep_kernels) for n in names]
+                          first_figure_only=first_figure_only, keep_kernels=keep_kernels,
+                          answers=answer_plan(n) if answers else None, exercises_only=exercises_only) for n in names]
     for a in attendees:
         a.work_s = duration_s
     sampler = Sampler(hub, uids)
@@ -641,7 +843,8 @@ def summarise(n: int, stats: list[Stats], sampler: Sampler, machine: dict) -> di
     spawn = [s.spawn_s for s in stats if s.spawn_s is not None]
     pss = list(sampler.per_attendee_pss.values())
     rss = list(sampler.per_attendee_rss.values())
-    attendee_cpu = sum(sampler.cpu_s.values())
+    per_pid = sampler.account_cpu()
+    attendee_cpu = sum(per_pid.values())
     mib = 1 << 20
     return {
         "attendees": n,
@@ -664,7 +867,7 @@ def summarise(n: int, stats: list[Stats], sampler: Sampler, machine: dict) -> di
         "memory_min_available_mib": round((sampler.min_available or 0) / mib),
         "cpu": {"machine_busy_fraction": machine["busy_fraction"], "cores": machine["cores"],
                 "attendees_cpu_s": round(attendee_cpu, 1), "hub_cpu_s": round(sum(sampler.hub_cpu_s.values()), 1),
-                "attendees_cpu_s_by_kind": {k: round(sum(c for p, c in sampler.cpu_s.items()
+                "attendees_cpu_s_by_kind": {k: round(sum(c for p, c in per_pid.items()
                                                          if sampler.kind.get(p) == k), 1)
                                             for k in ("server", "kernel", "other")},
                 "wall_s": machine["wall_s"],
@@ -672,17 +875,268 @@ def summarise(n: int, stats: list[Stats], sampler: Sampler, machine: dict) -> di
     }
 
 
+# ------------------------------------------------------------------------------------------------------------
+# The room stepping together: arrival, the same cell, the next notebook
+
+
+PHASES = ("arrive", "same_cell", "next_notebook")
+
+
+class Phases:
+    """CPU and the machine at each phase boundary, so that each phase gets its own CPU seconds and load."""
+
+    def __init__(self, sampler: Sampler, names: set[str]) -> None:
+        self.sampler, self.names = sampler, names
+        self.marks: dict[str, dict] = {}
+
+    async def mark(self, label: str) -> None:
+        await asyncio.to_thread(self.sampler.sample)
+        self.marks[label] = {"t": time.monotonic(), "cpu": self.sampler.totals(self.names),
+                             "machine": machine_jiffies()}
+
+    def between(self, a: str, b: str, attendees: int) -> dict:
+        m0, m1 = self.marks[a], self.marks[b]
+        hz = os.sysconf("SC_CLK_TCK")
+        wall = m1["t"] - m0["t"]
+        cpu = {k: m1["cpu"][k] - m0["cpu"][k] for k in m0["cpu"]}
+        mach = {k: (m1["machine"][k] - m0["machine"][k]) / hz for k in m0["machine"]}
+        ours = cpu["accounts"] + cpu["others"] + cpu["hub"]
+        return {"wall_s": round(wall, 1), "attendees_cpu_s": round(cpu["accounts"], 1),
+                "per_attendee_cpu_s": round(cpu["accounts"] / max(1, attendees), 2),
+                "hub_cpu_s": round(cpu["hub"], 1), "board_cpu_s": round(cpu["board"], 2),
+                "reader_cpu_s": round(cpu["others"], 1),
+                "machine": {"cores": os.cpu_count(), "busy_cpu_s": round(mach["busy"], 1),
+                            "steal_s": round(mach["steal"], 1), "idle_s": round(mach["idle"], 1),
+                            # what else the machine ran meanwhile: busy time that was neither ours nor the hub's
+                            "other_cpu_s": round(mach["busy"] - ours, 1),
+                            "other_cores": round((mach["busy"] - ours) / max(1.0, wall), 2)}}
+
+
+async def attendee_phases(a: Attendee, password: str, spawn_timeout_s: float, arrive_at: float,
+                          step_s: float, gates: dict[str, asyncio.Event], notebooks: tuple[str, str]) -> None:
+    """One attendee of the room: arrives at ``arrive_at`` and runs the first notebook to its first figure; when
+    everyone has, runs that figure cell again within ``step_s`` and answers the notebook's first exercise; when
+    everyone has, within ``step_s`` leaves the notebook (its kernel shut down) and opens the next to its figure."""
+    st = a.stats
+    st.phases = {p: [] for p in PHASES}
+    first, second = notebooks
+    kernel_session = None
+    try:
+        await asyncio.sleep(max(0.0, arrive_at - time.monotonic()))
+        a.t0 = time.monotonic()
+        st.current = "login"
+        await a.login(password)
+        st.current = "spawn"
+        await a.start_server(spawn_timeout_s)
+        st.spawn_s = round(time.monotonic() - a.t0, 3)
+        st.current = first
+        kernel_session = await a.work_through(first, upto_first_figure=True)
+        if kernel_session is None:
+            raise AttendeeError(f"no figure in {first}")
+        st.phases["arrive"].append(round(time.monotonic() - a.t0, 3))
+    except (TimeoutError, AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+        (st.timeouts if isinstance(exc, TimeoutError) else st.failures).append(f"{st.current}: {exc}")
+        kernel_session = None
+    finally:
+        a.arrived = True
+        gates["arrived"].set() if all(x.arrived for x in a.room) else None
+    await gates["arrived"].wait()
+    if kernel_session is None:
+        return
+    kernel, session_id = kernel_session
+    try:
+        await asyncio.sleep(random.uniform(0, step_s))
+        st.current = "same cell"
+        out, _, took = await a.execute(kernel, a.figure_cell, f"{first}: the same cell")
+        st.phases["same_cell"].append(took)
+        cells = await a.cells_of(first)
+        ex = next((i for i, c in enumerate(cells) if "exercise" in c.get("metadata", {}).get("tags", [])), None)
+        if ex is not None and a.answers is not None:
+            check = "".join(cells[ex + 1]["source"])
+            key = CHECK_CELL.search(check).group(1)
+            plan = a.answers(key)
+            await a.execute(kernel, answer_code(key, plan == "right") if plan != "skip" else "answer = None",
+                            f"{first}: exercise {key}")
+            out, _, _ = await a.execute(kernel, check, f"{first}: check {key}")
+            st.checks.append((key, verdict_of(out["text"]), time.time()))
+    except (TimeoutError, AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+        (st.timeouts if isinstance(exc, TimeoutError) else st.failures).append(f"{st.current}: {exc}")
+    finally:
+        a.stepped = True
+        gates["stepped"].set() if all(x.stepped or not x.stats.phases.get("arrive") for x in a.room) else None
+    await gates["stepped"].wait()
+    try:
+        await asyncio.sleep(random.uniform(0, step_s))
+        st.current = second
+        kernel.close()
+        await a.fetch(f"/user/{a.name}/api/sessions/{session_id}", "DELETE")
+        t = time.monotonic()
+        nxt = await a.work_through(second, upto_first_figure=True)
+        if nxt is None:
+            raise AttendeeError(f"no figure in {second}")
+        st.phases["next_notebook"].append(round(time.monotonic() - t, 3))
+        nxt[0].close()
+    except (TimeoutError, AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+        (st.timeouts if isinstance(exc, TimeoutError) else st.failures).append(f"{st.current}: {exc}")
+
+
+async def reader_walk(a: Attendee, password: str, spawn_timeout_s: float) -> dict:
+    """The attendee who follows the notebooks' links: opens every notebook in order, each to its first figure,
+    and never closes one (its kernels stay unless the hub's kernel budget shuts them down)."""
+    out = {"name": a.name, "opened": [], "kernel_lost": [], "kernels_running_at_end": None}
+    try:
+        await a.login(password)
+        await a.start_server(spawn_timeout_s)
+        for nb in [*NOTEBOOKS, "60_check_your_own_kernel"]:
+            t = time.monotonic()
+            try:
+                ks = await a.work_through(nb, upto_first_figure=True)
+            except AttendeeError as exc:  # the kernel's websocket closed: the account's memory limit killed it
+                out["kernel_lost"].append(f"{nb}: {exc}")
+                continue
+            out["opened"].append({"notebook": nb, "first_figure_s": round(time.monotonic() - t, 2),
+                                  "figure": ks is not None})
+            if ks is not None:
+                ks[0].close()  # the tab stays open (the session and its kernel are not shut down)
+            await a.think()
+        kernels = json.loads((await a.fetch(f"/user/{a.name}/api/kernels")).body)
+        out["kernels_running_at_end"] = len(kernels)
+    except (TimeoutError, AttendeeError, HTTPClientError, OSError, KeyError, ValueError) as exc:
+        out["kernel_lost"].append(f"{type(exc).__name__}: {exc}")
+    out["failures"] = a.stats.failures + a.stats.timeouts
+    return out
+
+
+async def run_phased(hub: Hub, names: list[str], *, arrive_s: float, step_s: float, spawn_timeout_s: float,
+                     think_s: tuple[float, float], notebooks: tuple[str, str], reader: bool,
+                     answers: bool = True) -> dict:
+    """The room stepping together (see attendee_phases), the reader beside it, the board watched throughout."""
+    uids: dict[str, int] = {}
+    sampler = Sampler(hub, uids, every_s=2)
+    phases = Phases(sampler, set(names))
+    room = [Attendee(hub, n, think_s=think_s, stop_at=time.monotonic() + 24 * 3600, notebooks=[],
+                     answers=answer_plan(n) if answers else None) for n in names]
+    figure_cell = await figure_cell_of(notebooks[0])
+    for a in room:
+        a.room, a.arrived, a.stepped, a.figure_cell = room, False, False, figure_cell
+    gates = {"arrived": asyncio.Event(), "stepped": asyncio.Event()}
+    walker = Attendee(hub, reader_name(names), think_s=think_s, stop_at=time.monotonic() + 24 * 3600,
+                      notebooks=[], keep_kernels=True) if reader else None
+    everyone = room + ([walker] if walker else [])
+
+    async def track() -> None:
+        while True:
+            for a in everyone:
+                try:
+                    uids.setdefault(a.name, pwd.getpwnam(account(a.name)).pw_uid)
+                except KeyError:
+                    pass
+            await asyncio.sleep(1)
+
+    watcher = BoardWatcher(hub, names=set(names))  # the room's checks, not the reader's (notebook 60 has some)
+    await watcher.start()
+    tracker = asyncio.ensure_future(track())
+    sampler.task = asyncio.ensure_future(sampler.loop())
+    await phases.mark("start")
+    t0 = time.monotonic()
+    tasks = [asyncio.ensure_future(attendee_phases(a, hub.password, spawn_timeout_s, t0 + arrive_s * i / len(room),
+                                                   step_s, gates, notebooks)) for i, a in enumerate(room)]
+    walk = asyncio.ensure_future(reader_walk(walker, hub.password, spawn_timeout_s)) if walker else None
+    try:
+        await gates["arrived"].wait()
+        await phases.mark("arrived")
+        await gates["stepped"].wait()
+        await phases.mark("stepped")
+        await asyncio.gather(*tasks)
+        await phases.mark("end")
+        walked = await walk if walk else None
+        checks = [t for a in room for _, _, t in a.stats.checks]
+        await asyncio.sleep(3)  # the last checks' posts
+    finally:
+        for t in [*tasks, *([walk] if walk else [])]:
+            t.cancel()
+        tracker.cancel()
+        sampler.task.cancel()
+        watcher.stop()
+        for a in everyone:
+            a.http.close()
+    await asyncio.to_thread(sampler.sample)
+    n = len(room)
+    stats = [a.stats for a in room]
+    mib = 1 << 20
+    pss = [v for k, v in sampler.per_attendee_pss.items() if k in names]
+    peaks = [v for k, v in sampler.account_peak.items() if k in names]
+    latencies = watcher.latencies(checks)
+    result = {
+        "scenario": "room", "attendees": n, "arrive_s": arrive_s, "step_s": step_s, "notebooks": list(notebooks),
+        "figure_cell": figure_cell[:200],
+        "servers_started": sum(s.spawn_s is not None for s in stats),
+        "spawn_retries_429": sum(s.spawn_retries for s in stats),
+        "phases": {},
+        "failures": [f"{a.name}: {f}" for a in room for f in a.stats.failures],
+        "timeouts": [f"{a.name}: {f}" for a in room for f in a.stats.timeouts],
+        "memory_per_attendee_mib": {
+            "pss_peak_p50": round(statistics.median(pss) / mib, 1) if pss else None,
+            "pss_peak_max": round(max(pss) / mib, 1) if pss else None,
+            "cgroup_peak_p50": round(statistics.median(peaks) / mib, 1) if peaks else None,
+            "cgroup_peak_max": round(max(peaks) / mib, 1) if peaks else None},
+        "memory_hub_rss_peak_mib": round(sampler.hub_rss / mib, 1),
+        "memory_min_available_mib": round((sampler.min_available or 0) / mib),
+        "board": {"checks": len(checks), "counted": watcher.seen[-1][1] if watcher.seen else 0,
+                  "latency_s": {"p50": pct(latencies, 50), "p95": pct(latencies, 95),
+                                "max": max(latencies) if latencies else None, "poll_s": watcher.every_s},
+                  "rss_peak_mib": round(sampler.board_rss / mib, 1), "watch_errors": watcher.errors[:3]},
+        "reader": walked and dict(walked, **{
+            "kernels_opened": len(walked["opened"]),
+            "pss_peak_mib": round(sampler.per_attendee_pss.get(walked["name"], 0) / mib, 1),
+            "cgroup_peak_mib": round((sampler.account_peak.get(walked["name"]) or 0) / mib, 1)}),
+        "sampler_errors": sampler.errors[:5],
+    }
+    for phase, (a, b) in zip(PHASES, (("start", "arrived"), ("arrived", "stepped"), ("stepped", "end"))):
+        times = [x for s in stats for x in s.phases.get(phase, [])]
+        result["phases"][phase] = {"round_trip_s": {"p50": pct(times, 50), "p95": pct(times, 95),
+                                                    "max": max(times) if times else None, "count": len(times)},
+                                   **phases.between(a, b, n)}
+    result["board"]["cpu_s"] = round(sum(result["phases"][p]["board_cpu_s"] for p in PHASES), 2)
+    return result
+
+
+def reader_name(names: list[str]) -> str:
+    return f"{names[0][:-2]}rd"
+
+
+async def figure_cell_of(notebook: str) -> str:
+    """The code of the notebook's first cell that draws (an image or a panel), from the repository's student copy:
+    the cell the whole room runs again together."""
+    cells = [c for c in json.loads((REPO / "notebooks/student" / f"{notebook}.ipynb").read_text())["cells"]
+             if c["cell_type"] == "code"]
+    for c in cells:
+        src = "".join(c["source"])
+        if re.search(r"\bdraw_|_panel\(|\.plot|figure", src):
+            return src
+    raise ValueError(f"{notebook}: no figure cell found")
+
+
+def own_password(name: str) -> str:
+    """A simulated attendee's own password (RoomAuthenticator: at least 6 characters, not the room password)."""
+    return f"{name}-own-secret"
+
+
 def remove_accounts(names: list[str], existed: set[str]) -> None:
-    """Stop every process of the accounts this run made (by pid), then delete the accounts and their homes."""
+    """Stop every process of the accounts this run made (by pid), unmount their homes' file systems, then delete
+    the accounts and their homes."""
+    from vnetlab_hub import unmount_home
+
     for name in names:
         acct = account(name)
         if acct in existed:
             continue
         try:
-            uid = pwd.getpwnam(acct).pw_uid
+            entry = pwd.getpwnam(acct)
         except KeyError:
             continue
-        stop_pids([p for p in all_pids() if uid_of(p) == uid], grace_s=5)
+        stop_pids([p for p in all_pids() if uid_of(p) == entry.pw_uid], grace_s=5)
+        unmount_home(Path(entry.pw_dir))
         subprocess.run(["userdel", "--remove", acct], capture_output=True, timeout=60)
 
 
@@ -713,31 +1167,38 @@ def one_run(prefix: Path, n: int, args: argparse.Namespace) -> dict:
     existed = existing_accounts()
     workdir = Path(tempfile.mkdtemp(prefix=f"vnetlab-loadtest-{n}-"))
     names = [f"lt{n}x{i:02d}" for i in range(n)]
+    made = names + [reader_name(names)]  # the room scenario's reader too
     notebooks = [nb for nb in NOTEBOOKS if nb[:2] >= args.start_at]
     before = uptime()
     hub = None
     try:
         hub = Hub.start(prefix, workdir, mem_limit=args.mem_limit, cpu_limit=args.cpu_limit,
                         spawn_limit=args.spawn_limit, start_timeout_s=int(args.spawn_timeout))
-        stats, sampler, machine = asyncio.run(run_room(
-            hub, names, duration_s=args.duration, ramp_s=args.ramp, think_s=(args.think_min, args.think_max),
-            spawn_timeout_s=args.spawn_timeout, notebooks=notebooks))
-        result = summarise(n, stats, sampler, machine)
-        asyncio.run(delete_hub_users(hub, names))
+        if args.scenario == "room":
+            result = asyncio.run(run_phased(
+                hub, names, arrive_s=args.arrive, step_s=args.step, spawn_timeout_s=args.spawn_timeout,
+                think_s=(args.think_min, args.think_max), notebooks=(args.first, args.second),
+                reader=not args.no_reader))
+        else:
+            stats, sampler, machine = asyncio.run(run_room(
+                hub, names, duration_s=args.duration, ramp_s=args.ramp, think_s=(args.think_min, args.think_max),
+                spawn_timeout_s=args.spawn_timeout, notebooks=notebooks, answers=True))
+            result = summarise(n, stats, sampler, machine)
+        asyncio.run(delete_hub_users(hub, made))
     finally:
         if hub is not None:
             hub.stop()
-        remove_accounts(names, existed)
+        remove_accounts(made, existed)
         left = [p for p in all_pids() if uid_of(p) in {u.pw_uid for u in pwd.getpwall()
-                                                       if u.pw_name in {account(x) for x in names}}]
+                                                       if u.pw_name in {account(x) for x in made}}]
         if hub is not None and hub.log_path is not None and hub.log_path.exists():
             (args.out / "logs").mkdir(parents=True, exist_ok=True)
             shutil.copy(hub.log_path, args.out / "logs" / f"hub-{n}.log")
         shutil.rmtree(workdir, ignore_errors=True)
     result["uptime_before"], result["uptime_after"] = before, uptime()
     result["left_running"] = left
-    result["settings"] = {"duration_s": args.duration, "ramp_s": args.ramp, "think_s": [args.think_min,
-                                                                                      args.think_max],
+    result["settings"] = {"scenario": args.scenario, "duration_s": args.duration, "ramp_s": args.ramp,
+                          "think_s": [args.think_min, args.think_max],
                           "mem_limit": args.mem_limit, "cpu_limit": args.cpu_limit,
                           "spawn_limit": args.spawn_limit, "spawn_timeout_s": args.spawn_timeout,
                           "notebooks": notebooks}
@@ -746,7 +1207,16 @@ def one_run(prefix: Path, n: int, args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--attendees", type=int, nargs="+", default=[5, 10, 20, 40])
+    ap.add_argument("--attendees", type=int, nargs="+", default=[40])
+    ap.add_argument("--scenario", choices=["room", "steady"], default="room",
+                    help="room: arrive within --arrive s, everyone runs the same cell within --step s, then everyone "
+                    "opens the next notebook within --step s (and one attendee opens every notebook, keeping its "
+                    "kernels); steady: each works through the notebooks at their own pace for --duration s")
+    ap.add_argument("--arrive", type=float, default=300, help="room: everyone arrives within this many seconds")
+    ap.add_argument("--step", type=float, default=60, help="room: everyone takes each step within this many seconds")
+    ap.add_argument("--first", default=NOTEBOOKS[0], choices=NOTEBOOKS, help="room: the notebook they arrive on")
+    ap.add_argument("--second", default=NOTEBOOKS[1], choices=NOTEBOOKS, help="room: the notebook they open next")
+    ap.add_argument("--no-reader", action="store_true", help="room: without the attendee who opens every notebook")
     ap.add_argument("--duration", type=float, default=240,
                     help="seconds of work per attendee, counted from their server being ready")
     ap.add_argument("--ramp", type=float, default=30, help="attendees arrive spread over this many seconds")
@@ -755,7 +1225,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spawn-timeout", type=float, default=300, help="the hub's start timeout too")
     ap.add_argument("--mem-limit", default="1G")
     ap.add_argument("--cpu-limit", type=float, default=1.0)
-    ap.add_argument("--spawn-limit", type=int, default=10)
+    ap.add_argument("--spawn-limit", type=int, default=10, help="the hub's concurrent_spawn_limit")
     ap.add_argument("--start-at", default="00", choices=[nb[:2] for nb in NOTEBOOKS],
                     help="the first notebook (a room that starts after the break); later ones follow in order")
     ap.add_argument("--prefix", type=Path, default=Path(os.environ.get("VNETLAB_HUB_PREFIX", "/opt/vnetlab-hub")))
@@ -767,6 +1237,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--attendees: each N must be 1..{MAX_ATTENDEES}")
     if not (0 < args.duration <= 3600):
         ap.error("--duration must be in (0, 3600] seconds")
+    if not (0 <= args.arrive <= 1800 and 0 <= args.step <= 600):
+        ap.error("--arrive must be in [0, 1800] and --step in [0, 600] seconds")
     args.out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))  # clean up as on Ctrl-C
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -776,9 +1248,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[loadtest] N={n}: {uptime()}", flush=True)
         result = one_run(args.prefix, n, args)
         runs.append(result)
-        print(json.dumps({k: result[k] for k in ("attendees", "servers_started", "first_figure_s",
-                                                 "cell_round_trip_s", "widget_round_trip_s",
-                                                 "memory_per_attendee_mib", "cpu")}), flush=True)
+        print(json.dumps({k: result[k] for k in ("attendees", "servers_started", "first_figure_s", "phases",
+                                                 "cell_round_trip_s", "widget_round_trip_s", "board", "reader",
+                                                 "memory_per_attendee_mib", "cpu") if k in result}), flush=True)
         if result["failures"] or result["timeouts"]:
             print(f"[loadtest]   failures {len(result['failures'])}, timeouts {len(result['timeouts'])}: "
                   f"{(result['failures'] + result['timeouts'])[:3]}", flush=True)

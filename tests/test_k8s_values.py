@@ -133,7 +133,8 @@ def test_guide_table_is_the_derived_one():
     s = sizing.derive(sizing.load())
     guide = (REPO / "docs/instructor_guide.md").read_text()
     section = guide.split("## Hosting the room on one VM", 1)[1].split("\n## ", 1)[0]
-    assert f"| attendees per core (core path, workshop pace) | {s['attendees_per_core']} |" in section
+    phase = s["sized_by"].replace("_", " ")
+    assert f"| attendees per core (the costliest phase, {phase}, at half load) | {s['attendees_per_core']} |" in section
     assert f"| attendees per GiB | {s['attendees_per_gib']} |" in section
     for n in (40, 100):
         vm = s["vm"][n]
