@@ -15,7 +15,7 @@ from PIL import Image
 
 from vnetlab import rx
 from vnetlab.stack import build_stack
-from vnetlab.viz import featuregrid, labfig, memory, routerfig, stacks, thresholds
+from vnetlab.viz import featuregrid, labfig, memory, routerfig, thresholds
 from vnetlab.viz.style import regions
 from vnetlab.widgets import explorer, gropanels, rxpanels, stackpanels
 from vnetlab.widgets.base import render_png

@@ -167,8 +167,8 @@ def wire_summary(tx: xmit.TxResult, *, sep: str = " ") -> str:
     if last is not None and last.kind == "veth":
         k = len(tx.skbs_to_driver)
         n = sum(max(1, s.gso_segs) for s in tx.skbs_to_driver)  # a GSO skb carries gso_segs packets
-        return (f"to the peer: {_plural(k, 'skb', sep)} carrying {_plural(n, 'packet', sep)} "
-                f"({'segmented in software at ' + tx.segmented_at if tx.segmented_at else 'veth_xmit does not segment'})")
+        how = f"segmented in software at {tx.segmented_at}" if tx.segmented_at else "veth_xmit does not segment"
+        return f"to the peer: {_plural(k, 'skb', sep)} carrying {_plural(n, 'packet', sep)} ({how})"
     n = len(tx.segments)
     by = {p.segmented_by for p in tx.segments}
     nic = last.name if last is not None else "the NIC"
