@@ -50,9 +50,15 @@ def test_small_mode_prints_skb_tailroom_without_the_shinfo():
 # -- truesize bar: each label under its own block ----------------------------------------------------------
 
 def _truesize_labels_misplaced(fig) -> list[str]:
+    """Labels of the truesize bar that do not span their own block's centre, or that overlap another label."""
     found = regions(fig)
     bad = []
+    renderer = fig.canvas.get_renderer()
     for ax in fig.axes:
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts
+                 if "truesize:" in (t.get_gid() or "") and (t.get_gid() or "").endswith(":label")]
+        bad += [f"{a} overlaps {b}" for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:]
+                if ba.overlaps(bb)]
         for t in ax.texts:
             gid = t.get_gid() or ""
             if "truesize:" not in gid or not gid.endswith(":label"):
