@@ -209,3 +209,18 @@ def test_panel_shows_a_refused_value_and_stays_live(make):
     assert p.image.layout.display == "none"
     p.controls["l4"].value = "tcp"
     assert p.error is None and p.image.layout.display is None and p.png
+
+
+@pytest.mark.parametrize("feature", ["gro_fraglist", "gro_udp_fwd"])
+def test_gro_panel_says_why_a_ticked_feature_changes_nothing(feature):
+    """net/ipv4/udp_offload.c udp_gro_receive (6.1): is_flist = sk ? !udp_sk(sk)->gro_enabled : 1, and GRO_UDP_FWD
+    is tested only when no socket matches (!sk): with a UDP_GRO socket neither box changes the GRO skb, so the
+    panel says why; without the socket each one merges the flow (the box does something there)."""
+    off = gropanels.gro_panel_state(udp_gro=True)
+    on = gropanels.gro_panel_state(udp_gro=True, **{feature: True})
+    assert on.extra["packets_per_skb"] == off.extra["packets_per_skb"]
+    assert render_png(on.figure) == render_png(gropanels.gro_panel_state(udp_gro=True).figure)
+    name = {"gro_fraglist": "rx-gro-list", "gro_udp_fwd": "rx-udp-gro-forwarding"}[feature]
+    assert f"{name} changes nothing here" in _plain(on.text) and "changes nothing" not in _plain(off.text)
+    alone = gropanels.gro_panel_state(udp_gro=False, **{feature: True})
+    assert len(alone.extra["packets_per_skb"]) == 1 and "changes nothing" not in _plain(alone.text)

@@ -19,7 +19,7 @@ from vnetlab.viz import grofig
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, size_slider
 from vnetlab.widgets.rxpanels import max_payload
 
-__all__ = ["gro_panel_state", "gro_panel", "gro_features", "no_merge_reason", "FLOW_PACKETS"]
+__all__ = ["gro_panel_state", "gro_panel", "gro_features", "no_merge_reason", "inert_features", "FLOW_PACKETS"]
 
 # A flow is at most one receive ring of packets (every packet takes one descriptor or more): QEMU's default rx
 # virtqueue, rx.RX_QUEUE_SIZE. The panel rebuilds every packet at each update, so this is also what stays quick.
@@ -69,9 +69,26 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = D
                 f"first: {html.escape(s.describe())}<br>first sk_buff holds {fill.first_skb_packets} packets "
                 f"(nr_frags {s.nr_frags}/{fill.max_skb_frags}); frag_list {fill.frag_list_len} sk_buffs")
     text += f"<br>{html.escape(fill.label)}; {html.escape(grofig.GRO_FILL_KEY)}"
+    inert = inert_features(udp_gro=udp_gro, gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd)
+    text += "".join(f"<br><b>Note:</b> {html.escape(n)}" for n in inert)
     return PanelState(dict(payload_len=payload_len, l4=l4, kernel=kernel, arch=arch, udp_gro=udp_gro,
                            gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd, n_packets=n_packets),
                       figure, text, fill, extra={"packets_per_skb": per})
+
+
+@public
+def inert_features(*, udp_gro: bool, gro_fraglist: bool, gro_udp_fwd: bool) -> list[str]:
+    """Why a ticked GRO feature changes nothing for a flow to a UDP_GRO socket (net/ipv4/udp_offload.c
+    udp_gro_receive: is_flist = sk ? !gro_enabled : 1; GRO_UDP_FWD counts only where no socket matches)."""
+    notes = []
+    if udp_gro and gro_fraglist:
+        notes.append("rx-gro-list changes nothing here: with a UDP_GRO socket udp_gro_receive() sets is_flist = "
+                     "!gro_enabled = 0, so the flow is merged into frags by udp_gro_receive_segment(), not chained "
+                     "on a frag_list; untick the UDP_GRO socket to see fraglist GRO")
+    if udp_gro and gro_udp_fwd:
+        notes.append("rx-udp-gro-forwarding changes nothing here: udp_gro_receive() uses it only for packets no "
+                     "local socket takes (!sk); this flow has a UDP_GRO socket, which merges it anyway")
+    return notes
 
 
 @public
