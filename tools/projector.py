@@ -96,8 +96,12 @@ SCRIPT = """
 
 def _reexec_in_venv() -> None:
     """Run again with the repository's venv, where the workbook's packages are (a no-op when already there)."""
-    if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve() and VENV_PYTHON.exists() \
-            and not os.environ.get("VNETLAB_PROJECTOR_NO_REEXEC"):
+    if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve() or os.environ.get("VNETLAB_PROJECTOR_NO_REEXEC"):
+        return
+    if os.path.lexists(VENV_PYTHON) and not os.access(VENV_PYTHON, os.X_OK):
+        raise SystemExit(f"{VENV_PYTHON} cannot be run by this user (its Python lies where this user cannot read): "
+                         "make a venv as this user with the README's open command, or run the projector as its owner")
+    if os.path.lexists(VENV_PYTHON):
         os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), str(Path(__file__).resolve()), *sys.argv[1:]])
 
 
