@@ -19,7 +19,7 @@ from vnetlab.widgets import base, explorer, gropanels, rxpanels, stackpanels
 
 # (panel factory, a slider control, two values in its range): one per panel in notebooks 10-50 that has a slider
 SLIDERS = [
-    (rxpanels.carving_panel, "mtu", 1500, 1501),
+    (rxpanels.carving_panel, "avg_pkt_len", 0, 1600),
     (rxpanels.packet_panel, "payload_len", 1000, 1162),
     (rxpanels.window_panel, "buf_len", 1536, 2048),
     (gropanels.gro_panel, "payload_len", 1000, 1001),

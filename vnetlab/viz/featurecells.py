@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from matplotlib.colors import to_hex, to_rgb
+
 from vnetlab.checks import public
 from vnetlab.stack import STATES, Cell, device_cells
 from vnetlab.viz.style import FONT
 
-__all__ = ["STATES", "STATE_STYLE", "HATCH_COLOR", "Cell", "device_cells", "cell_style", "cell_label"]
+__all__ = ["STATES", "STATE_STYLE", "hatch_color", "Cell", "device_cells", "cell_style", "cell_label"]
 
 # state -> (fill, hatch, word in a stack lamp, words in a grid cell). Fills from Paul Tol's "light" scheme; fixed
 # cells are hatched, a requested-but-off cell has a dashed edge (drawn by the callers), and the words differ.
@@ -25,7 +27,12 @@ STATE_STYLE: dict[str, tuple[str, str | None, str, str]] = {
     "off, fixed": ("#DDDDDD", "//", "off [fixed]", "off\nfixed"),
     "requested on, off": ("#EEDD88", None, "off [requested on]", "off\nwanted on"),
 }
-HATCH_COLOR = "#888888"  # hatches a shade lighter than the edges: the words on a hatched cell stay legible
+@public
+def hatch_color(face: Any) -> str:
+    """The hatch of a fixed cell: its fill darkened, so that the hatch shows on every fill (a grey hatch on the
+    "on" blue has about the blue's lightness and vanishes in a small legend swatch)."""
+    r, g, b = to_rgb(face)
+    return to_hex((r * 0.55, g * 0.55, b * 0.55))
 
 
 @public
@@ -40,7 +47,7 @@ def cell_label(ax: Any, rect: Any, text: str, *, fontsize: float = FONT["small"]
     """A feature cell's edge and words (gid "<cell gid>:label"); on a hatched cell the words sit on a backing of
     the cell's fill, so that no hatch line crosses them."""
     rect.set_edgecolor("#555555")
-    rect.set_hatchcolor(HATCH_COLOR)
+    rect.set_hatchcolor(hatch_color(rect.get_facecolor()))
     x, y = rect.get_x() + rect.get_width() / 2, rect.get_y() + rect.get_height() / 2
     box = dict(facecolor=rect.get_facecolor(), edgecolor="none", pad=0.6) if rect.get_hatch() else None
     ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, gid=f"{rect.get_gid()}:label", clip_on=True,

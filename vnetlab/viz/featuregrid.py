@@ -40,7 +40,7 @@ from vnetlab.stack import (
     device_cells,
     feature_grid,
 )
-from vnetlab.viz.featurecells import HATCH_COLOR, STATE_STYLE, cell_label, cell_style
+from vnetlab.viz.featurecells import STATE_STYLE, cell_label, cell_style, hatch_color
 from vnetlab.viz.style import DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
 __all__ = ["GRID_FEATURES", "SKB_KINDS", "STATES", "STATE_STYLE", "VERDICT_FILL", "Cell", "Verdict", "GridRow",
@@ -66,7 +66,7 @@ _TITLE_LINE = FONT["title"] * 1.2 / 72 * _DPI
 _CELL_H = 44.0  # a cell: up to three lines of FONT["small"]
 _ROW_TITLE_H = 16.0  # a row's title line
 _ROW_H = _ROW_TITLE_H + _CELL_H + 4
-_SWATCH = (18.0, 14.0)
+_SWATCH = (24.0, 15.0)  # wide enough for two or more strokes of a fixed cell's hatch
 # legend: (key, words); keys of STATE_STYLE are feature cells, keys of VERDICT_FILL skb verdicts
 _LEGEND_CELLS = (("on", "on"), ("off", "off"), ("on, fixed", "on, fixed"), ("off, fixed", "off, fixed"),
                  ("requested on, off", "off, requested on (ethtool -K)"))
@@ -154,7 +154,7 @@ def _swatch(ax: Any, gid: str, x: float, y: float, key: str) -> None:
         face, hatch = VERDICT_FILL[key], None
     sw = fast_region(ax, gid, x, y, *_SWATCH, color=face, hatch=hatch)
     sw.set_edgecolor("#444444")
-    sw.set_hatchcolor(HATCH_COLOR)
+    sw.set_hatchcolor(hatch_color(face))
     if key == "requested on, off":
         sw.set_linestyle((0, (3, 2)))
         sw.set_linewidth(1.4)
@@ -171,7 +171,7 @@ def _legend_line(ax: Any, y: float, caption: str, entries: Sequence[tuple[str, s
         _swatch(ax, f"legend:{key}", x, y, key)
         ax.text(x + _SWATCH[0] + 4, y + _SWATCH[1] / 2, words, fontsize=small, va="center", ha="left",
                 gid=f"legend:{key}:text")
-        x += _SWATCH[0] + 4 + text_px(words, small) + 16
+        x += _SWATCH[0] + 4 + text_px(words, small) + 12
 
 
 @public

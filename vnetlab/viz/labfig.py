@@ -429,8 +429,8 @@ def draw_results(*, fig: Figure | None = None) -> Figure:
         _kind_legend(fig, [k for k in RATIO_KINDS if any(r.kind == k for r in ratios)],
                      (0.01, (y1 - 0.62) / height), 4)
         y2 = 1.05
-        fig.text(0.01, (y2 + low_h + 0.3) / height, "Seed 2 (GSO_SOFTWARE, v5.11): 20 Mbps was lost datagrams, "
-                 "not slow segmentation", ha="left", va="top", fontsize=FONT["title"], fontweight="bold")
+        fig.text(0.01, (y2 + low_h + 0.3) / height, "Seed 2 (GSO_SOFTWARE, v5.11): 20 Mbps from lost datagrams, "
+                 "not slow segmentation (INFERRED)", ha="left", va="top", fontsize=FONT["title"], fontweight="bold")
         ax2 = fig.add_axes((0.075, y2 / height, 0.91, low_h / height))
         _delivery_bars(ax2, rows, seed_ratio=SEED2_RATIO)
         _delivery_legend(fig, list(dict.fromkeys(d.case for d in rows)), (0.07, 0.0))

@@ -154,7 +154,10 @@ def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan:
         x += take
         left -= take
     tailroom = end - tail
-    spans.append(Span("tailroom", tail, max(0, tailroom), f"tailroom {tailroom} B"))
+    # receive_small has no page_to_skb() test: name what skb_tailroom() (end - tail) returns, the shinfo apart
+    tr_label = (f"tailroom {tailroom} B" if mode != "small" else
+                f"{tailroom} B = skb_tailroom {end - shinfo - tail} + skb_shared_info {shinfo}")
+    spans.append(Span("tailroom", tail, max(0, tailroom), tr_label))
     spans.append(Span("skb_shared_info", end - shinfo, shinfo,
                       f"struct skb_shared_info: SKB_DATA_ALIGN(sizeof) = {shinfo} B at end − {shinfo}"))
 
@@ -164,8 +167,11 @@ def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan:
     if mode == "mergeable" and headroom and k.rule("xdp_truesize") == "page_size":
         truesize_name = "truesize (= PAGE_SIZE, headroom ≠ 0)"
     if mode == "small":
-        cond.append((f"receive_small(): build_skb(buf, buflen {end}) always; skb_shared_info at buflen − {shinfo} "
-                     f"= {end - shinfo}; skb_tailroom after build_skb = {result.tailroom} B", True))
+        # include/linux/skbuff.h skb_tailroom(): skb->end - skb->tail; build_skb() puts end at buflen - shinfo
+        cond.append((f"receive_small(): build_skb(buf, buflen {end}) always; struct skb_shared_info ({shinfo} B) "
+                     f"at end = buflen − {shinfo} = {end - shinfo}", True))
+        cond.append((f"skb_tailroom() = end − tail = {end - shinfo} − {tail} = {end - shinfo - tail} B "
+                     "(skb_shared_info not included)", None))
     elif result.tailroom is None and result.path == "build_skb":
         cond.append(("XDP_PASS: build_skb_from_xdp_buff() builds around the whole XDP buffer (6.3+); "
                      "page_to_skb() is not called", True))
@@ -236,11 +242,20 @@ class _Callouts:
         self.ax, self.xspan, self.y_anchor, self.y0, self.dy = ax, xspan, y_anchor, y0, dy
         self.pointer = pointer  # a marker where the leader meets the bar (skb->head/data/tail/end)
         self.frac, self.fontsize = axes_frac, fontsize
-        self.pending: list[tuple[float, str, str, str]] = []
+        self.pending: list[tuple[float, str, str, str, tuple[float, float] | None]] = []
         self.n_levels = 0
 
-    def add(self, gid: str, x_center: float, text: str, color: str = "black") -> None:
-        self.pending.append((x_center, gid, text, color))
+    def add(self, gid: str, x_center: float, text: str, color: str = "black",
+            region: tuple[float, float] | None = None) -> None:
+        """``region`` (start, end): the label must span the region's centre, else it moves to a further level."""
+        self.pending.append((x_center, gid, text, color, region))
+
+    def _over_regions(self, row: list, los: list[float] | None) -> bool:
+        """Every label of a placed row spans its own region's centre (where a region was given) with its text,
+        not only with the margin its width estimate adds."""
+        pad = 4 / (self.ax.get_figure(root=True).get_figwidth() * 72 * self.frac) * self.xspan
+        return los is not None and all(r is None or lo + pad <= (r[0] + r[1]) / 2 <= lo + w - pad
+                                       for (_x, w, _g, _t, _c, r), lo in zip(row, los))
 
     @staticmethod
     def _place(items: list, x_min: float, x_max: float) -> list[float] | None:
@@ -262,13 +277,13 @@ class _Callouts:
         x_min, x_max = self.ax.get_xlim()
         fig_w_pt = self.ax.get_figure(root=True).get_figwidth() * 72
         items = []
-        for x_center, gid, text, color in sorted(self.pending, key=lambda p: p[0]):
+        for x_center, gid, text, color, region in sorted(self.pending, key=lambda p: p[0]):
             width = (len(max(text.split("\n"), key=len)) * _char_w(self.fontsize) + 8) / (fig_w_pt * self.frac)
-            items.append((x_center, width * self.xspan, gid, text, color))
+            items.append((x_center, width * self.xspan, gid, text, color, region))
         rows = [items]
         while True:
             placed = [self._place(row, x_min, x_max) for row in rows]
-            if all(p is not None for p in placed) or len(rows) >= len(items):
+            if all(self._over_regions(r, p) for r, p in zip(rows, placed)) or len(rows) >= len(items):
                 break
             n = len(rows) + 1
             rows = [items[i::n] for i in range(n)]
@@ -276,8 +291,13 @@ class _Callouts:
         for level, (row, los) in enumerate(zip(rows, placed)):
             los = los or [x_min + i * (x_max - x_min) / max(1, len(row)) for i in range(len(row))]
             y = self.y0 + level * self.dy
-            for (x_center, width, gid, text, color), lo in zip(row, los):
-                self.ax.text(lo + width / 2, y, text, ha="center", va="bottom" if self.dy > 0 else "top",
+            pad = 4 / (fig_w_pt * self.frac) * self.xspan
+            for (x_center, width, gid, text, color, region), lo in zip(row, los):
+                x, ha = lo + width / 2, "center"
+                if region is not None:  # the text starts (or ends) at its box's edge nearer the region's centre
+                    x, ha = ((min(lo + pad, x_center - pad / 2), "left") if x_center < lo + width / 2 else
+                             (max(lo + width - pad, x_center + pad / 2), "right"))
+                self.ax.text(x, y, text, ha=ha, va="bottom" if self.dy > 0 else "top",
                              fontsize=self.fontsize, color=color, gid=f"{gid}:label", clip_on=False)
                 segments.append([(x_center, self.y_anchor), (lo + width / 2, y)])
                 tips.append(x_center)
@@ -295,13 +315,15 @@ class _Callouts:
 
 
 def _labelled(ax: Axes, callouts: _Callouts, gid: str, x: float, y: float, w: float, h: float, text: str, *,
-              color: str | None = None, hatch: str | None = None, fontsize: float = _SMALL) -> Rectangle:
-    """A region with its label inside when it fits, else as a callout; a zero-width region is drawn unlabelled."""
+              color: str | None = None, hatch: str | None = None, fontsize: float = _SMALL,
+              under_region: bool = False) -> Rectangle:
+    """A region with its label inside when it fits, else as a callout; a zero-width region is drawn unlabelled.
+    ``under_region``: the callout's text spans the region's centre (short leaders cannot point elsewhere)."""
     inside = w > 0 and _text_fits(ax, w, callouts.xspan, text, fontsize, callouts.frac)
     rect = fast_region(ax, gid, x, y, w, h, color=color, label=text if inside else None, fontsize=fontsize,
                        hatch=hatch)
     if not inside and w > 0:
-        callouts.add(gid, x + w / 2, text)
+        callouts.add(gid, x + w / 2, text, region=(x, x + w) if under_region else None)
     return rect
 
 
@@ -467,7 +489,7 @@ def _frag_buffer_offset(result: rx.RxResult, frag) -> int:  # noqa: ANN001
 # truesize. The head row holds its callouts above and the four pointers below the bar.
 _SKB_ROWS = ((0.3, 1.25), (0.3, 0.34), (0.14, 0.3), (0.3, 0.3))
 _SKB_TOP = 0.32
-_SKB_HEIGHT = _SKB_TOP + sum(g + h for g, h in _SKB_ROWS) + 0.3
+_SKB_HEIGHT = _SKB_TOP + sum(g + h for g, h in _SKB_ROWS) + 0.47  # room for three levels of truesize labels
 
 
 def _draw_skb_rows(fig: Figure, axes: list[Axes], result: rx.RxResult, prefix: str, spans: tuple[int, int, int],
@@ -546,13 +568,14 @@ def _draw_skb_rows(fig: Figure, axes: list[Axes], result: rx.RxResult, prefix: s
     ax_true.set_xlim(0, true_span * 1.005)
     ax_true.set_ylim(-0.05, 1.05)
     many = len(parts.frags) > 3
-    co_t = _Callouts(ax_true, true_span, 0.0, -0.15, -0.75, frac)
+    co_t = _Callouts(ax_true, true_span, 0.0, -0.15, -0.45, frac)
     x = 0
     for gid, width, color, name in _truesize_items(parts):
         if many and gid.startswith("truesize:frag") and gid != "truesize:frag_list":
             fast_region(ax_true, g(gid), x, 0, width, 1, color=COLORS[color])
         else:
-            _labelled(ax_true, co_t, g(gid), x, 0, width, 1, f"{name} {width}", color=COLORS[color])
+            _labelled(ax_true, co_t, g(gid), x, 0, width, 1, f"{name} {width}", color=COLORS[color],
+                      under_region=True)
         x += width
     co_t.flush()
     if many:

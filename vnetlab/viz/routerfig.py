@@ -199,8 +199,8 @@ def draw_router_story(story: RouterStory | None = None, *, fig: Figure | None = 
     ax.text(5.1, 9e9, f"{k1}: passed whole\nto a GSO_FRAGLIST\ndriver", ha="center", va="center", fontsize=small,
             weight="bold")
     ax.add_artist(Line2D([3.8, 3.8], [0, 1], transform=ax.get_xaxis_transform(), color="#999999", linewidth=0.8))
-    ax.set_title(f"20 Mbps → 1 Gbps: cost alone gives at most ×{s.bound_gap:.1f}, lost segments ×"
-                 f"{s.packets_per_gro_skb}", fontsize=FONT["label"], loc="left", y=1.0)
+    ax.set_title(f"20 Mbps → 1 Gbps: cost gives ×{s.bound_gap:.1f} at most, lost segments ×"
+                 f"{s.packets_per_gro_skb} (inferred)", fontsize=FONT["label"], loc="left", y=1.0)
     # right: delivery ratio against N
     axr.set_yscale("log")
     axr.plot(s.delivery_n, s.delivery_model, color="#3366AA", marker="o", markersize=2.5, linewidth=1.2,

@@ -48,7 +48,8 @@ from vnetlab.viz.featurecells import cell_label, cell_style
 from vnetlab.viz.style import COLORS, DPI, FIG_WIDTH, FONT, fast_region, reuse_axes, text_px, wrap_px
 
 __all__ = ["NICS", "UPPERS", "PATCH_KERNELS", "STACK_FEATURES", "Stack", "build_stack", "send_gso",
-           "feature_states", "draw_stack", "draw_stacks_side_by_side", "text_px", "wrap_px"]
+           "feature_states", "draw_stack", "draw_stacks_side_by_side", "text_px", "wrap_px", "wire_summary",
+           "hop_text"]
 
 # --------------------------------------------------------------------------------------------------
 # Drawing: a column is _W data units across; vertically one data unit is _UNIT_IN inches, so text sized in points
@@ -133,7 +134,7 @@ def _column(stack: Stack, skb: Skb, tx: xmit.TxResult, width_px: float, *, lamps
         h = hops.get(dev.name)
         if h is None:
             continue
-        what = h.what + (f" ({h.method})" if h.method else "")
+        what = hop_text(h) + (f" ({h.method})" if h.method else "")
         mark = "✂ " if h.action == "segmented" else ""
         heading = wrap_px(f"{mark}{dev.name} [{dev.kind}]: {what}", text_w, weight="bold")
         reason = wrap_px(h.reason, text_w) if h.reason else ""
@@ -147,23 +148,42 @@ def _column(stack: Stack, skb: Skb, tx: xmit.TxResult, width_px: float, *, lamps
         # as many lamps to a row as their widest label allows
         fit = max(1, min(n_lamps, int((text_w + _LAMP_GAP_PX) // (widest + 10 + _LAMP_GAP_PX))))
         per_row = -(-n_lamps // -(-n_lamps // fit))  # rows as full as each other: 3 + 3, not 5 + 1
-    n = len(tx.segments)
-    by = sorted({p.segmented_by for p in tx.segments})
-    where = (f"segmented in software at {tx.segmented_at}" if tx.segmented_at else
-             "segmented by the NIC: hardware GSO" if "hardware" in by else "not segmented")
-    last = tx.hops[-1] if tx.hops else None
-    if last is not None and last.kind == "veth":
-        # veth_xmit hands the skb to the peer as it is: no wire, no segmentation here
-        k = len(tx.skbs_to_driver)
-        n = sum(max(1, s.gso_segs) for s in tx.skbs_to_driver)  # a GSO skb carries gso_segs packets
-        wire = (f"to the peer: {k}\u00a0skb{'s' if k != 1 else ''} carrying {n}\u00a0packet{'s' if n != 1 else ''} "
-                f"({'segmented at ' + tx.segmented_at if tx.segmented_at else 'veth_xmit does not segment'})")
-    else:
-        wire = f"wire: {n} packet{'s' if n != 1 else ''} ({where})"
+    wire = wire_summary(tx, sep="\u00a0")  # a count and its noun stay on one line
     gso, wire = wrap_px(gso, text_w), wrap_px(wire, text_w)
     rows = -(-n_lamps // per_row) if per_row else 0
     heights = (_label_height(gso), *(_box_height(b, rows) for b in boxes), _label_height(wire))
     return _Column(gso, tuple(boxes), wire, per_row, rows, width_px / _W, heights)
+
+
+def _plural(n: int, word: str, sep: str = " ") -> str:
+    return f"{n}{sep}{word}{'' if n == 1 else 's'}"
+
+
+@public
+def wire_summary(tx: xmit.TxResult, *, sep: str = " ") -> str:
+    """Where the skb was segmented and what leaves the stack, in words: software (validate_xmit_skb at a device),
+    the NIC's hardware GSO, or a veth handing the skb to its peer whole (veth_xmit does not segment)."""
+    last = tx.hops[-1] if tx.hops else None
+    if last is not None and last.kind == "veth":
+        k = len(tx.skbs_to_driver)
+        n = sum(max(1, s.gso_segs) for s in tx.skbs_to_driver)  # a GSO skb carries gso_segs packets
+        how = f"segmented in software at {tx.segmented_at}" if tx.segmented_at else "veth_xmit does not segment"
+        return f"to the peer: {_plural(k, 'skb', sep)} carrying {_plural(n, 'packet', sep)} ({how})"
+    n = len(tx.segments)
+    by = {p.segmented_by for p in tx.segments}
+    nic = last.name if last is not None else "the NIC"
+    where = (f"segmented in software at {tx.segmented_at}" if tx.segmented_at else
+             f"not segmented in software: {nic}'s hardware GSO cuts it" if "hardware" in by else "not segmented")
+    return f"wire: {_plural(n, 'packet')} ({where})"
+
+
+@public
+def hop_text(hop: xmit.Hop) -> str:
+    """What a device did, in words: validate_xmit_vlan's tag insert is software (the device lacks
+    tx-vlan-hw-insert), the VLAN device's "tag set" only stores it in skb->vlan_tci (hwaccel)."""
+    # net/core/dev.c validate_xmit_vlan: __vlan_hwaccel_push_inside() when !vlan_hw_offload_capable()
+    actions = ["tag inserted in software (validate_xmit_vlan)" if a == "tag inserted" else a for a in hop.actions]
+    return ", ".join(actions)
 
 
 def _draw_column(ax: Any, col: str, column: _Column, skb: Skb, tx: xmit.TxResult) -> float:

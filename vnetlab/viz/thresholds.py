@@ -48,15 +48,16 @@ MARKED_BUFFERS = (1536, 2048, 2560)
 @public
 @lru_cache(maxsize=64)
 def marked_buffers(kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH, *,
-                   mtu: int = 1500) -> tuple[int, ...]:
+                   mtu: int = 1500, xdp: bool = False) -> tuple[int, ...]:
     """The mergeable buffer truesizes ``kernel`` really carves at the EWMA floor: every distinct size from each
     page it carves from (rx.rx_frag_sizes: 32 KiB and its 4 KiB fallback up to 6.18, 7.x's order-0 page_pool
-    page), so 6.1 marks 1536/2048/2560, 6.18 1536/2032/2544 (virtnet_rq_dma) and 7.x 1536/2560."""
+    page), so 6.1 marks 1536/2048/2560, 6.18 1536/2032/2544 (virtnet_rq_dma) and 7.x 1536/2560. With ``xdp``
+    get_mergeable_buf_len gives PAGE_SIZE - room whatever the EWMA, so 6.1 marks 3520 alone."""
     k, a = rx._resolve(kernel, arch)
     sizes: set[int] = set()
     for frag_size in rx.rx_frag_sizes(k, a):
         n = 2 * frag_size // rx.mergeable_min_buf_len(mtu=mtu) + 2  # past the first hole: one page's carve repeats
-        sizes.update(rx.mergeable_buf_lens(n, mtu=mtu, frag_size=frag_size, kernel=k, arch=a))
+        sizes.update(rx.mergeable_buf_lens(n, mtu=mtu, frag_size=frag_size, xdp=xdp, kernel=k, arch=a))
     return tuple(sorted(sizes))
 
 
@@ -141,7 +142,8 @@ def _draw_map(ax: Axes, kernel: str | Kernel, arch: str | Arch, *, hdr_len: int,
     frames, trues, grid, rgba, labels = _map_grid(kernel, arch, hdr_len, headroom, max_frame, max_truesize)
     ax.imshow(rgba, origin="lower", aspect="auto", interpolation="nearest",
               extent=(frames[0] - 4, frames[-1] + 4, trues[0] - 8, trues[-1] + 8), gid="path_map")
-    buffers = [t for t in marked_buffers(kernel, arch) if t <= max_truesize]
+    # the buffers the driver carves with this headroom: XDP's are PAGE_SIZE - room (rx.get_mergeable_buf_len)
+    buffers = [t for t in marked_buffers(kernel, arch, xdp=bool(headroom)) if t <= max_truesize]
     marked = [f for f, _ in MARKED_FRAMES if f <= max_frame]
     ax.hlines(buffers, 0, max_frame, colors="black", linewidth=0.7, linestyles="--", gid="buffers")
     ax.vlines(marked, 512, max_truesize, colors="#333333", linewidth=0.7, linestyles=":", gid="frames")
@@ -392,6 +394,11 @@ def _frag_sizes(kernel: str | Kernel, arch: str | Arch) -> list[int]:
     return sorted(rx.rx_frag_sizes(_kernel(kernel), _arch(arch, kernel)), reverse=True)
 
 
+def _hole_taker(i: int, n: int) -> str:
+    """Which buffer took the hole, without saying how many buffers the frag gave."""
+    return "the last buffer" if i == n else f"buffer {i}"
+
+
 def _frag_name(size: int, page_size: int) -> str:
     return f"{size // 1024} KiB {'frag (order 3)' if size > page_size else 'page (order 0)'}"
 
@@ -431,8 +438,8 @@ def draw_mergeable_carving(*, kernel: str | Kernel = DEFAULT_KERNEL, arch: str |
                             color=COLORS["hole"], hatch="//",
                             label=f"+{b.hole}" if b.hole / size > 0.035 else None, fontsize=_SMALL)
         used = sum(b.extent for b in bufs) + (bufs[0].offset if bufs else 0)
-        holes = [f"buffer {i} of {len(bufs)} takes the hole +{b.hole} B" for i, b in enumerate(bufs, 1) if b.hole]
-        ax.set_title(f"{_frag_name(size, a.page_size)}: {len(bufs)} buffer{'s' if len(bufs) != 1 else ''}, "
+        holes = [f"{_hole_taker(i, len(bufs))} takes the hole +{b.hole} B" for i, b in enumerate(bufs, 1) if b.hole]
+        ax.set_title(f"{_frag_name(size, a.page_size)}: "
                      "truesize " + "/".join(str(t) for t in sorted({b.truesize for b in bufs})) + " B"
                      + (f"; struct virtnet_rq_dma {bufs[0].offset} B at offset 0" if bufs and bufs[0].offset else "")
                      + "".join(f"; {h}" for h in holes) + (f"; {size - used} B unused" if used != size else ""),
@@ -454,10 +461,11 @@ def carving_caption(*, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch =
     for size in _frag_sizes(kernel, arch):
         bufs = carve(size, kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len)
         used = sum(b.extent for b in bufs) + (bufs[0].offset if bufs else 0)
-        lines.append(f"{_frag_name(size, a.page_size)}: {len(bufs)} buffers, truesize "
+        # no count of buffers: how many one frag gives is an exercise (count them in the figure)
+        lines.append(f"{_frag_name(size, a.page_size)}: truesize "
                      f"{', '.join(sorted({str(b.truesize) for b in bufs}, key=int))} B"
                      + (f"; struct virtnet_rq_dma {bufs[0].offset} B at offset 0" if bufs and bufs[0].offset else "")
-                     + "".join(f"; buffer {i} of {len(bufs)} takes the hole: +{b.hole} B (len += hole)"
+                     + "".join(f"; {_hole_taker(i, len(bufs))} takes the hole: +{b.hole} B (len += hole)"
                                for i, b in enumerate(bufs, 1) if b.hole)
                      + ("" if used == size else f"; {size - used} B unused"))
     lines.append(f"EWMA {avg_pkt_len} → buffer len ALIGN(hdr_len + max(ewma, min_buf_len), L1)"

@@ -3,7 +3,8 @@
 A panel is ``Panel(state_fn, controls)``: ``state_fn(**params, fig=figure)`` is a plain function (tested without a
 frontend) returning a :class:`PanelState`; the panel renders its figure to PNG bytes into an ``ipywidgets.Image``
 shown at the PNG's own width, so no interactive backend is needed and the same code runs in JupyterLab, nbval and
-headless. A ValueError from the model is shown as its text instead of a traceback, and the figure is hidden.
+headless. A ValueError (or TypeError) from the model or from a control's range rule is shown as its text instead of a
+traceback, and the figure is hidden; the panel stays live.
 Where widgets cannot run (nbconvert's HTML export, a viewer without a widget manager) a panel shows as its
 summary and current figure (:meth:`Panel._repr_mimebundle_`).
 
@@ -537,9 +538,13 @@ class Panel(W.VBox):
 
     def _update_locked(self) -> PanelState | None:
         clock = _RenderClock(self) if TIMING_LOG else _NO_CLOCK
+        params = self.params()
         if self.constrain is not None:
-            with self.hold():
-                self.constrain(self)
+            try:
+                with self.hold():
+                    self.constrain(self)
+            except (ValueError, TypeError) as exc:  # a value the front end sent that the ranges cannot follow
+                return self._refuse(params, exc, clock)
         params = self.params()
         key = _shown_key(params)
         shown = self._shown.get(key) if key is not None else None
@@ -555,14 +560,8 @@ class Panel(W.VBox):
             self._stale = None  # redrawn for these parameters below
             try:
                 state = self.state_fn(**params, fig=self._figure_for(params))
-            except ValueError as exc:
-                self.error = str(exc)
-                self._state = None
-                self.png = None
-                self.message.value = f'<span style="color:#a33b00">{html.escape(self.error)}</span>'
-                self.image.layout.display = "none"
-                clock.done(params, error=True)
-                return None
+            except (ValueError, TypeError) as exc:
+                return self._refuse(params, exc, clock)
             clock.mark("state")
             self._figure = state.figure
             png = self._png_of(params, state, clock)
@@ -580,6 +579,16 @@ class Panel(W.VBox):
         self.image.layout.display = None
         clock.done(params, png_bytes=len(png), cached=shown is not None)
         return state
+
+    def _refuse(self, params: dict[str, Any], exc: Exception, clock: _RenderClock | _NoClock) -> None:
+        """Show why the parameters are refused instead of the figure; the panel stays live for the next value."""
+        self.error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        self._state = None
+        self.png = None
+        self.message.value = f'<span style="color:#a33b00">{html.escape(self.error)}</span>'
+        self.image.layout.display = "none"
+        clock.done(params, error=True)
+        return None
 
     def summary(self) -> str:
         """The panel's message (or error) as plain text."""

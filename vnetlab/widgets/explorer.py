@@ -106,8 +106,7 @@ def explorer_state(*, kernel: str = DEFAULT_KERNEL, nic: str = "router", upper: 
     lines = []
     for key, (title, _fl) in featuregrid.SKB_KINDS.items():
         tx = grid.sent[key][1]
-        lines.append(f"{title}: segmented at <b>{html.escape(tx.segmented_at or 'no device in software')}</b>, "
-                     f"{tx.wire_packets} packets")
+        lines.append(f"{title}: <b>{html.escape(stacks.wire_summary(tx))}</b>")
     lines += refusal_html(applied, refused)
     params = dict(kernel=kernel, nic=nic, upper=upper, ethtool=tuple((d, dict(s)) for d, s in ethtool),
                   udp_segs=udp_segs, fraglist_segs=fraglist_segs, gso_size=gso_size)

@@ -19,7 +19,7 @@ from vnetlab.viz import grofig
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, size_slider
 from vnetlab.widgets.rxpanels import max_payload
 
-__all__ = ["gro_panel_state", "gro_panel", "gro_features", "FLOW_PACKETS"]
+__all__ = ["gro_panel_state", "gro_panel", "gro_features", "no_merge_reason", "inert_features", "FLOW_PACKETS"]
 
 # A flow is at most one receive ring of packets (every packet takes one descriptor or more): QEMU's default rx
 # virtqueue, rx.RX_QUEUE_SIZE. The panel rebuilds every packet at each update, so this is also what stays quick.
@@ -60,17 +60,54 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = D
     per = fill.trace.packets_per_skb()
     s = fill.skb
     if len(per) == n_packets:
-        why = ("no UDP_GRO socket, no GRO_FRAGLIST, no GRO_UDP_FWD: udp4_gro_receive flushes every packet"
-               if l4 == "udp" else "GRO did not merge these packets")
-        text = f"<b>GRO did not aggregate</b>: {n_packets} packets went up one by one ({html.escape(why)})."
+        why = no_merge_reason(fill.trace, n_packets=n_packets, l4=l4, udp_gro=udp_gro, gro_fraglist=gro_fraglist,
+                              gro_udp_fwd=gro_udp_fwd)
+        went = "a single packet went up alone" if n_packets == 1 else f"{n_packets} packets went up one by one"
+        text = f"<b>GRO did not aggregate</b>: {went} ({html.escape(why)})."
     else:
         text = (f"<b>{n_packets} packets → {len(per)} GRO skb(s)</b> of {_per_skb_text(per)} packets; "
                 f"first: {html.escape(s.describe())}<br>first sk_buff holds {fill.first_skb_packets} packets "
                 f"(nr_frags {s.nr_frags}/{fill.max_skb_frags}); frag_list {fill.frag_list_len} sk_buffs")
     text += f"<br>{html.escape(fill.label)}; {html.escape(grofig.GRO_FILL_KEY)}"
+    inert = inert_features(udp_gro=udp_gro, gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd)
+    text += "".join(f"<br><b>Note:</b> {html.escape(n)}" for n in inert)
     return PanelState(dict(payload_len=payload_len, l4=l4, kernel=kernel, arch=arch, udp_gro=udp_gro,
                            gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd, n_packets=n_packets),
                       figure, text, fill, extra={"packets_per_skb": per})
+
+
+@public
+def inert_features(*, udp_gro: bool, gro_fraglist: bool, gro_udp_fwd: bool) -> list[str]:
+    """Why a ticked GRO feature changes nothing for a flow to a UDP_GRO socket (net/ipv4/udp_offload.c
+    udp_gro_receive: is_flist = sk ? !gro_enabled : 1; GRO_UDP_FWD counts only where no socket matches)."""
+    notes = []
+    if udp_gro and gro_fraglist:
+        notes.append("rx-gro-list changes nothing here: with a UDP_GRO socket udp_gro_receive() sets is_flist = "
+                     "!gro_enabled = 0, so the flow is merged into frags by udp_gro_receive_segment(), not chained "
+                     "on a frag_list; untick the UDP_GRO socket to see fraglist GRO")
+    if udp_gro and gro_udp_fwd:
+        notes.append("rx-udp-gro-forwarding changes nothing here: udp_gro_receive() uses it only for packets no "
+                     "local socket takes (!sk); this flow has a UDP_GRO socket, which merges it anyway")
+    return notes
+
+
+@public
+def no_merge_reason(trace: gro.GroTrace, *, n_packets: int, l4: str, udp_gro: bool, gro_fraglist: bool,
+                    gro_udp_fwd: bool) -> str:
+    """Why GRO handed every packet up on its own, from what dev_gro_receive() did with each (GroTrace.events)."""
+    if n_packets == 1 and trace.events and trace.events[0].action == "held":
+        # net/core/gro.c: the first packet of a flow is held (GRO_HELD) and napi_gro_complete() passes it up at
+        # the end of the poll; merging needs a second packet of the same flow
+        return "one packet: dev_gro_receive() holds it and napi_gro_complete() passes it up at the end of the poll; " \
+               "there is no second packet of the flow to merge with it"
+    if l4 == "udp" and not (udp_gro or gro_fraglist or gro_udp_fwd):
+        # net/ipv4/udp_offload.c udp_gro_receive: no UDP_GRO socket, no NETIF_F_GRO_FRAGLIST, no GRO_UDP_FWD
+        return "no UDP_GRO socket, no GRO_FRAGLIST, no GRO_UDP_FWD: udp4_gro_receive flushes every packet"
+    if all(e.action == "normal" for e in trace.events):
+        return ("dev_gro_receive() passed every packet up unheld (GRO_NORMAL): a protocol handler refused it, e.g. "
+                "udp_gro_receive_segment() for a datagram with no payload (ulen <= sizeof(struct udphdr))"
+                if l4 == "udp" else "dev_gro_receive() passed every packet up unheld (GRO_NORMAL)")
+    return "each packet was held and then flushed before the next one could merge into it"
 
 
 _MTU = 1500  # grofig.receive_fill's MTU: the flow's packets are full-MTU at most

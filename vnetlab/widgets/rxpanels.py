@@ -31,7 +31,7 @@ __all__ = [
     "paths_panel_state", "paths_panel",
     "threshold_panel_state", "threshold_panel",
     "window_panel_state", "window_panel", "window_slider_range", "max_buf_len", "control_notes",
-    "carving_panel_state", "carving_panel",
+    "carving_panel_state", "carving_panel", "carving_mtu_note",
 ]
 
 OLD_KERNEL = "5.12"  # the last kernel whose page_to_skb() always copies (build_skb arrived in 5.13, fb32856b16ad)
@@ -158,8 +158,8 @@ def threshold_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_A
     text = (thresholds.map_legend_html()
             + f"<br>NET_IP_ALIGN {a.net_ip_align}, SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) {a.shinfo_size} B, "
             f"hdr_len {hdr_len} B" + (f", XDP headroom {headroom} B" if headroom else "")
-            + "<br>dashed: the " + "/".join(str(t) for t in thresholds.marked_buffers(kernel, arch))
-            + " B buffers add_recvbuf_mergeable carves; dotted: "
+            + "<br>dashed: the " + "/".join(str(t) for t in thresholds.marked_buffers(kernel, arch, xdp=xdp))
+            + " B buffers add_recvbuf_mergeable carves" + (" with an XDP program" if xdp else "") + "; dotted: "
             + ", ".join(html.escape(label.replace("\n", " ")) + f" = frame {f} B"
                         for f, label in thresholds.MARKED_FRAMES))
     if xdp and kernel_profile(kernel).rule("xdp_pass_path") != "page_to_skb":
@@ -201,8 +201,22 @@ def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARC
     figure = thresholds.draw_mergeable_carving(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len,
                                                fig=fig)
     caption = thresholds.carving_caption(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len)
+    caption.append(carving_mtu_note())
     return PanelState(dict(kernel=kernel, arch=arch, mtu=mtu, xdp=xdp, avg_pkt_len=avg_pkt_len), figure,
                       f"first buffers' truesize: {lens}" + "".join(f"<br>{html.escape(c)}" for c in caption), lens)
+
+
+@public
+def carving_mtu_note() -> str:
+    """Why the carving panel has no MTU control: the MTU enters add_recvbuf_mergeable only through
+    mergeable_min_buf_len, which is GOOD_PACKET_LEN for every MTU with the default receive ring."""
+    lo = rx.mergeable_min_buf_len(mtu=rx.ETH_DATA_LEN)
+    hi = rx.mergeable_min_buf_len(mtu=IP_MAX_MTU, big_packets=True)
+    same = lo == hi == rx.GOOD_PACKET_LEN
+    return ("No MTU control: the MTU reaches add_recvbuf_mergeable() only through mergeable_min_buf_len() "
+            f"(DIV_ROUND_UP(hdr_len + ETH_HLEN + VLAN_HLEN + packet_len, ring size {rx.RX_QUEUE_SIZE}) - hdr_len, "
+            f"at least GOOD_PACKET_LEN {rx.GOOD_PACKET_LEN}), which is {lo} B at MTU {rx.ETH_DATA_LEN} and "
+            f"{hi} B at {IP_MAX_MTU}" + ("; the buffers follow the EWMA of received lengths instead" if same else ""))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -389,12 +403,11 @@ def _follow_page(panel: Panel) -> None:
 
 
 @public
-def carving_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500, xdp: bool = False,
+def carving_panel(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False,
                   avg_pkt_len: int = 0) -> Panel:
-    """add_recvbuf_mergeable's carving of a 32 KiB frag and a 4 KiB page."""
+    """add_recvbuf_mergeable's carving of a 32 KiB frag and a 4 KiB page (no MTU control: carving_mtu_note)."""
     page = arch_profile(arch, kernel).page_size
     return Panel(carving_panel_state, {
-        "mtu": size_slider(mtu, MTU.lo, JUMBO_MTU, "MTU (B)"),
         "avg_pkt_len": size_slider(avg_pkt_len, 0, page, "EWMA packet length (B)"),
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "arch": choice(arch, known_arches(), "arch"),

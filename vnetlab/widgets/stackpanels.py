@@ -63,9 +63,10 @@ def stack_panel_state(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic:
     applied, refused = apply_ethtool(st, ethtool)
     skb, tx = send_gso(st, segs=segs, gso_size=gso_size, fraglist=fraglist)
     figure = stacks.draw_stack(st, skb, tx, fig=fig)
-    text = "<br>".join([f"segmented at <b>{html.escape(tx.segmented_at or 'no device (hardware GSO or none)')}</b>; "
-                        f"<b>{len(tx.segments)}</b> packets on the wire",
-                        *(html.escape(str(h)) for h in tx.hops), *refusal_html(applied, refused)])
+    hops = [f"{h.name} [{h.kind}]: {stacks.hop_text(h)}" + (f" ({h.reason})" if h.reason else "")
+            + f"; {h.skbs_in} skb(s) in, {h.skbs_out} out" for h in tx.hops]
+    text = "<br>".join([f"<b>{html.escape(stacks.wire_summary(tx))}</b>",
+                        *(html.escape(h) for h in hops), *refusal_html(applied, refused)])
     grid = feature_grid(st, columns=STACK_FEATURES, send=False)
     return PanelState(dict(kernel=kernel, upper=upper, nic=nic, fraglist=fraglist, segs=segs, gso_size=gso_size,
                            ethtool=tuple((d, dict(s)) for d, s in ethtool)),

@@ -1,0 +1,226 @@
+"""What the panels and figures tell a reader is what the kernel does: each test names the kernel rule and fails on
+the wording or drawing that said something else (skb_tailroom with the shinfo in it, a carving control that
+changed only the title, the non-XDP buffers drawn on the XDP map, a one-packet GRO flow blamed on the socket,
+"tag inserted" on a NIC whose tx-vlan-hw-insert is off [fixed], "no device in software" and "1 packets", the
+"on, fixed" swatch drawn like "on", an inference titled as fact, truesize labels under a neighbour's block, and a
+panel that let a refused value escape its observer)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vnetlab import rx
+from vnetlab.stack import build_stack
+from vnetlab.viz import featuregrid, labfig, memory, routerfig, thresholds
+from vnetlab.viz.style import regions
+from vnetlab.widgets import explorer, gropanels, rxpanels, stackpanels
+from vnetlab.widgets.base import render_png
+
+
+def _plain(html_text: str) -> str:
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", html_text.replace("<br>", "\n")))
+
+
+# -- notebook 10: small mode --------------------------------------------------------------------------------
+
+def test_small_mode_prints_skb_tailroom_without_the_shinfo():
+    """receive_small (drivers/net/virtio_net.c, 6.1): build_skb(buf, buflen) with buflen =
+    SKB_DATA_ALIGN(GOOD_PACKET_LEN + VIRTNET_RX_PAD + hdr_len) + SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+    = 1600 + 320 on x86_64, so end = 1600; data at VIRTNET_RX_PAD 64 + hdr_len 12; a 1448-byte UDP payload makes
+    a 1490-byte frame, tail = 76 + 1490 = 1566, and skb_tailroom() (include/linux/skbuff.h: end - tail) is 34.
+    The old text printed 354 (end - tail counted to buflen, the shinfo included)."""
+    r = rx.receive(1448, mode="small")
+    lay = memory.rx_buffer_layout(r)
+    text = " ".join(t for t, _ok in lay.condition)
+    assert "skb_tailroom() = end − tail = 1600 − 1566 = 34 B" in text  # drivers/net/virtio_net.c receive_small
+    assert "354" not in text.replace("354 B = skb_tailroom", "")
+    assert r.skb.tailroom == 34  # the Skb's own skb_tailroom(): the panel prints the same number
+    assert lay.span("tailroom").label == "354 B = skb_tailroom 34 + skb_shared_info 320"  # receive_small, as above
+    st = rxpanels.packet_panel_state(view="buffer", mode="small", payload_len=1448)
+    assert st.figure is not None
+
+
+# -- truesize bar: each label under its own block ----------------------------------------------------------
+
+def _truesize_labels_misplaced(fig) -> list[str]:
+    """Labels of the truesize bar that do not span their own block's centre, or that overlap another label."""
+    found = regions(fig)
+    bad = []
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts
+                 if "truesize:" in (t.get_gid() or "") and (t.get_gid() or "").endswith(":label")]
+        bad += [f"{a} overlaps {b}" for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:]
+                if ba.overlaps(bb)]
+        for t in ax.texts:
+            gid = t.get_gid() or ""
+            if "truesize:" not in gid or not gid.endswith(":label"):
+                continue
+            rect = found[gid.removesuffix(":label")]
+            centre = rect.get_x() + rect.get_width() / 2
+            bb = t.get_window_extent(fig.canvas.get_renderer())
+            lo, hi = ax.transData.inverted().transform([[bb.x0, 0], [bb.x1, 0]])[:, 0]
+            if not lo <= centre <= hi:
+                bad.append(t.get_text())
+    return bad
+
+
+@pytest.mark.parametrize("draw", [
+    lambda: memory.draw_paths_side_by_side(1000, kernels=("5.12", "5.13")),  # notebook 00's figure
+    lambda: rxpanels.packet_panel_state(view="paths", payload_len=1000).figure,  # notebook 10's tab
+    lambda: rxpanels.packet_panel_state(view="skb", payload_len=1472).figure,
+    lambda: rxpanels.paths_panel_state(payload_len=8000, l4="tcp", mtu=9000).figure,
+], ids=["00", "10-paths", "10-skb", "10-jumbo"])
+def test_truesize_labels_sit_under_their_own_blocks(draw):
+    fig = draw()
+    render_png(fig)  # lay the text out as shown
+    assert _truesize_labels_misplaced(fig) == []
+
+
+# -- notebook 10: carving ----------------------------------------------------------------------------------
+
+def test_carving_panel_has_no_mtu_control_and_says_why():
+    """mergeable_min_buf_len (drivers/net/virtio_net.c): max(DIV_ROUND_UP(hdr_len + ETH_HLEN + VLAN_HLEN +
+    packet_len, ring) - hdr_len, GOOD_PACKET_LEN) is GOOD_PACKET_LEN for MTU 1500 and 65535 with a 256-entry ring,
+    so the MTU changes no buffer: the panel offers no MTU slider and its text says why."""
+    p = rxpanels.carving_panel()
+    assert "mtu" not in p.controls
+    assert "No MTU control" in p.summary() and "mergeable_min_buf_len" in p.summary()
+    lens = {m: rx.mergeable_buf_lens(40, mtu=m) for m in (1500, 9000, 65535)}
+    assert lens[1500] == lens[9000] == lens[65535]  # what the missing slider would have shown: nothing
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "ppc64le", "arm64-64k"])
+def test_carving_panel_does_not_print_how_many_buffers_a_frag_gives(arch):
+    """Exercise 10.4 asks how many buffers one page frag gives on 64 KiB pages: the panel draws them, it does
+    not print the count."""
+    st = rxpanels.carving_panel_state(arch=arch)
+    text = _plain(st.text)
+    titles = " ".join(ax.get_title(loc="left") for ax in st.figure.axes)
+    for size in rx.rx_frag_sizes(*rx._resolve(rx.DEFAULT_KERNEL, arch)):
+        n = len(thresholds.carve(size, arch=arch))
+        for shown in (text, titles):
+            assert f"{n} buffers" not in shown and f"of {n}" not in shown
+
+
+# -- notebook 20: the XDP map --------------------------------------------------------------------------------
+
+def test_threshold_map_with_xdp_draws_the_xdp_buffers():
+    """get_mergeable_buf_len (drivers/net/virtio_net.c, 6.1): with XDP headroom every buffer is PAGE_SIZE - room,
+    room = SKB_DATA_ALIGN(VIRTIO_XDP_HEADROOM 256 + sizeof(struct skb_shared_info) 320) = 576: 4096 - 576 =
+    3520. The map's dashed lines are those buffers, not the 1536/2048/2560 of the non-XDP carving."""
+    st = rxpanels.threshold_panel_state(kernel="6.1", xdp=True)
+    lines = [c for ax in st.figure.axes for c in ax.collections if c.get_gid() == "buffers"]
+    ys = sorted({round(seg[0][1]) for c in lines for seg in c.get_segments()})
+    assert ys == [3520]  # drivers/net/virtio_net.c get_mergeable_buf_len: PAGE_SIZE - room
+    assert "the 3520 B buffers" in st.text and "1536" not in st.text
+    plain = rxpanels.threshold_panel_state(kernel="6.1", xdp=False)
+    assert "1536/2048/2560" in plain.text  # add_recvbuf_mergeable without XDP (test_viz_rx checks the carve)
+
+
+# -- notebook 30: GRO of one packet ------------------------------------------------------------------------
+
+def test_gro_panel_one_packet_reason_is_the_missing_second_packet():
+    """net/core/gro.c dev_gro_receive holds the first packet of a flow; with UDP_GRO set, udp_gro_receive
+    would merge a second one: one packet goes up alone because there is none, not for want of a socket."""
+    st = gropanels.gro_panel_state(n_packets=1, udp_gro=True)
+    text = _plain(st.text)
+    assert "single packet" in text and "no second packet" in text
+    assert "no UDP_GRO socket" not in text
+    two = _plain(gropanels.gro_panel_state(n_packets=4, udp_gro=False).text)
+    assert "no UDP_GRO socket" in two  # udp_gro_receive (net/ipv4/udp_offload.c) flushes without one
+
+
+# -- notebook 50: who inserts the tag ----------------------------------------------------------------------
+
+def test_stack_says_the_tag_is_inserted_in_software():
+    """The router NIC's tx-vlan-hw-insert is off [fixed], so validate_xmit_vlan (net/core/dev.c) pushes the tag
+    into the packet in software; the figure and panel say so."""
+    st = build_stack(kernel="5.10", upper="vlan", nic="router")
+    assert "HW_VLAN_CTAG_TX" not in st.net.devices["eth0"].features
+    ps = stackpanels.stack_panel_state(kernel="5.10", upper="vlan", nic="router")
+    text = _plain(ps.text)
+    assert "eth0 [nic]: tag inserted in software (validate_xmit_vlan)" in text
+    assert "eth0 [nic]: tag inserted," not in text
+    titles = [t.get_text() for ax in ps.figure.axes for t in ax.texts]
+    assert any("tag inserted in software" in t for t in titles)
+    assert not any("tag inserted, passed" in t for t in titles)
+
+
+# -- notebook 40: the explorer's words and legend ----------------------------------------------------------
+
+def test_explorer_says_where_and_counts_right():
+    """veth_xmit (drivers/net/veth.c) hands the GSO skb to the peer whole; the router NIC of 5.11 takes it and
+    segments in hardware. Neither is "segmented at no device", and one skb is not "1 packets"."""
+    veth = _plain(explorer.explorer_state(kernel="6.18", nic="veth", upper="vlan").text)
+    assert "to the peer: 1 skb carrying 17 packets" in veth  # 17 = udp_segs, the explorer's default skb
+    router = _plain(explorer.explorer_state(kernel="5.11", nic="router", upper="vlan").text)
+    assert "hardware GSO" in router
+    for text in (veth, router):
+        assert "no device" not in text and "1 packets" not in text
+
+
+def test_on_fixed_swatch_does_not_look_like_on():
+    fig = featuregrid.draw_stack_features(kernel="5.10", nic="router", upper="vlan")
+    png = np.asarray(Image.open(io.BytesIO(render_png(fig))).convert("RGB"), dtype=int)
+    found = regions(fig)
+
+    def pixels(gid):
+        bb = found[gid].get_window_extent()
+        h = png.shape[0]
+        return png[int(h - bb.y1) + 2:int(h - bb.y0) - 1, int(bb.x0) + 2:int(bb.x1) - 1]
+
+    on, fixed = pixels("legend:on"), pixels("legend:on, fixed")
+    assert on.shape == fixed.shape
+    # a hatch stroke that stands out: summed RGB difference over 150 (a grey stroke on the blue differs by ~136)
+    differ = (np.abs(on - fixed).sum(axis=2) > 150).mean()
+    assert differ > 0.03, f"only {differ:.1%} of the swatch's pixels stand out from the 'on' swatch"
+
+
+# -- notebooks 00 and 50: inference labelled -----------------------------------------------------------------
+
+def test_router_titles_label_the_inference():
+    """That lost NAT headers made the seed's 20 Mbps is inferred (2e4ef10f5850's mail blames resegmentation)."""
+    fig = labfig.draw_results()
+    titles = [t.get_text() for t in fig.texts if "Seed 2" in t.get_text()]
+    assert titles and all("INFERRED" in t for t in titles)
+    story = routerfig.draw_router_story()
+    ax_titles = [ax.get_title(loc="left") for ax in story.axes if "20 Mbps" in ax.get_title(loc="left")]
+    assert ax_titles and all("inferred" in t for t in ax_titles)
+
+
+# -- panels stay live on a value they refuse ---------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [gropanels.gro_panel, stackpanels.cost_panel])
+def test_panel_shows_a_refused_value_and_stays_live(make):
+    """A value the front end sends that the panel's range rule refuses (an L4 outside udp/tcp) is shown as a
+    message in the panel, not raised out of the widget observer; the next good value draws again."""
+    p = make()
+    p.controls["l4"].options = ("udp", "tcp", "sctp")
+    p.controls["l4"].value = "sctp"
+    assert p.error is not None and "l4" in p.error and "sctp" in p.summary()
+    assert p.image.layout.display == "none"
+    p.controls["l4"].value = "tcp"
+    assert p.error is None and p.image.layout.display is None and p.png
+
+
+@pytest.mark.parametrize("feature", ["gro_fraglist", "gro_udp_fwd"])
+def test_gro_panel_says_why_a_ticked_feature_changes_nothing(feature):
+    """net/ipv4/udp_offload.c udp_gro_receive (6.1): is_flist = sk ? !udp_sk(sk)->gro_enabled : 1, and GRO_UDP_FWD
+    is tested only when no socket matches (!sk): with a UDP_GRO socket neither box changes the GRO skb, so the
+    panel says why; without the socket each one merges the flow (the box does something there)."""
+    off = gropanels.gro_panel_state(udp_gro=True)
+    on = gropanels.gro_panel_state(udp_gro=True, **{feature: True})
+    assert on.extra["packets_per_skb"] == off.extra["packets_per_skb"]
+    assert render_png(on.figure) == render_png(gropanels.gro_panel_state(udp_gro=True).figure)
+    name = {"gro_fraglist": "rx-gro-list", "gro_udp_fwd": "rx-udp-gro-forwarding"}[feature]
+    assert f"{name} changes nothing here" in _plain(on.text) and "changes nothing" not in _plain(off.text)
+    alone = gropanels.gro_panel_state(udp_gro=False, **{feature: True})
+    assert len(alone.extra["packets_per_skb"]) == 1 and "changes nothing" not in _plain(alone.text)
