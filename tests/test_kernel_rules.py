@@ -132,7 +132,7 @@ def test_xdp_buffers_on_one_page_frags_in_6_12(arch, page, buf):
     # 6.1.192 and 7.3.4 have no such cut (6.1: ctx = len = PAGE_SIZE - room; 7.3.4: page_pool, PAGE_SIZE)
     assert rx.mergeable_buf_lens(1, kernel="7.3.4", xdp=True, arch=arch) == [page]
     # without XDP the 16 bytes come back through the hole rule (add_recvbuf_mergeable, drivers/net/virtio_net.c):
-    # 1536 (kernel-facts A.5) then the page's rest
+    # 1536 (docs/kernel/rx.md#a5) then the page's rest
     assert rx.mergeable_buf_lens(2, kernel="6.12.117", frag_size=4096) == [1536, 2560]
 
 

@@ -16,6 +16,7 @@ netdev_increment_features, netdev_add_tso_features, net_gso_ok, skb_gso_ok) is h
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated
@@ -178,21 +179,22 @@ def mask(name: str, kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureSet:
     return FeatureSet(t.masks[key], kernel)
 
 
+# An `ethtool -k` value as netlink/features.c dump_feature prints it (vnetlab.ethtool.FeatureState parses the same)
+_ETHTOOL_VALUE = re.compile(r"(on|off)(?: \[(?:fixed|requested on|requested off)\])?")
+
+
 def _on(state: object, where: str) -> bool:
     """A feature's on/off from a bool, a FeatureState or (on, fixed[, wanted]) tuple, or an `ethtool -k` value."""
-    from vnetlab.ethtool import FeatureState
-
     if isinstance(state, bool):
         return state
     if isinstance(state, str):
-        try:
-            return FeatureState.parse(state).on
-        except ValueError:
-            pass
+        match = _ETHTOOL_VALUE.fullmatch(state.strip())
+        if match:
+            return match[1] == "on"
     elif isinstance(state, tuple) and len(state) in (2, 3) and all(isinstance(v, bool) for v in state):
-        return state[0]  # FeatureState is a tuple-like (on, fixed) too
-    elif isinstance(state, FeatureState):
-        return state.on
+        return state[0]
+    elif isinstance(getattr(state, "on", None), bool) and isinstance(getattr(state, "fixed", None), bool):
+        return state.on  # type: ignore[attr-defined]  # an ethtool.FeatureState
     raise ArgumentError(f"{where}={state!r}: a feature is on or off: True/False, a FeatureState, (on, fixed), or the "
                         "value `ethtool -k` prints (\"on\", \"off [fixed]\", ...)", param=where)
 
