@@ -225,6 +225,9 @@ def test_readme_quotes_the_one_lost_segments_number():
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     ls = router.lost_segments()
-    assert f"`router.lost_segments()`, {ls.full_goodput_bps / 1e6:,.0f} Mbps of UDP payload / {ls.n} ≈ {ls.mbps} Mbps" \
-        in readme
+    # the README's intro no longer states the inference (notebook 50 asks the reader to predict it); where the
+    # README names the function, it quotes its number
+    if "router.lost_segments()" in readme:
+        assert f"`router.lost_segments()`, {ls.full_goodput_bps / 1e6:,.0f} Mbps of UDP payload / {ls.n} ≈ " \
+            f"{ls.mbps} Mbps" in readme
     assert "≈ 23 Mbps" not in readme and "1 Gbps / 44" not in readme

@@ -330,3 +330,21 @@ def test_tcp_fraglist_gso_skb_holds_at_most_64_packets():
     assert gso_skb(l4="tcp", segs=64, gso_size=100, fraglist=True).gso_segs == 64
     with pytest.raises(ValueError, match="segs must be an int in 1..64"):
         gso_skb(l4="tcp", segs=65, gso_size=100, fraglist=True)
+
+
+def test_an_skb_shorter_than_its_headers_is_refused_where_it_enters():
+    # skb_mac_gso_segment / inet_gso_segment pskb_may_pull the link, IP and UDP headers; no path hands
+    # skb_gso_segment or dev_queue_xmit an skb that does not hold them. Before, segmenting gave no segment (the
+    # bytes were lost) and send put a 20-byte frame with a payload of -22 bytes on the wire.
+    from vnetlab.errors import ArgumentError
+    from vnetlab.skb import Skb
+
+    short = Skb(headlen=20, truesize=512, head_frag=False, end_offset=256, l4="udp", gso_size=100,
+                gso_type={"UDP_L4"}, gso_segs=2)
+    fs = F.FeatureSet.from_names(["SG"], kernel="6.1")
+    with pytest.raises(ArgumentError, match="shorter than its own headers"):
+        segment.skb_gso_segment(short, fs, kernel="6.1")
+    net = netdev.Namespace(kernel="6.1")
+    v0, _ = net.veth("v0", "v1")
+    with pytest.raises(ArgumentError, match="shorter than its own headers"):
+        xmit.send(v0, short)

@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 
 from vnetlab import skbuff
 from vnetlab.checks import In, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
 from vnetlab.headers import (
     ETH_HLEN,
@@ -76,6 +77,15 @@ def check_skb(skb: object, name: str = "skb") -> Skb:
     if not isinstance(skb, Skb):
         raise ValueError(f"{name} must be a vnetlab.skb.Skb, got {type(skb).__name__}")
     return skb
+
+
+def check_headers(skb: Skb, hdr: int, function: str) -> None:
+    """An skb holds at least its own headers: the link, IP and L4 headers every path in front of it pulls
+    (skb_mac_gso_segment / inet_gso_segment pskb_may_pull them, ip_output's callers built them)."""
+    if skb.len < hdr:
+        raise ArgumentError(f"{function.rsplit('.', 1)[-1]}: skb is {skb.len} B, shorter than its own headers "
+                            f"({hdr} B: link, IP and {skb.transport.upper()} header); no path hands the kernel such "
+                            "an skb (pskb_may_pull of the headers fails)", function=function, param="skb")
 
 
 @public
@@ -429,6 +439,7 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
                          "(inet_gso_segment: -EINVAL)")
     k = _kernel(kernel)
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
+    check_headers(skb, hdr, "segment.skb_gso_segment")
     kw = {"inband_vlan_tags": inband_vlan_tags, "ip": ip, "outer": outer, "link_hlen": link_hlen}
     if "FRAGLIST" in skb.gso_type:
         head_payload = skb.headlen - hdr + sum(f.size for f in skb.frags)

@@ -41,7 +41,7 @@ from vnetlab.headers import ETH_HLEN, ETH_MIN_MTU, GSO_MAX_SEGS, GSO_MAX_SIZE, I
 from vnetlab.netdev import Device, Handoff
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, device_kernel
 from vnetlab.profiles import arch as _arch
-from vnetlab.segment import InbandTags, SegmentResult, gso_skb, skb_gso_segment
+from vnetlab.segment import InbandTags, SegmentResult, check_headers, gso_skb, skb_gso_segment
 from vnetlab.skb import FRAG_HDR_LEN, GSO_L4, Skb
 from vnetlab.skbuff import alloc_skb_head
 from vnetlab.virtual_rx import (  # noqa: F401 (the receive ends were xmit's names before)
@@ -486,6 +486,7 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
     """
     kv = device_kernel(dev, kernel)  # resolved once here and handed to every step below
     a = _arch(arch, kv)
+    check_headers(skb, skb.header_len(ip=ip), "xmit.send")
     hops: list[Hop] = []
     ops: Counter[str] = Counter()
     wire: list[WirePacket] = []
