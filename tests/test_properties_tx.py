@@ -232,3 +232,32 @@ def test_vxlan_ends_deliver_every_byte_or_count_its_drop(kernel, length, gso_siz
     else:
         assert t.recv.bytes == 0 and len(t.vxlan.dropped) == len(t.rx.delivered) > 0
         assert all(reason for _, reason in t.vxlan.dropped)
+
+
+_LAB_RULES = {  # rules whose words the receive and transmit paths branch on (data/kernels.toml's own values)
+    "udp_gro_skips_local_encap": [False, True], "veth_napi_for_gro": [False, True],
+    "udp_gro_accepts_fraglist": [False, True], "vxlan_fraglist": [False, True], "udp_max_segments": [64, 128],
+}
+
+
+@PROPS
+@given(st.sampled_from(("5.10.223", "6.1", "6.18")), st.dictionaries(st.sampled_from(sorted(_LAB_RULES)),
+                                                                     st.integers(0, 1), max_size=3),
+       st.integers(1, 14000), st.sampled_from([0, 1300, 1400]), st.booleans(), st.booleans(), st.booleans())
+def test_kernels_built_with_overrides_conserve_bytes_over_vxlan(base, picks, length, gso_size, udp_gro, xdp, match):
+    """A kernel made with Kernel.with_overrides (as the lab's one-patch builds are) is a kernel like any other:
+    over a vxlan pair every byte sent arrives once (matched ends) or is counted as dropped (another VNI)."""
+    overrides = {r: (_LAB_RULES[r][i], "source: this property test") for r, i in picks.items()}
+    k = profiles.kernel(base).with_overrides("prop", overrides) if overrides else profiles.kernel(base)
+    net = netdev.Namespace(k)
+    v0, v1 = net.veth("v0", "v1")
+    vx0 = net.vxlan("vx0", vni=42, underlay=v0)
+    vx1 = net.vxlan("vx1", vni=42 if match else 43, underlay=v1)
+    if xdp:
+        v1.set_xdp(True)
+    t = udp.send_over_vxlan(vx0, vx1, length, gso_size=gso_size, udp_gro=udp_gro)
+    if t.send.error is not None or t.recv is None:
+        return
+    assert t.vxlan is not None and t.rx is not None
+    assert t.recv.bytes == (length if match else 0)
+    assert match or len(t.vxlan.dropped) == len(t.rx.delivered)
