@@ -480,10 +480,13 @@ class Attendee:
     async def login(self, password: str) -> None:
         """The hub's login form (as a browser posts it), then a token from the hub's REST API."""
         await self.fetch("/hub/login", auth=False)
-        # RoomAuthenticator (vnetlab_hub.py): the attendee's own password, and the room password in the form's
-        # third field the first time, when the name is claimed
-        resp = await self.fetch("/hub/login?next=", "POST", {"username": self.name, "password": own_password(self.name),
-                                                            "otp": password, "_xsrf": self.cookies.get("_xsrf", "")},
+        # RoomAuthenticator (vnetlab_hub.py): the instructor with the admin password; an attendee with their own
+        # password, and the room password in the form's third field the first time, when the name is claimed
+        if password == getattr(self.hub, "admin_password", None):
+            fields = {"username": self.name, "password": password}
+        else:
+            fields = {"username": self.name, "password": own_password(self.name), "otp": password}
+        resp = await self.fetch("/hub/login?next=", "POST", {**fields, "_xsrf": self.cookies.get("_xsrf", "")},
                                 form=True, auth=False)
         if resp.code != 302 or not any(k.startswith("jupyterhub-session") for k in self.cookies):
             raise AttendeeError(f"login as {self.name} refused (HTTP {resp.code})")
