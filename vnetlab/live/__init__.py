@@ -13,7 +13,9 @@ One concern per module:
 - :mod:`~vnetlab.live.experiments`: :func:`mirror_lab`, :func:`udp_segment_lab`, :func:`veth_gro_lab`,
   :func:`vxlan_lab`;
 - :mod:`~vnetlab.live.profile`: the modelled profile of a running kernel (:func:`running_profile`);
-- :mod:`~vnetlab.live.recorded`: recorded runs (data/live/, the lab's data/lab/) to show where labs cannot run.
+- :mod:`~vnetlab.live.userns`: the labs as an ordinary user, in a child's user and network namespaces;
+- :mod:`~vnetlab.live.recorded`: recorded runs (data/live/, the lab's data/lab/) to show where labs cannot run,
+  and :func:`session`: root, user namespaces or the recorded run, whichever this machine allows.
 
 Nothing here runs at import time and pyroute2 is imported only when the netlink path is used.
 """
@@ -43,7 +45,17 @@ from vnetlab.live.experiments import (
 )
 from vnetlab.live.lab import Lab, LiveDevice
 from vnetlab.live.profile import RunningProfile, match_profile, running_profile
-from vnetlab.live.recorded import Reference, Session, lab_runs, lab_runs_table, reference, references, session
+from vnetlab.live.recorded import (
+    MODES,
+    Reference,
+    Session,
+    lab_runs,
+    lab_runs_table,
+    reference,
+    references,
+    session,
+)
+from vnetlab.live.userns import userns_error
 from vnetlab.live.xdp import attach_xdp_pass, load_xdp_pass
 
 __all__ = [
@@ -51,6 +63,7 @@ __all__ = [
     "IFNAMSIZ",
     "MIRROR_DEVICES",
     "MIRROR_STEPS",
+    "MODES",
     "NETNS_PREFIX",
     "VETH_GRO_CONFIGS",
     "Capability",
@@ -90,6 +103,7 @@ __all__ = [
     "transfer_table",
     "udp_segment_cases",
     "udp_segment_lab",
+    "userns_error",
     "veth_gro_lab",
     "VXLAN_RX_CONFIGS",
     "vxlan_lab",
