@@ -165,6 +165,7 @@ def _child(argv: list[str]) -> None:
     doc = kernel_doc(argv[1].split(","), xdp=no_xdp is None, privilege="userns")
     doc["no_xdp"] = no_xdp
     doc["netns_inodes"] = sorted(inode for _name, inode in CREATED_NETNS)
+    doc["netns_names"] = sorted(name for name, _inode in CREATED_NETNS)
     print(json.dumps({"ok": True, "doc": doc}))
 
 
