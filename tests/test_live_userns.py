@@ -255,3 +255,42 @@ def test_root_and_userns_give_the_same_answers(userns_session):
         theirs = {(r.label, r.length, r.gso_size): r.kernel.key() for r in user.transfers(name)}
         assert theirs and set(theirs) <= set(mine), name
         assert {k: mine[k] for k in theirs} == theirs, name
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# notebook 60 as a reader without live labs sees it
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_notebook_60_labels_every_recorded_table(monkeypatch, capsys):
+    """Notebook 60's own code cells, run with the recorded session (what a reader gets where neither root nor
+    user namespaces work): every table a cell prints from the session has its own source line above it, "[recorded
+    on Linux RELEASE, DATE" (data/live/6.18.44-fc-v1045.json), and every result line sits under one."""
+    import nbformat
+
+    real = live.session
+    monkeypatch.setattr(live, "session", lambda mode=None: real(mode="recorded"))
+    ref = live.reference()
+    label = f"[recorded on Linux {ref.release}, {ref.recorded[:10]}"
+    here = f"[this kernel, Linux {os.uname().release}, read now]"  # lo's features, read without root
+    nb = nbformat.read(Path(__file__).parents[1] / "notebooks" / "60_check_your_own_kernel.ipynb", as_version=4)
+    scope: dict = {}
+    shown = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        exec(compile(cell.source, "<notebook 60>", "exec"), scope)  # noqa: S102 (the notebook's own cells)
+        out = capsys.readouterr().out
+        calls = sum(cell.source.count(f"RUN.{m}(") for m in ("table", "features", "bridge", "send"))
+        if not calls:
+            continue
+        lines = out.splitlines()
+        labels = [i for i, line in enumerate(lines) if line.startswith((label, here))]
+        assert len(labels) == calls, (cell.source, out)
+        lo_only = "RUN.features(" in cell.source and "step=" not in cell.source
+        assert labels[0] == 0 and all(lines[i].startswith(label) or (lo_only and lines[i] == here)
+                                      for i in labels), out
+        results = [i for i, line in enumerate(lines) if line.startswith(("agree", "DIFFER", "ethtool -K"))]
+        assert all(any(j < i for j in labels) for i in results)
+        shown += calls
+    assert shown >= 7  # sections 2-6: lo, the steps, br0/mv1, UDP_SEGMENT, veth GRO twice, vxlan

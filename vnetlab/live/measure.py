@@ -61,10 +61,11 @@ EXPERIMENTS = ("mirror", *TRANSFERS)
 
 @public
 def kernel_doc(names: list[str] | tuple[str, ...] = EXPERIMENTS, *, xdp: bool = True,
-               privilege: str = "root") -> dict[str, Any]:
+               privilege: str = "root", cases: list[tuple[int, int]] | None = None) -> dict[str, Any]:
     """The kernel's side of the experiments ``names`` (:data:`EXPERIMENTS`) run here now, as a data/live/*.json
     document; ``xdp=False`` leaves out the receive configurations that attach an XDP program (listed under
-    ``not_run``); ``privilege`` says how the labs ran ("root", or "userns": an ordinary user's namespaces)."""
+    ``not_run``); ``privilege`` says how the labs ran ("root", or "userns": an ordinary user's namespaces);
+    ``cases``: the (length, gso_size) sends of "udp_segment" (default: the selftest's)."""
     from vnetlab.live.capability import require
     from vnetlab.live.device_features import read_features
 
@@ -100,7 +101,7 @@ def kernel_doc(names: list[str] | tuple[str, ...] = EXPERIMENTS, *, xdp: bool = 
     left_out = [label for label, c in VETH_GRO_CONFIGS if not xdp and c.get("xdp")]
     configs = dict(VETH_GRO_CONFIGS)
     runs = {
-        "udp_segment": lambda: _transfer_dicts(udp_segment_lab()),
+        "udp_segment": lambda: _transfer_dicts(udp_segment_lab(cases)),
         "veth_gro": lambda: _transfer_dicts(veth_gro_lab(veth_configs, udp_gro=True), configs),
         "veth_gro_plain": lambda: _transfer_dicts(veth_gro_lab(veth_configs, udp_gro=False), configs),
         "vxlan": lambda: _transfer_dicts(vxlan_lab(), dict(VXLAN_RX_CONFIGS)),

@@ -357,6 +357,31 @@ class Session:
                "vxlan": lambda: vxlan_lab(kernel=self.profile)}
         return run[name]()
 
+    @public
+    def send(self, cases: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> str:
+        """:func:`~vnetlab.live.experiments.udp_segment_lab` of your own (length, gso_size) ``cases`` on this kernel
+        (as root, or in user namespaces), as a table under :meth:`source`; a recorded session cannot send."""
+        from vnetlab.errors import LiveUnavailable
+        from vnetlab.live.experiments import transfer_table
+
+        cases = [(c[0], c[1]) for c in cases]
+        for length, gso in cases:
+            for what, v in (("length", length), ("gso_size", gso)):
+                if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 65535:
+                    raise ValueError(f"cases: {what} {v!r} must be a whole number of bytes in 0..65535 (a UDP "
+                                     "payload and UDP_SEGMENT's gso_size)")
+        if not cases:
+            raise ValueError("cases: give at least one (length, gso_size) pair")
+        if self.mode == "recorded":
+            raise LiveUnavailable(f"no live labs here, so nothing can be sent: {self.why}")
+        if self.mode == "root":
+            rows = udp_segment_lab(cases, kernel=self.profile)
+        else:
+            from vnetlab.live.userns import run_experiments
+
+            rows = Reference(run_experiments(["udp_segment"], cases=cases)).transfers("udp_segment")
+        return f"{self.source()}\n{transfer_table(rows)}"
+
     # what notebook 60 prints: every table with its source line above it ----------------------------------------
 
     @public
@@ -382,26 +407,32 @@ class Session:
         return text
 
     @public
-    def features(self, names: tuple[str, ...] | list[str], *, device: str = "lo", step: str | None = None) -> str:
-        """The ``ethtool -k`` lines of ``names`` for ``lo`` (the host's loopback device), or for a device of the
-        feature lab after ``step`` (one of :data:`MIRROR_STEPS`' labels), under :meth:`source`."""
+    def features(self, names: tuple[str, ...] | list[str], *, device: str | tuple[str, ...] = "lo",
+                 step: str | None = None) -> str:
+        """The ``ethtool -k`` lines of ``names`` for ``lo`` (the host's loopback device), or for devices of the
+        feature lab (``device``: one name or several) after ``step`` (a label of :data:`MIRROR_STEPS`), under
+        :meth:`source`."""
+        devices = (device,) if isinstance(device, str) else tuple(device)
         if step is None:
-            if device != "lo":
+            if devices != ("lo",):
                 raise ValueError(f"device={device!r}: without a step only the host's lo is read")
-            feats: Mapping[str, FeatureState] = self.lo()
-            src = self.source() if (self.features_here or self.mode == "recorded") else (
-                f"[{self._ref().recorded_on()}, as root; this kernel's features are not readable here]")
-            if self.mode == "recorded" and self.features_here:
+            states: dict[str, Mapping[str, FeatureState]] = {"lo": self.lo()}
+            if self.features_here:
                 src = f"[this kernel, Linux {os.uname().release}, read now]"
+            else:
+                src = f"[{self._ref().recorded_on()}, as root; this machine's features are not readable here]"
         else:
             if step not in dict(MIRROR_STEPS):
                 raise ValueError(f"step={step!r} is not a label of live.MIRROR_STEPS")
-            if device not in MIRROR_DEVICES:
-                raise ValueError(f"device={device!r} must be one of {', '.join(MIRROR_DEVICES)}")
-            row = next(r for r in self.mirror() if r.step == step and r.device == device)
-            assert row.kernel_k is not None
-            feats, src = row.kernel_k, self.source()
-        lines = [src] + [f"{device} {n:24} {feats.get(n, '(absent on this kernel)')}" for n in names]
+            bad = [d for d in devices if d not in MIRROR_DEVICES]
+            if bad or not devices:
+                raise ValueError(f"device={device!r}: each must be one of {', '.join(MIRROR_DEVICES)}")
+            rows = {r.device: r.kernel_k for r in self.mirror() if r.step == step}
+            states = {d: rows[d] or {} for d in devices}
+            src = self.source()
+        width = max(map(len, devices))
+        lines = [src] + [f"{d:{width}} {n:24} {states[d].get(n, '(absent on this kernel)')}"
+                         for d in devices for n in names]
         return "\n".join(lines)
 
     @public

@@ -150,8 +150,10 @@ def _child(argv: list[str]) -> None:
             _fail("ip netns add / ip link add veth", 0, str(exc))
         print(json.dumps({"ok": True, "inodes": _namespace_inodes()}))
         return
-    if argv[:1] != ["--run"] or len(argv) != 2:
-        _fail("arguments", _errno.EINVAL, "usage: python -m vnetlab.live.userns --probe | --run NAME[,NAME...]")
+    if argv[:1] != ["--run"] or len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--cases"):
+        _fail("arguments", _errno.EINVAL, "usage: python -m vnetlab.live.userns --probe | --run NAME[,NAME...] "
+              "[--cases JSON]")
+    cases = [tuple(c) for c in json.loads(argv[3])] if len(argv) == 4 else None
     from vnetlab.live.measure import kernel_doc
     from vnetlab.live.xdp import load_xdp_pass
 
@@ -162,7 +164,7 @@ def _child(argv: list[str]) -> None:
         no_xdp = str(exc)
     from vnetlab.live.lab import CREATED_NETNS
 
-    doc = kernel_doc(argv[1].split(","), xdp=no_xdp is None, privilege="userns")
+    doc = kernel_doc(argv[1].split(","), xdp=no_xdp is None, privilege="userns", cases=cases)
     doc["no_xdp"] = no_xdp
     doc["netns_inodes"] = sorted(inode for _name, inode in CREATED_NETNS)
     doc["netns_names"] = sorted(name for name, _inode in CREATED_NETNS)
@@ -238,17 +240,20 @@ def userns_error(*, refresh: bool = False) -> str | None:
         return why
 
 
-def run_experiments(names: Iterable[str], *, timeout: float = CHILD_TIMEOUT) -> dict[str, Any]:
+def run_experiments(names: Iterable[str], *, timeout: float = CHILD_TIMEOUT,
+                    cases: Iterable[tuple[int, int]] | None = None) -> dict[str, Any]:
     """The kernel's side of notebook 60's experiments (``mirror`` and :data:`~vnetlab.live.measure.TRANSFERS`),
     measured by a child in user namespaces: a document like data/live/*.json, with ``no_xdp`` (why the XDP
-    configurations were left out, None if they ran) and ``netns_inodes`` (the namespaces it made, all gone now)."""
+    configurations were left out, None if they ran) and ``netns_inodes`` (the namespaces it made, all gone now);
+    ``cases``: the (length, gso_size) sends of "udp_segment" (default: the selftest's)."""
     from vnetlab.errors import LiveError, LiveUnavailable
 
     names = list(names)
     why = userns_error()
     if why is not None:
         raise LiveUnavailable(f"the labs cannot run in user namespaces here: {why}")
-    answer = run_child(["--run", ",".join(names)], timeout=timeout)
+    extra = [] if cases is None else ["--cases", json.dumps([[int(n), int(g)] for n, g in cases])]
+    answer = run_child(["--run", ",".join(names), *extra], timeout=timeout)
     if not answer.get("ok"):
         raise LiveError("the user-namespace lab failed: " + explain(str(answer.get("stage")), answer.get("errno"),
                                                                     str(answer.get("detail", ""))))
