@@ -222,6 +222,8 @@ def test_session_mode_can_be_forced_and_says_why_not():
     if os.geteuid() != 0:
         with pytest.raises(LiveUnavailable, match="mode='root'"):
             live.session(mode="root")
+        if userns.userns_error() is None:  # an ordinary user gets the user namespaces without asking
+            assert live.session().mode == "userns"
 
 
 def test_child_refuses_bad_arguments():

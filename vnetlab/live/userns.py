@@ -183,6 +183,9 @@ def _env() -> dict[str, str]:
     # the child imports this very vnetlab, whether it came from an install or from the working directory
     root = os.path.dirname(os.path.dirname(os.path.abspath(vnetlab.__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), root) if p)
+    # an ordinary user's PATH often lacks the sbin directories, where Debian puts sysctl and ethtool
+    path = env.get("PATH", "/usr/bin:/bin").split(os.pathsep)
+    env["PATH"] = os.pathsep.join(path + [d for d in ("/usr/sbin", "/sbin") if d not in path])
     return env
 
 
