@@ -672,6 +672,23 @@ def test_lab_runs_name_each_kernel_and_its_date():
     assert all(a == n for r in runs.values() for _what, a, n in r.comparisons)
     table = live.lab_runs_table().splitlines()
     assert len(table) == len(runs) + 1 and max(map(len, table)) <= 100
+    assert table[1].split()[:3] == ["5.10", "5.10.0-32-amd64", "5.10.223"]  # data/lab/5.10: Debian 5.10.223-1
+
+
+def test_lab_table_and_running_profile_name_a_debian_image_alike():
+    """A Debian image of the lab (data/lab/<id>/*.json kernel.uname_r and proc_version) gets from running_profile()
+    the profile the lab compares it with (vnetlab.labkernels.model_kernel), from its uname -r and uname -v, and
+    from its uname -r alone (notebook 60 prints both: 5.10.0-32-amd64 is Debian 5.10.223-1, not 5.10.262)."""
+    from vnetlab import labdata, labkernels
+
+    for k in labkernels.stock_ids():
+        if k not in labdata.lab_kernels():
+            continue
+        doc = labdata.load(labdata.configs(k)[0], k)["kernel"]
+        proc = doc["proc_version"]
+        want = labkernels.model_kernel(k).version
+        assert live.running_profile(doc["uname_r"], proc[proc.index("#"):]) == want, k
+        assert live.running_profile(doc["uname_r"]) == want, k
 
 
 def test_record_needs_labs_and_says_so(monkeypatch):

@@ -239,11 +239,16 @@ def lab_runs() -> list[LabRun]:
 
 
 def lab_runs_table() -> str:
-    """One line per lab kernel: its id, release, package and date, and what agrees with the model."""
-    lines = [f"{'lab kernel':37} {'uname -r':19} {'date':19} agrees with the model"]
+    """One line per lab kernel: its id, release, the model profile the lab compares it with
+    (vnetlab.labkernels.model_kernel: for a Debian image, the profile :func:`running_profile` gives its release; a
+    one-patch build's rules follow its patch), the date (Debian's package, or the lab's build), and what agrees."""
+    from vnetlab import labkernels
+
+    lines = [f"{'lab kernel':37} {'uname -r':19} {'model':8} {'date':10} agrees with the model"]
     for r in lab_runs():
+        model = labkernels.model_kernel(r.kernel).version
         seen = ", ".join(f"{what} {a}/{n}" for what, a, n in r.comparisons) or "-"
-        lines.append(f"{r.kernel:37} {r.release:19} {r.dated:19} {seen}")
+        lines.append(f"{r.kernel:37} {r.release:19} {model:8} {r.dated.split()[-1]:10} {seen}")
     return "\n".join(lines)
 
 
