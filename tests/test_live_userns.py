@@ -296,3 +296,36 @@ def test_notebook_60_labels_every_recorded_table(monkeypatch, capsys):
         assert all(any(j < i for j in labels) for i in results)
         shown += calls
     assert shown >= 7  # sections 2-6: lo, the steps, br0/mv1, UDP_SEGMENT, veth GRO twice, vxlan
+
+
+def test_interrupt_kills_the_child_and_its_namespaces():
+    """Jupyter's interrupt is SIGINT to the kernel process only, and the kernel lives on: the KeyboardInterrupt
+    inside subprocess.run kills the user-namespace child (Popen's context manager) while the parent is still
+    alive, and with the child every namespace it made."""
+    _need_userns()
+    code = ("import sys, time\nfrom vnetlab import live\ntry:\n    live.session(mode='userns').mirror()\n"
+            "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n    time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], env=userns._env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    child = None
+    deadline = time.monotonic() + 60
+    try:
+        while child is None and time.monotonic() < deadline and parent.poll() is None:
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == parent.pid and b"--run" in cmd:
+                    child = int(pid)
+            time.sleep(0.05)
+        assert child is not None, "the session started no user-namespace child within 60 s"
+        time.sleep(1.0)  # the child is building its labs now
+        parent.send_signal(signal.SIGINT)
+        assert parent.stdout is not None and parent.stdout.readline() == b"interrupted\n"
+        assert parent.poll() is None  # the "kernel" lives on, as Jupyter's does after an interrupt
+        assert not os.path.exists(f"/proc/{child}")
+    finally:
+        parent.kill()
+        parent.communicate(timeout=60)

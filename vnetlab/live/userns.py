@@ -191,17 +191,23 @@ def _env() -> dict[str, str]:
 
 def run_child(args: list[str], *, timeout: float = CHILD_TIMEOUT) -> dict[str, Any]:
     """Run ``python -m vnetlab.live.userns ARGS`` and return its JSON answer; the child, and with it every
-    namespace it made, is gone when this returns or raises (subprocess.run kills it on any exception, a timeout
-    and KeyboardInterrupt included)."""
+    namespace it made, is gone when this returns or raises (killed and reaped on any exception, a timeout and
+    KeyboardInterrupt included)."""
     from vnetlab.errors import LabTimeout, LiveError
 
     argv = [sys.executable, "-m", "vnetlab.live.userns", *args]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            stdin=subprocess.DEVNULL)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(),
-                              stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired:
-        raise LabTimeout(f"the user-namespace lab ran past {timeout:.0f} s and was killed, its namespaces with "
-                         "it") from None
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException as exc:  # a timeout, or Jupyter's interrupt (KeyboardInterrupt): the kernel lives on
+        proc.kill()
+        proc.communicate()  # reaped now: no zombie and no namespace outlives the call
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise LabTimeout(f"the user-namespace lab ran past {timeout:.0f} s and was killed, its namespaces "
+                             "with it") from None
+        raise
+    done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
     lines = done.stdout.strip().splitlines()
     try:
         answer = json.loads(lines[-1]) if lines else None
