@@ -473,14 +473,17 @@ def session(mode: str | None = None) -> Session:
                "have.")
     elif mode in (None, "root") and cap:
         chosen, why = "root", cap.reason
-    elif mode in (None, "userns"):
-        no_userns = userns_error() if linux else f"user namespaces are a Linux feature, and this is {sys.platform}"
+    elif mode in (None, "userns") and linux:
+        no_userns = userns_error()
         if no_userns is None:
             chosen = "userns"
             why = (f"uid {os.getuid()} builds the labs in user and network namespaces of its own, removed when "
                    "each experiment ends")
         else:
-            why = f"{cap.reason.rstrip('.')}; and no user namespaces: {no_userns}."
+            if os.geteuid() != 0:  # the one thing that could have helped is what refused
+                why = f"uid {os.getuid()} is not root, and user namespaces are refused here: {no_userns}."
+            else:
+                why = f"{cap.reason.rstrip('.')}; and no user namespaces: {no_userns}."
     elif mode == "recorded":
         why = "the recorded run was asked for (session(mode='recorded'))."
     if mode is not None and mode != chosen:
