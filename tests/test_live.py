@@ -675,6 +675,20 @@ def test_lab_runs_name_each_kernel_and_its_date():
     assert table[1].split()[:3] == ["5.10", "5.10.0-32-amd64", "5.10.223"]  # data/lab/5.10: Debian 5.10.223-1
 
 
+def test_debian_abi_table_is_the_changelogs():
+    """live.profile.DEBIAN_ABI_FIRST for 6.1 is each "Bump ABI to N" upload of Debian's changelog
+    (tests/data/debian_abi_bumps_6.1.txt, extracted from linux-libc-dev 6.1.187-1's changelog.Debian.gz), plus
+    ABI 57 = 6.1.192 from the lab's image (data/lab/6.1: linux-image-6.1.0-57-amd64 is 6.1.192-3)."""
+    first: dict[int, int] = {}
+    for line in (DATA / "debian_abi_bumps_6.1.txt").read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        abi, version = line.split("\t")
+        patch = int(version.split("-")[0].split(".")[2])
+        first[int(abi)] = min(first.get(int(abi), patch), patch)
+    assert {**first, 57: 192} == live.profile.DEBIAN_ABI_FIRST[(6, 1)]
+
+
 def test_lab_table_and_running_profile_name_a_debian_image_alike():
     """A Debian image of the lab (data/lab/<id>/*.json kernel.uname_r and proc_version) gets from running_profile()
     the profile the lab compares it with (vnetlab.labkernels.model_kernel), from its uname -r and uname -v, and
