@@ -97,8 +97,8 @@ def _key(version: str) -> tuple[int, int, int]:
 
 # Debian's ABI number -> the first upstream stable release packaged under it, from "Bump ABI to N" in the Debian
 # changelog of linux (bookworm's linux-libc-dev 6.1.187-1, excerpt in tests/data/debian_abi_bumps_6.1.txt; from
-# 6.1.148 the ABI name is generated, "Generate kernel ABI name suffix automatically if not configured") and from the lab's
-# images (data/lab/5.10/*.json: linux-image-5.10.0-32-amd64 is 5.10.223-1; data/lab/6.1/*.json:
+# 6.1.148 the ABI name is generated, "Generate kernel ABI name suffix automatically if not configured") and from
+# the lab's images (data/lab/5.10/*.json: linux-image-5.10.0-32-amd64 is 5.10.223-1; data/lab/6.1/*.json:
 # linux-image-6.1.0-57-amd64 is 6.1.192-3). A later upload may keep the ABI, so this is a floor, never exact.
 DEBIAN_ABI_FIRST: dict[tuple[int, int], dict[int, int]] = {
     (5, 10): {32: 223},
