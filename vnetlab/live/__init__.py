@@ -94,3 +94,6 @@ __all__ = [
     "VXLAN_RX_CONFIGS",
     "vxlan_lab",
 ]
+from vnetlab.live.btf import BtfLayout, LayoutRow, btf_layout  # noqa: E402
+
+__all__ += ["BtfLayout", "LayoutRow", "btf_layout"]
