@@ -20,6 +20,7 @@ from typing import Annotated
 
 from vnetlab.checks import In, public
 from vnetlab.errors import ArgumentError, LiveUnavailable
+from vnetlab.profiles import Arch
 
 __all__ = ["BTF_PATH", "BtfLayout", "BtfTypes", "LayoutRow", "btf_layout", "profile_arch_name"]
 
@@ -190,6 +191,25 @@ class BtfTypes:
         return struct.unpack_from(self._end + "III", self._data, self._offsets[tid] + 12)[2]
 
     @public
+    def enum_with(self, constant: str) -> dict[str, int]:
+        """{name: value} of the enum that defines ``constant`` (e.g. "SKB_GSO_TCPV4": enum skb_gso_type)."""
+        for tid in range(1, len(self._offsets)):
+            _n, kind, vlen, _s, kind_flag = self._header(tid)
+            if kind not in (_ENUM, _ENUM64):
+                continue
+            step = 8 if kind == _ENUM else 12
+            base = self._offsets[tid] + 12
+            names = [self._string(self._u32.unpack_from(self._data, base + step * i)[0]) for i in range(vlen)]
+            if constant in names:
+                out = {}
+                for i, name in enumerate(names):
+                    lo = struct.unpack_from(self._end + ("i" if kind_flag else "I"), self._data, base + step * i + 4)[0]
+                    hi = struct.unpack_from(self._end + "I", self._data, base + step * i + 8)[0] if step == 12 else 0
+                    out[name] = (hi << 32 | lo & 0xFFFFFFFF) if step == 12 else lo & 0xFFFFFFFF
+                return out
+        raise LookupError(f"{self.source} has no enum with {constant}")
+
+    @public
     def has_member(self, struct_name: str, path: str) -> bool:
         try:
             self.member(struct_name, path)
@@ -243,7 +263,7 @@ class BtfLayout:
     small_head_object_size: int | None = None  # /sys/kernel/slab/skbuff_small_head/object_size (root only)
 
     @public
-    def arch(self, profile: str | None = None, arch: str | None = None):  # noqa: ANN201 (vnetlab.profiles.Arch)
+    def arch(self, profile: str | None = None, arch: str | None = None) -> Arch:
         """The model's :class:`vnetlab.profiles.Arch` for ``profile`` (default: the running kernel's) with this
         kernel's sizes put in: the models then compute with your kernel's sk_buff, skb_shared_info and
         MAX_SKB_FRAGS, and the profile's page size and cache line."""
@@ -254,7 +274,7 @@ class BtfLayout:
             skb_frag_size=self.sizeof_skb_frag, description=f"{base.name} with the sizes of {self.path}")
 
     @public
-    def profile_arch(self, profile: str | None = None, arch: str | None = None):  # noqa: ANN201
+    def profile_arch(self, profile: str | None = None, arch: str | None = None) -> Arch:
         """The model's own :class:`vnetlab.profiles.Arch` for ``profile`` (default: running_profile()) and
         ``arch`` (default: this machine's, :func:`profile_arch_name`)."""
         from vnetlab import profiles
