@@ -362,3 +362,19 @@ def test_the_session_records_only_the_named_devices_in_its_own_instance():
         with open(os.path.join(root, "set_event")) as fh:
             assert fh.read() == global_before
     _assert_clean("c0ffe4")
+
+
+@needs_root
+def test_vlan_stack_or_the_reason_it_cannot_be_built():
+    """VLAN over a veth: the GSO skb whole at both devices (GSO_UDP_L4 in NETIF_F_GSO_SOFTWARE since 5.11, commit
+    2e4ef10f5850); a kernel without the 8021q module says so (LiveUnavailable) and the test skips with that."""
+    try:
+        c = live.capture("vlan", "plain", segs=SEGS, gso_size=GSO, tag="c0ffe5")
+    except LiveUnavailable as exc:
+        _assert_clean("c0ffe5")
+        assert "8021q" in str(exc)
+        pytest.skip(str(exc))
+    _assert_clean("c0ffe5")
+    for role in ("upper", "tx"):
+        skbs = c.at(role, "net_dev_start_xmit")
+        assert len(skbs) == 1 and skbs[0].gso_size == GSO and skbs[0].gso_segs == SEGS

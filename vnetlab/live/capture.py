@@ -11,11 +11,11 @@ Experiments (all UDP_SEGMENT sends of ``segs`` x ``gso_size`` into a socket behi
 
 - "veth": a veth pair, receiver ``config``: "plain" (GRO off), "gro" (rx-gro on), "xdp" (an XDP_PASS program),
   "xdp+gro"; the receive side (netif_rx_entry on the backlog path, napi_gro_receive_entry on veth's NAPI);
-- "macvlan", "bridge", "vxlan": the transmit side of a device stack over the same veth pair (net_dev_start_xmit at
+- "macvlan", "bridge", "vxlan", "vlan": the transmit side of a device stack over the same veth pair (net_dev_start_xmit at
   each device: where the GSO skb is still whole, where it was segmented);
 - "tap": frames written to a tap device (tun_get_user, netif_rx).
 
-VLAN devices need the 8021q module; a kernel without it cannot build that stack, and :func:`capture` says so.
+VLAN devices need the 8021q module; on a kernel without it :func:`capture` ("vlan") raises LiveUnavailable saying so.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from vnetlab.live.capture_tracefs import TraceSession
 
 __all__ = ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "FieldDiff", "SkbComparison", "capture", "model_skbs"]
 
-EXPERIMENTS = ("veth", "macvlan", "bridge", "vxlan", "tap")
+EXPERIMENTS = ("veth", "macvlan", "bridge", "vxlan", "vlan", "tap")
 VETH_CONFIGS = ("plain", "gro", "xdp", "xdp+gro")
 _SOL_UDP, _UDP_SEGMENT, _UDP_GRO = 17, 103, 104  # include/linux/socket.h SOL_UDP, include/uapi/linux/udp.h
 _SO_MEMINFO, _SK_MEMINFO_RMEM_ALLOC = 55, 0  # include/uapi/asm-generic/socket.h, include/uapi/linux/sock_diag.h
@@ -192,7 +192,7 @@ def model_skbs(experiment: str, config: str = "plain", *, segs: int = 10, gso_si
     v0, v1 = net.veth("v0", "v1")
     if experiment == "tap":
         return {}
-    top = {"veth": v0, "macvlan": None, "bridge": None, "vxlan": None}[experiment]
+    top = v0
     if experiment == "macvlan":
         top = net.macvlan("mv0", lower=v0)
     elif experiment == "bridge":
@@ -200,6 +200,8 @@ def model_skbs(experiment: str, config: str = "plain", *, segs: int = 10, gso_si
         net.set_master(v0, top)
     elif experiment == "vxlan":
         top = net.vxlan("vx0", vni=42, underlay=v0)
+    elif experiment == "vlan":
+        top = net.vlan("vl0", lower=v0, vid=10)
     if "gro" in config:
         v1.ethtool_K({"rx-gro": True})
     if "xdp" in config:
@@ -213,7 +215,7 @@ def model_skbs(experiment: str, config: str = "plain", *, segs: int = 10, gso_si
     out: dict[tuple[str, str], list[dict]] = {}
     tx = t.send.tx
     if tx is not None:
-        roles = {"v0": "tx", "mv0": "upper", "br0": "upper", "vx0": "upper"}
+        roles = {"v0": "tx", "mv0": "upper", "br0": "upper", "vx0": "upper", "vl0": "upper"}
         for hop in tx.hops:
             role = roles.get(hop.name, hop.name)
             if hop.name == "v0":
@@ -282,9 +284,9 @@ def capture(experiment: str = "veth", config: str = "plain", *,
                             function="live.capture", param="tag")
     around = alongside or (lambda devices: contextlib.nullcontext())
     roles = {"tx": f"vt{tag}t", "rx": f"vt{tag}r"}
-    if experiment in ("macvlan", "bridge", "vxlan"):
+    if experiment in ("macvlan", "bridge", "vxlan", "vlan"):
         roles["upper"] = f"vt{tag}u"
-    if experiment == "vxlan":
+    if experiment in ("vxlan", "vlan"):
         roles["inner_rx"] = f"vt{tag}x"
     if experiment == "tap":
         roles = {"tap": f"vt{tag}p"}
@@ -306,8 +308,15 @@ def capture(experiment: str = "veth", config: str = "plain", *,
         elif experiment == "bridge":
             top = lab.bridge(roles["upper"], up=False)
             lab.set_master(v0, top)
+        elif experiment == "vlan":
+            top = _vlan(lab, v0, roles["upper"], tx_ns)
         for d in (v0, v1, top):
             lab.set_multicast(d, False)  # no IGMP report among the skbs recorded
+        if experiment == "vlan":  # the tagged frames reach a socket behind the peer's VLAN device
+            inner = _vlan(lab, v1, roles["inner_rx"], rx_ns)
+            lab.set_multicast(inner, False)
+            lab.addr(inner, "10.78.0.2/24")
+            lab.up(inner)
         if experiment == "vxlan":
             lab.addr(v0, "10.77.0.1/24")
             lab.up(v0)
@@ -324,6 +333,13 @@ def capture(experiment: str = "veth", config: str = "plain", *,
             lab.neigh(v1, "10.77.0.1", lab.link_json(v0)["address"])
             lab.neigh(top, "10.88.0.2", lab.link_json(inner)["address"])
             dst = "10.88.0.2"
+        elif experiment == "vlan":
+            lab.addr(top, "10.78.0.1/24")
+            for d in (v0, v1, top):
+                lab.up(d)
+            lab.neigh(top, "10.78.0.2", lab.link_json(inner)["address"])
+            lab.neigh(inner, "10.78.0.1", lab.link_json(top)["address"])
+            dst = "10.78.0.2"
         else:
             lab.addr(top, "10.77.0.1/24")
             for d in {top.name: top, v0.name: v0}.values():
@@ -364,6 +380,21 @@ def capture(experiment: str = "veth", config: str = "plain", *,
     result.extend(parse_trace_text(text, source="tracefs"))
     result.model = model_skbs(experiment, config, segs=segs, gso_size=gso_size, kernel=profile)
     return result
+
+
+def _vlan(lab: Any, lower: Any, name: str, netns: str) -> Any:
+    """``ip link add link LOWER name NAME type vlan id 10``; without the 8021q module the kernel refuses the type."""
+    from vnetlab.errors import LiveError
+    from vnetlab.live.commands import COMMAND_TIMEOUT, run
+    from vnetlab.live.lab import LiveDevice
+
+    try:
+        run(["ip", "-n", netns, "link", "add", "link", lower.name, "name", name, "type", "vlan", "id", "10"],
+            timeout=COMMAND_TIMEOUT)
+    except LiveError as exc:
+        raise LiveUnavailable(f"this kernel cannot make a VLAN device ({exc}): the 8021q module "
+                              "(CONFIG_VLAN_8021Q) is missing, so the VLAN stack cannot be captured here") from None
+    return LiveDevice(name=name, netns=netns, kind="vlan")
 
 
 _ETH_P_IP = 0x0800
