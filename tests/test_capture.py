@@ -168,7 +168,7 @@ def test_bad_capture_files_get_clear_errors(tmp_path):
 
 def test_capture_arguments_are_checked():
     with pytest.raises(ArgumentError) as exc:
-        live.capture("vlan")
+        live.capture("wifi")
     assert exc.value.param == "experiment"
     with pytest.raises(ArgumentError) as exc:
         live.capture("veth", "lro")

@@ -11,8 +11,8 @@ Experiments (all UDP_SEGMENT sends of ``segs`` x ``gso_size`` into a socket behi
 
 - "veth": a veth pair, receiver ``config``: "plain" (GRO off), "gro" (rx-gro on), "xdp" (an XDP_PASS program),
   "xdp+gro"; the receive side (netif_rx_entry on the backlog path, napi_gro_receive_entry on veth's NAPI);
-- "macvlan", "bridge", "vxlan", "vlan": the transmit side of a device stack over the same veth pair (net_dev_start_xmit at
-  each device: where the GSO skb is still whole, where it was segmented);
+- "macvlan", "bridge", "vxlan", "vlan": the transmit side of a device stack over the same veth pair
+  (net_dev_start_xmit at each device: where the GSO skb is still whole, where it was segmented);
 - "tap": frames written to a tap device (tun_get_user, netif_rx).
 
 VLAN devices need the 8021q module; on a kernel without it :func:`capture` ("vlan") raises LiveUnavailable saying so.
