@@ -308,6 +308,7 @@ def capture(experiment: str = "veth", config: str = "plain", *,
         elif experiment == "bridge":
             top = lab.bridge(roles["upper"], up=False)
             lab.set_master(v0, top)
+            _quiet_bridge(tx_ns, top.name)
         elif experiment == "vlan":
             top = _vlan(lab, v0, roles["upper"], tx_ns)
         for d in (v0, v1, top):
@@ -380,6 +381,15 @@ def capture(experiment: str = "veth", config: str = "plain", *,
     result.extend(parse_trace_text(text, source="tracefs"))
     result.model = model_skbs(experiment, config, segs=segs, gso_size=gso_size, kernel=profile)
     return result
+
+
+def _quiet_bridge(netns: str, name: str) -> None:
+    """No multicast snooping: the bridge then sends no IGMP query or report among the skbs recorded
+    (net/bridge/br_multicast.c)."""
+    from vnetlab.live.commands import COMMAND_TIMEOUT, run
+
+    run(["ip", "-n", netns, "link", "set", "dev", name, "type", "bridge", "mcast_snooping", "0"],
+        timeout=COMMAND_TIMEOUT)
 
 
 def _vlan(lab: Any, lower: Any, name: str, netns: str) -> Any:
