@@ -46,9 +46,13 @@ def test_each_captured_skb_is_drawn_to_scale_beside_the_models():
 
 
 def test_an_skb_without_a_model_says_so():
-    c = live.recorded_capture("tracefs", "vxlan", "plain")
+    """A tap device's skbs (tun_get_user): the model has no tun driver, and the figure says so."""
+    c = live.Capture([live.CapturedSkb("netif_receive_skb_entry", "vtp", 1028, 0, 2304, 0, 0, None, 0,
+                                       source="tracefs")])
+    c.experiment, c.config, c.kernel, c.profile, c.roles, c.model = "tap", "plain", "test", "6.18", {"tap": "vtp"}, {}
     fig = captured.draw_capture(c)
-    assert "no model of this skb" in _verdicts(fig)[-1]  # vxlan's inner receive: the model keeps no skb there
+    assert "no model of this skb" in _verdicts(fig)[-1]
+    assert regions(fig)["kernel:0:truesize"].get_width() == 2304  # source: the CapturedSkb above
 
 
 def test_btf_layout_drawn_with_the_kernels_sizes():

@@ -225,6 +225,9 @@ def model_skbs(experiment: str, config: str = "plain", *, segs: int = 10, gso_si
     if t.rx is not None:
         # the receive entry sees each skb veth_xmit handed over, before GRO: the peer's copies of what v0 sent
         out[("rx", "rx")] = [_skb_fields(s) for s in _rx_entry_skbs(t)]
+    if getattr(t, "vxlan", None) is not None:
+        # gro_cells_receive hands each decapsulated skb to the vxlan device's napi_gro_receive
+        out[("rx", "inner_rx")] = [_skb_fields(s) for s in t.vxlan.decapsulated]
     return out
 
 
