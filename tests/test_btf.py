@@ -118,8 +118,8 @@ def test_a_layout_that_differs_is_flagged():
     fake = _blob(max_skb_frags=45)
     layout = _layout_of(fake)
     rows = {r.name: r for r in layout.compare("6.18", "x86_64")}
-    assert not rows["MAX_SKB_FRAGS (length of skb_shared_info.frags[])"].agrees
-    assert rows["MAX_SKB_FRAGS (length of skb_shared_info.frags[])"].kernel == 45
+    assert not rows["MAX_SKB_FRAGS (skb_shared_info.frags[])"].agrees
+    assert rows["MAX_SKB_FRAGS (skb_shared_info.frags[])"].kernel == 45
     assert "DIFFER" in layout.table("6.18", "x86_64")
     # skb_shared_info: 48 bytes before frags[] plus 45 frags of 16 bytes (include/linux/skbuff.h, pahole 6.18)
     assert layout.sizeof_skb_shared_info == 48 + 45 * 16

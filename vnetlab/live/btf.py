@@ -299,17 +299,17 @@ class BtfLayout:
                       a.skb_data_align(a.sk_buff_size), "include/linux/skbuff.h SKB_TRUESIZE"),
             LayoutRow("sizeof(struct skb_shared_info)", self.sizeof_skb_shared_info, a.skb_shared_info_size,
                       "include/linux/skbuff.h struct skb_shared_info"),
-            LayoutRow("MAX_SKB_FRAGS (length of skb_shared_info.frags[])", self.max_skb_frags, a.max_skb_frags,
+            LayoutRow("MAX_SKB_FRAGS (skb_shared_info.frags[])", self.max_skb_frags, a.max_skb_frags,
                       "include/linux/skbuff.h MAX_SKB_FRAGS"),
             LayoutRow("sizeof(skb_frag_t)", self.sizeof_skb_frag, a.skb_frag_size, "include/linux/skbuff.h"),
-            LayoutRow("build_skb tailroom needed: SKB_DATA_ALIGN(sizeof(struct skb_shared_info))",
+            LayoutRow("build_skb tailroom: SKB_DATA_ALIGN(shinfo)",
                       mine.shinfo_size, a.shinfo_size, "drivers/net/virtio_net.c page_to_skb (v5.13+)"),
-            LayoutRow("SKB_TRUESIZE(0): the sk_buff and skb_shared_info an skb is charged for",
+            LayoutRow("SKB_TRUESIZE(0) (sk_buff + shinfo)",
                       mine.skb_truesize(0), a.skb_truesize(0), "include/linux/skbuff.h SKB_TRUESIZE"),
-            LayoutRow("SKB_WITH_OVERHEAD(1024): napi_alloc_skb's small-head limit (5.11 to 6.13)",
+            LayoutRow("SKB_WITH_OVERHEAD(1024) (napi small head)",
                       mine.skb_with_overhead(1024), a.skb_with_overhead(1024),
                       "net/core/skbuff.c __napi_alloc_skb, 3226b158e67c"),
-            LayoutRow("napi_alloc_skb small heads from the 1 KiB page_small frag cache",
+            LayoutRow("napi_alloc_cache.page_small (1 KiB heads)",
                       "yes" if self.napi_page_small else "no", "yes" if rule_head == "page_frag_1k" else "no",
                       "net/core/skbuff.c struct napi_alloc_cache page_small (dbae2b062824, reverted in 6.14)"),
         ]
@@ -322,8 +322,10 @@ class BtfLayout:
         a = self.profile_arch(profile, arch)
         name = self.kernel or "an unnamed kernel"
         head = f"BTF of {name} ({self.path}) beside the model profile {a.kernel}, {a.name}"
-        return "\n".join([head] + [str(r) for r in rows] +
-                         [f"{sum(r.agrees for r in rows)} of {len(rows)} agree"])
+        info = ([f"(the running kernel's skbuff_small_head objects: {self.small_head_object_size} B, "
+                 "/sys/kernel/slab, readable by root only)"] if self.small_head_object_size else [])
+        return "\n".join([head] + [str(r) for r in rows] + info +
+                          [f"{sum(r.agrees for r in rows)} of {len(rows)} agree"])
 
 
 @public
