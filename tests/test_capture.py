@@ -378,3 +378,19 @@ def test_vlan_stack_or_the_reason_it_cannot_be_built():
     for role in ("upper", "tx"):
         skbs = c.at(role, "net_dev_start_xmit")
         assert len(skbs) == 1 and skbs[0].gso_size == GSO and skbs[0].gso_segs == SEGS
+
+
+@needs_root
+def test_where_the_gso_skb_is_cut():
+    """tx-udp-segmentation off on the veth under a macvlan: the macvlan still hands one GSO skb down, the veth's
+    validate_xmit_skb cuts it (net/core/dev.c), and SEGS skbs reach its start_xmit and the peer; the model agrees
+    on every skb, and the peer's truesize adds up to SO_MEMINFO."""
+    c = live.capture("macvlan", "nouso", segs=SEGS, gso_size=GSO, tag="c0ffe6")
+    _assert_clean("c0ffe6")
+    upper, lower = c.at("upper", "net_dev_start_xmit"), c.at("tx", "net_dev_start_xmit")
+    assert len(upper) == 1 and upper[0].gso_size == GSO
+    assert len(lower) == SEGS and all(s.gso_size == 0 and s.data_len == GSO for s in lower)
+    rx = c.at("rx", "netif_rx_entry")
+    assert len(rx) == c.counters["rx"] == SEGS and sum(s.truesize for s in rx) == c.meminfo_rmem
+    rows = c.compare()
+    assert rows and all(r.agrees for r in rows), c.table()

@@ -10,7 +10,8 @@ names every field that disagrees.
 Experiments (all UDP_SEGMENT sends of ``segs`` x ``gso_size`` into a socket behind the last device):
 
 - "veth": a veth pair, receiver ``config``: "plain" (GRO off), "gro" (rx-gro on), "xdp" (an XDP_PASS program),
-  "xdp+gro"; the receive side (netif_rx_entry on the backlog path, napi_gro_receive_entry on veth's NAPI);
+  "xdp+gro"; "nouso": the sending veth without tx-udp-segmentation (the GSO skb is cut where it meets it); the
+  receive side (netif_rx_entry on the backlog path, napi_gro_receive_entry on veth's NAPI);
 - "macvlan", "bridge", "vxlan", "vlan": the transmit side of a device stack over the same veth pair
   (net_dev_start_xmit at each device: where the GSO skb is still whole, where it was segmented);
 - "tap": frames written to a tap device (tun_get_user, netif_rx).
@@ -38,7 +39,7 @@ from vnetlab.live.capture_tracefs import TraceSession
 __all__ = ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "FieldDiff", "SkbComparison", "capture", "model_skbs"]
 
 EXPERIMENTS = ("veth", "macvlan", "bridge", "vxlan", "vlan", "tap")
-VETH_CONFIGS = ("plain", "gro", "xdp", "xdp+gro")
+VETH_CONFIGS = ("plain", "gro", "xdp", "xdp+gro", "nouso")
 _SOL_UDP, _UDP_SEGMENT, _UDP_GRO = 17, 103, 104  # include/linux/socket.h SOL_UDP, include/uapi/linux/udp.h
 _SO_MEMINFO, _SK_MEMINFO_RMEM_ALLOC = 55, 0  # include/uapi/asm-generic/socket.h, include/uapi/linux/sock_diag.h
 _PORT = 9000
@@ -206,6 +207,8 @@ def model_skbs(experiment: str, config: str = "plain", *, segs: int = 10, gso_si
         v1.ethtool_K({"rx-gro": True})
     if "xdp" in config:
         v1.set_xdp(True)
+    if config == "nouso":
+        v0.ethtool_K({"tx-udp-segmentation": False})
     length = segs * gso_size
     if experiment == "vxlan":
         vx1 = net.vxlan("vx1", vni=42, underlay=v1)
@@ -246,8 +249,8 @@ def _check_experiment(experiment: str, config: str) -> None:
                             function="live.capture", param="experiment")
     if config not in VETH_CONFIGS:
         raise ArgumentError(f"capture: config={config!r} is not one of {', '.join(VETH_CONFIGS)} (the receiving "
-                            "veth: GRO off, rx-gro on, an XDP_PASS program, both)", function="live.capture",
-                            param="config")
+                            "veth: GRO off, rx-gro on, an XDP_PASS program, both; or the sending veth without "
+                            "tx-udp-segmentation)", function="live.capture", param="config")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -356,6 +359,8 @@ def capture(experiment: str = "veth", config: str = "plain", *,
             v1.ethtool_K({"rx-gro": True})
         if "xdp" in config:
             lab.attach_xdp_pass(v1)
+        if config == "nouso":
+            v0.ethtool_K({"tx-udp-segmentation": False})
         time.sleep(0.05)
         rx = _socket_in(rx_ns, 4)
         tx = _socket_in(tx_ns, 4)
