@@ -87,6 +87,8 @@ def test_an_ordinary_user_reads_the_same_layout_as_pahole():
     if subprocess.run(["runuser", "-u", USER, "--", python, "-c", "pass"], capture_output=True).returncode != 0:
         # this venv's interpreter lives where the user cannot read (/root): the module needs nothing but the stdlib
         python, env["PYTHONPATH"] = "/usr/bin/python3", str(ROOT)
+        if not os.path.exists(python):
+            pytest.skip(f"{sys.executable} is not readable by {USER} and there is no /usr/bin/python3")
     done = subprocess.run(["runuser", "-u", USER, "--", python, "-c", code], capture_output=True, text=True,
                           timeout=120, cwd="/", env=env)
     assert done.returncode == 0, done.stderr

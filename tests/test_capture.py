@@ -49,7 +49,7 @@ needs_root = pytest.mark.skipif(_can_trace() is not None, reason=str(_can_trace(
 # The recorded files: every format reads into the same skbs; the real tools agree with the tracefs capture
 # ---------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("experiment,config", [("veth", "xdp"), ("vxlan", "plain")])
+@pytest.mark.parametrize("experiment,config", [(e, c) for e, c, _ in capture_record.RECORDED])
 def test_every_format_of_a_recording_reads_the_same_skbs(experiment, config):
     """perf 6.1 and bpftrace 0.17 recorded the same send as vnetlab's tracefs capture (data/live/captures/):
     their len, data_len, truesize, nr_frags and gso_size equal the tracefs capture's for every event they share;

@@ -30,8 +30,9 @@ from vnetlab.live.capture_formats import read_capture, write_capture
 __all__ = ["RECORDED", "RECORDED_FORMATS", "BPFTRACE_SCRIPT", "record_captures", "recorded_capture",
            "recorded_capture_path"]
 
-# (experiment, config, segs): a veth receive with XDP (the copy the model does not make) and a vxlan stack.
-RECORDED = (("veth", "xdp", 4), ("vxlan", "plain", 4))
+# (experiment, config, segs): a veth receive with XDP (the copy the model does not make), a vxlan stack, and a
+# macvlan over a veth without tx-udp-segmentation (where the GSO skb is cut).
+RECORDED = (("veth", "xdp", 4), ("vxlan", "plain", 4), ("macvlan", "nouso", 4))
 # format -> file suffix
 RECORDED_FORMATS = {"tracefs": "tracefs.txt", "perf": "perf.txt", "bpftrace": "bpftrace.txt",
                     "pwru": "pwru.json", "retis": "retis.json"}
