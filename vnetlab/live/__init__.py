@@ -97,12 +97,20 @@ __all__ = [
 from vnetlab.live.btf import BtfLayout, LayoutRow, btf_layout  # noqa: E402
 
 __all__ += ["BtfLayout", "LayoutRow", "btf_layout"]
-from vnetlab.live.capture import EXPERIMENTS, VETH_CONFIGS, Capture, SkbComparison, capture, model_skbs  # noqa: E402
+from vnetlab.live.capture import (  # noqa: E402
+    EXPERIMENTS,
+    VETH_CONFIGS,
+    Capture,
+    SkbComparison,
+    beside_model,
+    capture,
+    model_skbs,
+)
 from vnetlab.live.capture_formats import CapturedSkb, read_capture, write_capture  # noqa: E402
 from vnetlab.live.capture_tracefs import TraceSession  # noqa: E402
 
-__all__ += ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "CapturedSkb", "SkbComparison", "TraceSession", "capture",
-            "model_skbs", "read_capture", "write_capture"]
+__all__ += ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "CapturedSkb", "SkbComparison", "TraceSession", "beside_model",
+            "capture", "model_skbs", "read_capture", "write_capture"]
 from vnetlab.live.capture_record import record_captures, recorded_capture, recorded_capture_path  # noqa: E402
 
 __all__ += ["record_captures", "recorded_capture", "recorded_capture_path"]

@@ -36,7 +36,8 @@ from vnetlab.errors import ArgumentError, LiveUnavailable
 from vnetlab.live.capture_formats import TRACEPOINT_GSO_TYPE_BITS, CapturedSkb, gso_type_names, parse_trace_text
 from vnetlab.live.capture_tracefs import TraceSession
 
-__all__ = ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "FieldDiff", "SkbComparison", "capture", "model_skbs"]
+__all__ = ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "FieldDiff", "SkbComparison", "beside_model", "capture",
+           "model_skbs"]
 
 EXPERIMENTS = ("veth", "macvlan", "bridge", "vxlan", "vlan", "tap")
 VETH_CONFIGS = ("plain", "gro", "xdp", "xdp+gro", "nouso")
@@ -251,6 +252,24 @@ def _check_experiment(experiment: str, config: str) -> None:
         raise ArgumentError(f"capture: config={config!r} is not one of {', '.join(VETH_CONFIGS)} (the receiving "
                             "veth: GRO off, rx-gro on, an XDP_PASS program, both; or the sending veth without "
                             "tx-udp-segmentation)", function="live.capture", param="config")
+
+
+@public
+def beside_model(skbs: list, experiment: str, roles: Mapping[str, str], *, config: str = "plain",
+                 segs: Annotated[int, In(1, 64, "segments per send")] = 10, gso_size: UdpPayloadLen = 1400,
+                 kernel: str | None = None, release: str = "", label: str = "") -> Capture:
+    """Captured skbs from anywhere (:func:`vnetlab.live.read_capture` of your own perf, bpftrace, pwru or retis
+    file) as a :class:`Capture` beside the model of ``experiment``: ``roles`` maps "tx", "rx", "upper", ... to
+    your device names; ``release`` is the kernel they came from (its profile is the model's, unless ``kernel``)."""
+    from vnetlab.live.profile import running_profile
+
+    c = Capture(skbs)
+    c.experiment, c.config, c.kernel = experiment, config, release
+    c.profile = kernel or (running_profile(release) if release else running_profile())
+    c.roles, c.meminfo_rmem, c.counters, c.received, c.trace_text = dict(roles), None, {}, (), ""
+    c.model = model_skbs(experiment, config, segs=segs, gso_size=gso_size, kernel=c.profile)
+    c.label = label
+    return c
 
 
 # ---------------------------------------------------------------------------------------------------------

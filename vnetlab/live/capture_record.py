@@ -86,23 +86,18 @@ def recorded_capture(format: str = "tracefs", experiment: str = "veth", config: 
                      path: str | None = None) -> Capture:
     """A shipped recording read back as a :class:`~vnetlab.live.capture.Capture`, with the model's skbs for the
     profile of the kernel it was recorded on; ``.label`` says "recorded on KERNEL, DATE (TOOL)"."""
-    from vnetlab.live.capture import model_skbs
-    from vnetlab.live.profile import running_profile
+    from vnetlab.live.capture import beside_model
 
     path = path or recorded_capture_path(format, experiment, config)
     meta = _meta(path)
-    skbs = read_capture(path, _READ_AS.get(format, None))
-    c = Capture(skbs)
-    c.experiment, c.config = meta.get("experiment", experiment), meta.get("config", config)
-    c.kernel = meta.get("kernel", "")
-    c.profile = running_profile(c.kernel) if c.kernel else running_profile()
-    c.roles = dict(part.split(":", 1) for part in meta.get("roles", "").split(",") if ":" in part)
+    c = beside_model(read_capture(path, _READ_AS.get(format, None)), meta.get("experiment", experiment),
+                     dict(part.split(":", 1) for part in meta.get("roles", "").split(",") if ":" in part),
+                     config=meta.get("config", config), segs=int(meta.get("segs", 4)),
+                     gso_size=int(meta.get("gso_size", 1400)), release=meta.get("kernel", ""),
+                     label=f"recorded on {meta.get('kernel', '?')}, {meta.get('date', '?')} "
+                           f"({meta.get('tool', format)})")
     c.meminfo_rmem = int(meta["meminfo_rmem"]) if meta.get("meminfo_rmem", "").isdigit() else None
     c.counters = {k: int(v) for k, v in (p.split(":") for p in meta.get("counters", "").split(",") if ":" in p)}
-    c.received, c.trace_text = (), ""
-    c.model = model_skbs(c.experiment, c.config, segs=int(meta.get("segs", 4)),
-                         gso_size=int(meta.get("gso_size", 1400)), kernel=c.profile)
-    c.label = f"recorded on {c.kernel}, {meta.get('date', '?')} ({meta.get('tool', format)})"
     return c
 
 
