@@ -411,3 +411,19 @@ def test_your_own_file_beside_the_model(tmp_path):
     wrong = live.beside_model(read_capture(path), "macvlan", {"upper": upper, "tx": tx, "rx": rx}, config="plain",
                               segs=4, gso_size=GSO, release="6.18.44")
     assert not all(r.agrees for r in wrong.compare())  # told the wrong set-up, the model disagrees
+
+
+def test_capture_or_recorded_says_which(monkeypatch):
+    """Without root the shipped recording comes back, labelled with its kernel and date and the reason; as root a
+    capture of this kernel, labelled "captured now" (the header of data/live/captures/veth-xdp.tracefs.txt names
+    6.18.44 and 2026-12-03)."""
+    capture_mod = sys.modules["vnetlab.live.capture"]  # the module (live.capture is the function)
+
+    if _can_trace() is None:
+        now = live.capture_or_recorded("veth", "xdp")
+        assert now.label.startswith(f"captured now on {os.uname().release}") and now.why == ""
+        assert len(now.at("rx", "napi_gro_receive_entry")) == 4  # segs=4, each segment through veth's NAPI
+    monkeypatch.setattr(capture_mod.os, "geteuid", lambda: 1000)
+    rec = live.capture_or_recorded("veth", "xdp")
+    assert rec.label == "recorded on 6.18.44-fc-v1252, 2026-12-03 (vnetlab-tracefs)"
+    assert "needs root" in rec.why and len(rec.at("rx", "napi_gro_receive_entry")) == 4

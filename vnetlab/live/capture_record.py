@@ -27,8 +27,8 @@ from vnetlab.errors import ArgumentError
 from vnetlab.live.capture import Capture
 from vnetlab.live.capture_formats import read_capture, write_capture
 
-__all__ = ["RECORDED", "RECORDED_FORMATS", "BPFTRACE_SCRIPT", "record_captures", "recorded_capture",
-           "recorded_capture_path"]
+__all__ = ["RECORDED", "RECORDED_FORMATS", "BPFTRACE_SCRIPT", "capture_or_recorded", "record_captures",
+           "recorded_capture", "recorded_capture_path"]
 
 # (experiment, config, segs): a veth receive with XDP (the copy the model does not make), a vxlan stack, and a
 # macvlan over a veth without tx-udp-segmentation (where the GSO skb is cut).
@@ -98,6 +98,27 @@ def recorded_capture(format: str = "tracefs", experiment: str = "veth", config: 
                            f"({meta.get('tool', format)})")
     c.meminfo_rmem = int(meta["meminfo_rmem"]) if meta.get("meminfo_rmem", "").isdigit() else None
     c.counters = {k: int(v) for k, v in (p.split(":") for p in meta.get("counters", "").split(",") if ":" in p)}
+    return c
+
+
+@public
+def capture_or_recorded(experiment: str = "veth", config: str = "xdp", *, segs: int = 4,
+                        gso_size: int = 1400) -> Capture:
+    """:func:`~vnetlab.live.capture.capture` of ``experiment`` / ``config`` where this machine allows it (root,
+    tracefs, namespaces), else the shipped recording of the same experiment (:func:`recorded_capture`).
+    ``.label`` says which: "captured now on KERNEL, DATE (vnetlab-tracefs)" or "recorded on KERNEL, DATE (TOOL)",
+    and for a recording ``.why`` says why nothing was captured here."""
+    from vnetlab.errors import LiveUnavailable
+    from vnetlab.live.capture import capture
+
+    try:
+        c = capture(experiment, config, segs=segs, gso_size=gso_size)
+    except LiveUnavailable as exc:
+        c = recorded_capture("tracefs", experiment, config)
+        c.why = str(exc)
+        return c
+    c.label = f"captured now on {c.kernel}, {datetime.date.today().isoformat()} (vnetlab-tracefs)"
+    c.why = ""
     return c
 
 
