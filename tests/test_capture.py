@@ -425,5 +425,6 @@ def test_capture_or_recorded_says_which(monkeypatch):
         assert len(now.at("rx", "napi_gro_receive_entry")) == 4  # segs=4, each segment through veth's NAPI
     monkeypatch.setattr(capture_mod.os, "geteuid", lambda: 1000)
     rec = live.capture_or_recorded("veth", "xdp")
+    # source: the first line of data/live/captures/veth-xdp.tracefs.txt (kernel=, date=)
     assert rec.label == "recorded on 6.18.44-fc-v1252, 2026-12-03 (vnetlab-tracefs)"
     assert "needs root" in rec.why and len(rec.at("rx", "napi_gro_receive_entry")) == 4
