@@ -111,8 +111,12 @@ from vnetlab.live.capture_tracefs import TraceSession  # noqa: E402
 
 __all__ += ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "CapturedSkb", "SkbComparison", "TraceSession", "beside_model",
             "capture", "model_skbs", "read_capture", "write_capture"]
-from vnetlab.live.capture_record import record_captures, recorded_capture, recorded_capture_path  # noqa: E402
-from vnetlab.live.capture_record import capture_or_recorded  # noqa: E402
+from vnetlab.live.capture_record import (  # noqa: E402
+    capture_or_recorded,
+    record_captures,
+    recorded_capture,
+    recorded_capture_path,
+)
 
 __all__ += ["record_captures", "recorded_capture", "recorded_capture_path"]
 __all__ += ["capture_or_recorded"]
