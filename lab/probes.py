@@ -20,8 +20,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from lab import csyntax
-
 # Every file a probe reads (tar member names under the tree's top directory); lab.profile extracts only these.
 FILES = (
     "Makefile",
@@ -344,8 +342,7 @@ PROBES: tuple[Probe, ...] = (
     _p(K, "napi_head", SKBUFF_C, "napi_alloc_skb|__napi_alloc_skb", "which head napi_alloc_skb(GOOD_COPY_LEN) gets",
        [(r"(?<!!)NAPI_HAS_SMALL_PAGE_FRAG\s*&&\s*len\s*<=\s*SKB_WITH_OVERHEAD\(1024\)", "page_frag_1k"),
         (r"len\s*<=\s*SKB_WITH_OVERHEAD\(SKB_SMALL_HEAD_CACHE_SIZE\)", "small_head_cache"),
-        (r"len\s*<=\s*SKB_WITH_OVERHEAD\(1024\)", "kmalloc")], "page_frag",
-       decide=lambda t, p: _napi_head_ast(t, p)),
+        (r"len\s*<=\s*SKB_WITH_OVERHEAD\(1024\)", "kmalloc")], "page_frag"),
     _p(K, "mergeable_truesize", VIRTIO, "add_recvbuf_mergeable", "the truesize stored in the buffer's ctx",
        [(r"mergeable_len_to_ctx\(len \+ room", "len_plus_room"), (r"mergeable_len_to_ctx\(len,", "len")],
        required=True),
@@ -364,7 +361,7 @@ PROBES: tuple[Probe, ...] = (
        [(r"hdr_padded_len\s*=\s*sizeof\(\*hdr\)", "mrg_rxbuf"), (r"hdr_padded_len\s*=\s*hdr_len", "hdr_len")],
        required=True),
     _p(K, "padded_vnet_hdr_len", VIRTIO, "struct padded_vnet_hdr", "sizeof(struct padded_vnet_hdr)",
-       decide=lambda t, p: _padded_vnet_hdr_ast(t, p)),
+       decide=_padded_vnet_hdr),
     _p(K, "receive_big_len_check", VIRTIO, "receive_big", "receive_big's len > max_len drop test",
        decide=_receive_big_bound),
     _p(K, "vnet_hdr_lens", VIRTIO, "virtnet_probe", "vi->hdr_len = sizeof(struct ...)", decide=_vnet_hdr_lens),
@@ -382,19 +379,17 @@ PROBES: tuple[Probe, ...] = (
     _p(K, "udp_segment_needs_csum_offload", UDP_C, "udp_send_skb", "ip_summed != CHECKSUM_PARTIAL -> -EIO",
        [(r"ip_summed\s*!=\s*CHECKSUM_PARTIAL", True)], False),
     _p(K, "uso_needs_csum", "net/core/dev.c", "netdev_fix_features", "GSO_UDP_L4 dropped without a csum feature",
-       [(r"NETIF_F_GSO_UDP_L4", True)], False, decide=lambda t, p: _uso_needs_csum(t, p)),
+       [(r"NETIF_F_GSO_UDP_L4", True)], False),
     _p(K, "udp_gro_accepts_fraglist", "include/linux/udp.h", "udp_unexpected_gso", "who refuses a FRAGLIST skb",
        [(r"SKB_GSO_FRAGLIST", False)], True),
     _p(K, "udp_gro_skips_local_encap", UDP_OFF, "udp_gro_receive", "skb->encapsulation test (no L4 GRO)",
-       [(r"if\s*\(skb->encapsulation\)", True)], False, decide=lambda t, p: _udp_gro_skips_local_encap(t, p)),
+       [(r"if\s*\(skb->encapsulation\)", True)], False),
     _p(K, "gso_max_size_check", "net/core/dev.c", "gso_features_check", "skb->len >= gso_max_size",
-       [(r"skb->len\s*>=\s*(READ_ONCE\(dev->gso_max_size\)|netif_get_gso_max_size)", True)], False,
-       decide=lambda t, p: _gso_max_size_check(t, p)),
-    _p(K, "udp_max_segments", "include/linux/udp.h", None, "UDP_MAX_SEGMENTS", decide=lambda t, p: _udp_max_segments_ast(t, p)),
+       [(r"skb->len\s*>=\s*(READ_ONCE\(dev->gso_max_size\)|netif_get_gso_max_size)", True)], False),
+    _p(K, "udp_max_segments", "include/linux/udp.h", None, "UDP_MAX_SEGMENTS", decide=_udp_max_segments),
     _p(K, "udp_gso_mtu_check", UDP_C, "udp_send_skb", "the UDP_SEGMENT size test against cork->fragsize",
        [(r"hlen\s*\+\s*min(_t\(int,)?\s*\(?\s*datalen,\s*cork->gso_size\)\s*>\s*cork->fragsize", "min_datalen"),
-        (r"hlen\s*\+\s*cork->gso_size\s*>\s*cork->fragsize", "gso_size")], required=True,
-       decide=lambda t, p: _udp_gso_mtu_check_ast(t, p)),
+        (r"hlen\s*\+\s*cork->gso_size\s*>\s*cork->fragsize", "gso_size")], required=True),
     _p(K, "udp_gso_list_geometry_check", UDP_OFF, "__udp_gso_segment", "'Detect modified geometry' before the list",
        [(r"skb_shinfo\(gso_skb\)->gso_size\s*!=|gso_skb->len\s*-\s*\w+\s*!=|skb_headlen\(gso_skb\)", True)],
        False, decide=lambda t, p: _geometry(t, p)),
@@ -414,8 +409,7 @@ PROBES: tuple[Probe, ...] = (
        [(r"features\s*\|=\s*dev->hw_features\s*&\s*NETIF_F_ALL_TSO", "all_tso"),
         (r"features\s*\|=\s*dev->hw_features;", "hw_features")], required=True),
     _p(K, "virtio_gro_hw_needs_guest_gso", VIRTIO, "virtnet_probe", "GRO_HW only with a guest offload",
-       [(r"guest_offloads_capable\s*&\s*GUEST_OFFLOAD_GRO_HW_MASK", True)], False,
-       decide=lambda t, p: _gro_hw_needs_guest_gso(t, p)),
+       [(r"guest_offloads_capable\s*&\s*GUEST_OFFLOAD_GRO_HW_MASK", True)], False),
     _p(K, "bond_gso_software", BOND, "#define BOND_VLAN_FEATURES", "NETIF_F_GSO_SOFTWARE in BOND_VLAN_FEATURES",
        [(r"NETIF_F_GSO_SOFTWARE", True), (r"NETIF_F_ALL_TSO", False)], True,
        decide=lambda t, p: _bond_gso_software(t, p)),
@@ -423,13 +417,10 @@ PROBES: tuple[Probe, ...] = (
        [(r"NETIF_F_GSO_PARTIAL", True)], False),
     _p(K, "bond_compute", BOND, "bond_compute_features", "how vlan/mpls features start",
        decide=lambda t, p: _bond_compute(t, p)),
-    _p(K, "mergeable_dma_reserve", VIRTIO, "add_recvbuf_mergeable",
-       "len -= sizeof(struct virtnet_rq_dma) on a fresh frag that cannot hold it",
-       decide=lambda t, p: _mergeable_dma_reserve(t, p)),
     _p(K, "rx_page_pool", VIRTIO, "add_recvbuf_mergeable", "page_pool_alloc_va (virtio-net rx on a page_pool)",
        [(r"page_pool_alloc_va\(", True)], False),
     _p(K, "rx_frag_order", VIRTIO, None, "the order of the pages rx buffers are carved from",
-       decide=lambda t, p: _rx_frag_order_ast(t, p)),
+       decide=lambda t, p: _rx_frag_order(t, p)),
     # gro.toml
     _p("gro", "skb_gro_receive_file", GRO_FILES, "skb_gro_receive", "where skb_gro_receive lives",
        decide=lambda t, p: _where(t, p, "skb_gro_receive")),
@@ -439,20 +430,16 @@ PROBES: tuple[Probe, ...] = (
     _p("gro", "consumed_truesize", GRO_FILES, "skb_gro_receive", "how the merged skb's truesize is charged",
        [(r"new_truesize\s*=", "6.x"), (r"skb->truesize\s*-=\s*skb->data_len", "5.x")], required=True),
     _p("gro", "gro_udp_fwd", UDP_OFF, "udp_gro_receive", "NETIF_F_GRO_UDP_FWD",
-       [(r"NETIF_F_GRO_UDP_FWD", True)], False, decide=lambda t, p: _gro_udp_fwd(t, p)),
+       [(r"NETIF_F_GRO_UDP_FWD", True)], False),
     _p("gro", "tcp_fraglist", "net/ipv4/tcp_offload.c", None, "is_flist",
        [(r"is_flist", True)], False),
     _p("gro", "gso_skb_gro", DEV_GRO, "dev_gro_receive", "the flush rule for a GSO skb",
-       [(r"flush\s*=\s*skb_is_gso\(skb\)", "flush"), (r"skb_is_gso_tcp\(skb\)", "tcp_not_dodgy")], required=True,
-       decide=lambda t, p: _gso_skb_gro(t, p)),
+       [(r"flush\s*=\s*skb_is_gso\(skb\)", "flush"), (r"skb_is_gso_tcp\(skb\)", "tcp_not_dodgy")], required=True),
     _p("gro", "receive_list_checks_flush", GRO_FILES, "skb_gro_receive_list", "NAPI_GRO_CB(skb)->flush refused",
-       decide=lambda t, p: _receive_list_flush_ast(t, p)),
-    _p("gro", "tcp_cwr_flush", "net/ipv4/tcp_offload.c", "tcp_gro_receive", "flush = flags & TCP_FLAG_CWR",
-       decide=lambda t, p: _tcp_cwr_flush(t, p)),
+       decide=lambda t, p: _receive_list_flush(t, p)),
     _p("gro", "tcp_flags_not_compared", "net/ipv4/tcp_offload.c", "tcp_gro_receive", "flags masked out",
        [(r"~\(TCP_FLAG_CWR \| TCP_FLAG_FIN \| TCP_FLAG_PSH\)", ["CWR", "FIN", "PSH"]),
-        (r"~\(TCP_FLAG_FIN \| TCP_FLAG_PSH\)", ["FIN", "PSH"])], required=True,
-       decide=lambda t, p: _tcp_flags_not_compared(t, p)),
+        (r"~\(TCP_FLAG_FIN \| TCP_FLAG_PSH\)", ["FIN", "PSH"])], required=True),
 )
 
 # Rules no probe decides, and why (python -m lab profile keeps their committed value).
@@ -661,371 +648,3 @@ ARCH_CONFIG = {  # fields a Kconfig choice decides per arch profile (the profile
     ("ppc64le-4k", "page_size"): "CONFIG_PPC_4K_PAGES (a Kconfig choice)",
     ("mips32", "page_size"): "CONFIG_PAGE_SIZE_4KB (a Kconfig choice)",
 }
-
-
-# --- probes that read the structure of the code (lab.csyntax): what a line does, not how it is written ---------
-
-
-class NotApplicable(ProbeError):
-    """The rule does not exist in this kernel (e.g. config MAX_SKB_FRAGS before 6.3): no value, and not an error."""
-
-
-def _fn(tree: Tree, file: str, name: str) -> csyntax.Node:
-    start, lines = tree.body(file, name)
-    node = csyntax.parse("\n".join(lines), start)
-    return node
-
-
-def _at(tree: Tree, file: str, node: csyntax.Node) -> Match:
-    return Match(file, node.line, tree.raw_line(file, node.line))
-
-
-def _found(probe: Probe, value: Any, tree: Tree, file: str, node: csyntax.Node, function: str) -> Finding:
-    return Finding(probe.table, probe.rule, value, _at(tree, file, node), function, True, probe.looks_for)
-
-
-def _absent(probe: Probe, value: Any, tree: Tree, file: str, function: str, what: str | None = None) -> Finding:
-    return Finding(probe.table, probe.rule, value, tree.head(file, function), function, False,
-                   what or probe.looks_for)
-
-
-def _undecided(tree: Tree, probe: Probe, why: str) -> ProbeError:
-    return ProbeError(f"{tree.label}: {probe.rule} undecided: {why}")
-
-
-def _not_in_flist_branch(n: csyntax.Node) -> bool:
-    """tcp_gro_receive: a statement outside the `if (unlikely(NAPI_GRO_CB(p)->is_flist))` branch."""
-    p = n.parent
-    while p is not None:
-        if p.type == "if_statement" and "is_flist" in csyntax.canon(p.field("condition")):
-            return False
-        p = p.parent
-    return True
-
-
-_TCP_CMP = "(flags^tcp_flag_word(th2))"
-
-
-def _tcp_flag_flushes(tree: Tree, probe: Probe) -> tuple[csyntax.Node, list[str], csyntax.Node | None]:
-    """tcp_gro_receive: the flush term comparing the flag words (and the flags it masks out), and the
-    CWR-only flush term if there is one; both outside the fraglist branch."""
-    file = "net/ipv4/tcp_offload.c"
-    fn = _fn(tree, file, "tcp_gro_receive")
-    cmp_node, masked, cwr = None, None, None
-    for node, lhs, op, rhs in csyntax.assignments(fn):
-        if lhs != "flush" or op not in ("=", "|=") or not _not_in_flist_branch(node):
-            continue
-        r = csyntax.strip(rhs)
-        c = csyntax.canon(r)
-        if c == "(TCP_FLAG_CWR&flags)":
-            cwr = node
-        elif r.type == "binary_expression" and c.startswith("(") and _TCP_CMP in c and "~" in c:
-            terms = csyntax._chain(r, "&")
-            if len(terms) == 2 and {csyntax.canon(t)[:1] for t in terms} >= {"~"}:
-                neg = next(t for t in terms if csyntax.canon(t).startswith("~"))
-                if csyntax.canon(next(t for t in terms if t is not neg)) != _TCP_CMP:
-                    continue
-                names = [csyntax.canon(x) for x in csyntax._chain(csyntax.strip(neg).field("argument"), "|")]
-                if not all(re.fullmatch(r"TCP_FLAG_[A-Z]+", x) for x in names):
-                    raise _undecided(tree, probe, f"the flag mask `{neg.text}` is not an OR of TCP_FLAG_* names")
-                cmp_node, masked = node, sorted(x.removeprefix("TCP_FLAG_") for x in names)
-        elif _TCP_CMP in c:
-            raise _undecided(tree, probe, f"tcp_gro_receive compares the flag words as `{rhs.text}`")
-    if cmp_node is None or masked is None:
-        raise _undecided(tree, probe, "tcp_gro_receive has no flush |= (flags ^ tcp_flag_word(th2)) & ~(...)")
-    return cmp_node, masked, cwr
-
-
-def _tcp_flags_not_compared(tree: Tree, probe: Probe) -> Finding:
-    node, masked, _ = _tcp_flag_flushes(tree, probe)
-    return _found(probe, masked, tree, "net/ipv4/tcp_offload.c", node, "tcp_gro_receive")
-
-
-def _tcp_cwr_flush(tree: Tree, probe: Probe) -> Finding:
-    """True where tcp_gro_receive flushes the held skb on CWR alone (flush = flags & TCP_FLAG_CWR), up to 6.18;
-    ab4c8b6f7fcb removed it (7.x compares CWR with the other flags instead)."""
-    _, masked, cwr = _tcp_flag_flushes(tree, probe)
-    if cwr is not None:
-        return _found(probe, True, tree, "net/ipv4/tcp_offload.c", cwr, "tcp_gro_receive")
-    return _absent(probe, False, tree, "net/ipv4/tcp_offload.c", "tcp_gro_receive",
-                   f"flush from flags & TCP_FLAG_CWR alone (CWR {'masked' if 'CWR' in masked else 'compared'})")
-
-
-def _gro_udp_fwd(tree: Tree, probe: Probe) -> Finding:
-    """udp_gro_receive: whether the test that sends a socketless skb to udp_gro_receive_segment reads
-    NETIF_F_GRO_UDP_FWD (5.12+); a kernel whose feature table has the bit but whose test does not is 'inert'."""
-    file = UDP_OFF
-    fn = _fn(tree, file, "udp_gro_receive")
-    gate = [(n, csyntax.disjuncts(cond)) for n, cond, body in csyntax.ifs(fn)
-            if any(x.type == "call_expression" and csyntax.canon(x).startswith(
-                "call_gro_receive(udp_gro_receive_segment,") for s in body for x in s.walk())]
-    if not gate:
-        raise _undecided(tree, probe, "udp_gro_receive has no if that returns call_gro_receive("
-                                      "udp_gro_receive_segment, ...)")
-    for n, terms in gate:
-        for t in terms:
-            conj = [csyntax.canon(c) for c in csyntax.conjuncts(t)]
-            if "!sk" in conj and "(NETIF_F_GRO_UDP_FWD&skb->dev->features)" in conj:
-                return _found(probe, True, tree, file, n, "udp_gro_receive")
-    if "NETIF_F_GRO_UDP_FWD" in fn.text:
-        raise _undecided(tree, probe, "udp_gro_receive reads NETIF_F_GRO_UDP_FWD, not as `!sk && (skb->dev->"
-                                      "features & NETIF_F_GRO_UDP_FWD)` in the test that aggregates")
-    return Finding(probe.table, probe.rule, False, _at(tree, file, gate[0][0]), "udp_gro_receive", False,
-                   "NETIF_F_GRO_UDP_FWD in the test that sends the skb to udp_gro_receive_segment")
-
-
-def _udp_gro_skips_local_encap(tree: Tree, probe: Probe) -> Finding:
-    file = UDP_OFF
-    fn = _fn(tree, file, "udp_gro_receive")
-    for n, cond, body in csyntax.ifs(fn):
-        if "skb->encapsulation" in [csyntax.canon(d) for d in csyntax.disjuncts(cond)]:
-            if body and body[0].type in ("goto_statement", "return_statement"):
-                return _found(probe, True, tree, file, n, "udp_gro_receive")
-            return Finding(probe.table, probe.rule, False, _at(tree, file, n), "udp_gro_receive", False,
-                           "a jump out (goto/return) under if (skb->encapsulation)")
-    return _absent(probe, False, tree, file, "udp_gro_receive")
-
-
-def _clears(stmts: list[csyntax.Node], var: str, feature: str) -> csyntax.Node | None:
-    """The statement among ``stmts`` that clears ``feature`` from ``var`` (var &= ~(... feature ...))."""
-    for s in stmts:
-        c = csyntax.stmt_canon(s)
-        m = re.fullmatch(rf"{re.escape(var)}&=~\(?(.*?)\)?;", c)
-        if m and feature in m.group(1).split("|"):
-            return s
-    return None
-
-
-def _uso_needs_csum(tree: Tree, probe: Probe) -> Finding:
-    """netdev_fix_features: if GSO_UDP_L4 is on without a checksum feature, it is cleared (v6.1+)."""
-    file = "net/core/dev.c"
-    fn = _fn(tree, file, "netdev_fix_features")
-    for n, cond, body in csyntax.ifs(fn):
-        conj = [csyntax.canon(c) for c in csyntax.conjuncts(cond)]
-        if "(NETIF_F_GSO_UDP_L4&features)" in conj and any(c.startswith("!") for c in conj):
-            s = _clears(body, "features", "NETIF_F_GSO_UDP_L4")
-            if s is not None:
-                return _found(probe, True, tree, file, s, "netdev_fix_features")
-            return Finding(probe.table, probe.rule, False, _at(tree, file, n), "netdev_fix_features", False,
-                           "features &= ~NETIF_F_GSO_UDP_L4 under the GSO_UDP_L4-without-checksum test")
-    return _absent(probe, False, tree, file, "netdev_fix_features")
-
-
-_GSO_MAX = {"dev->gso_max_size", "netif_get_gso_max_size(dev,skb)"}
-
-
-def _gso_max_size_check(tree: Tree, probe: Probe) -> Finding:
-    """gso_features_check: skb->len >= gso_max_size drops every GSO feature (24ab059d2ebd, v6.7)."""
-    file = "net/core/dev.c"
-    fn = _fn(tree, file, "gso_features_check")
-    for n, cond, body in csyntax.ifs(fn):
-        for d in csyntax.disjuncts(cond):
-            c = csyntax.canon(d)
-            if not any(g in c for g in _GSO_MAX) or "skb->len" not in c:
-                continue
-            if c not in {f"({g}<=skb->len)" for g in _GSO_MAX}:
-                raise _undecided(tree, probe, f"gso_features_check tests `{d.text}`, not skb->len >= gso_max_size")
-            if any(csyntax.stmt_canon(s) == "return(features&~NETIF_F_GSO_MASK);" for s in body):
-                return _found(probe, True, tree, file, n, "gso_features_check")
-            raise _undecided(tree, probe, "the skb->len >= gso_max_size test does not return "
-                                          "features & ~NETIF_F_GSO_MASK")
-    return _absent(probe, False, tree, file, "gso_features_check")
-
-
-def _gso_skb_gro(tree: Tree, probe: Probe) -> Finding:
-    """dev_gro_receive: which GSO skbs are flushed ('flush': every one, skb_is_gso(skb) || frag_list;
-    'tcp_not_dodgy': all but non-DODGY TCP ones)."""
-    file = probe.file_in(tree)
-    fn = _fn(tree, file, "dev_gro_receive")
-    for node, lhs, op, rhs in csyntax.assignments(fn):
-        if lhs == "NAPI_GRO_CB(skb)->flush" and op == "=" and \
-                csyntax.canon(rhs) == "(skb_has_frag_list(skb)||skb_is_gso(skb))":
-            return _found(probe, "flush", tree, file, node, "dev_gro_receive")
-    guards = csyntax.guarded(fn, "NAPI_GRO_CB(skb)->flush=1;")
-    terms = {csyntax.canon(t) for _, ds in guards for t in ds}
-    if terms == {"!skb_is_gso_tcp(skb)", "(SKB_GSO_DODGY&skb_shinfo(skb)->gso_type)"}:
-        return _found(probe, "tcp_not_dodgy", tree, file, guards[0][0], "dev_gro_receive")
-    raise _undecided(tree, probe, f"dev_gro_receive flushes a GSO skb on {sorted(terms) or 'nothing known'}")
-
-
-def _receive_list_flush_ast(tree: Tree, probe: Probe) -> Finding:
-    """skb_gro_receive_list: whether NAPI_GRO_CB(skb)->flush refuses the merge beside the 64 KiB cap."""
-    file = next((f for f in probe.files if tree.has(f) and tree.search(f, None, r"^int skb_gro_receive_list\(")), None)
-    if file is None:
-        raise ProbeError(f"{tree.label}: none of {', '.join(probe.files)} defines skb_gro_receive_list")
-    fn = _fn(tree, file, "skb_gro_receive_list")
-    guards = csyntax.guarded(fn, "return-E2BIG;")
-    terms = {csyntax.canon(t): n for n, ds in guards for t in ds}
-    cap = terms.get("(65536<=(p->len+skb->len))")
-    if cap is None:
-        raise _undecided(tree, probe, "skb_gro_receive_list has no p->len + skb->len >= 65536 refusing with -E2BIG")
-    return _found(probe, "NAPI_GRO_CB(skb)->flush" in terms, tree, file, cap, "skb_gro_receive_list")
-
-
-def _gro_hw_needs_guest_gso(tree: Tree, probe: Probe) -> Finding:
-    """virtnet_probe: GRO_HW in hw_features only when a guest GRO offload is also capable (&&)."""
-    file = VIRTIO
-    fn = _fn(tree, file, "virtnet_probe")
-    guards = csyntax.guarded(fn, "dev->hw_features|=NETIF_F_GRO_HW;")
-    if not guards:
-        raise _undecided(tree, probe, "virtnet_probe never sets dev->hw_features |= NETIF_F_GRO_HW under an if")
-    for n, ds in guards:
-        if len(ds) == 1 and "(GUEST_OFFLOAD_GRO_HW_MASK&vi->guest_offloads_capable)" in \
-                [csyntax.canon(c) for c in csyntax.conjuncts(ds[0])]:
-            return _found(probe, True, tree, file, n, "virtnet_probe")
-    return Finding(probe.table, probe.rule, False, _at(tree, file, guards[0][0]), "virtnet_probe", False,
-                   "guest_offloads_capable & GUEST_OFFLOAD_GRO_HW_MASK required (&&) for hw_features |= GRO_HW")
-
-
-# include/uapi/linux/virtio_net.h and the C ABI of the arches data/arches.toml models (LP64): size, alignment
-_C_TYPES = {"char": (1, 1), "u8": (1, 1), "__u8": (1, 1), "u16": (2, 2), "__u16": (2, 2), "__le16": (2, 2),
-            "__virtio16": (2, 2), "u32": (4, 4), "__u32": (4, 4), "__le32": (4, 4), "u64": (8, 8),
-            "dma_addr_t": (8, 8),  # CONFIG_ARCH_DMA_ADDR_T_64BIT (x86_64)
-            "struct virtio_net_hdr_mrg_rxbuf": (12, 2), "struct virtio_net_hdr_v1_hash": (20, 4)}
-
-
-def _sizeof_struct(tree: Tree, probe: Probe, file: str, name: str) -> tuple[int, csyntax.Node]:
-    """sizeof(struct name) from its members (each a type of _C_TYPES, arrays multiplied), C alignment rules."""
-    start, lines = tree.body(file, f"struct {name}")
-    root = csyntax.parse("\n".join(lines) + ";", start)
-    fields = [n for n in root.walk() if n.type == "field_declaration"]
-    if not fields or root.has_error():
-        raise _undecided(tree, probe, f"struct {name} cannot be read as plain members")
-    size, align, last = 0, 1, fields[-1]
-    for f in fields:
-        t = f.field("type")
-        tname = re.sub(r"\s+", " ", t.text) if t is not None else ""
-        if tname not in _C_TYPES:
-            raise _undecided(tree, probe, f"struct {name} has a member of type {tname!r} whose size is not known")
-        n, a = _C_TYPES[tname]
-        decl = f.field("declarator")
-        count = 1
-        while decl is not None and decl.type == "array_declarator":
-            k = csyntax.eval_int(decl.field("size")) if decl.field("size") is not None else None
-            if k is None:
-                raise _undecided(tree, probe, f"struct {name}: array size `{decl.text}` is not a constant")
-            count *= k
-            decl = decl.field("declarator")
-        size = -(-size // a) * a + n * count
-        align = max(align, a)
-    return -(-size // align) * align, last
-
-
-def _padded_vnet_hdr_ast(tree: Tree, probe: Probe) -> Finding:
-    file = probe.file_in(tree)
-    size, last = _sizeof_struct(tree, probe, file, "padded_vnet_hdr")
-    return _found(probe, size, tree, file, last, "struct padded_vnet_hdr")
-
-
-def _udp_send_skb_gso_test(tree: Tree, probe: Probe) -> tuple[csyntax.Node, csyntax.Node]:
-    """udp_send_skb: the `datalen > cork->gso_size * N` test and N."""
-    fn = _fn(tree, UDP_C, "udp_send_skb")
-    for n, cond, _ in csyntax.ifs(fn):
-        c = csyntax.strip(cond)
-        if c.type == "binary_expression" and csyntax.canon(c.field("left")) == "datalen" and \
-                csyntax._operator(c) == ">":
-            terms = csyntax._chain(c.field("right"), "*")  # type: ignore[arg-type]
-            rest = [t for t in terms if csyntax.canon(t) != "cork->gso_size"]
-            if len(terms) == 2 and len(rest) == 1:
-                return n, rest[0]
-    raise _undecided(tree, probe, "udp_send_skb has no datalen > cork->gso_size * N test")
-
-
-def _udp_max_segments_ast(tree: Tree, probe: Probe) -> Finding:
-    """The number of segments udp_send_skb allows (datalen > cork->gso_size * UDP_MAX_SEGMENTS -> -EINVAL),
-    UDP_MAX_SEGMENTS read from include/linux/udp.h."""
-    n, factor = _udp_send_skb_gso_test(tree, probe)
-    value = csyntax.eval_int(factor)
-    if value is not None:
-        return _found(probe, value, tree, UDP_C, n, "udp_send_skb")
-    name = csyntax.canon(factor)
-    header = "include/linux/udp.h"
-    text = "\n".join(tree.lines(header) or [])
-    value = csyntax.eval_int(factor, csyntax.macros(text))
-    if value is None:
-        raise _undecided(tree, probe, f"udp_send_skb multiplies by {name}, not a constant of {header}")
-    m = tree.search(header, None, rf"#\s*define\s+{re.escape(name)}\b")
-    return Finding(probe.table, probe.rule, value, m or _at(tree, UDP_C, n), name, True, probe.looks_for)
-
-
-_MTU_SHAPES = {"(cork->fragsize<(hlen+min(cork->gso_size,datalen)))": "min_datalen",
-               "(cork->fragsize<(cork->gso_size+hlen))": "gso_size"}
-
-
-def _udp_gso_mtu_check_ast(tree: Tree, probe: Probe) -> Finding:
-    """udp_send_skb: the UDP_SEGMENT size test against cork->fragsize that fails with -EMSGSIZE."""
-    fn = _fn(tree, UDP_C, "udp_send_skb")
-    for n, cond, body in csyntax.ifs(fn):
-        shape = _MTU_SHAPES.get(csyntax.canon(cond))
-        if shape is None:
-            if "cork->fragsize" in csyntax.canon(cond) and "hlen" in csyntax.canon(cond):
-                raise _undecided(tree, probe, f"udp_send_skb tests `{cond.text}` against cork->fragsize")
-            continue
-        if not any(csyntax.stmt_canon(s) == "return-EMSGSIZE;" for s in body):
-            raise _undecided(tree, probe, "the cork->fragsize test does not return -EMSGSIZE (the model raises "
-                                          "EMSGSIZE there)")
-        return _found(probe, shape, tree, UDP_C, n, "udp_send_skb")
-    raise _undecided(tree, probe, "udp_send_skb has no hlen + ... > cork->fragsize test")
-
-
-def _rx_frag_order_ast(tree: Tree, probe: Probe) -> Finding:
-    """3 (skb_page_frag_refill's 32 KiB compound page, SKB_FRAG_PAGE_ORDER) or the page_pool's pp_params.order."""
-    calls = {n.text.split("(")[0].strip() for n in _fn(tree, VIRTIO, "add_recvbuf_mergeable").walk()
-             if n.type == "call_expression"}
-    if "page_pool_alloc_va" in calls:
-        fn = _fn(tree, VIRTIO, "virtnet_create_page_pools")
-        for node, lhs, op, rhs in csyntax.assignments(fn):
-            if lhs == "pp_params.order" and op == "=":
-                order = csyntax.eval_int(rhs, csyntax.macros("\n".join(tree.lines(VIRTIO) or [])))
-                if order is None:
-                    raise _undecided(tree, probe, f"pp_params.order = {rhs.text} is not a constant")
-                return _found(probe, order, tree, VIRTIO, node, "virtnet_create_page_pools")
-        raise _undecided(tree, probe, "virtnet_create_page_pools sets no pp_params.order")
-    if "skb_page_frag_refill" in calls:
-        m = tree.search(VIRTIO, "add_recvbuf_mergeable", r"skb_page_frag_refill\(")
-        return Finding(probe.table, probe.rule, 3, m, "add_recvbuf_mergeable", True,  # type: ignore[arg-type]
-                       "skb_page_frag_refill (SKB_FRAG_PAGE_ORDER = get_order(32768))")
-    raise _undecided(tree, probe, "add_recvbuf_mergeable uses neither skb_page_frag_refill nor a page_pool")
-
-
-def _napi_head_ast(tree: Tree, probe: Probe) -> Finding:
-    """Which head napi_alloc_skb(GOOD_COPY_LEN) gets: the small-request test and what it is and-ed with."""
-    file = probe.file_in(tree)
-    function = tree.which(file, probe.function)
-    assert function is not None
-    fn = _fn(tree, file, function)
-    found: dict[str, csyntax.Node] = {}
-    for n, left, op, right in csyntax.comparisons(fn):
-        if left != "len" or op not in ("<", "<=") or not right.startswith("SKB_WITH_OVERHEAD("):
-            continue
-        arg = right.removeprefix("SKB_WITH_OVERHEAD(").removesuffix(")")
-        beside = csyntax.siblings_in_and(n)
-        if "NAPI_HAS_SMALL_PAGE_FRAG" in beside and arg == "1024":
-            found.setdefault("page_frag_1k", n)
-        elif arg == "SKB_SMALL_HEAD_CACHE_SIZE":
-            found.setdefault("small_head_cache", n)
-        elif arg == "1024":
-            found.setdefault("kmalloc", n)
-    for value in ("page_frag_1k", "small_head_cache", "kmalloc"):
-        if value in found:
-            return _found(probe, value, tree, file, found[value], function)
-    return _absent(probe, "page_frag", tree, file, function)
-
-
-def _mergeable_dma_reserve(tree: Tree, probe: Probe) -> Finding:
-    """add_recvbuf_mergeable (6.12..6.18): on a fresh frag (offset 0) whose size cannot hold len + room +
-    sizeof(struct virtnet_rq_dma), len is cut by that size, whatever rq->do_dma is; 0 where there is no such cut."""
-    fn = _fn(tree, VIRTIO, "add_recvbuf_mergeable")
-    for n, cond, body in csyntax.ifs(fn):
-        cut = [s for s in body if re.fullmatch(r"len-=sizeof\(struct(virtnet_rq_dma)\);|len-=sizeof\(\*dma\);",
-                                               csyntax.stmt_canon(s))]
-        if not cut:
-            continue
-        conj = [csyntax.canon(c) for c in csyntax.conjuncts(cond)]
-        if "!alloc_frag->offset" not in conj or "do_dma" in csyntax.canon(cond):
-            raise _undecided(tree, probe, f"add_recvbuf_mergeable cuts len under `{cond.text}`")
-        size, _ = _sizeof_struct(tree, probe, VIRTIO, "virtnet_rq_dma")
-        return _found(probe, size, tree, VIRTIO, cut[0], "add_recvbuf_mergeable")
-    if "virtnet_rq_dma" in fn.text:
-        raise _undecided(tree, probe, "add_recvbuf_mergeable names virtnet_rq_dma outside a len cut")
-    return _absent(probe, 0, tree, VIRTIO, "add_recvbuf_mergeable")
