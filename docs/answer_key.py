@@ -1,8 +1,9 @@
 """Writes the answer key of docs/instructor_guide.md from the workbook itself, so it cannot drift.
 
 The predict answers are the golden outputs (cells tagged nbval-check-output, stored in the golden copies in
-tests/golden/, which nbval checks on every run) of the code cell after each "Predict" question; the exercise
-answers are vnetlab.exercises.solution().
+tests/golden/, which nbval checks on every run) of the code cells right after each "Predict" question, followed by
+the notebook's own explanation (its collapsed "After you run the cell" block); the exercise answers are
+vnetlab.exercises.solution(), each with its worked solution (vnetlab.exercises.worked()).
 tests/test_instructor_guide.py fails when the key in the guide is stale.
 
     python docs/answer_key.py           # rewrite the key in docs/instructor_guide.md
@@ -11,6 +12,7 @@ tests/test_instructor_guide.py fails when the key in the guide is stale.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -56,44 +58,59 @@ def _question(markdown: str) -> str:
     return " ".join(text.split())
 
 
-def predict_answers(path: Path) -> list[tuple[str, str | None]]:
-    """(question, golden output of the next code cell or None) for each Predict in the notebook."""
+def _explanation(markdown: str) -> str:
+    """The text of a markdown cell's collapsed <details> blocks, summary line left out."""
+    blocks = re.findall(r"<details>.*?</details>", markdown, re.S)
+    text = "\n\n".join(re.sub(r"</?details>|<summary>.*?</summary>", "", b, flags=re.S).strip() for b in blocks)
+    return " ".join(text.split())
+
+
+def predict_answers(path: Path) -> list[tuple[str, str, str | None, str]]:
+    """(key, question, golden output of the code cells right after it or None, the notebook's explanation) for
+    each Predict in the notebook."""
     nb = nbformat.read(golden(path), as_version=4)
     found = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown" or "Predict:*" not in cell.source:
             continue
-        nxt = next((c for c in nb.cells[i + 1:] if c.cell_type == "code"), None)
-        text = nxt is not None and GOLDEN in nxt.metadata.get("tags", []) and _text(nxt.outputs)
-        found.append((_question(cell.source), text or None))
+        j, texts = i + 1, []
+        while j < len(nb.cells) and nb.cells[j].cell_type == "code":
+            if GOLDEN in nb.cells[j].metadata.get("tags", []):
+                texts.append(_text(nb.cells[j].outputs))
+            j += 1
+        after = nb.cells[j].source if j < len(nb.cells) and nb.cells[j].cell_type == "markdown" else ""
+        key = cell.metadata.get("vnetlab", {}).get("predict", "")
+        found.append((key, _question(cell.source), "\n".join(t for t in texts if t) or None, _explanation(after)))
     return found
 
 
-def exercise_rows() -> list[tuple[str, str, str]]:
+def exercise_rows() -> list[tuple[str, str, str, str]]:
     from vnetlab import exercises
 
     rows = []
     for key, ex in sorted(exercises.EXERCISES.items()):
         answer = f"`{exercises.solution(key)!r}`" + (f" {ex.unit}" if ex.unit else "")
-        rows.append((key, ex.question.replace("|", "\\|"), answer))
+        rows.append((key, ex.question.replace("|", "\\|"), answer, exercises.worked(key).replace("|", "\\|")))
     return rows
 
 
 def render() -> str:
-    lines = [BEGIN, "", "### Predict questions: the answers the notebooks print", ""]
+    lines = [BEGIN, "", "### Predict questions: the answers the notebooks print, and why", ""]
     for path in notebooks():
         nb = nbformat.read(path, as_version=4)
         lines += [f"#### {_title(nb)} (`{path.name}`)", ""]
-        for question, answer in predict_answers(path):
-            lines.append(f"- **Predict:** {question}")
+        for key, question, answer, why in predict_answers(path):
+            lines.append(f"- **Predict {key}:** {question}")
             if answer is None:
                 lines.append("  (no golden output: the figure, the panel or, in notebook 60, your own kernel shows it)")
             else:
                 lines += ["", "  ```text", *[f"  {line}".rstrip() for line in answer.splitlines()], "  ```"]
+            if why:
+                lines += ["", f"  *Why:* {why}"]
             lines.append("")
-    lines += ["### Exercises: the model's answers (`vnetlab.exercises.solution(key)`)", "",
-              "| key | question | answer |", "|---|---|---|"]
-    lines += [f"| {k} | {q} | {a} |" for k, q, a in exercise_rows()]
+    lines += ["### Exercises: the model's answers (`vnetlab.exercises.solution(key)`) and worked solutions", "",
+              "| key | question | answer | worked solution (`vnetlab.exercises.worked(key)`) |", "|---|---|---|---|"]
+    lines += [f"| {k} | {q} | {a} | {w} |" for k, q, a, w in exercise_rows()]
     lines += ["", END]
     return "\n".join(lines)
 

@@ -336,10 +336,10 @@ def test_exercise_check_takes_numpy_answers():
     import numpy as np
 
     from vnetlab import exercises
-    # 00.2's answer is an int (2816: data/lab/6.1 truesize, exercises.py); a numpy expression gives np.int64.
-    right = exercises.solution("00.2")
-    assert exercises.check("00.2", np.int64(right)) and exercises.check("00.2", np.float64(right))
-    assert not exercises.check("00.2", np.int64(right + 1))
+    # 10.1's answer is an int (a tailroom in bytes, exercises.py); a numpy expression gives np.int64.
+    right = exercises.solution("10.1")
+    assert exercises.check("10.1", np.int64(right)) and exercises.check("10.1", np.float64(right))
+    assert not exercises.check("10.1", np.int64(right + 1))
     assert pytest.raises(ArgumentError, exercises.check, "99.9", 1).value.param == "key"
 
 

@@ -8,7 +8,9 @@ The start page: the server's default URL is the student copy of notebook 00, and
 update notification) covers it; a file a notebook cites (data/, lab/) opens from the served root.
 
 Per notebook (and per student copy):
-- as opened, nothing is answered: no output in any code cell, and no golden text (tests/golden/) in the page;
+- as opened, nothing is answered: no output in any code cell, no golden text (tests/golden/) in the page, and no
+  Predict's answer terms (its cell metadata) in what the markdown cells show up to its explanation, which stays
+  collapsed; the tab opens unmodified;
 - after "Run All Cells": every code cell ran, no error output, no stderr output (JupyterLab's pink box), no figure
   shown as text ("<Figure size ..."), every cell that draws a figure shows an <img> that decoded (naturalWidth > 0),
   every panel shows its PNG;
@@ -164,6 +166,10 @@ _CELLS = """() => window.jupyterapp.shell.currentWidget.content.widgets
               stderr: c.model.outputs.toJSON().filter(o => o.output_type === 'stream' && o.name === 'stderr')
                 .map(o => String(o.text).slice(0, 300)),
               source: c.model.sharedModel.getSource().slice(0, 80)}))"""
+# What each cell shows on screen: a rendered markdown cell's innerText (a collapsed <details> is not rendered, so its
+# text is not in it), nothing for a code cell (its source is the question, not an answer).
+_SHOWN = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .map(c => c.model.type === 'markdown' ? c.node.innerText : '')"""
 _IMG_DIGEST = """async (img) => {
   const buf = await (await fetch(img.src)).arrayBuffer();
   const hash = await crypto.subtle.digest('SHA-256', buf);
@@ -351,6 +357,12 @@ def test_what_a_reader_sees_in_jupyterlab(lab, browser_context, path):
         shown = page.locator(".jp-Notebook").inner_text()
         leaked = [line for line in secret if line in shown]
         assert not leaked, f"{name}: golden text visible before running: {leaked[:3]}"
+        # The kernel's kernel_info fills in metadata.language_info on open: equal to what the file stores, the tab
+        # stays unmodified (closing it asks nothing).
+        assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty"), \
+            f"{name}: the tab opened marked modified"
+        answered = nbtools.answers_shown(nbformat.read(path, as_version=4), page.evaluate(_SHOWN))
+        assert not answered, f"{name}: a Predict's answer is on screen as opened: {answered[:3]}"
         page.screenshot(path=_shot(f"{name}-opened"))
 
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")

@@ -75,11 +75,13 @@ def _expected() -> dict:
     assert len(vlan_off) == 1
     after_tx_off = _lab_ethtool_k("vlan_macvlan", 2, "eth0.10")  # step 2: ethtool -K eth0 tx off
     assert after_tx_off["tx-checksum-ip-generic"].startswith("off")
+    assert 1536 - VNET_HDR_MRG - (ETH_HLEN + IPV4_HLEN + UDP_HLEN + 1472) < SHINFO_ALIGNED  # 00.2: no room for shinfo
     return {
         # Xuan Zhuo's patch mail (fb32856b16ad): 1158465.00 rxpck/s after, one CPU at 100 % softirq: ns per packet
         "00.1": round(1e9 / 1158465, 1),
-        # QEMU lab, Debian 6.1, mergeable, 1472-byte UDP payload: truesize of the skb page_to_skb() returned
-        "00.2": lab_1472["page_to_skb_ret"]["truesize"],
+        # page_to_skb (v5.13, and 6.1 alike): tailroom = 1536 - hdr_padded_len 12 - the 1514-byte frame = 10 bytes,
+        # below SKB_DATA_ALIGN(shinfo) 320 (asserted above); the QEMU lab's Debian 6.1 recorded this path for it
+        "00.2": lab_1472["path"],
         # c3df39ac9b0e's commit message and the lab's 5.10-revert-3d6df63a5cbe router run (one intact datagram per
         # GRO skb): 1 in N, N = datagrams in a full fraglist GRO skb of 1000-byte datagrams
         "00.3": round(1 / _udp_fraglist_gro_packets(1000), 3),
@@ -180,6 +182,11 @@ def _expected() -> dict:
         # include/linux/udp.h (v5.10, and Debian 5.10.223): UDP_MAX_SEGMENTS (1 << 6); net/ipv4/udp.c udp_send_skb:
         # "if (datalen > cork->gso_size * UDP_MAX_SEGMENTS) return -EINVAL"
         "60.3": 500 * (1 << 6),
+        # include/linux/skbuff.h (6.18): struct skb_shared_info ends in frags[MAX_SKB_FRAGS] of 16-byte skb_frag_t;
+        # the running 6.18.44's BTF (pahole alike) puts frags at offset 48, so 45 frags make 48 + 45 x 16 = 768
+        # (a multiple of 64, SKB_DATA_ALIGN leaves it); page_to_skb (v5.13+) needs vnet header + frame + 768
+        # within the 1536-byte buffer
+        "65.1": 1536 - VNET_HDR_MRG - (48 + 45 * 16) - (ETH_HLEN + IPV4_HLEN + UDP_HLEN),
     }
 
 
@@ -248,3 +255,47 @@ def test_tolerance():
 def test_unknown_exercise():
     with pytest.raises(ValueError, match="exercise '9.9' does not exist"):
         exercises.check("9.9", 1)
+
+
+# --- Worked solutions: the reasoning the answer key prints (docs/answer_key.py) -------------------------------------
+
+_NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
+# "2048 - 12 - 1242 = 794", "1228 + 53 x 1200 = 64,828", "944.9 / 54 = 17.5": a chain of + - x / and its result
+_CHAIN = re.compile(rf"(?<![\w.(^]){_NUM}(?:\s*[-+x/]\s*{_NUM})+\s*=\s*{_NUM}(?![\w(^])")
+
+
+def _arithmetic(text: str) -> list[tuple[str, float, float]]:
+    """(expression, its value, the value the text states) for every arithmetic chain in ``text``."""
+    found = []
+    for m in _CHAIN.finditer(text.replace("10^9", "1000000000")):
+        left, right = m.group(0).rsplit("=", 1)
+        value = eval(left.replace(",", "").replace("x", "*"), {"__builtins__": {}})  # digits and + - * / only
+        decimals = len(right.strip().split(".")[1]) if "." in right else 0
+        found.append((m.group(0), round(value, decimals), float(right.strip().replace(",", ""))))
+    return found
+
+
+def _states(answer, text: str) -> bool:
+    if isinstance(answer, bool) or isinstance(answer, str):
+        return re.search(rf"(?<![\w+-]){re.escape(str(answer))}(?![\w+-])", text) is not None
+    shown = {f"{answer:g}", f"{answer:,}"} if isinstance(answer, float) else {str(answer), f"{answer:,}"}
+    return any(re.search(rf"(?<![\w.]){re.escape(s)}(?![\w]|\.\d)", text) for s in shown)
+
+
+@pytest.mark.parametrize("key", sorted(exercises.EXERCISES))
+def test_every_exercise_has_a_worked_solution_that_reaches_its_answer(key):
+    """The worked solution states the checker's answer, and every arithmetic chain in it adds up."""
+    text = exercises.worked(key)
+    assert len(text.split()) >= 15, f"{key}: no worked solution (the reasoning, not only the number)"
+    answer = exercises.solution(key)
+    assert _states(answer, text), f"{key}: its worked solution never states {answer!r}"
+    wrong = [(expr, got) for expr, got, stated in _arithmetic(text) if got != stated]
+    assert not wrong, f"{key}: {wrong}"
+
+
+def test_arithmetic_check_catches_a_wrong_sum():
+    # source: the sums themselves (10.1's and 50.1's worked solutions), checked digit by digit here
+    assert _arithmetic("2048 - 12 - 1242 = 794 and 1228 + 53 x 1200 = 64,828") == [
+        ("2048 - 12 - 1242 = 794", 794, 794), ("1228 + 53 x 1200 = 64,828", 64828, 64828)]
+    assert [e for e, got, stated in _arithmetic("1/63 = 0.017") if got != stated] == ["1/63 = 0.017"]
+    assert not _states(794, "a tailroom of 1794 bytes") and _states(0.05, "1 of 20 = 0.05.")

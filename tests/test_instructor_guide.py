@@ -25,12 +25,13 @@ def test_answer_key_is_current():
 
 
 def test_every_exercise_has_the_models_answer():
-    rows = {m.group(1): m.group(2)
-            for m in re.finditer(r"^\| (\d\d\.\d+) \|.*\| `(.*)`[^|]*\|$", GUIDE.read_text(), re.M)}
+    rows = {m.group(1): (m.group(2), m.group(3))
+            for m in re.finditer(r"^\| (\d\d\.\d+) \|.*\| `(.*)`[^|]*\| (.*) \|$", GUIDE.read_text(), re.M)}
     assert set(rows) == set(exercises.EXERCISES)
-    for key, shown in rows.items():
+    for key, (shown, worked) in rows.items():
         assert shown == repr(exercises.solution(key)), key
         assert exercises.check(key, exercises.solution(key)), key
+        assert worked == exercises.worked(key).replace("|", "\\|") and worked, key  # the reasoning, not only the number
 
 
 def test_every_predict_question_is_in_the_key():
@@ -38,10 +39,12 @@ def test_every_predict_question_is_in_the_key():
     for path in answer_key.notebooks():
         predicts = answer_key.predict_answers(path)
         assert predicts, f"{path.name} has no Predict question"
-        for question, answer in predicts:
-            assert question in text
+        for key, question, answer, why in predicts:
+            assert f"**Predict {key}:** {question}" in text
             if answer is not None:
                 assert all(line.rstrip() in text for line in answer.splitlines())
+            if why:
+                assert f"*Why:* {why}" in text
 
 
 def test_schedule_covers_every_notebook_and_states_its_total():

@@ -758,6 +758,7 @@ def test_session_without_labs_shows_the_recorded_run(monkeypatch):
         assert f"Live labs: no. uid {__import__('os').getuid()} is not root, and user namespaces are refused" in text
     assert "user.max_user_namespaces is 0" in text.replace("\n  ", " ")
     assert f"Sections 3-6 show the run recorded on Linux {ref.release}" in text.replace("\n  ", " ")
+    # source: vnetlab/live/recorded.py keeps the notebooks' text outputs within 100 columns
     assert max(map(len, text.splitlines())) <= 100
     assert run.mirror() == ref.mirror() and all(r.agrees for r in run.mirror())
     assert [r.key() for r in (x.kernel for x in run.transfers("vxlan"))] == [

@@ -329,3 +329,27 @@ def test_interrupt_kills_the_child_and_its_namespaces():
     finally:
         parent.kill()
         parent.communicate(timeout=60)
+
+
+def test_session_layout_says_your_kernel_and_the_profile(monkeypatch):
+    """Notebook 60 section 7: the running kernel's BTF beside the profile section 1 chose (live.btf_layout, read
+    without root), under a source line; a kernel without BTF gets that line with the reason instead."""
+    import os as _os
+
+    from vnetlab.live import btf
+
+    run = live.session(mode="recorded")
+    if not _os.path.exists(btf.BTF_PATH):
+        assert run.layout().startswith("[this kernel") and "no BTF" in run.layout()
+        return
+    text = run.layout().splitlines()
+    assert text[0] == f"[this kernel, Linux {_os.uname().release}, its BTF read now]"
+    assert text[1:] == live.btf_layout().table(str(live.running_profile())).splitlines()
+    assert any("your kernel says" in line and "the profile says" in line for line in text)
+
+    def no_btf(*_a, **_k):
+        raise LiveUnavailable("this kernel has no BTF: /sys/kernel/btf/vmlinux does not exist")
+
+    monkeypatch.setattr(btf, "btf_layout", no_btf)
+    assert run.layout() == (f"[this kernel, Linux {_os.uname().release}: this kernel has no BTF: "
+                            "/sys/kernel/btf/vmlinux does not exist]")

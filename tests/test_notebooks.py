@@ -119,8 +119,8 @@ def test_exercises_have_checkers(path):
 
 
 def _shown_text(cell) -> str:
-    if cell.cell_type == "markdown":
-        return cell.source
+    if cell.cell_type == "markdown":  # the plan's "Time to learn: N minutes" line states minutes, not an answer
+        return re.sub(r"\*\*Time to learn\*\*:[^\n]*", "", cell.source)
     return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", []))
 
 
@@ -223,3 +223,101 @@ def test_glossary_defines_every_term():
     assert not missing, missing
     for target in re.findall(r"\]\(([^)#]+\.ipynb)\)", text):
         assert (nbtools.NOTEBOOKS / target).exists(), target
+
+
+# --- The Predict convention (notebooks/glossary.md, "Predict"): every Predict's answer waits for its run ---------
+
+def _copies() -> list[tuple[Path, list[Path]]]:
+    """(notebook, the notebooks before it) for every instructor copy and every student copy."""
+    students = [nbtools.student_path(p) for p in NOTEBOOKS]
+    return [(p, NOTEBOOKS[:i]) for i, p in enumerate(NOTEBOOKS)] + [(p, students[:i]) for i, p in enumerate(students)]
+
+
+@pytest.mark.parametrize(("path", "earlier"), _copies(), ids=lambda x: x.relative_to(ROOT).as_posix()
+                         if isinstance(x, Path) else "")
+def test_every_predict_waits_for_its_run(path, earlier):
+    """Every Predict, not a sample: its answer terms are hidden as opened (before its code cell, and after it outside
+    a collapsed <details>), not given by the README's intro, the glossary, notebook 00's overview or an earlier
+    notebook, and are what its explanation or its cells' golden output says."""
+    outputs = nbtools.golden_text(NOTEBOOKS[[p.name for p in NOTEBOOKS].index(path.name)])
+    assert nbtools.predict_problems(path, earlier, outputs) == []
+
+
+def test_every_notebook_asks_predicts():
+    counts = {p.name[:2]: len(nbtools.predicts(_read(p))) for p in NOTEBOOKS}
+    assert all(counts.values()), counts
+
+
+def _predict_notebook(*cells):
+    nb = nbformat.v4.new_notebook(cells=list(cells))
+    nb.metadata["kernelspec"] = dict(nbtools.KERNELSPEC)
+    return nb
+
+
+@pytest.mark.parametrize(("after", "expected"), [
+    (nbtools.DETAILS_OPEN + "\n\nThe tailroom is 4242 bytes.\n\n</details>", []),
+    ("The tailroom is 4242 bytes.", ["visible as opened in the cell after its code cell"]),
+    ("<details><summary>4242 bytes</summary>\n\nThe tailroom is 4242 bytes.\n\n</details>", ["summary"]),
+])
+def test_predict_check_catches_a_visible_answer(tmp_path, after, expected):
+    """The check itself: an answer in the markdown under the code cell, or in a <details> summary, fails it."""
+    path = tmp_path / "99_probe.ipynb"
+    md = nbformat.v4.new_markdown_cell("*Predict:* how much tailroom is left?",
+                                       metadata={"vnetlab": {"predict": "99.1", "answer": ["4242 bytes"]}})
+    nbformat.write(_predict_notebook(md, nbformat.v4.new_code_cell("print('tailroom 4242')"),
+                                     nbformat.v4.new_markdown_cell(after)), path)
+    found = nbtools.predict_problems(path, [], {})
+    assert all(any(e in f for f in found) for e in expected) and bool(found) == bool(expected), found
+
+
+def test_predict_check_catches_an_answer_before_the_question(tmp_path):
+    path = tmp_path / "99_probe.ipynb"
+    md = nbformat.v4.new_markdown_cell("A made-up frame leaves 4242 bytes.\n\n*Predict:* how much tailroom is left?",
+                                       metadata={"vnetlab": {"predict": "99.1", "answer": ["4242 bytes"]}})
+    nbformat.write(_predict_notebook(md, nbformat.v4.new_code_cell("print('4242 bytes')")), path)
+    assert any("visible as opened in this notebook before" in f for f in nbtools.predict_problems(path, [], {}))
+    assert nbtools.term_in("10 bytes", "leaves 10\nbytes") and not nbtools.term_in("16", "1600 and 2.16")
+
+
+def test_answers_shown_reads_what_the_screen_shows():
+    """The browser test's check: a term in a cell's shown text up to the explanation is a leak; the same term inside
+    the collapsed block (absent from the shown text) is not."""
+    md = nbformat.v4.new_markdown_cell("*Predict:* how much?", metadata={"vnetlab": {"predict": "99.1",
+                                                                                      "answer": ["4242 bytes"]}})
+    nb = _predict_notebook(md, nbformat.v4.new_code_cell("print(4242)"),
+                           nbformat.v4.new_markdown_cell(nbtools.DETAILS_OPEN + "\n\n4242 bytes\n\n</details>"))
+    assert nbtools.answers_shown(nb, ["*Predict:* how much?", "", ""]) == []
+    assert nbtools.answers_shown(nb, ["*Predict:* how much?", "", "4242 bytes"]) != []
+
+
+def test_notebooks_store_the_language_info_ipykernel_fills_in():
+    """An untouched notebook must not open marked modified: JupyterLab writes the kernel's language_info into the
+    metadata on open, so every notebook stores what ipykernel's kernel_info reply holds (IPythonKernel.language_info)
+    for the Python the lock targets."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    kernel = dict(IPythonKernel.language_info)
+    stored = dict(nbtools.LANGUAGE_INFO)
+    assert stored.pop("version").rsplit(".", 1)[0] == kernel.pop("version").rsplit(".", 1)[0]  # same 3.11
+    assert stored == kernel
+    for path in [*NOTEBOOKS, *(nbtools.student_path(p) for p in NOTEBOOKS)]:
+        assert _read(path).metadata["language_info"] == nbtools.LANGUAGE_INFO, path.name
+
+
+def test_static_copy_keeps_the_explanation_collapsed():
+    """nbconvert's HTML export (the static copy's template) closes a <details> written over several markdown blocks
+    before its body, which would leave the explanation visible in site/; nbtools.static_details makes the block one
+    piece of HTML, which the export keeps whole."""
+    from nbconvert import HTMLExporter
+
+    src = nbtools.DETAILS_OPEN + "\n\nThe tailroom is **4242** bytes.\n\n</details>"
+    inside = re.compile(r"<details><summary>[^<]*</summary>\s*<p>The tailroom is <strong>4242</strong> bytes\.</p>\s*"
+                        r"</details>")
+    exporter = HTMLExporter(template_name="vnetlab_static", extra_template_basedirs=[str(nbtools.HTML_TEMPLATE_DIR)],
+                            embed_images=True)  # as build_site exports: embedding images parses each HTML block
+
+    def html(nb) -> str:
+        return exporter.from_notebook_node(nb, resources={"metadata": {"name": "probe"}})[0]
+
+    assert not inside.search(html(_predict_notebook(nbformat.v4.new_markdown_cell(src))))  # the export alone
+    assert inside.search(html(nbtools.static_details(_predict_notebook(nbformat.v4.new_markdown_cell(src)))))

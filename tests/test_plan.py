@@ -39,6 +39,14 @@ def test_reads_core_and_optional_minutes(tmp_path):
     assert [s.kind for s in p.sections] == ["core", "optional", "core", "optional", "optional"]
 
 
+def test_a_notebook_without_core_sections_is_optional_as_a_whole(tmp_path):
+    path = _notebook(tmp_path,
+                     "- **Time to learn**: 0 minutes on the core path (+15 optional), of which 3 for the overview and "
+                     "summary.", "## 1. One (optional, 5 min)", "## Exercises (optional, 7 min)\n**42.1** a question")
+    p = plan.read(path)
+    assert (p.core, p.optional) == (0, 3 + 5 + 7) and p.problems == []
+
+
 def test_untimed_heading_and_wrong_total_are_problems(tmp_path):
     path = _notebook(tmp_path, "- **Time to learn**: 10 minutes on the core path, of which 2 for the overview and "
                      "summary.", "## 1. One\n## 2. Two (core, 4 min)\n## Exercises (core, 3 min)")
@@ -91,3 +99,47 @@ def test_core_path_fits_three_hours():
     assert f"**{total} min**" in guide  # the schedule's total row: the core path
     assert f"{total} minutes" in plan.section(plan.README.read_text(), "## The notebooks")
     assert plan.problems(PLANS) == []
+
+
+def test_a_section_below_its_estimate_is_a_problem(tmp_path):
+    """The estimate from content: 300 words (2 min at 150 a minute) and one Predict (2.5) need 4.5 minutes; a
+    heading that says 3 is a problem, one that says 5 is not (coefficients: tools/plan.py, the guide's schedule)."""
+    words = " ".join(["word"] * 298)  # and the Predict line's two: 300
+    for stated, bad in ((3, True), (5, False)):
+        path = _notebook(tmp_path, f"- **Time to learn**: {stated + 3} minutes on the core path, of which 0 for the "
+                         "overview and summary.", f"## 1. One (core, {stated} min)\n{words}\n\n*Predict:* what?",
+                         "## Exercises (core, 3 min)\n**42.1** a question")
+        p = plan.read(path)
+        assert p.sections[0].estimate == pytest.approx(300 / plan.WORDS_PER_MIN + plan.PREDICT_MIN)
+        assert any("'1. One' says 3 min, its content needs 4.5" in s for s in p.problems) == bad, p.problems
+
+
+def test_the_guide_states_the_coefficients():
+    guide = plan.section(plan.GUIDE.read_text(), "## Schedule")
+    for phrase in (f"{plan.WORDS_PER_MIN} words a minute", f"{plan.PREDICT_MIN:g} minutes per Predict",
+                   f"{plan.PANEL_MIN:g} per panel", f"{plan.EXERCISE_MIN:g} per exercise"):
+        assert phrase in guide, phrase
+
+
+def test_notebooks_core_path_fits_its_budget():
+    assert sum(p.core for p in PLANS.values()) <= plan.NOTEBOOKS_CORE_MAX
+
+
+def test_tools_run_with_another_python_by_re_executing_with_the_venv(tmp_path):
+    """The README writes `python tools/plan.py`: a python without nbformat (here a bare venv, as the system's python3
+    usually is) re-runs the tool with the repository's .venv; with the re-exec switched off it cannot import."""
+    import os
+    import subprocess
+    import venv
+
+    if not (ROOT / ".venv").exists():
+        pytest.skip("no .venv in the repository: the tools re-exec into the .venv the README's command makes")
+    venv.create(tmp_path / "bare", with_pip=False)
+    bare = tmp_path / "bare" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    env = {k: v for k, v in os.environ.items() if k != "VNETLAB_TOOL_REEXEC"}
+    for tool, want in (("tools/plan.py", "set-up 10 + break 10"), ("tools/nbtools.py", "python tools/nbtools.py")):
+        run = subprocess.run([str(bare), tool], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+        assert want in run.stdout, (tool, run.stdout[-500:], run.stderr[-500:])
+    off = subprocess.run([str(bare), "tools/plan.py"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**env, "VNETLAB_TOOL_REEXEC": "1"})
+    assert off.returncode != 0 and "nbformat" in off.stderr

@@ -1,8 +1,11 @@
 """Notebook housekeeping for the workbook: one output policy, enforced by tests and CI.
 
 Policy (style.md rule 7: readers never see an answer before they run its cell):
-- ``notebooks/NN_*.ipynb``, what readers open, carry no outputs at all; the exercise cells' code (the instructor's
-  solution) starts collapsed. Each notebook has the Python 3 kernelspec and generated navigation cells (tag ``nav``).
+- ``notebooks/NN_*.ipynb``, the instructors' solved copies, carry no outputs at all; a banner under the navigation
+  says they are solved and links the attendees' copy; the exercise cells' code (the solution) starts collapsed.
+  Each notebook has the Python 3 kernelspec, ipykernel's full language_info and generated navigation cells (tag
+  ``nav``).
+- Every Predict follows the convention ``predict_problems`` checks: its answer waits for its run.
 - ``tests/golden/NN_*.ipynb`` are their golden copies, where readers do not look: the same cells, plus the text
   output of each cell tagged ``nbval-check-output``, which pytest's nbval (``--nbval-lax``) compares on every run.
   Running a golden copy is running its notebook (a test asserts that the cells are the same).
@@ -20,11 +23,31 @@ Policy (style.md rule 7: readers never see an answer before they run its cell):
 from __future__ import annotations
 
 import copy
+import os
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
-import nbformat
+
+def _venv_python(root: Path) -> Path | None:
+    """The repository's .venv interpreter (the README's open command makes it), if there is one."""
+    for rel in ("bin/python", "Scripts/python.exe"):
+        if (root / ".venv" / rel).exists():
+            return root / ".venv" / rel
+    return None
+
+
+if __name__ == "__main__" and os.environ.get("VNETLAB_TOOL_REEXEC") != "1":
+    # Run by another interpreter (the system's python3, as the README's commands may be typed): re-run with the
+    # repository's .venv, which has nbformat and vnetlab; the variable stops a second re-exec.
+    _root = Path(__file__).resolve().parents[1]
+    _venv = _venv_python(_root)
+    if _venv is not None and Path(sys.prefix).resolve() != (_root / ".venv").resolve():
+        os.environ["VNETLAB_TOOL_REEXEC"] = "1"
+        os.execv(str(_venv), [str(_venv), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+import nbformat  # noqa: E402 (after the re-exec above)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -36,6 +59,12 @@ HANDOUT = ROOT / "docs" / "handout.md"  # the one-page handout, also site/handou
 GOLDEN = "nbval-check-output"
 EXERCISE = "exercise"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# What ipykernel's kernel_info reply puts into metadata.language_info (IPythonKernel.language_info) when a notebook
+# opens: stored in full, so that an untouched notebook does not open marked modified. The version is
+# the Python the workbook's lock targets (README: Python 3.11); a kernel on another Python still rewrites it.
+LANGUAGE_INFO = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                 "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                 "pygments_lexer": "ipython3", "version": "3.11.7"}
 EXECUTE_TIMEOUT_S = 300
 # The checker cell under an exercise: exercises.check("10.1", answer)
 CHECK_CALL = re.compile(r"exercises\.check\(\s*[\"'](?P<key>[^\"']+)[\"']\s*,\s*(?P<name>[A-Za-z_]\w*)\s*\)")
@@ -81,6 +110,15 @@ def nav_source(path: Path, all_paths: list[Path]) -> str:
     return " | ".join(parts)
 
 
+SOLVED = "solved"  # the banner cell of an instructor copy; student copies leave it out
+
+
+def solved_banner(path: Path) -> str:
+    """The first thing an instructor copy says: it is solved, and where the attendees' copy is."""
+    return (f"> **Instructor copy, solved.** The exercise cells hold their solutions (collapsed). Attendees work in "
+            f"[`student/{path.name}`](student/{path.name}), the copy the open command starts on.")
+
+
 def _clean_metadata(cell) -> None:
     for key in ("execution", "collapsed", "scrolled"):
         cell.metadata.pop(key, None)
@@ -88,7 +126,7 @@ def _clean_metadata(cell) -> None:
 
 def normalise(nb, path: Path, all_paths: list[Path]):
     """Kernelspec, no run metadata, no outputs, exercise code collapsed, navigation cells first and last."""
-    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": copy.deepcopy(LANGUAGE_INFO)}
     cells = [c for c in nb.cells if "nav" not in _tags(c)]
     for cell in cells:
         _clean_metadata(cell)
@@ -103,9 +141,11 @@ def normalise(nb, path: Path, all_paths: list[Path]):
                 jupyter["source_hidden"] = True  # the instructor's solution: shown on a click, not at a glance
             if jupyter:
                 cell.metadata["jupyter"] = jupyter
+    cells = [c for c in cells if SOLVED not in _tags(c)]
     nav = nav_source(path, all_paths)
     make = lambda: nbformat.v4.new_markdown_cell(nav, metadata={"tags": ["nav"]})  # noqa: E731
-    nb.cells = [make(), *cells, make()]
+    banner = nbformat.v4.new_markdown_cell(solved_banner(path), metadata={"tags": [SOLVED]})
+    nb.cells = [make(), banner, *cells, make()]
     nb.nbformat, nb.nbformat_minor = 4, 5
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"{path.stem[:2]}-{i:03d}"
@@ -151,15 +191,37 @@ def execute(nb, cwd: Path = NOTEBOOKS):
     return nb
 
 
+TIMINGS = GOLDEN_DIR / "timings.json"  # seconds each cell took in the last refresh; tools/plan.py adds them up
+
+
+def cell_seconds(executed) -> dict[str, float]:
+    """Cell id -> seconds from the kernel's start of the cell to its reply (nbclient records both timestamps)."""
+    from datetime import datetime
+
+    out = {}
+    for cell in executed.cells:
+        t = cell.get("metadata", {}).get("execution", {})
+        if cell.cell_type == "code" and "iopub.execute_input" in t and "shell.execute_reply" in t:
+            start, end = (datetime.fromisoformat(t[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+            out[cell["id"]] = round((end - start).total_seconds(), 2)
+    return out
+
+
 def refresh(paths: list[Path]) -> None:
-    """Normalise each notebook, execute it, and write its golden copy."""
+    """Normalise each notebook, execute it, write its golden copy and record how long each cell ran."""
+    import json
+
     all_paths = notebooks()
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
+    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     for path in paths:
         nb = normalise(nbformat.read(path, as_version=4), path, all_paths)
         executed = execute(nb)
         nbformat.write(nb, path)
         nbformat.write(golden_copy(executed, nb), golden_path(path))
+        timings[path.name] = cell_seconds(executed)
+        TIMINGS.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
         print(f"refreshed {path.relative_to(ROOT)} and {golden_path(path).relative_to(ROOT)}")
 
 
@@ -177,6 +239,9 @@ def problems(path: Path, all_paths: list[Path] | None = None) -> list[str]:
     found = []
     if nb.metadata.get("kernelspec") != KERNELSPEC:
         found.append("kernelspec is not python3")
+    if nb.metadata.get("language_info") != LANGUAGE_INFO:
+        found.append("language_info is not what ipykernel fills in (run tools/nbtools.py refresh): the tab would "
+                     "open marked modified")
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -186,6 +251,9 @@ def problems(path: Path, all_paths: list[Path] | None = None) -> list[str]:
             found.append(f"cell {i}: edits sys.path (import the installed vnetlab instead)")
         if EXERCISE in _tags(cell) and not cell.metadata.get("jupyter", {}).get("source_hidden"):
             found.append(f"cell {i}: exercise solution not collapsed (run tools/nbtools.py refresh)")
+    banners = [c for c in nb.cells if SOLVED in _tags(c)]
+    if len(banners) != 1 or nb.cells[1] is not banners[0] or banners[0].source != solved_banner(path):
+        found.append("the solved-copy banner is missing or stale (run tools/nbtools.py refresh)")
     navs = [c for c in nb.cells if "nav" in _tags(c)]
     want = nav_source(path, all_paths)
     if (len(navs) != 2 or any(c.source != want for c in navs) or nb.cells[0] is not navs[0]
@@ -211,6 +279,146 @@ def problems(path: Path, all_paths: list[Path] | None = None) -> list[str]:
     return found
 
 
+# --------------------------------------------------------------------------------------------------
+# The Predict convention: every Predict's answer waits for its run
+
+PREDICT = "*Predict:*"
+DETAILS_SUMMARY = "After you run the cell: what happened, and why"
+DETAILS_OPEN = f"<details><summary>{DETAILS_SUMMARY}</summary>"
+_DETAILS = re.compile(r"<details>.*?</details>", re.S)
+README_INTRO_END = "\n## "  # the README's intro: everything before its first "## " heading
+
+
+def visible(markdown: str) -> str:
+    """What a markdown cell shows as opened: everything but its collapsed <details> blocks."""
+    return _DETAILS.sub("", markdown)
+
+
+def term_in(term: str, text: str) -> bool:
+    """``term`` in ``text``, case-insensitive, not as part of a longer number or word ("16" is not in "1600")."""
+    text, term = " ".join(text.split()), " ".join(term.split())  # a line break inside a term is a space
+    return re.search(rf"(?<![\w.]){re.escape(term)}(?![\w])", text, re.I) is not None
+
+
+class Predict(NamedTuple):
+    """One Predict: its markdown cell, the code cells that answer it, and the markdown cell that follows them."""
+
+    key: str  # "20.3"
+    answer: list
+    cell: int  # index of its markdown cell
+    code: list  # indexes of the code cells right after it
+    after: int | None  # index of the first markdown cell after those code cells
+
+
+def predicts(nb) -> list[Predict]:
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown" or PREDICT not in cell.source:
+            continue
+        meta = cell.metadata.get("vnetlab", {})
+        j = i + 1
+        while j < len(nb.cells) and nb.cells[j].cell_type == "code":
+            j += 1
+        found.append(Predict(str(meta.get("predict", "")), list(meta.get("answer", [])), i, list(range(i + 1, j)),
+                             j if j < len(nb.cells) else None))
+    return found
+
+
+def readme_intro() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split(README_INTRO_END, 1)[0]
+
+
+def overview(nb) -> str:
+    """A notebook's visible text before its first numbered section."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.search(r"(?m)^## 1\. ", cell.source):
+            break
+        if cell.cell_type == "markdown" and "nav" not in _tags(cell):
+            out.append(visible(cell.source))
+    return "\n".join(out)
+
+
+def predict_problems(path: Path, earlier: list[Path] = (), outputs=None) -> list[str]:
+    """Every way the Predicts of ``path`` break the convention (notebooks/glossary.md has the rules' reasons):
+    a Predict is a line starting *Predict:* alone in its markdown cell, with metadata vnetlab.predict "NN.k" (in
+    order) and vnetlab.answer (the terms that give its answer away); code cells follow it; no answer term is visible
+    as opened before them (this notebook's visible markdown up to the Predict, the README's intro, the glossary,
+    notebook 00's overview, the visible text of every earlier notebook), nor in the first markdown cell after them
+    outside a collapsed <details> whose summary is the fixed line; every answer term is in that explanation or in
+    the golden output of the answering cells (``outputs``: a code cell's source -> its text), so the terms are the
+    answer's."""
+    nb = nbformat.read(path, as_version=4)
+    key = path.name[:2]
+    found = []
+    context = {"the README's intro": readme_intro(), "notebooks/glossary.md": GLOSSARY.read_text()}
+    first = notebooks()[0]
+    context["notebook 00's overview"] = overview(nbformat.read(first, as_version=4))
+    for e in earlier:
+        enb = nbformat.read(e, as_version=4)
+        context[f"notebook {e.name[:2]}"] = "\n".join(visible(c.source) for c in enb.cells
+                                                      if c.cell_type == "markdown")
+    for k, p in enumerate(predicts(nb), 1):
+        where = f"Predict {key}.{k} (cell {p.cell})"
+        src = nb.cells[p.cell].source
+        if src.count(PREDICT) != 1 or not re.search(rf"(?m)^{re.escape(PREDICT)}", src):
+            found.append(f"{where}: a Predict cell holds one Predict, on a line starting {PREDICT}")
+        if p.key != f"{key}.{k}":
+            found.append(f"{where}: metadata vnetlab.predict is {p.key!r}, want '{key}.{k}'")
+        if not p.answer or not all(isinstance(t, str) and t.strip() for t in p.answer):
+            found.append(f"{where}: no vnetlab.answer terms (the strings that would give its answer away)")
+        if not p.code:
+            found.append(f"{where}: no code cell right after it to show the answer")
+        before = "\n".join(visible(c.source) for c in nb.cells[:p.cell + 1] if c.cell_type == "markdown")
+        shown = {"this notebook before its code cell": before, **context}
+        explanation = ""
+        if p.after is not None:
+            nxt = nb.cells[p.after].source
+            shown["the cell after its code cell, outside <details>"] = visible(nxt)
+            explanation = "\n".join(_DETAILS.findall(nxt))
+            for summary in re.findall(r"<summary>(.*?)</summary>", nxt, re.S):
+                if summary != DETAILS_SUMMARY:
+                    found.append(f"{where}: <details> summary {summary!r} is not {DETAILS_SUMMARY!r}")
+        if explanation and p.answer and not any(term_in(t, explanation) for t in p.answer):
+            found.append(f"{where}: no answer term is in its <details> explanation (name one it states, so that "
+                         "the check sees the explanation if it ever leaks)")
+        ran = "\n".join((outputs or {}).get(nb.cells[i].source, "") for i in p.code)
+        for term in p.answer:
+            for name, text in shown.items():
+                if term_in(term, text):
+                    found.append(f"{where}: answer term {term!r} visible as opened in {name}")
+            if not (term_in(term, explanation) or term_in(term, ran)):
+                found.append(f"{where}: answer term {term!r} is neither in its <details> explanation nor in what "
+                             "its cells print")
+    return found
+
+
+def answers_shown(nb, shown: list[str]) -> list[str]:
+    """Every Predict answer term a reader sees as opened: ``shown`` is the text each cell of ``nb`` shows on screen
+    (in a browser: a markdown cell's rendered innerText, which leaves out a collapsed <details>), and a Predict's
+    terms must not be in any cell up to and including the first markdown cell after its code cells."""
+    found = []
+    for p in predicts(nb):
+        end = p.after if p.after is not None else len(nb.cells) - 1
+        for i in range(end + 1):
+            if nb.cells[i].cell_type != "markdown":
+                continue
+            found += [f"Predict {p.key} (cell {p.cell}): {t!r} on screen in cell {i}" for t in p.answer
+                      if term_in(t, shown[i])]
+    return found
+
+
+def golden_text(path: Path) -> dict[str, str]:
+    """A code cell's source -> the text its golden copy stores (streams and text/plain)."""
+    gpath = golden_path(path)
+    if not gpath.exists():
+        return {}
+    golden = nbformat.read(gpath, as_version=4)
+    return {c.source: "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                              for o in c.get("outputs", [])) for c in golden.cells if c.cell_type == "code"}
+
+
 def exercise_problems(nb) -> list[str]:
     """Each exercise cell is followed by a checker cell ``exercises.check(key, name)`` that the placeholder feeds."""
     found = []
@@ -231,6 +439,7 @@ def placeholder(name: str) -> str:
 def student_copy(nb):
     """No outputs, no golden tags; each exercise cell becomes a placeholder defining its checker's name."""
     nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if SOLVED not in _tags(c)]
     code = [c for c in nb.cells if c.cell_type == "code"]
     for i, cell in enumerate(code):
         cell.outputs = []
@@ -278,6 +487,22 @@ def static_outputs(nb):
     return nb
 
 
+def static_details(nb):
+    """A collapsed explanation as one HTML block: nbconvert's markdown renderer ends an HTML block at a blank line
+    and would close <details> before the explanation, leaving it visible; its body is rendered here instead."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    def one_block(m) -> str:
+        body = markdown2html_mistune(m["body"].strip())
+        return m["head"] + re.sub(r"\n\s*\n", "\n", body).strip() + "</details>"
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = re.sub(r"(?P<head><details><summary>.*?</summary>)(?P<body>.*?)</details>", one_block,
+                                 cell.source, flags=re.S)
+    return nb
+
+
 def _site_links(html: str) -> str:
     """Links between notebooks (and to the glossary) point at their HTML pages."""
     html = re.sub(r'href="(\.\./)?([0-9][0-9]_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"', r'href="\2.html\3"', html)
@@ -308,7 +533,7 @@ def build_site(paths: list[Path], out: Path) -> list[Path]:
                             embed_images=True)
     written, items = [], []
     for path in paths:
-        nb = static_outputs(execute(nbformat.read(path, as_version=4)))
+        nb = static_details(static_outputs(execute(nbformat.read(path, as_version=4))))
         title = _title(path)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
         target = out / f"{path.stem}.html"

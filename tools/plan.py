@@ -7,7 +7,10 @@ references count as one "intro/outro" figure per notebook, its plan entry in the
 
     - **Time to learn**: 25 minutes on the core path (+10 optional), of which 3 for the overview and summary.
 
-The tool adds the sections' minutes to that figure and reports where the stated time disagrees. The README's
+The tool adds the sections' minutes to that figure and reports where the stated time disagrees, and where a
+section states fewer minutes than its content needs: words read at ``WORDS_PER_MIN``, each Predict, panel, figure
+and exercise at its own minutes, plus the run time of its cells (``tests/golden/timings.json``, measured by
+``tools/nbtools.py refresh``). The README's
 notebooks table, the instructor guide's schedule and notebook 00's plan table state ``25 min (+10)`` per notebook;
 ``tests/test_plan.py`` checks all of them against this tool, and that the core path fits the three-hour plan.
 
@@ -17,12 +20,32 @@ notebooks table, the instructor guide's schedule and notebook 00's plan table st
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
+
+def _venv_python(root: Path) -> Path | None:
+    """The repository's .venv interpreter (the README's open command makes it), if there is one."""
+    for rel in ("bin/python", "Scripts/python.exe"):
+        if (root / ".venv" / rel).exists():
+            return root / ".venv" / rel
+    return None
+
+
+if __name__ == "__main__" and os.environ.get("VNETLAB_TOOL_REEXEC") != "1":
+    # Run by another interpreter (the system's python3, as the README's commands may be typed): re-run with the
+    # repository's .venv, which has nbformat and vnetlab; the variable stops a second re-exec.
+    _root = Path(__file__).resolve().parents[1]
+    _venv = _venv_python(_root)
+    if _venv is not None and Path(sys.prefix).resolve() != (_root / ".venv").resolve():
+        os.environ["VNETLAB_TOOL_REEXEC"] = "1"
+        os.execv(str(_venv), [str(_venv), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+import nbformat  # noqa: E402 (after the re-exec above)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -30,6 +53,7 @@ README = ROOT / "README.md"
 GUIDE = ROOT / "docs" / "instructor_guide.md"
 
 WORKSHOP_MIN = 180  # the three-hour plan the guide sells
+NOTEBOOKS_CORE_MAX = 150  # of it, the notebooks' core path: the rest is set-up, the break and slack
 SET_UP_MIN = 10  # the README's open command while people sit down
 BREAK_MIN = 10
 
@@ -37,10 +61,22 @@ BREAK_MIN = 10
 SECTION = re.compile(r"^## (?P<title>(?:\d+\.|Exercises\b).*?)\s*(?:\((?P<kind>core|optional), (?P<min>\d+) min\))?$")
 # "**20.3** (optional) ..." or "**20.3** (optional, 3 min) ..."
 OPTIONAL_EXERCISE = re.compile(r"^\*\*(?P<key>\d\d\.\d+)\*\* \(optional(?:, (?P<min>\d+) min)?\)")
+CORE_EXERCISE = re.compile(r"^\*\*\d\d\.\d+\*\* (?!\(optional)")  # "**20.1** The largest ...": the Exercises' minutes
 TIME_TO_LEARN = re.compile(r"\*\*Time to learn\*\*: (?P<core>\d+) minutes on the core path"
                            r"(?: \(\+(?P<opt>\d+) optional\))?, of which (?P<intro>\d+) for the overview and summary")
 # a table's time cell: "25 min" or "25 min (+10)"
 TIME_CELL = re.compile(r"^(?P<core>\d+) min(?: \(\+(?P<opt>\d+)\))?$")
+
+
+# The estimate of a section's minutes, from its content (checked by working through the core path as an attendee:
+# docs/instructor_guide.md, "How the minutes are estimated"):
+WORDS_PER_MIN = 150  # technical prose with kernel identifiers, read closely (explanations in <details> included)
+PREDICT_MIN = 2.5  # a Predict really made: think, write it down, run, compare, open the explanation
+PANEL_MIN = 2.0  # a panel (sliders, dropdowns): move the controls the text names and read the figure
+FIGURE_MIN = 1.0  # a static figure: read its labels against the text
+EXERCISE_MIN = 2.5  # an exercise: work it out, type the answer, run the checker (a hint costs another minute)
+# seconds per cell, measured by tools/nbtools.py refresh
+TIMINGS = Path(__file__).resolve().parents[1] / "tests" / "golden" / "timings.json"
 
 
 @dataclass
@@ -48,6 +84,18 @@ class Section:
     title: str
     kind: str  # "core" or "optional"
     minutes: int
+    words: int = 0
+    predicts: int = 0
+    panels: int = 0
+    figures: int = 0
+    exercises: int = 0
+    run_s: float = 0.0
+
+    @property
+    def estimate(self) -> float:
+        """Minutes a reader needs, from the section's content: the coefficients above plus its cells' run time."""
+        return (self.words / WORDS_PER_MIN + self.predicts * PREDICT_MIN + self.panels * PANEL_MIN
+                + self.figures * FIGURE_MIN + self.exercises * EXERCISE_MIN + self.run_s / 60)
 
 
 @dataclass
@@ -57,15 +105,23 @@ class NotebookPlan:
     intro_outro: int = 0
     sections: list[Section] = field(default_factory=list)
     stated: tuple[int, int] | None = None  # what its "Time to learn" line says
+    intro: Section | None = None  # the overview, imports and outro, with their content
     problems: list[str] = field(default_factory=list)
 
     @property
+    def whole_optional(self) -> bool:
+        """A notebook without a core section is optional as a whole: its overview and summary too."""
+        return bool(self.sections) and all(s.kind == "optional" for s in self.sections)
+
+    @property
     def core(self) -> int:
-        return self.intro_outro + sum(s.minutes for s in self.sections if s.kind == "core")
+        intro = 0 if self.whole_optional else self.intro_outro
+        return intro + sum(s.minutes for s in self.sections if s.kind == "core")
 
     @property
     def optional(self) -> int:
-        return sum(s.minutes for s in self.sections if s.kind == "optional")
+        intro = self.intro_outro if self.whole_optional else 0
+        return intro + sum(s.minutes for s in self.sections if s.kind == "optional")
 
     @property
     def minutes(self) -> tuple[int, int]:
@@ -86,12 +142,33 @@ def parse_time(cell: str) -> tuple[int, int] | None:
     return (int(m["core"]), int(m["opt"] or 0)) if m else None
 
 
+def _timings() -> dict[str, dict[str, float]]:
+    import json
+
+    return json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+
+
 def read(path: Path) -> NotebookPlan:
-    """The plan one notebook states in its headings and its "Time to learn" line."""
+    """The plan one notebook states in its headings and its "Time to learn" line, with each section's content
+    (words, Predicts, panels, figures, exercises, measured run time) for its estimate. The intro/outro figure
+    counts the overview, imports, summary, what's next and references."""
     plan = NotebookPlan(path.name[:2], path)
     nb = nbformat.read(path, as_version=4)
+    seconds = _timings().get(path.name, {})
+    intro = Section("intro/outro", "core", 0)
+    current = intro
     for cell in nb.cells:
-        if cell.cell_type != "markdown":
+        if "nav" in cell.get("metadata", {}).get("tags", []):
+            continue
+        if cell.cell_type == "code":
+            current.run_s += seconds.get(cell.get("id", ""), 0.0)
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "exercise" in tags:
+                current.exercises += 1
+            elif re.search(r"\w+_panel\(|\bexplorer\(", cell.source):
+                current.panels += 1
+            elif re.search(r"\bdraw_\w*\(", cell.source):
+                current.figures += 1
             continue
         for line in cell.source.splitlines():
             if m := TIME_TO_LEARN.search(line):
@@ -100,10 +177,27 @@ def read(path: Path) -> NotebookPlan:
             elif m := SECTION.match(line):
                 if m["kind"] is None:
                     plan.problems.append(f"{path.name}: heading without (core|optional, M min): {line!r}")
+                    current = intro
                 else:
-                    plan.sections.append(Section(m["title"], m["kind"], int(m["min"])))
+                    current = Section(m["title"], m["kind"], int(m["min"]))
+                    plan.sections.append(current)
+                continue
             elif m := OPTIONAL_EXERCISE.match(line):
-                plan.sections.append(Section(f"exercise {m['key']}", "optional", int(m["min"] or 0)))
+                current = Section(f"exercise {m['key']}", "optional", int(m["min"] or 0))
+                plan.sections.append(current)
+            elif CORE_EXERCISE.match(line):
+                current = next((s for s in plan.sections if s.title.startswith("Exercises")), current)
+            elif line.startswith("## References"):  # read after the session, not in it
+                current = Section("references", "core", 0)
+                continue
+            elif line.startswith("## "):  # Summary, What's next: the outro
+                current = intro
+                continue
+            if line.startswith("*Predict:*"):
+                current.predicts += 1
+            current.words += len(re.sub(r"<[^>]+>", " ", line).split())
+    intro.minutes = plan.intro_outro
+    plan.intro = intro
     if plan.stated is None:
         plan.problems.append(f"{path.name}: no '**Time to learn**: N minutes on the core path (+M optional), of "
                              "which K for the overview and summary' line")
@@ -112,6 +206,11 @@ def read(path: Path) -> NotebookPlan:
                              f"{fmt(*plan.minutes)}")
     if not any(s.title.startswith("Exercises") for s in plan.sections):
         plan.problems.append(f"{path.name}: no '## Exercises (core, M min)' heading")
+    for sec in [intro, *plan.sections]:
+        if sec.minutes < math.ceil(sec.estimate - 0.25):
+            plan.problems.append(f"{path.name}: {sec.title!r} says {sec.minutes} min, its content needs "
+                                 f"{sec.estimate:.1f} ({sec.words} words, {sec.predicts} Predicts, {sec.panels} "
+                                 f"panels, {sec.figures} figures, {sec.exercises} exercises, {sec.run_s:.0f} s run)")
     return plan
 
 
@@ -186,6 +285,9 @@ def problems(plans: dict[str, NotebookPlan] | None = None) -> list[str]:
             if got.get(key) != want.get(key):
                 shown = lambda t: fmt(*t) if t else "nothing"  # noqa: E731
                 found.append(f"{name}: {key} says {shown(got.get(key))}, the notebooks say {shown(want.get(key))}")
+    notebooks_core = sum(p.core for p in plans.values())
+    if notebooks_core > NOTEBOOKS_CORE_MAX:
+        found.append(f"the notebooks' core path takes {notebooks_core} min, more than {NOTEBOOKS_CORE_MAX}")
     total = core_total(plans)
     if total > WORKSHOP_MIN:
         found.append(f"the core path takes {total} min (set-up and break included), more than {WORKSHOP_MIN}")

@@ -27,6 +27,7 @@ class Exercise:
     unit: str = ""
     tolerance: float = 0.0
     hint: str = ""
+    worked: str = ""  # the worked solution for the instructor: which kernel rule, which numbers, why
 
 
 # --------------------------------------------------------------------------------------------------
@@ -43,6 +44,12 @@ def _skb_attr(payload_len: int, attr: str, kernel: str = DEFAULT_KERNEL, l4: str
     from vnetlab import rx
 
     return getattr(rx.receive(payload_len, kernel=kernel, l4=l4).skb, attr)
+
+
+def _path(payload_len: int, kernel: str = DEFAULT_KERNEL) -> str:
+    from vnetlab import rx
+
+    return rx.receive(payload_len, kernel=kernel).path
 
 
 def _tailroom(payload_len: int, buf_len: int | None = None) -> int:
@@ -88,6 +95,22 @@ def _largest_payload(buf_len: int, arch: str = DEFAULT_ARCH) -> int:
         if frame + 12 > buf_len:
             break
         if rx.page_to_skb(frame, buf_len, arch=arch).path == "build_skb":
+            best = payload
+    return best if best is not None else -1
+
+
+def _largest_payload_frags(buf_len: int, kernel: str, max_skb_frags: int, arch: str = DEFAULT_ARCH) -> int:
+    """_largest_payload on a kernel built with CONFIG_MAX_SKB_FRAGS=``max_skb_frags`` (6.3+, net/Kconfig):
+    skb_shared_info grows by one skb_frag_t per frag, and so does page_to_skb()'s tailroom test."""
+    from vnetlab import profiles, rx
+
+    a = profiles.arch(arch, kernel, max_skb_frags=max_skb_frags)
+    best = None
+    for payload in range(0, 4000):
+        frame = rx.frame_len_for(payload)
+        if frame + 12 > buf_len:
+            break
+        if rx.page_to_skb(frame, buf_len, kernel=kernel, arch=a).path == "build_skb":
             best = payload
     return best if best is not None else -1
 
@@ -302,155 +325,242 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
     Exercise("00.1", "Seed 1 did all its receive work on one CPU at 100 % softirq. After the patch (1,158,465 "
              "packets per second), how many nanoseconds of that CPU did one packet take on average? One decimal.",
              _ns_per_packet_after, "ns", 0.05,
-             hint="one CPU busy for a whole second is 10^9 ns, shared by every packet received in that second"),
-    Exercise("00.2", "Kernel 6.1, x86_64, a 1536-byte mergeable buffer: a full-size frame arrives (1472-byte UDP "
-             "payload, a 1500-byte IP packet). What truesize does its sk_buff carry?",
-             lambda: _skb_attr(1472, "truesize"), "bytes",
-             hint=_PAGE_TO_SKB + "; when it does not, the skb is a small napi_alloc_skb() head plus the whole "
-             "receive buffer as a frag, and truesize charges both"),
+             hint="one CPU busy for a whole second is 10^9 ns, shared by every packet received in that second",
+             worked="One CPU busy for one second is 10^9 ns of work; after the patch it received 1,158,465 "
+             "packets in that second (the patch mail's sar count), so 10^9 / 1,158,465 = 863.2 ns per "
+             "packet (before: 10^9 / 956,864 = 1045.1 ns; the patch saved about 182 ns per packet)."),
+    Exercise("00.2", "Kernel 5.13, x86_64, a 1536-byte mergeable buffer: a full-size frame arrives (1472-byte UDP "
+             "payload, a 1500-byte IP packet, a 1514-byte frame behind the 12-byte vnet header). Which path does "
+             "page_to_skb() take: 'copy', 'copy+frag' or 'build_skb'?",
+             lambda: _path(1472, kernel="5.13"), "",
+             hint=_PAGE_TO_SKB + ": work out the tailroom the frame leaves in its buffer",
+             worked="page_to_skb() (v5.13) takes build_skb() only if tailroom >= SKB_DATA_ALIGN(sizeof(struct "
+             "skb_shared_info)) = 320 on x86_64. Tailroom = 1536 - 0 (no XDP headroom) - 12 (vnet header) "
+             "- 1514 (frame) = 10 bytes, so it copies the frame's Ethernet header into a small head and "
+             "attaches the buffer as frag 0: 'copy+frag'."),
     Exercise("00.3", "Seed 2's router on mainline 5.10 (no NAT fix), but the flow carries 1000-byte UDP datagrams and "
              "every fraglist GRO skb is as full as GRO lets it be. What share of the datagrams arrives with the NATed "
              "header? Three decimals.", lambda: round(_nat_share("5.10", gso_size=1000), 3), "", 0.0005,
              hint="only the head of each GRO skb carries the NATed header, so the share is 1/N; N, the datagrams one "
              "fraglist GRO skb holds, has two limits: skb_gro_receive_list() keeps p->len below 64 KiB and "
-             "udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX segments"),
+             "udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX segments",
+             worked="Without c3df39ac9b0e only the head of each fraglist GRO skb leaves NATed, so the share is "
+             "1/N. skb_gro_receive_list() refuses a datagram once p->len + its 1028 bytes (IPv4 20 + UDP 8"
+             " + 1000) would reach 65536: 63 x 1028 = 64,764 fits, a 64th would not; UDP_GRO_CNT_MAX (64) "
+             "is not reached. N = 63, 1/63 = 0.016."),
     Exercise("05.1", "A 1000-byte TCP payload (with the timestamp option Linux sends by default) over IPv4 arrives "
              "on Ethernet: what is skb->len when page_to_skb() returns the sk_buff (before receive_buf's "
              "eth_type_trans() pulls the Ethernet header)?",
              lambda: _skb_attr(1000, "len", l4="tcp"), "bytes",
              hint="skb->len counts every byte from the Ethernet header on: ETH_HLEN, the IPv4 header without "
              "options, the TCP header with its options, then the payload (napi_gro_receive() then sees ETH_HLEN "
-             "less: eth_type_trans() pulls it)"),
+             "less: eth_type_trans() pulls it)",
+             worked="skb->len counts from the Ethernet header: ETH_HLEN 14 + IPv4 header 20 + TCP header 20 + the"
+             " timestamp option 12 (TCPOLEN_TSTAMP_ALIGNED) + 1000 bytes of payload = 1066 bytes."),
     Exercise("05.2", "The same TCP frame on mainline 5.10, before 0f6925b3e8da: how many of its bytes stay in the "
              "page frag (skb->data_len)?", lambda: _skb_attr(1000, "data_len", kernel="5.10", l4="tcp"), "bytes",
              hint="mainline 5.10's page_to_skb() copies as much of the frame as its napi_alloc_skb(GOOD_COPY_LEN) head "
-             "holds, GOOD_COPY_LEN bytes, and leaves the rest of skb->len in frag 0"),
+             "holds, GOOD_COPY_LEN bytes, and leaves the rest of skb->len in frag 0",
+             worked="Mainline 5.10's page_to_skb() copies min(len, skb_tailroom(head)) into a "
+             "napi_alloc_skb(GOOD_COPY_LEN) head: 128 bytes. The rest of the 1066-byte frame stays in frag"
+             " 0: 1066 - 128 = 938 bytes of data_len."),
     Exercise("10.1", "x86_64, kernel 6.1, MTU 1500: a 1200-byte UDP payload lands in the last buffer of a 32 KiB page "
              "frag, the one that took the hole. What tailroom does page_to_skb() compute?",
              lambda: _tailroom(1200, buf_len=_last_buffer(32768)), "bytes",
              hint="tailroom = truesize - headroom - hdr_padded_len - len, where len is the whole Ethernet frame and "
-             "truesize is that last buffer's (section 2)"),
+             "truesize is that last buffer's (section 2)",
+             worked="add_recvbuf_mergeable() (6.1) carves a 32 KiB frag into 20 buffers of 1536 and gives the "
+             "512-byte hole to the 21st: 2048 bytes. Frame = 1200 + 42 (Ethernet 14, IPv4 20, UDP 8) = "
+             "1242; tailroom = 2048 - 0 - 12 - 1242 = 794 bytes, well above 320: build_skb."),
     Exercise("10.2", "What truesize does the sk_buff that build_skb() makes around that last buffer carry?",
              lambda: _truesize_in(1200, _last_buffer(32768)), "bytes",
              hint="build_skb() charges SKB_TRUESIZE() of the buffer minus its skb_shared_info: the data area plus "
-             "SKB_DATA_ALIGN(sizeof(struct sk_buff)) and SKB_DATA_ALIGN(sizeof(struct skb_shared_info))"),
+             "SKB_DATA_ALIGN(sizeof(struct sk_buff)) and SKB_DATA_ALIGN(sizeof(struct skb_shared_info))",
+             worked="build_skb() charges the buffer as the skb's head: the 2048-byte buffer (its data area plus "
+             "the 320 bytes of skb_shared_info at its end) plus SKB_DATA_ALIGN(sizeof(struct sk_buff)) = "
+             "256 on x86_64: 2048 + 256 = 2304 bytes (SKB_TRUESIZE(2048 - 320))."),
     Exercise("10.3", "Small mode with an XDP program on x86_64: how many bytes does add_recvbuf_small take per "
              "buffer?", _small_xdp_buffer, "bytes",
              hint="add_recvbuf_small() reserves the XDP headroom (VIRTIO_XDP_HEADROOM) in front of "
-             "VIRTNET_RX_PAD + GOOD_PACKET_LEN, aligns, and adds room for skb_shared_info"),
+             "VIRTNET_RX_PAD + GOOD_PACKET_LEN, aligns, and adds room for skb_shared_info",
+             worked="add_recvbuf_small() (6.1): SKB_DATA_ALIGN(12 + VIRTNET_RX_PAD 64 (NET_IP_ALIGN 0 + "
+             "NET_SKB_PAD 64) + GOOD_PACKET_LEN 1518 + VIRTIO_XDP_HEADROOM 256) = SKB_DATA_ALIGN(1850) = "
+             "1856, plus SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) 320 = 2176 bytes."),
     Exercise("10.4", "arm64 with 64 KiB pages, kernel 6.1, MTU 1500: how many mergeable receive buffers does "
              "add_recvbuf_mergeable() carve from one page frag?", lambda: _buffers_per_page_frag("arm64-64k", 65536),
              "buffers",
              hint="SKB_FRAG_PAGE_ORDER is get_order(32768): with 64 KiB pages, what page frag does "
-             "skb_page_frag_refill() get, and which buffer takes the hole at its end?"),
+             "skb_page_frag_refill() get, and which buffer takes the hole at its end?",
+             worked="SKB_FRAG_PAGE_ORDER is get_order(32768) = 0 with 64 KiB pages, so skb_page_frag_refill() "
+             "gives one 65536-byte page. Buffers are ALIGN(12 + 1518, 64) = 1536: after 41 of them 2560 "
+             "bytes are left, the 42nd takes 1536 and, since the 1024 left cannot hold another, the hole "
+             "too (2560). 42 buffers."),
     Exercise("10.5", "x86_64, kernel 6.1, MTU 9000: after a long steady stream of 2000-byte UDP payloads, what "
              "truesize does get_mergeable_buf_len() give each new mergeable buffer (before any hole is added)?",
              lambda: _next_buffer_after_stream(2000, 9000), "bytes",
              hint="receive_mergeable() feeds each packet's length (head_skb->len, the Ethernet frame) to the EWMA; "
-             "get_mergeable_buf_len() adds the vnet header and rounds up to L1_CACHE_BYTES"),
+             "get_mergeable_buf_len() adds the vnet header and rounds up to L1_CACHE_BYTES",
+             worked="receive_mergeable() feeds head_skb->len, the 2042-byte frame (2000 + 42), to the EWMA; a "
+             "steady stream keeps it at 2042. get_mergeable_buf_len() = ALIGN(12 + 2042, L1_CACHE_BYTES "
+             "64) = ALIGN(2054, 64) = 2112 bytes."),
     Exercise("20.1", "The largest IPv4 UDP payload that still gets build_skb in a 2048-byte buffer (x86_64, 6.1)?",
              lambda: _largest_payload(2048), "bytes",
-             hint=_PAGE_TO_SKB + "; the frame is the payload plus the Ethernet, IPv4 and UDP headers"),
+             hint=_PAGE_TO_SKB + "; the frame is the payload plus the Ethernet, IPv4 and UDP headers",
+             worked="build_skb needs 12 (vnet header) + frame + 320 (SKB_DATA_ALIGN(sizeof(struct "
+             "skb_shared_info))) <= 2048, so frame <= 1716 and payload <= 1716 - 42 = 1674 bytes."),
     Exercise("20.2", "ppc64le, kernel 6.1, a 2048-byte mergeable buffer: the largest IPv4 UDP payload that still gets "
              "build_skb?", lambda: _largest_payload(2048, arch="ppc64le"), "bytes",
              hint="SKB_DATA_ALIGN() rounds sizeof(struct skb_shared_info) up to SMP_CACHE_BYTES, and ppc64 has "
-             "128-byte cache lines; the frame is the payload plus the Ethernet, IPv4 and UDP headers"),
+             "128-byte cache lines; the frame is the payload plus the Ethernet, IPv4 and UDP headers",
+             worked="ppc64 has 128-byte cache lines, so SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) is 384: "
+             "frame <= 2048 - 12 - 384 = 1652, payload <= 1652 - 42 = 1610 bytes."),
     Exercise("20.3", "arm64 with 64 KiB pages, kernel 6.1, MTU 1500: the page frag is one 64 KiB page. What fraction "
              "of full-MTU frames (1514 bytes) get build_skb? Three decimals.",
              lambda: _full_mtu_build_skb_share("arm64-64k", 65536), "", 0.0005,
              hint="only a buffer that add_recvbuf_mergeable() extended with the page frag's hole has room for "
-             "skb_shared_info behind a full-size frame; count the buffers one frag gives (exercise 10.4)"),
+             "skb_shared_info behind a full-size frame; count the buffers one frag gives (exercise 10.4)",
+             worked="One 64 KiB page frag gives 42 buffers (exercise 10.4): 41 of 1536 and one of 2560. A "
+             "1514-byte frame leaves 1536 - 12 - 1514 = 10 bytes in the small ones and 2560 - 12 - 1514 = "
+             "1034 >= 320 in the last: 1 in 42 = 0.024."),
     Exercise("20.4", "MTU 9000, mergeable buffers, kernel 6.1: a long steady stream of 3000-byte UDP payloads has "
              "grown the buffers to fit. Which path do these packets take?", lambda: _steady_stream_path(3000, 9000),
              hint="get_mergeable_buf_len() sizes each buffer from the EWMA of packet length (rounded up to "
-             "L1_CACHE_BYTES): how much tailroom is left behind a packet of exactly the average size?"),
+             "L1_CACHE_BYTES): how much tailroom is left behind a packet of exactly the average size?",
+             worked="The EWMA settles on the 3042-byte frame; get_mergeable_buf_len() = ALIGN(12 + 3042, 64) = "
+             "3072. Tailroom = 3072 - 12 - 3042 = 18 bytes < 320, so the frame is copied (its Ethernet "
+             "header) and the buffer becomes a frag: 'copy+frag'."),
     Exercise("20.5", "MTU 9000, mergeable buffers, x86_64, kernel 6.1: a long stream of full-size 9000-byte IP "
              "packets (8972-byte UDP payloads) has grown the buffers as far as get_mergeable_buf_len() lets them. "
              "What is the largest UDP payload that a later, single-buffer packet can have and still get build_skb?",
              lambda: _steady_stream_window_top(8972, 9000), "bytes",
              hint="get_mergeable_buf_len() clamps the average to PAGE_SIZE - hdr_len before it aligns to "
-             "L1_CACHE_BYTES; in that buffer, " + _PAGE_TO_SKB),
+             "L1_CACHE_BYTES; in that buffer, " + _PAGE_TO_SKB,
+             worked="get_mergeable_buf_len() clamps the EWMA (9014) to PAGE_SIZE - hdr_len = 4096 - 12 = 4084 and"
+             " aligns: ALIGN(12 + 4084, 64) = 4096. In a 4096-byte buffer build_skb needs frame <= 4096 - "
+             "12 - 320 = 3764, payload <= 3764 - 42 = 3722 bytes."),
     Exercise("30.1", "Kernel 5.10 (128-byte page-frag heads plus one frag), TCP MSS 1448: a burst of 6 packets of one "
              "flow, the last with PSH, so GRO flushes the skb after it. How many frag slots (nr_frags) does the GRO "
              "skb use?", lambda: _burst_nr_frags("pagefrag128", "5.10", 6), "frags",
              hint="skb_gro_receive() case 2: a merged packet whose head is a page fragment gives its stolen head one "
              "slot and its page frag another; the first packet's head is the GRO skb's own linear part, its frag "
-             "already sits in a slot"),
+             "already sits in a slot",
+             worked="skb_gro_receive() (5.10): the first packet's 128-byte page-frag head is the GRO skb's linear"
+             " part and its frag takes 1 slot; each of the 5 merged packets gives its stolen head 1 slot "
+             "and its frag another (case 2): 1 + 5 x 2 = 11 frags."),
     Exercise("30.2", "Kernel 6.1, build_skb heads, bulk TCP with MSS 1000 (20-byte IPv4 header, 32-byte TCP header "
              "with timestamps): how many packets make one GRO skb?",
              lambda: _tcp_packets_per_gro_skb("build_skb", "6.1", 1000), "packets",
              hint="skb_gro_receive() refuses a packet once p->len + its payload would reach gro_max_size (65536); "
              "p->len counts the first packet from its IP header (headers and payload), each merged packet adds "
-             "only its payload; the frag slots do not limit it, a full sk_buff continues on frag_list"),
+             "only its payload; the frag slots do not limit it, a full sk_buff continues on frag_list",
+             worked="p->len counts the first packet from its IP header: 20 + 32 + 1000 = 1052; each merged packet"
+             " adds its 1000 bytes of payload. 1052 + 64 x 1000 = 65,052 < 65536, a 65th merged packet "
+             "would reach 66,052: 1 + 64 = 65 packets (the 17 frag slots do not limit it: a full sk_buff "
+             "continues on frag_list)."),
     Exercise("30.3", "A flow of 1200-byte UDP datagrams to a port with no socket, kernel 6.1, but the "
              "receiving device has rx-udp-gro-forwarding on (NETIF_F_GRO_UDP_FWD) and the packets come faster than "
              "NAPI drains the ring (no flush at the end of a poll): how many packets make one GRO skb?",
              lambda: _udp_packets_per_gro_skb(1200, "6.1", frozenset({"GRO", "GRO_UDP_FWD"})), "packets",
              hint="with GRO_UDP_FWD udp4_gro_receive() aggregates without a socket; skb_gro_receive() then refuses "
              "a packet once p->len (the first packet from its IP header, then each merged payload) plus the new "
-             "payload would reach 65536, and udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX (64) packets"),
+             "payload would reach 65536, and udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX (64) packets",
+             worked="With NETIF_F_GRO_UDP_FWD udp4_gro_receive() aggregates without a socket. p->len starts at 20"
+             " + 8 + 1200 = 1228 and grows by 1200 per merged datagram: 1228 + 53 x 1200 = 64,828 < 65536,"
+             " a 54th merge would pass it; UDP_GRO_CNT_MAX (64) is not reached: 1 + 53 = 54 packets."),
     Exercise("30.4", "arm64 with 64 KiB pages (PAGE_SIZE 65536), kernel 6.1, bulk TCP at MTU 1500 (MSS 1448: the "
              "copy path leaves only the Ethernet header in each head): how many packets sit in the first sk_buff "
              "of a GRO skb?",
              lambda: _first_skb_packets("eth_hlen", "6.1", "arm64-64k"), "packets",
              hint="skb_gro_receive() moves a header-only packet's frags over, one slot each, and the first packet's "
              "own frag already takes a slot; before 6.3, MAX_SKB_FRAGS depends on PAGE_SIZE "
-             "(include/linux/skbuff.h): work it out for 64 KiB pages"),
+             "(include/linux/skbuff.h): work it out for 64 KiB pages",
+             worked="Before 6.3 MAX_SKB_FRAGS is max(65536 / PAGE_SIZE + 1, 16) = 16 with 64 KiB pages. The first"
+             " packet's frag takes one slot and each header-only packet moves its one frag over: 16 "
+             "packets in the first sk_buff."),
     Exercise("40.1", "Kernel 5.10 (before 2e4ef10f5850): an application sends 24,000 bytes with UDP_SEGMENT 1200 "
              "through a VLAN eth0.10 on the router NIC (which has USO). How many skbs does eth0.10 hand down to "
              "eth0?", lambda: _vlan_skbs_down("5.10", 24000, 1200), "skbs",
              hint="validate_xmit_skb() at the VLAN asks whether the VLAN's features hold the GSO type of the "
              "skb; vlan_dev_fix_features() keeps NETIF_F_GSO_SOFTWARE, so look at what 5.10's "
-             "NETIF_F_GSO_SOFTWARE contains, and at how many segments __udp_gso_segment() cuts"),
+             "NETIF_F_GSO_SOFTWARE contains, and at how many segments __udp_gso_segment() cuts",
+             worked="5.10's NETIF_F_GSO_SOFTWARE has no GSO_UDP_L4, and vlan_dev_fix_features() keeps only "
+             "GSO_SOFTWARE's types for the VLAN, so validate_xmit_skb() at eth0.10 segments the UDP GSO "
+             "skb: __udp_gso_segment() cuts 24,000 / 1200 = 20 skbs, each sent on to eth0."),
     Exercise("40.2", "Kernel 6.1: a macvlan mv0 on the router NIC, then `ethtool -K eth0 tx-udp-segmentation off`. "
              "An application sends 26,400 bytes with UDP_SEGMENT 1200 through mv0: how many skbs does eth0's driver "
              "get?", lambda: _driver_skbs("6.1", "macvlan", 26400, 1200, {"tx-udp-segmentation": False}), "skbs",
              hint="macvlan_fix_features() adds ALWAYS_ON_OFFLOADS, which include NETIF_F_GSO_SOFTWARE, whatever "
              "the lower device has: which device in the stack lacks GSO_UDP_L4 after the ethtool command, and how "
-             "many segments does __udp_gso_segment() cut there?"),
+             "many segments does __udp_gso_segment() cut there?",
+             worked="mv0 keeps NETIF_F_GSO_SOFTWARE (ALWAYS_ON_OFFLOADS in macvlan_fix_features()) and passes the"
+             " skb whole; eth0 no longer has GSO_UDP_L4, so its validate_xmit_skb() segments in software: "
+             "26,400 / 1200 = 22 skbs reach the driver."),
     Exercise("40.3", "6.18: a bridge br0 with two veth ports, v1 and v3; `ethtool -K v1 tx-udp-segmentation off`. Is "
              "tx-udp-segmentation still on for br0? (True/False)", _bridge_udp_after_port_off,
              hint="after the patch GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL; br_features_recompute() clears it and "
-             "netdev_increment_features() adds it back for each port: how many ports must have it?"),
+             "netdev_increment_features() adds it back for each port: how many ports must have it?",
+             worked="After 2e4ef10f5850 GSO_UDP_L4 is in NETIF_F_ONE_FOR_ALL: br_features_recompute() clears it "
+             "and netdev_increment_features() adds it back if any port has it. v3 still has it, so br0 "
+             "keeps tx-udp-segmentation on: True."),
     Exercise("40.4", "Kernel 6.1, a VLAN eth0.10 on a virtio_net NIC, after the patch: a fraglist GSO skb that "
              "rx-gro-list built from a short burst of 1472-byte datagrams, 39,744 bytes of UDP payload, is sent to "
              "eth0.10. How many skbs does eth0.10 hand down to eth0?",
              lambda: _vlan_fraglist_skbs_down("6.1", 39744 // 1472), "skbs",
              hint="skb_gso_ok() asks for the NETIF_F_GSO_* bit of every SKB_GSO type and, for an skb with a "
              "frag_list, NETIF_F_FRAGLIST; vlan_dev_fix_features() takes that one from the real device's "
-             "vlan_features. Where it is missing, skb_segment_list() unchains every frag_list member"),
+             "vlan_features. Where it is missing, skb_segment_list() unchains every frag_list member",
+             worked="skb_gso_ok() needs NETIF_F_FRAGLIST for an skb with a frag_list, and the VLAN takes its "
+             "features from virtio_net's vlan_features, which never hold FRAGLIST; so eth0.10 calls "
+             "skb_segment_list(), one skb per datagram: 39,744 / 1472 = 27 skbs."),
     Exercise("40.5", "The lab's one-patch pair (Debian 5.10.223 with and without 2e4ef10f5850, a QEMU virtio_net "
              "NIC eth0 without USO): an application sends 11,700 bytes with UDP_SEGMENT 900 through a bridge br0 "
              "whose only port is eth0. With the patch, how many skbs does br0 hand to eth0?",
              lambda: _bridge_skbs_down("5.10-2e4ef10f5850", 11700, 900), "skbs",
              hint="the patch put GSO_UDP_L4 into NETIF_F_GSO_SOFTWARE and with it into NETIF_F_ONE_FOR_ALL; "
              "br_features_recompute() clears every ONE_FOR_ALL bit and re-adds it only if some port has it: "
-             "does br0 still take the GSO skb whole?"),
+             "does br0 still take the GSO skb whole?",
+             worked="With the patch GSO_UDP_L4 is ONE_FOR_ALL; br0's only port, the virtio_net eth0 without USO, "
+             "lacks it, so br_features_recompute() leaves it off br0 and br0 segments the skb itself: "
+             "11,700 / 900 = 13 skbs (the lab's 5.10-2e4ef10f5850 run recorded br0 as the segmenting "
+             "device)."),
     Exercise("50.1", "Kernel 5.10, the router with a bond bond0 (eth0, the router NIC, its only slave) instead of the "
              "VLAN, and the sender's datagrams carry 1200 bytes: how many skbs does bond0 hand to eth0 for one full "
              "fraglist GRO skb?", lambda: _router_skbs_down("5.10", "bond", 1200), "skbs",
              hint="does 5.10's bond advertise GSO_FRAGLIST (NETIF_F_GSO_SOFTWARE before 2e4ef10f5850, bond_setup's "
              "hw_features)? If not, skb_segment_list() gives one skb per datagram: count the datagrams that "
-             "skb_gro_receive_list() merges while p->len stays below 65536 (IP + UDP headers once, then payloads)"),
+             "skb_gro_receive_list() merges while p->len stays below 65536 (IP + UDP headers once, then payloads)",
+             worked="5.10's bond lacks GSO_FRAGLIST (not in NETIF_F_GSO_SOFTWARE before 2e4ef10f5850), so bond0 "
+             "segments with skb_segment_list(): one skb per datagram. skb_gro_receive_list() counts IP + "
+             "UDP headers once (1228) and then 1200 per datagram: 1228 + 53 x 1200 = 64,828, and one more "
+             "1228-byte datagram would reach 65536: 54 skbs."),
     Exercise("50.2", "Kernel 5.10, the VLAN router of section 1, but 1400-byte datagrams: how many times is "
              "dev_queue_xmit() called for one full fraglist GRO skb (the cost model's dev_queue_xmit count)?",
              lambda: _router_ops("5.10", "vlan", 1400, "dev_queue_xmit"), "calls",
              hint="the routed skb enters the VLAN through dev_queue_xmit(); if eth0.10 segments it, each segment "
              "takes vlan_dev_hard_start_xmit() and dev_queue_xmit() on eth0. Count the datagrams that "
-             "skb_gro_receive_list() merges while p->len stays below 65536"),
+             "skb_gro_receive_list() merges while p->len stays below 65536",
+             worked="One dev_queue_xmit() hands the GRO skb to eth0.10, which segments it; each segment then "
+             "takes vlan_dev_hard_start_xmit() and one dev_queue_xmit() on eth0. With 1400-byte datagrams "
+             "(1428 with IP and UDP headers) a full GRO skb holds 46: 1428 + 45 x 1400 = 64,428, and "
+             "64,428 + 1428 >= 65536; 1 + 46 = 47 calls."),
     Exercise("50.3", "Mainline 5.10 (no c3df39ac9b0e), the VLAN router of section 1 filling its 1 Gbps link, but with "
              "1200-byte datagrams: what goodput (Mbps of UDP payload, one decimal) reaches the far end if only the "
              "NATed datagrams count? On the wire each datagram takes its payload plus 70 bytes: Ethernet header 14, "
              "VLAN tag 4, IPv4 header 20, UDP header 8, and 24 of preamble, FCS and inter-frame gap.",
              lambda: _lost_segments_mbps(1200), "Mbps", 0.05,
              hint="router.lost_segments(): the link-bound UDP goodput (1 Gbps, each frame with VLAN, IP and UDP "
-             "headers and 24 bytes of preamble, FCS and gap) divided by N, the datagrams per full GRO skb"),
+             "headers and 24 bytes of preamble, FCS and gap) divided by N, the datagrams per full GRO skb",
+             worked="Each 1200-byte datagram takes 1200 + 70 = 1270 bytes of wire time: 10^9 / (1270 x 8) = "
+             "98,425 datagrams/s, 944.9 Mbps of UDP payload. A full GRO skb holds N = 54 datagrams (1228 +"
+             " 53 x 1200 < 65536) and only its NATed head counts: 944.9 / 54 = 17.5 Mbps."),
     Exercise("50.4", "Mainline 5.10 (before c3df39ac9b0e, 3d6df63a5cbe in 5.10.15): the router's GRO skbs hold 20 "
              "datagrams each, NAT rewrites the GRO skb, the VLAN segments it with skb_segment_list(). Which "
              "fraction of the datagrams leave with the translated addresses? Three decimals.",
              lambda: round(_nat_share("5.10", segs=20), 3), "", 0.0005,
              hint="NAT rewrites the headers of the skb it is handed; skb_segment_list() copies only the MAC header "
-             "onto the frag_list members, which keep the IP and UDP headers they arrived with"),
+             "onto the frag_list members, which keep the IP and UDP headers they arrived with",
+             worked="NAT rewrites the GRO skb's own headers; skb_segment_list() copies only the MAC header onto "
+             "the 19 frag_list members, which keep the addresses they arrived with: 1 of 20 = 0.05."),
     Exercise("50.5", "Debian's 5.10.223 carries the NAT fix 3d6df63a5cbe. The same router on it, but NATing IPv6 "
              "(NAT66) with 1452-byte datagrams (a full 1500-byte IPv6 packet) and every fraglist GRO skb full. One "
              "datagram in how many leaves with the translated header?",
@@ -458,21 +568,43 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              hint="read where the fix rewrites the segments' headers in net/ipv4/udp_offload.c "
              "__udp_gso_segment_list(): for which IP version? Then count what one fraglist GRO skb holds: "
              "skb_gro_receive_list() stops below 65536 bytes (p->len + skb->len, from the IPv6 header on) and "
-             "udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX packets"),
+             "udp_gro_receive_segment() stops at UDP_GRO_CNT_MAX packets",
+             worked="3d6df63a5cbe rewrites the segments' headers for IPv4 only (__udp_gso_segment_list(), its "
+             "IPv4 branch), so with NAT66 only the head keeps the translated header. Each datagram is 40 +"
+             " 8 + 1452 = 1500 bytes from the IPv6 header on: 1500 + 44 x 1452 = 65,388, and a 46th would "
+             "pass 65536 (UDP_GRO_CNT_MAX 64 not reached): one in 45 datagrams."),
     Exercise("60.1", "6.18: `ethtool -K v0 tx-checksum-ip-generic off` on a veth. Does the model keep "
              "tx-udp-segmentation on? (True/False; then ask the running kernel)", lambda: _udp_seg_without_csum("6.18"),
              hint="read netdev_fix_features() in net/core/dev.c of that kernel: what does it do with GSO_UDP_L4 "
-             "when no checksum offload is left?"),
+             "when no checksum offload is left?",
+             worked="6.18's netdev_fix_features() drops GSO_UDP_L4 when neither NETIF_F_HW_CSUM nor both IP_CSUM "
+             "and IPV6_CSUM are left (\"Dropping USO feature since no CSUM feature\"), so after "
+             "tx-checksum-ip-generic off the veth shows tx-udp-segmentation off [requested on]: False."),
     Exercise("60.2", "Kernel 6.1: `ethtool -K eth0 tx-checksum-ip-generic off` on a virtio_net NIC with a VLAN "
              "eth0.10 on it. Is tx-udp-segmentation still on for eth0.10? (True/False)",
              lambda: _vlan_uso_after_tx_off("6.1"),
              hint="compare netdev_fix_features() in 6.1 with the 6.18 one behind exercise 60.1, then follow the "
-             "VLAN's features: where does its GSO_UDP_L4 come from?"),
+             "VLAN's features: where does its GSO_UDP_L4 come from?",
+             worked="6.1's netdev_fix_features() has no such rule for USO, and eth0.10's GSO_UDP_L4 comes from "
+             "NETIF_F_GSO_SOFTWARE, which vlan_dev_fix_features() keeps whatever eth0 offers: the VLAN "
+             "keeps tx-udp-segmentation on: True."),
     Exercise("60.3", "Kernel 5.10, IPv4, a veth at MTU 1500, UDP_SEGMENT 500: what is the longest payload one send() "
              "may carry? (Then try that length and one byte more on your own kernel.)",
              lambda: _largest_udp_segment_send("5.10", 500), "bytes",
              hint="udp_send_skb() (net/ipv4/udp.c) refuses a UDP_SEGMENT send whose payload needs more than "
-             "UDP_MAX_SEGMENTS segments of gso_size; look that constant up in include/linux/udp.h of that kernel"),
+             "UDP_MAX_SEGMENTS segments of gso_size; look that constant up in include/linux/udp.h of that kernel",
+             worked="udp_send_skb() refuses a UDP_SEGMENT send that needs more than UDP_MAX_SEGMENTS segments, 64"
+             " in 5.10 (include/linux/udp.h): 64 x 500 = 32000 bytes is the longest payload."),
+    Exercise("65.1", "A 6.18 x86_64 kernel built with CONFIG_MAX_SKB_FRAGS=45 (its BTF: skb_shared_info.frags[45]). "
+             "What is the largest IPv4 UDP payload that still gets build_skb in a 1536-byte mergeable buffer?",
+             lambda: _largest_payload_frags(1536, "6.18", 45), "bytes",
+             hint="first sizeof(struct skb_shared_info): the part before frags[] stays, each frag is one skb_frag_t "
+             "(the BTF table of section 1 gives both sizes); then page_to_skb()'s test: vnet header + frame + "
+             "SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) must fit the buffer",
+             worked="skb_shared_info is 320 bytes with 17 frags of 16 bytes, so 320 - 17 x 16 = 48 bytes come "
+             "before frags[]; with 45 frags it is 48 + 45 x 16 = 768, already a multiple of the 64-byte cache "
+             "line, so SKB_DATA_ALIGN gives 768. page_to_skb() takes build_skb when 12 (vnet header) + frame + "
+             "768 <= 1536, so frame <= 756 and payload <= 756 - 42 = 714 bytes (17 frags allow 1162)."),
 ]}
 
 NOT_ANSWERED = "not answered yet"
@@ -488,6 +620,12 @@ def _get(key: str) -> Exercise:
     if key not in EXERCISES:
         raise ArgumentError(f"exercise {key!r} does not exist; known: {', '.join(EXERCISES)}", param="key")
     return EXERCISES[key]
+
+
+@public
+def worked(key: str) -> str:
+    """The worked solution of exercise ``key`` for the instructor: the kernel rule, the numbers and why."""
+    return _get(key).worked
 
 
 @public

@@ -108,3 +108,29 @@ __all__ = [
     "VXLAN_RX_CONFIGS",
     "vxlan_lab",
 ]
+from vnetlab.live.btf import BtfLayout, LayoutRow, btf_layout  # noqa: E402
+
+__all__ += ["BtfLayout", "LayoutRow", "btf_layout"]
+from vnetlab.live.capture import (  # noqa: E402
+    EXPERIMENTS,
+    VETH_CONFIGS,
+    Capture,
+    SkbComparison,
+    beside_model,
+    capture,
+    model_skbs,
+)
+from vnetlab.live.capture_formats import CapturedSkb, read_capture, write_capture  # noqa: E402
+from vnetlab.live.capture_tracefs import TraceSession  # noqa: E402
+
+__all__ += ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "CapturedSkb", "SkbComparison", "TraceSession", "beside_model",
+            "capture", "model_skbs", "read_capture", "write_capture"]
+from vnetlab.live.capture_record import (  # noqa: E402
+    capture_or_recorded,
+    record_captures,
+    recorded_capture,
+    recorded_capture_path,
+)
+
+__all__ += ["record_captures", "recorded_capture", "recorded_capture_path"]
+__all__ += ["capture_or_recorded"]

@@ -441,6 +441,22 @@ class Session:
         return "\n".join(lines)
 
     @public
+    def layout(self) -> str:
+        """This kernel's struct sizes read from its BTF (:func:`vnetlab.live.btf.btf_layout`, no root needed) beside
+        the profile :func:`running_profile` gives it, "your kernel says X, the profile says Y", under a source line;
+        where there is no BTF to read, that source line says why."""
+        from vnetlab.errors import LiveError
+        from vnetlab.live.btf import btf_layout
+
+        if self.running is None:
+            return f"[no running Linux kernel here ({sys.platform}): no BTF to read]"
+        try:
+            layout = btf_layout()
+        except LiveError as exc:
+            return f"[this kernel, Linux {self.running.release}: {exc}]"
+        return f"[this kernel, Linux {self.running.release}, its BTF read now]\n{layout.table(str(self.running))}"
+
+    @public
     def bridge(self) -> str:
         """:func:`~vnetlab.live.experiments.bridge_ports` of :meth:`mirror`, under :meth:`source`."""
         from vnetlab.live.experiments import bridge_ports
