@@ -182,6 +182,11 @@ def _expected() -> dict:
         # include/linux/udp.h (v5.10, and Debian 5.10.223): UDP_MAX_SEGMENTS (1 << 6); net/ipv4/udp.c udp_send_skb:
         # "if (datalen > cork->gso_size * UDP_MAX_SEGMENTS) return -EINVAL"
         "60.3": 500 * (1 << 6),
+        # include/linux/skbuff.h (6.18): struct skb_shared_info ends in frags[MAX_SKB_FRAGS] of 16-byte skb_frag_t;
+        # the running 6.18.44's BTF (pahole alike) puts frags at offset 48, so 45 frags make 48 + 45 x 16 = 768
+        # (a multiple of 64, SKB_DATA_ALIGN leaves it); page_to_skb (v5.13+) needs vnet header + frame + 768
+        # within the 1536-byte buffer
+        "65.1": 1536 - VNET_HDR_MRG - (48 + 45 * 16) - (ETH_HLEN + IPV4_HLEN + UDP_HLEN),
     }
 
 

@@ -7,6 +7,7 @@ macvlan on that veth, a bridge with one veth port, and lo. Parsing them is teste
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from vnetlab import ethtool, features, live, netdev
-from vnetlab.errors import FixedFeatureError, LabTimeout, LiveError, LiveUnavailable, UnknownFeatureError
+from vnetlab.errors import ArgumentError, FixedFeatureError, LabTimeout, LiveError, LiveUnavailable, UnknownFeatureError
 from vnetlab.live import device_features, netlink
 
 DATA = Path(__file__).parent / "data"
@@ -201,13 +202,15 @@ def test_running_profile():
 
 
 def test_running_profile_every_known_profile_is_exact_and_the_ends_say_so():
-    """Against data/kernels.toml as it is (profiles.known_kernels(), read at call time): a profile's own version
-    is an exact match; older than the oldest and newer than the newest say that any rule may differ."""
+    """Against data/kernels.toml as it is (profiles.known_kernels(), read at call time): the release a profile's
+    rules were read from is an exact match; older than the oldest and newer than the newest say that any rule may
+    differ."""
     from vnetlab import profiles
 
     known = profiles.known_kernels()
     for v in known:
-        r = live.running_profile(v)
+        modelled = live.profile.modelled_release(v, dict(profiles.kernel(v).rules.sources))
+        r = live.running_profile(modelled)
         assert (r, r.closeness, r.may_differ) == (v, "exact", ()), v
     old = live.running_profile("4.19.0-27-amd64")
     assert (old, old.closeness) == (known[0], "older") and "older than every profile" in old.line()
@@ -217,6 +220,62 @@ def test_running_profile_every_known_profile_is_exact_and_the_ends_say_so():
         assert (new, new.closeness) == ("7.3.4", "exact")
     else:
         assert (new, new.closeness) == (known[-1], "newer") and "Debian's 7.3.4" in new.why
+
+
+def test_running_profile_x_y_profiles_hold_a_debian_trees_rules():
+    """The "6.1" and "6.12" profiles hold Debian 6.1.192's and 6.12.95's rules (data/kernels.toml: their sources
+    cite "Debian linux-source-6.1 (6.1.192-3)" and "Debian linux-source-6.12 (6.12.95-1~bpo12+1)"), so 6.1.0,
+    6.1.50 and a bare 6.1 are older than that profile, not an exact match."""
+    from vnetlab import profiles
+
+    models = {v: live.profile.modelled_release(v, dict(profiles.kernel(v).rules.sources))
+              for v in ("6.1", "6.12")}
+    assert models == {"6.1": "6.1.192", "6.12": "6.12.95"}
+    for release in ("6.1", "6.1.0", "6.1.50", "6.12.0", "6.12.3"):
+        r = live.running_profile(release)
+        assert r.closeness == "nearest" and r.may_differ, release
+        assert "Older than" in r.why and "the rules of 6.1" in r.why.replace("6.12.95", "6.1")
+    r = live.running_profile("6.1.192")
+    assert (r, r.closeness) == ("6.1", "exact") and "6.1.192's rules" in r.why
+
+
+@pytest.mark.parametrize("release", ["6.18.0-rc3", "6.18-rc3", "v6.18-rc7", "6.1.0-rc1"])
+def test_running_profile_release_candidate_is_never_exact(release):
+    """An -rcN comes before X.Y.0 (Documentation/process/2.Process.rst: the release candidates precede the
+    release), so the X.Y profile is at best nearest."""
+    r = live.running_profile(release)
+    assert r.closeness == "nearest" and "release candidate" in r.why
+
+
+@pytest.mark.parametrize("release", ["6.1.\u06650", "\u0666.1.50", "6.\uff11.0", "6.1.50-\u00e9"])
+def test_running_profile_refuses_non_ascii(release):
+    # uname -r is ASCII (init/version.c UTS_RELEASE from the Makefile's VERSION.PATCHLEVEL.SUBLEVEL)
+    with pytest.raises(ArgumentError, match="non-ASCII") as err:
+        live.running_profile(release)
+    assert err.value.param == "release"
+    with pytest.raises(ArgumentError, match="non-ASCII") as err:
+        live.running_profile("6.1.0-37-amd64", "#1 SMP Debian 6.1.\u06650-1")
+    assert err.value.param == "version"
+
+
+def test_debian_abi_names_agree_with_the_lab_table():
+    """Each lab kernel booted from a Debian image (data/lab/*/: uname_r "5.10.0-32-amd64", package_version
+    "5.10.223-1") gets the profile of that package's release from its uname -r alone, as the lab table names it."""
+    from vnetlab import labdata
+
+    seen = 0
+    for run in live.lab_runs():
+        doc = labdata.load(run.configs[0], run.kernel)["kernel"]
+        release, package = doc.get("uname_r", ""), str(doc.get("package_version", ""))
+        if not re.fullmatch(r"\d+\.\d+\.0-\d+-amd64", release):
+            continue
+        upstream = package.split("-")[0]
+        r = live.running_profile(release)
+        assert live.profile.modelled_release(r.profile, dict(__import__("vnetlab").profiles.kernel(
+            r.profile).rules.sources)) == upstream, (release, r)
+        assert f"from {upstream}" in r.why and r.closeness == "nearest"  # a later upload may keep the ABI
+        seen += 1
+    assert seen >= 2  # 5.10.0-32-amd64 and 6.1.0-57-amd64
 
 
 def _rules(**changes):
@@ -241,7 +300,9 @@ PROFILES = {
 
 @pytest.mark.parametrize("release,version,profile,closeness,differ", [
     # Debian 11: the ABI name hides the stable update; the newest Debian 5.10 profile, not mainline 5.10
-    ("5.10.0-32-amd64", None, "5.10.262", "nearest", ("udp_max_segments",)),
+    # ABI 32 was first packaged from 5.10.223 (data/lab/5.10: linux-image-5.10.0-32-amd64 is 5.10.223-1)
+    ("5.10.0-32-amd64", None, "5.10.223", "nearest", ()),
+    ("5.10.0-99-amd64", None, "5.10.262", "nearest", ("udp_max_segments",)),
     # ... unless uname -v names the package ("#1 SMP Debian 5.10.223-1 (2024-08-10)")
     ("5.10.0-32-amd64", "#1 SMP Debian 5.10.223-1 (2024-08-10)", "5.10.223", "exact", ()),
     ("5.10.0-32-cloud-amd64", "#1 SMP Debian 5.10.262-1 (2025-10-01)", "5.10.262", "exact", ()),
@@ -249,7 +310,9 @@ PROFILES = {
     ("5.10.223", None, "5.10.223", "exact", ()),
     ("5.10.240", None, "5.10.223", "nearest", ("udp_max_segments",)),
     # only one stable profile of the 6.1 line (mainline 6.1 is not what Debian ships): nothing to compare with
-    ("6.1.0-37-amd64", None, "6.1.158", "nearest", ()),
+    # ABI 37 was first packaged from 6.1.140 (Debian changelog "Bump ABI to 37" in 6.1.140-1)
+    ("6.1.0-37-amd64", None, "6.1", "nearest", ("udp_max_segments",)),
+    ("6.1.0-99-amd64", None, "6.1.158", "nearest", ()),
     ("6.12.117+deb13-amd64", None, "6.12.117", "exact", ()),
     ("6.12.48+deb13-amd64", None, "6.12.117", "nearest", ("uso_needs_csum",)),
     ("7.3.4+deb13-amd64", None, "7.3.4", "exact", ()),
@@ -278,12 +341,31 @@ def test_running_profile_of_distribution_release_strings(release, version, profi
 
 def test_running_profile_names_the_distribution():
     assert "Debian" in live.match_profile("5.10.0-32-amd64", PROFILES).why
-    assert "uname -v" in live.match_profile("5.10.0-32-amd64", PROFILES).why
+    assert "uname -v" in live.match_profile("5.10.0-99-amd64", PROFILES).why
     assert "Ubuntu" in live.match_profile("6.8.0-45-generic", PROFILES).why
     assert "backported" in live.match_profile("5.14.0-427.el9_4.x86_64", PROFILES).why
     assert "Fedora" in live.match_profile("6.11.4-301.fc41.x86_64", PROFILES).why
     with pytest.raises(ValueError, match="version must be"):
         live.match_profile("6.1.0-37-amd64", PROFILES, 1)
+
+
+def test_record_command_line():
+    """`python -m vnetlab.live record --help` prints the usage and exits 0, writing nothing (it once took --help
+    as the output path and, as root, ran the labs into a file named `--help`); bad arguments exit 2 (argparse)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        def run(*args):
+            return subprocess.run([sys.executable, "-m", "vnetlab.live", *args], capture_output=True, text=True,
+                                  timeout=60, cwd=tmp)
+
+        done = run("record", "--help")
+        assert done.returncode == 0 and "usage: python -m vnetlab.live record" in done.stdout
+        for bad in (("record", "a", "b"), ("record", "--bogus"), (), ("record", "-o"), ("record", "--", "-x"),
+                    ("play",)):
+            done = run(*bad)
+            assert done.returncode == 2 and "usage:" in done.stderr, bad
+        assert list(Path(tmp).iterdir()) == []
 
 
 def test_netlink_works_inside_a_running_event_loop():
@@ -590,6 +672,37 @@ def test_lab_runs_name_each_kernel_and_its_date():
     assert all(a == n for r in runs.values() for _what, a, n in r.comparisons)
     table = live.lab_runs_table().splitlines()
     assert len(table) == len(runs) + 1 and max(map(len, table)) <= 100
+    assert table[1].split()[:3] == ["5.10", "5.10.0-32-amd64", "5.10.223"]  # data/lab/5.10: Debian 5.10.223-1
+
+
+def test_debian_abi_table_is_the_changelogs():
+    """live.profile.DEBIAN_ABI_FIRST for 6.1 is each "Bump ABI to N" upload of Debian's changelog
+    (tests/data/debian_abi_bumps_6.1.txt, extracted from linux-libc-dev 6.1.187-1's changelog.Debian.gz), plus
+    ABI 57 = 6.1.192 from the lab's image (data/lab/6.1: linux-image-6.1.0-57-amd64 is 6.1.192-3)."""
+    first: dict[int, int] = {}
+    for line in (DATA / "debian_abi_bumps_6.1.txt").read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        abi, version = line.split("\t")
+        patch = int(version.split("-")[0].split(".")[2])
+        first[int(abi)] = min(first.get(int(abi), patch), patch)
+    assert {**first, 57: 192} == live.profile.DEBIAN_ABI_FIRST[(6, 1)]
+
+
+def test_lab_table_and_running_profile_name_a_debian_image_alike():
+    """A Debian image of the lab (data/lab/<id>/*.json kernel.uname_r and proc_version) gets from running_profile()
+    the profile the lab compares it with (vnetlab.labkernels.model_kernel), from its uname -r and uname -v, and
+    from its uname -r alone (notebook 60 prints both: 5.10.0-32-amd64 is Debian 5.10.223-1, not 5.10.262)."""
+    from vnetlab import labdata, labkernels
+
+    for k in labkernels.stock_ids():
+        if k not in labdata.lab_kernels():
+            continue
+        doc = labdata.load(labdata.configs(k)[0], k)["kernel"]
+        proc = doc["proc_version"]
+        want = labkernels.model_kernel(k).version
+        assert live.running_profile(doc["uname_r"], proc[proc.index("#"):]) == want, k
+        assert live.running_profile(doc["uname_r"]) == want, k
 
 
 def test_record_needs_labs_and_says_so(monkeypatch):
@@ -621,11 +734,14 @@ def test_xdp_attach_without_pyroute2(can_build_labs):
         live.attach_xdp_pass("v0", None, backend="ioctl")
 
 
-def _no_labs(monkeypatch, reason="vnetlab.live cannot build labs: this process runs as uid 1000"):
+def _no_labs(monkeypatch, reason="vnetlab.live cannot build labs: this process runs as uid 1000",
+             userns="user.max_user_namespaces is 0: no user namespace may be created"):
     from vnetlab.live import capability
+    from vnetlab.live import userns as userns_mod
 
     monkeypatch.setattr(capability, "_CAPABILITY_CACHE", {True: live.Capability(False, reason),
                                                           False: live.Capability(False, "no features")})
+    monkeypatch.setattr(userns_mod, "_PROBE", {"error": userns})
 
 
 def test_session_without_labs_shows_the_recorded_run(monkeypatch):
@@ -636,8 +752,13 @@ def test_session_without_labs_shows_the_recorded_run(monkeypatch):
     assert not run.live and run.ref == ref and run.profile == ref.profile
     text = str(run)
     # source: the reason _no_labs plants (uid 1000 is its default input); vnetlab/live/recorded.py keeps 100 columns
-    assert "Live labs: no. vnetlab.live cannot build labs: this process runs as uid 1000" in text
+    if __import__("os").geteuid() == 0:
+        assert "Live labs: no. vnetlab.live cannot build labs: this process runs as uid 1000" in text
+    else:  # an ordinary user: not root, and the user namespaces _no_labs refuses
+        assert f"Live labs: no. uid {__import__('os').getuid()} is not root, and user namespaces are refused" in text
+    assert "user.max_user_namespaces is 0" in text.replace("\n  ", " ")
     assert f"Sections 3-6 show the run recorded on Linux {ref.release}" in text.replace("\n  ", " ")
+    # source: vnetlab/live/recorded.py keeps the notebooks' text outputs within 100 columns
     assert max(map(len, text.splitlines())) <= 100
     assert run.mirror() == ref.mirror() and all(r.agrees for r in run.mirror())
     assert [r.key() for r in (x.kernel for x in run.transfers("vxlan"))] == [

@@ -39,6 +39,14 @@ def test_reads_core_and_optional_minutes(tmp_path):
     assert [s.kind for s in p.sections] == ["core", "optional", "core", "optional", "optional"]
 
 
+def test_a_notebook_without_core_sections_is_optional_as_a_whole(tmp_path):
+    path = _notebook(tmp_path,
+                     "- **Time to learn**: 0 minutes on the core path (+15 optional), of which 3 for the overview and "
+                     "summary.", "## 1. One (optional, 5 min)", "## Exercises (optional, 7 min)\n**42.1** a question")
+    p = plan.read(path)
+    assert (p.core, p.optional) == (0, 3 + 5 + 7) and p.problems == []
+
+
 def test_untimed_heading_and_wrong_total_are_problems(tmp_path):
     path = _notebook(tmp_path, "- **Time to learn**: 10 minutes on the core path, of which 2 for the overview and "
                      "summary.", "## 1. One\n## 2. Two (core, 4 min)\n## Exercises (core, 3 min)")

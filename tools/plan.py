@@ -109,12 +109,19 @@ class NotebookPlan:
     problems: list[str] = field(default_factory=list)
 
     @property
+    def whole_optional(self) -> bool:
+        """A notebook without a core section is optional as a whole: its overview and summary too."""
+        return bool(self.sections) and all(s.kind == "optional" for s in self.sections)
+
+    @property
     def core(self) -> int:
-        return self.intro_outro + sum(s.minutes for s in self.sections if s.kind == "core")
+        intro = 0 if self.whole_optional else self.intro_outro
+        return intro + sum(s.minutes for s in self.sections if s.kind == "core")
 
     @property
     def optional(self) -> int:
-        return sum(s.minutes for s in self.sections if s.kind == "optional")
+        intro = self.intro_outro if self.whole_optional else 0
+        return intro + sum(s.minutes for s in self.sections if s.kind == "optional")
 
     @property
     def minutes(self) -> tuple[int, int]:

@@ -100,6 +100,22 @@ def _largest_payload(buf_len: int, arch: str = DEFAULT_ARCH) -> int:
     return best if best is not None else -1
 
 
+def _largest_payload_frags(buf_len: int, kernel: str, max_skb_frags: int, arch: str = DEFAULT_ARCH) -> int:
+    """_largest_payload on a kernel built with CONFIG_MAX_SKB_FRAGS=``max_skb_frags`` (6.3+, net/Kconfig):
+    skb_shared_info grows by one skb_frag_t per frag, and so does page_to_skb()'s tailroom test."""
+    from vnetlab import profiles, rx
+
+    a = profiles.arch(arch, kernel, max_skb_frags=max_skb_frags)
+    best = None
+    for payload in range(0, 4000):
+        frame = rx.frame_len_for(payload)
+        if frame + 12 > buf_len:
+            break
+        if rx.page_to_skb(frame, buf_len, kernel=kernel, arch=a).path == "build_skb":
+            best = payload
+    return best if best is not None else -1
+
+
 def _full_mtu_build_skb_share(arch: str = DEFAULT_ARCH, frag_size: int = 32768) -> float:
     """Share of full-MTU frames (1514 bytes) that get build_skb over the buffers one page frag is carved into."""
     from vnetlab import rx
@@ -580,6 +596,16 @@ EXERCISES: dict[str, Exercise] = {e.key: e for e in [
              "UDP_MAX_SEGMENTS segments of gso_size; look that constant up in include/linux/udp.h of that kernel",
              worked="udp_send_skb() refuses a UDP_SEGMENT send that needs more than UDP_MAX_SEGMENTS segments, 64"
              " in 5.10 (include/linux/udp.h): 64 x 500 = 32000 bytes is the longest payload."),
+    Exercise("65.1", "A 6.18 x86_64 kernel built with CONFIG_MAX_SKB_FRAGS=45 (its BTF: skb_shared_info.frags[45]). "
+             "What is the largest IPv4 UDP payload that still gets build_skb in a 1536-byte mergeable buffer?",
+             lambda: _largest_payload_frags(1536, "6.18", 45), "bytes",
+             hint="first sizeof(struct skb_shared_info): the part before frags[] stays, each frag is one skb_frag_t "
+             "(the BTF table of section 1 gives both sizes); then page_to_skb()'s test: vnet header + frame + "
+             "SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) must fit the buffer",
+             worked="skb_shared_info is 320 bytes with 17 frags of 16 bytes, so 320 - 17 x 16 = 48 bytes come "
+             "before frags[]; with 45 frags it is 48 + 45 x 16 = 768, already a multiple of the 64-byte cache "
+             "line, so SKB_DATA_ALIGN gives 768. page_to_skb() takes build_skb when 12 (vnet header) + frame + "
+             "768 <= 1536, so frame <= 756 and payload <= 756 - 42 = 714 bytes (17 frags allow 1162)."),
 ]}
 
 NOT_ANSWERED = "not answered yet"

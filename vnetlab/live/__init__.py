@@ -13,7 +13,9 @@ One concern per module:
 - :mod:`~vnetlab.live.experiments`: :func:`mirror_lab`, :func:`udp_segment_lab`, :func:`veth_gro_lab`,
   :func:`vxlan_lab`;
 - :mod:`~vnetlab.live.profile`: the modelled profile of a running kernel (:func:`running_profile`);
-- :mod:`~vnetlab.live.recorded`: recorded runs (data/live/, the lab's data/lab/) to show where labs cannot run.
+- :mod:`~vnetlab.live.userns`: the labs as an ordinary user, in a child's user and network namespaces;
+- :mod:`~vnetlab.live.recorded`: recorded runs (data/live/, the lab's data/lab/) to show where labs cannot run,
+  and :func:`session`: root, user namespaces or the recorded run, whichever this machine allows.
 
 Nothing here runs at import time and pyroute2 is imported only when the netlink path is used.
 """
@@ -43,7 +45,17 @@ from vnetlab.live.experiments import (
 )
 from vnetlab.live.lab import Lab, LiveDevice
 from vnetlab.live.profile import RunningProfile, match_profile, running_profile
-from vnetlab.live.recorded import Reference, Session, lab_runs, lab_runs_table, reference, references, session
+from vnetlab.live.recorded import (
+    MODES,
+    Reference,
+    Session,
+    lab_runs,
+    lab_runs_table,
+    reference,
+    references,
+    session,
+)
+from vnetlab.live.userns import userns_error
 from vnetlab.live.xdp import attach_xdp_pass, load_xdp_pass
 
 __all__ = [
@@ -51,6 +63,7 @@ __all__ = [
     "IFNAMSIZ",
     "MIRROR_DEVICES",
     "MIRROR_STEPS",
+    "MODES",
     "NETNS_PREFIX",
     "VETH_GRO_CONFIGS",
     "Capability",
@@ -90,7 +103,34 @@ __all__ = [
     "transfer_table",
     "udp_segment_cases",
     "udp_segment_lab",
+    "userns_error",
     "veth_gro_lab",
     "VXLAN_RX_CONFIGS",
     "vxlan_lab",
 ]
+from vnetlab.live.btf import BtfLayout, LayoutRow, btf_layout  # noqa: E402
+
+__all__ += ["BtfLayout", "LayoutRow", "btf_layout"]
+from vnetlab.live.capture import (  # noqa: E402
+    EXPERIMENTS,
+    VETH_CONFIGS,
+    Capture,
+    SkbComparison,
+    beside_model,
+    capture,
+    model_skbs,
+)
+from vnetlab.live.capture_formats import CapturedSkb, read_capture, write_capture  # noqa: E402
+from vnetlab.live.capture_tracefs import TraceSession  # noqa: E402
+
+__all__ += ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "CapturedSkb", "SkbComparison", "TraceSession", "beside_model",
+            "capture", "model_skbs", "read_capture", "write_capture"]
+from vnetlab.live.capture_record import (  # noqa: E402
+    capture_or_recorded,
+    record_captures,
+    recorded_capture,
+    recorded_capture_path,
+)
+
+__all__ += ["record_captures", "recorded_capture", "recorded_capture_path"]
+__all__ += ["capture_or_recorded"]

@@ -66,7 +66,8 @@ def diagnose(
         if euid == 0:
             fix = "this process is root but lacks them (a container or sandbox that drops them?)"
         else:
-            fix = f"this process runs as uid {euid}; run as root (sudo) or grant those capabilities"
+            fix = (f"this process runs as uid {euid}; run as root (sudo) or grant those capabilities, or let "
+                   "live.session() run the labs in user namespaces of its own")
         labs_reason = f"building network namespaces needs CAP_SYS_ADMIN and CAP_NET_ADMIN: {fix}"
     elif not have_ip:
         labs_reason = "the `ip` program (iproute2) is not on PATH; apt-get install iproute2"

@@ -21,8 +21,8 @@ from vnetlab.live.xdp import attach_xdp_pass
 
 # Namespaces created by this process and not yet deleted; atexit deletes any a crash left behind.
 _OWNED_NETNS: set[str] = set()
-
-_OWNED_NETNS: set[str] = set()
+# (name, inode) of every namespace this process created, so that a test can look for it afterwards.
+CREATED_NETNS: list[tuple[str, int]] = []
 _OWNED_LOCK = threading.Lock()
 Vni = Annotated[int, In(0, (1 << 24) - 1, "VXLAN VNI: 24 bits (drivers/net/vxlan VXLAN_N_VID)")]
 
@@ -154,6 +154,10 @@ class Lab:
             _delete_netns(name)
             raise
         self.namespaces.append(name)
+        try:
+            CREATED_NETNS.append((name, os.stat(os.path.join("/run/netns", name)).st_ino))
+        except OSError:
+            pass
         self._ip(name, "link", "set", "dev", "lo", "up")
         return name
 

@@ -23,7 +23,8 @@ from typing import Annotated, Any
 from vnetlab.checks import In, public
 from vnetlab.errors import ArgumentError, LiveUnavailable
 
-__all__ = ["RunningProfile", "match_profile", "parse_release", "running_profile"]
+__all__ = ["DEBIAN_ABI_FIRST", "RunningProfile", "match_profile", "modelled_release", "parse_release",
+           "running_profile"]
 
 _CLOSENESS = ("exact", "nearest", "older", "newer")
 
@@ -94,43 +95,88 @@ def _key(version: str) -> tuple[int, int, int]:
     return parts[0], parts[1], parts[2]
 
 
+# Debian's ABI number -> the first upstream stable release packaged under it, from "Bump ABI to N" in the Debian
+# changelog of linux (bookworm's linux-libc-dev 6.1.187-1, excerpt in tests/data/debian_abi_bumps_6.1.txt; from
+# 6.1.148 the ABI name is generated, "Generate kernel ABI name suffix automatically if not configured") and from
+# the lab's images (data/lab/5.10/*.json: linux-image-5.10.0-32-amd64 is 5.10.223-1; data/lab/6.1/*.json:
+# linux-image-6.1.0-57-amd64 is 6.1.192-3). A later upload may keep the ABI, so this is a floor, never exact.
+DEBIAN_ABI_FIRST: dict[tuple[int, int], dict[int, int]] = {
+    (5, 10): {32: 223},
+    (6, 1): {2: 7, 3: 8, 4: 11, 5: 12, 6: 15, 7: 20, 8: 25, 9: 27, 10: 37, 11: 38, 12: 52, 13: 55, 14: 64,
+             15: 66, 16: 67, 17: 69, 18: 76, 19: 82, 20: 85, 21: 90, 22: 94, 23: 98, 24: 106, 25: 106, 26: 112,
+             27: 115, 28: 119, 29: 123, 30: 124, 31: 128, 32: 129, 33: 133, 34: 135, 35: 137, 36: 139, 37: 140,
+             38: 147, 57: 192},
+}
+
+
 @public
 def parse_release(release: str, version: str | None = None) -> tuple[tuple[int, int, int | None], str, str]:
+    """:func:`_parse` without its last item."""
+    parsed, distro, why, _floor = _parse(release, version)
+    return parsed, distro, why
+
+
+def _parse(release: str, version: str | None) -> tuple[tuple[int, int, int | None], str, str, bool]:
+    parsed, distro, why = _parse3(release, version)
+    return parsed, distro, why, distro == "Debian" and "was first packaged from" in why
+
+
+def _parse3(release: str, version: str | None) -> tuple[tuple[int, int, int | None], str, str]:
     """(major, minor, patch or None when the string does not tell), the distribution, and how it was read.
 
     ``version`` is ``uname -v``; Debian's names the package version ("Debian 5.10.223-1"), used when the
-    release is one of Debian's ``X.Y.0-N-flavour`` ABI names.
+    release is one of Debian's ``X.Y.0-N-flavour`` ABI names; without it the ABI number gives the first stable
+    release packaged under it (:data:`DEBIAN_ABI_FIRST`). A release candidate (``6.18.0-rc3``, ``6.18-rc3``)
+    comes before X.Y.0: its patch is -1.
     """
     if not isinstance(release, str):
-        raise ValueError(f"release must be a `uname -r` string such as '6.1.0-37-amd64', got {release!r}")
-    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", release.strip())
+        raise ArgumentError(f"live.parse_release: release must be a `uname -r` string such as '6.1.0-37-amd64', got "
+                            f"{release!r}", function="live.parse_release", param="release")
+    if version is not None and not isinstance(version, str):
+        raise ArgumentError(f"live.parse_release: version must be a `uname -v` string or None, got {version!r}",
+                            function="live.parse_release", param="version")
+    for param, text in (("release", release), ("version", version or "")):
+        if not text.isascii():
+            raise ArgumentError(f"live.parse_release: {param}={text!r} has non-ASCII characters; `uname -r` and "
+                                "`uname -v` are ASCII (include/linux/utsname.h: the kernel prints its version with "
+                                "ASCII digits)", function="live.parse_release", param=param)
+    m = re.match(r"v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", release.strip())
     if m is None:
         raise ArgumentError(f"live.parse_release: release={release!r} does not start with a kernel version such as "
                             "6.18 (`uname -r`)", function="live.parse_release", param="release")
     major, minor = int(m[1]), int(m[2])
     patch = None if m[3] is None else int(m[3])
     rest = release.strip()[m.end():]
-    if version is not None and not isinstance(version, str):
-        raise ValueError(f"version must be a `uname -v` string or None, got {version!r}")
-    deb = re.search(r"Debian (\d+)\.(\d+)\.(\d+)", version or "")
-    if re.match(r"-\d+-", rest) and patch == 0 and _DEBIAN_FLAVOURS.search(rest):
+    rc = re.match(r"-rc([0-9]+)", rest)
+    if rc and patch in (None, 0):
+        return (major, minor, -1), "", (
+            f"{release} is a release candidate of {major}.{minor}: it comes before {major}.{minor}.0, and rules "
+            "changed until the release may differ.")
+    deb = re.search(r"Debian ([0-9]+)\.([0-9]+)\.([0-9]+)", version or "")
+    abi = re.match(r"-([0-9]+)-", rest)
+    if abi and patch == 0 and _DEBIAN_FLAVOURS.search(rest):
         if deb and (int(deb[1]), int(deb[2])) == (major, minor):
             return (major, minor, int(deb[3])), "Debian", (
                 f"Debian's ABI name {release}; uname -v names the package {deb[0].split()[1]}.")
+        first = DEBIAN_ABI_FIRST.get((major, minor), {}).get(int(abi[1]))
+        if first is not None:
+            return (major, minor, first), "Debian", (
+                f"Debian's ABI name {release}: ABI {abi[1]} was first packaged from {major}.{minor}.{first} (Debian's "
+                f"changelog); a later upload may keep it, so pass uname -v (\"Debian X.Y.Z-N\") to name it.")
         return (major, minor, None), "Debian", (
             f"Debian's ABI name {release} ends in .0 whatever stable update it carries; pass uname -v "
             "(\"Debian X.Y.Z-N\") to name it.")
-    if re.search(r"\+(?:deb\d+|bpo)", rest):
+    if re.search(r"\+(?:deb[0-9]+|bpo)", rest):
         return (major, minor, patch), "Debian", f"Debian's {major}.{minor}.{patch} (from {release})."
-    if (re.match(r"-\d+", rest) and patch == 0 and _UBUNTU_FLAVOURS.search(rest)) or "Ubuntu" in (version or ""):
+    if (re.match(r"-[0-9]+", rest) and patch == 0 and _UBUNTU_FLAVOURS.search(rest)) or "Ubuntu" in (version or ""):
         return (major, minor, None), "Ubuntu", (
             f"Ubuntu's {release} is {major}.{minor} with Ubuntu's stable updates; its patch level is not in the "
             "release string.")
-    if re.search(r"\.el\d+", rest):
+    if re.search(r"\.el[0-9]+", rest):
         return (major, minor, None), "RHEL", (
             f"RHEL's {release} is {major}.{minor} with many changes of later kernels backported: rules beyond "
             "these may differ.")
-    if re.search(r"\.fc\d+", rest):
+    if re.search(r"\.fc[0-9]+", rest):
         return (major, minor, patch), "Fedora", f"Fedora's {release} is stable {major}.{minor}.{patch}."
     return (major, minor, patch or 0), "", ""
 
@@ -145,17 +191,27 @@ def _differing(rules: Mapping[str, Mapping[str, Any]], names: list[str]) -> tupl
 
 
 @public
-def match_profile(release: str, rules: Mapping[str, Mapping[str, Any]], version: str | None = None
-                  ) -> RunningProfile:
+def match_profile(release: str, rules: Mapping[str, Mapping[str, Any]], version: str | None = None,
+                  models: Mapping[str, str] | None = None) -> RunningProfile:
     """:func:`running_profile` over ``rules`` ({profile version: {rule: value}}), so that it can be asked
-    about any set of profiles."""
+    about any set of profiles. ``models`` maps a profile to the release its rules were read from where that is
+    not its name (the "6.1" profile holds Debian 6.1.192's rules: {"6.1": "6.1.192"}); a release is placed among
+    the profiles by those."""
     if not rules:
         raise ValueError("rules: give at least one profile")
-    (major, minor, patch), distro, why = parse_release(release, version)
-    names = sorted(rules, key=_key)
+    (major, minor, patch), distro, why, floor = _parse(release, version)
+    models = {n: (models or {}).get(n, n) for n in rules}
+
+    def key(n: str) -> tuple[int, int, int]:
+        return _key(models[n])
+
+    names = sorted(rules, key=key)
     everything = tuple(sorted({k for n in names for k in rules[n]} - {"released"}))
-    line = [n for n in names if _key(n)[:2] == (major, minor)]
+    line = [n for n in names if key(n)[:2] == (major, minor)]
     pre = f"{distro}: " if distro else ""
+
+    def named(n: str) -> str:
+        return n if models[n] == n else f"{n} (the rules of {models[n]})"
 
     def result(profile: str, closeness: str, differ: tuple[str, ...], note: str) -> RunningProfile:
         text = " ".join(s for s in (pre + why if why else "", note) if s)
@@ -164,33 +220,35 @@ def match_profile(release: str, rules: Mapping[str, Mapping[str, Any]], version:
     if line:
         if patch is None:
             # A distribution ships a stable update of the line: the stable profiles (X.Y.Z) if any, its newest.
-            stable = [n for n in line if n.count(".") >= 2] or line
+            stable = [n for n in line if models[n].count(".") >= 2] or line
             chosen = stable[-1]
             if len(stable) == 1:
-                return result(chosen, "nearest", (), f"{chosen} is the only profile of the {major}.{minor} line "
-                              "to compare it with.")
+                return result(chosen, "nearest", (), f"{named(chosen)} is the only profile of the {major}.{minor} "
+                              "line to compare it with.")
             return result(chosen, "nearest", _differing(rules, stable),
-                          f"The newest of the {major}.{minor} line's profiles {', '.join(stable)}; these rules "
-                          "differ among them.")
+                          f"The newest of the {major}.{minor} line's profiles {', '.join(map(named, stable))}; these "
+                          "rules differ among them.")
         run = (major, minor, patch)
         for n in line:
-            if _key(n) == run:
-                return result(n, "exact", (), "")
-        below = [n for n in line if _key(n) < run]
-        above = [n for n in line if _key(n) > run]
+            if key(n) == run:
+                if floor:
+                    return result(n, "nearest", (), f"{named(n)} is that first upload.")
+                return result(n, "exact", (), "" if models[n] == n else f"The {n} profile holds {models[n]}'s rules.")
+        below = [n for n in line if key(n) < run]
+        above = [n for n in line if key(n) > run]
         if below and above:
             return result(below[-1], "nearest", _differing(rules, [below[-1], above[0]]),
-                          f"Between the profiles {below[-1]} and {above[0]}.")
+                          f"Between the profiles {named(below[-1])} and {named(above[0])}.")
         if below:
-            return result(below[-1], "nearest", (), f"Newer than {below[-1]}, the {major}.{minor} line's newest "
-                          "profile: stable updates since may have changed rules no profile records.")
-        older = [n for n in names if _key(n) < _key(above[0]) and n not in line]
+            return result(below[-1], "nearest", (), f"Newer than {named(below[-1])}, the {major}.{minor} line's "
+                          "newest profile: stable updates since may have changed rules no profile records.")
+        older = [n for n in names if key(n) < key(above[0]) and n not in line]
         differ = _differing(rules, [older[-1], above[0]]) if older else ()
-        return result(above[0], "nearest", differ, f"Older than {above[0]}, the {major}.{minor} line's oldest "
-                      "profile.")
+        return result(above[0], "nearest", differ, f"Older than {named(above[0])}, the {major}.{minor} line's "
+                      "oldest profile.")
     run_key = (major, minor, 1 << 30 if patch is None else patch)
-    below = [n for n in names if _key(n) < run_key]
-    above = [n for n in names if _key(n) > run_key]
+    below = [n for n in names if key(n) < run_key]
+    above = [n for n in names if key(n) > run_key]
     if not below:
         return result(names[0], "older", everything, f"Older than every profile (the oldest is {names[0]}).")
     if not above:
@@ -198,6 +256,19 @@ def match_profile(release: str, rules: Mapping[str, Mapping[str, Any]], version:
     return result(below[-1], "nearest", _differing(rules, [below[-1], above[0]]),
                   f"No {major}.{minor} profile: the newest older one, {below[-1]}; these rules differ between it and "
                   f"{above[0]}.")
+
+
+def modelled_release(profile: str, sources: Mapping[str, str]) -> str:
+    """The release a profile's rules were read from: its name, or, for a profile named X.Y whose rules (most of
+    them) cite one Debian tree ("Debian linux-source-6.1 (6.1.192-3)"), that tree's X.Y.Z."""
+    if profile.count(".") >= 2:
+        return profile
+    trees = [m[1] for src in sources.values()
+             if (m := re.search(r"Debian linux-source-[0-9.]+ \(([0-9]+\.[0-9]+\.[0-9]+)-", str(src)))]
+    best = max(set(trees), key=trees.count) if trees else None
+    if best is not None and trees.count(best) * 2 > len(sources) and best.startswith(profile + "."):
+        return best
+    return profile
 
 
 @public
@@ -213,5 +284,7 @@ def running_profile(release: str | None = None, version: str | None = None) -> R
                                   "pass a release string such as '6.1.0-37-amd64' to ask about one")
         uname = os.uname()
         release, version = uname.release, uname.version if version is None else version
-    rules = {v: dict(profiles.kernel(v).rules.values) for v in profiles.known_kernels()}
-    return match_profile(release, rules, version)
+    kernels = {v: profiles.kernel(v) for v in profiles.known_kernels()}
+    rules = {v: dict(k.rules.values) for v, k in kernels.items()}
+    models = {v: modelled_release(v, dict(k.rules.sources)) for v, k in kernels.items()}
+    return match_profile(release, rules, version, models)
