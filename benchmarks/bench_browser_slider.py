@@ -1,4 +1,4 @@
-"""Benchmark: a keypress on a panel's slider in JupyterLab + Chromium, keydown to the new figure shown (issue 20).
+"""Benchmark: a keypress on a panel's slider in JupyterLab + Chromium, keydown to the new figure shown.
 
 Drives the real browser as tests/test_browser.py does (its JupyterLab from the README's venv and Debian's
 /usr/bin/chromium, through tests/labharness.py; the notebooks' panel cells found by test_browser.figure_cells):

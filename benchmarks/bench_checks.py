@@ -6,7 +6,7 @@ Literal name), called with all six arguments, timed three ways:
   - public: @vnetlab.checks.public (annotations + In ranges)
   - beartype: @beartype(conf=BeartypeConf(violation_param_type=ArgumentError)), ranges as Annotated[int, Is[...]]
     (only if beartype is importable: PYTHONPATH=/tmp/btlib after `pip install --target /tmp/btlib beartype`)
-and what each does with the inputs issue 21 names (True and np.int64 for an int, NaN for a float).
+and what each does with the awkward inputs (True and np.int64 for an int, NaN for a float).
 Then the hot paths, rx.classify and gro.simulate_stream over 1,000,000 frames: one checked call each, so the
 boundary adds the per-call cost once (benchmarks/bench_rx_classify.py times them in full).
 

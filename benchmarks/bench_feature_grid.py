@@ -1,6 +1,6 @@
 """Time of vnetlab.stack.feature_grid (build the stack, ethtool -k every device, send both GSO skbs) per call.
 
-Issue 20: a feature_grid() spent 67 % of its time re-validating the kernel string (features._version ran 17,740
+Before: a feature_grid() spent 67 % of its time re-validating the kernel string (features._version ran 17,740
 times in 20 calls) until FeatureSet, Device and Namespace stored the resolved Kernel. Median (min) of RUNS runs of
 CALLS calls each after a warm-up, in CPU time of the process (time.process_time: the 2-core machine is shared,
 so wall time mostly measures the neighbours), and how often a kernel string is resolved per call (cProfile).
@@ -28,7 +28,7 @@ from pathlib import Path
 RUNS = 7
 CALLS = 20
 ROUNDS = 2
-# the first is issue 20's (notebook 40's draw_stack_features(kernel="5.10", nic="router", upper="vlan"): 17,760
+# the first is the slow case (notebook 40's draw_stack_features(kernel="5.10", nic="router", upper="vlan"): 17,760
 # features._version calls in 20 feature_grid calls before)
 CASES = [("vlan on router NIC, 5.10", dict(kernel="5.10", upper="vlan", nic="router")),
          ("vlan on router NIC, 6.18", dict(kernel="6.18", upper="vlan", nic="router")),

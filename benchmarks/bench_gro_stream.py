@@ -1,7 +1,7 @@
 """Packets per second of vnetlab.gro.simulate_stream per scenario (a plain script, not a timed test).
 
 Each rate is also given as a ratio to the simplest numpy expression of the build_skb rule over as many frames
-(bench_rx_classify.baseline). Goal (issue 14): 20 M packets/s or more. Median (min) of RUNS runs after a warm-up.
+(bench_rx_classify.baseline). Goal: 20 M packets/s or more. Median (min) of RUNS runs after a warm-up.
 
 Run: nice .venv/bin/python benchmarks/bench_gro_stream.py
 """

@@ -1,4 +1,4 @@
-"""Read the NETIF_F tables of a kernel source tree (Debian's linux-source-X, unpacked under /work/ksrc/X).
+"""Read the NETIF_F tables of a kernel source tree (Debian's linux-source-X, unpacked anywhere).
 
 ``python -m lab.kernelsrc TREE PROFILE "LABEL"`` prints the data/netdev_features.toml sections of profile
 PROFILE as that tree defines them: enum NETIF_F_*_BIT (include/linux/netdev_features.h), the

@@ -1,10 +1,10 @@
-"""The public boundary (issue 21): every public callable of vnetlab is wrapped by @public, and every checked
+"""The public boundary: every public callable of vnetlab is wrapped by @public, and every checked
 parameter refuses wrong types and out-of-range values with an ArgumentError naming it.
 
 Public callables: the names in each module's ``__all__`` (a module without one: its own names without a
 leading underscore), and the methods of those classes (``__init__`` where the class writes its own). The bad
 inputs are generated from each function's own annotations, not listed by hand; the expectations come from the
-rules in vnetlab/checks.py's docstring (issue 21), written again here as an independent oracle.
+rules in vnetlab/checks.py's docstring, written again here as an independent oracle.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ import vnetlab
 from vnetlab.checks import In, is_public, param_annotations
 from vnetlab.errors import ArgumentError
 
-# Modules whose owners decorate them in their own branches (issue 21, seven helpers in parallel); the lead
-# empties this set after merging them, and the test then covers them too.
-_PENDING: set[str] = set()  # every module is walked (the helpers' modules were pending until the issue-21 merge)
+# Modules not walked yet (a module still to be decorated goes here until it is); the test then covers them too.
+_PENDING: set[str] = set()  # every module is walked
 
 # Callables that are not checked by @public, each with why.
 _EXEMPT = {
@@ -125,7 +124,7 @@ def test_every_public_callable_is_wrapped_by_public():
 
 
 def test_pending_and_exempt_name_real_modules():
-    # A typo here would exempt nothing and hide it; vnetlab.stack is new in the stack helper's branch.
+    # A typo here would exempt nothing and hide it.
     callables = {q for q, _, _ in public_callables()}
     for name in (_PENDING | _EXEMPT) - {"vnetlab.stack"}:
         assert name in callables or any(m == name or m.startswith(name + ".") for m in _ALL_MODULES), name
@@ -193,7 +192,7 @@ def _instance(cls: type) -> Any:
 
 
 def _bad(tp: Any) -> list[Any]:
-    """Values every member of the annotation refuses, by the rules of issue 21."""
+    """Values every member of the annotation refuses, by those rules."""
     members = _members(tp)
     allows_none = type(None) in members or None in members
     kinds = []
@@ -226,7 +225,7 @@ def _is_int(v: Any) -> bool:
 
 
 def _admits(base: Any, ranges: list[In], v: Any) -> bool:
-    """The oracle: does an annotation admit v (issue 21's rules, independent of vnetlab.checks' code)."""
+    """The oracle: does an annotation admit v (those rules, independent of vnetlab.checks' code)."""
     if base is bool:
         return v is True or v is False
     if base is int:
@@ -320,7 +319,7 @@ def test_bad_inputs_are_refused_naming_the_parameter(qual, fn, owner, pname, tp)
     assert not holes, f"{qual}({pname}: {tp}): " + "; ".join(holes)
 
 
-# -- the holes issue 21 names in profiles, labdata, exercises, router and live ---------------------------------
+# -- the holes found in profiles, labdata, exercises, router and live ---------------------------------
 
 def test_lab_data_names_come_from_the_catalogue_not_the_path():
     from vnetlab import labdata

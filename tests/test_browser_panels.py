@@ -80,7 +80,7 @@ def test_panel_renders_once_at_natural_width(page):
     natural, shown, area = img.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width, "
                                         "img.closest('.jp-OutputArea-output').getBoundingClientRect().width]")
     print(f"output area {area:.0f} px, panel PNG {natural} px shown at {shown:.0f} px")
-    # drawn at the area's width (968 px at this viewport, as issue 11 measured): shown at its natural size;
+    # drawn at the area's width (968 px at this viewport, as measured): shown at its natural size;
     # source: 900 px = vnetlab/viz/style.py FIG_WIDTH 9.0 in x DPI 100
     assert natural == 900 and area >= natural and abs(shown - natural) < 1.5, (natural, shown, area)
     static = _cell(page, 3).locator(".jp-RenderedImage img").first

@@ -1,4 +1,4 @@
-"""The panels' render path as the browser receives it (issue 20), without a browser: the PNG bytes a slider move
+"""The panels' render path as the browser receives it, without a browser: the PNG bytes a slider move
 sends, the PNGs a panel remembers for values it showed, and the debug timing benchmarks/bench_browser_slider.py
 reads. (The round trip in Chromium itself is measured by that benchmark, never asserted on time here.)
 """

@@ -1,6 +1,6 @@
-"""vnetlab.checks: what @public and check_* admit and refuse, and the messages a user reads (issue 21).
+"""vnetlab.checks: what @public and check_* admit and refuse, and the messages a user reads.
 
-The rules come from issue 21 and /work/wt/_brief2 (bool is True/False only; int takes numpy integers but no
+The rules (bool is True/False only; int takes numpy integers but no
 float, str or bool; float is finite; Literal lists its names; In names the range and its kernel meaning). The
 sample ranges are the kernel's: virtio_net_hdr is 10 bytes, or 12 with VIRTIO_NET_F_MRG_RXBUF / VERSION_1
 (include/uapi/linux/virtio_net.h, struct virtio_net_hdr_mrg_rxbuf); IP_MAX_MTU 65535 (include/net/ip.h).
@@ -42,7 +42,7 @@ def _message(call) -> ArgumentError:
 
 
 def test_messages_name_function_parameter_range_and_meaning():
-    # The two messages the brief gives, verbatim.
+    # Two messages a user reads, verbatim.
     assert str(_message(lambda: receive(100, xdp="no"))) == "rx.receive: xdp must be a bool (True/False), got 'no'"
     err = _message(lambda: receive(100, hdr_len=12.0))
     assert str(err) == f"rx.receive: hdr_len must be an int in 10..12 ({HDR}), got 12.0"

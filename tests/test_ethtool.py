@@ -283,7 +283,7 @@ def test_every_legacy_name_sets_what_ethtool_sets(flag):
 
 
 def test_public_functions_refuse_wrong_types_by_name():
-    # issue 21: @public names the function and the parameter (vnetlab.checks)
+    # @public names the function and the parameter (vnetlab.checks)
     from vnetlab.errors import ArgumentError
 
     with pytest.raises(ArgumentError, match=r"parse_k: text must be"):

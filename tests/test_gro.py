@@ -381,7 +381,7 @@ def test_stream_tcp_flags_match_object_model(flags, kernel):
     assert stats.segs_per_skb.tolist() == [gro.gro_segs(s) for s in trace.skbs]
 
 
-# ---------------------------------------------------------------- skbs that arrive already GSO (issue 13)
+# ---------------------------------------------------------------- skbs that arrive already GSO
 
 KERNELS = ["5.10", "5.11", "5.12", "5.13", "6.1", "6.18"]
 FRAGLIST = {"GRO", "GRO_FRAGLIST"}
@@ -422,7 +422,7 @@ def udp_sent(segs, gso_size, ip=4):
 def test_fraglist_gso_skb_passes_up_whole(kernel, flow):
     big = gro_built("udp", 10, 1472, kernel, features=FRAGLIST)
     # net/core/gro.c skb_gro_receive_list (docs/kernel/gro.md#c4) chains each datagram whole:
-    # issue 13's skb: 14 + 20 + 8 + 10 * 1472 = 14,762 bytes, a head and 9 frag_list members.
+    # the skb: 14 + 20 + 8 + 10 * 1472 = 14,762 bytes, a head and 9 frag_list members.
     assert big.len == 14762 and big.gso_type == {"UDP_L4", "FRAGLIST"} and len(big.frag_list) == 9
     plain = gro.receive_flow(1472, 3, l4="udp", kernel=kernel)
     trace = gro.aggregate_trace(plain + [big] + plain, l4="udp", kernel=kernel, **flow)
@@ -614,7 +614,7 @@ def test_stream_conserves_bytes_and_packets(sizes, kernel, l4, budget, mode):
     assert stats.payload_bytes == sum(sizes)
 
 
-# --- issue 21: stream and aggregate agree on valid flows; invalid skbs and inputs are refused ----------
+# --- stream and aggregate agree on valid flows; invalid skbs and inputs are refused ----------
 
 def test_stream_takes_mixed_buffers_that_aggregate_takes():
     # 1000 B TCP payloads in 1100 B buffers then 1448 B in 1536 B (the issue's flow): each frame + 12-byte header

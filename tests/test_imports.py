@@ -1,4 +1,4 @@
-"""No import circle anywhere in vnetlab/ or lab/ (issue 20), counting imports inside functions too: a lazy import
+"""No import circle anywhere in vnetlab/ or lab/, counting imports inside functions too: a lazy import
 that closes a circle is still a circle, only deferred."""
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def test_a_planted_circle_is_found(tmp_path, path, module, other, code):
 
 
 def test_models_never_import_the_drawings():
-    """Issue 20: the device-stack model lives in vnetlab.stack, not in the figure package; no module outside
+    """The device-stack model lives in vnetlab.stack, not in the figure package; no module outside
     vnetlab.viz / vnetlab.widgets (models, exercises, router, live, lab) imports them, even through another."""
     graph = import_graph()
 

@@ -1,4 +1,4 @@
-"""The kernel websocket the panels' PNGs travel on has TCP_NODELAY set (vnetlab/widgets/server.py, issue 20).
+"""The kernel websocket the panels' PNGs travel on has TCP_NODELAY set (vnetlab/widgets/server.py).
 
 Without it jupyter_server's TCP holds every small message after the first until the browser acknowledges, and the
 browser's delayed ACK waits up to 40 ms (Linux TCP_DELACK_MIN, include/net/tcp.h): a slider step's image waited that

@@ -68,7 +68,7 @@ def test_a_patched_kernel_is_its_profile_with_the_patch_rules():
 
 
 # --------------------------------------------------------------------------------------------------
-# Every module honours a lab kernel's patch (issue 19: "one meaning of kernel=").
+# Every module honours a lab kernel's patch ("one meaning of kernel=").
 #
 # Expected values: lab/patches/5.10-revert-3d6df63a5cbe.patch makes __udp_gso_segment_list return
 # skb_segment_list()'s segments unchanged, so of a fraglist GSO skb of N packets only the head keeps the NATed
@@ -236,7 +236,7 @@ def test_a_profile_is_interchangeable_with_its_version_string_as_a_key():
 
 
 def test_a_feature_grid_never_resolves_a_kernel_string_again():
-    """Issue 20: features._version ran 17,740 times in 20 feature_grid calls (5.10, vlan on the router NIC);
+    """Before: features._version ran 17,740 times in 20 feature_grid calls (5.10, vlan on the router NIC);
     the stack's Kernel is resolved once by build_stack and every device, FeatureSet and send asks it."""
     from vnetlab import profiles
 

@@ -1,4 +1,4 @@
-"""Every literal expected value in a test names its source (issue 20).
+"""Every literal expected value in a test names its source.
 
 An ``assert`` (or an ``assert_*`` call) that compares with a numeric literal of 64 or more, or with a list, tuple,
 set or dict holding one, is a number somebody took from somewhere: the kernel source (file and version), the
@@ -36,9 +36,9 @@ SOURCE = re.compile(
 
 THRESHOLD = 64  # below this a literal is a count or a small header size, read off the test itself
 
-# Files whose owners (see the helpers' ownership list) add their sources after the merge; the lead empties this.
+# Test files whose literals still need their sources named; empty when every file is checked.
 # test_literal_sources.py::test_pending_files_still_need_sources fails when one of them is done (remove it then).
-_PENDING: frozenset[str] = frozenset()  # every test file is checked (the helpers' files were pending until the merge)
+_PENDING: frozenset[str] = frozenset()  # every test file is checked
 
 
 @dataclass(frozen=True)
@@ -195,8 +195,7 @@ def test_every_expected_literal_names_its_source(path: Path) -> None:
 
 
 def test_pending_files_still_need_sources() -> None:
-    # A file whose owner has added every source leaves _PENDING, so the check covers it from then on (a file not
-    # here yet comes with its owner's branch).
+    # A file whose every source is named leaves _PENDING, so the check covers it from then on.
     done = sorted(name for name in _PENDING if (TESTS / name).exists() and not bare_literals(TESTS / name))
     assert not done, f"every literal in {done} names its source: remove them from _PENDING"
 

@@ -645,7 +645,7 @@ def test_live_veth_macvlan_bridge_vxlan_match_model():
         assert lab.mtu("vx0") == vx.mtu == 1450
 
 
-# --- issue 21: what the kernel refuses when devices are created or linked -----------------------------
+# --- what the kernel refuses when devices are created or linked -----------------------------
 
 
 @pytest.mark.parametrize("name", ["", "a" * 16, "é" * 8, ".", "..", "a/b", "a:b", "a b", "a\tb", "a\nb", "a\xa0b"])
@@ -689,6 +689,6 @@ def test_master_loops_are_refused():
 
 
 def test_driver_parameters_must_be_bools():
-    # issue 21: Namespace.nic(**params) passed "no" straight to the probe, where it read as True
+    # Namespace.nic(**params) passed "no" straight to the probe, where it read as True
     with pytest.raises(DeviceError, match="gso_udp_l4 must be a bool"):
         Namespace("6.1").nic("eth0", driver="router", gso_udp_l4="no")

@@ -22,7 +22,7 @@ _spec.loader.exec_module(nbtools)
 NOTEBOOKS = nbtools.notebooks()
 SECTIONS = ("## Overview", "## Prerequisites", "## Imports", "## Exercises", "## Summary", "## What's next",
             "## References")
-# The words the workbook uses before it explains them (issue 11); each has a glossary entry.
+# The words the workbook uses before it explains them; each has a glossary entry.
 GLOSSARY_TERMS = ("sk_buff", "linear part", "headroom", "tailroom", "frags", "frag_list", "truesize", "head_frag",
                   "skb_shared_info", "page frag", "NAPI", "GRO", "GSO", "TSO", "USO", "fraglist GSO", "EWMA",
                   "GOOD_COPY_LEN", "vnet header", "XDP", "NETIF_F", "hw_features", "wanted_features", "ethtool -k",
@@ -163,7 +163,7 @@ def test_printed_finds_numbers_and_names():
 @pytest.mark.parametrize(("path", "index", "key"), [_param(e) for e in _exercises()])
 def test_every_exercise_asks_something_new(path, index, key):
     """The answer the checker wants is printed nowhere above the exercise: not in markdown, not in the golden output
-    of any cell above it (plan_conventions, issue 17)."""
+    of any cell above it (plan_conventions)."""
     answer = exercises.solution(key)
     if isinstance(answer, bool) or isinstance(answer, str) and answer in VOCABULARY:
         pytest.skip(f"{key}'s answer {answer!r} is a word of the vocabulary")

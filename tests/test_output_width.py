@@ -1,5 +1,5 @@
 """Every text output line in the golden copies fits 100 columns: readable at 1280x720 and 1400x900 with
-JupyterLab's file browser open (plan_conventions; issue 17: router_table and predictions_table wrapped there)."""
+JupyterLab's file browser open (plan_conventions: router_table and predictions_table wrapped there)."""
 
 from pathlib import Path
 
@@ -10,8 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("[0-9][0-9]_*.ipynb"))
 MAX_COLUMNS = 100
 
-# Other helpers' notebooks with lines still wider (cell index: widest line); strict, so a fixed one fails here
-# until it leaves the list.
+# Notebooks with lines still wider (cell index: widest line); strict, so a fixed one fails here until it leaves
+# the list.
 PENDING: set[str] = set()
 
 
@@ -29,7 +29,7 @@ def wide_lines(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
-    p.stem in PENDING, strict=True, reason="another helper's notebook")) for p in GOLDEN], ids=lambda p: p.stem)
+    p.stem in PENDING, strict=True, reason="a notebook with wider lines")) for p in GOLDEN], ids=lambda p: p.stem)
 def test_text_outputs_fit_100_columns(path):
     assert not wide_lines(path), wide_lines(path)
 

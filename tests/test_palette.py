@@ -3,7 +3,7 @@ deuteranopia and protanopia (and tritanopia), and page_to_skb()'s paths differ b
 
 Simulation: Machado, Oliveira & Fernandes, "A Physiologically-based Model for Simulation of Color Vision
 Deficiency", IEEE TVCG 15(6) 2009, severity 1.0 matrices, applied in linear sRGB; distance: CIE76 ΔE in CIELAB
-(D65). ΔE 30 is a clearly visible difference; the palette before issue 11 had copy+frag (#fd8d3c) and build_skb
+(D65). ΔE 30 is a clearly visible difference; the earlier palette had copy+frag (#fd8d3c) and build_skb
 (#31a354) 16 apart under protanopia and copy/copy+frag 13 apart under deuteranopia.
 """
 

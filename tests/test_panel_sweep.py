@@ -1,5 +1,4 @@
-"""Every panel the notebooks build, every control moved over its range and typed outside it, as the browser does
-(issue 21).
+"""Every panel the notebooks build, every control moved over its range and typed outside it, as the browser does.
 
 The panels are built from the notebooks' own cells (each ``<module>.<name>_panel(...)`` call over
 vnetlab.widgets, evaluated as written). A control is moved the way JupyterLab's comm message moves it:

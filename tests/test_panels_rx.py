@@ -27,7 +27,7 @@ PANELS = {
     "paths_panel": rxpanels.paths_panel, "threshold_panel": rxpanels.threshold_panel,
     "window_panel": rxpanels.window_panel, "carving_panel": rxpanels.carving_panel, "gro_panel": gropanels.gro_panel,
 }
-# The swept sizes of issue 11 that these panels own: payload, MTU, buffer truesize, EWMA average, packets.
+# The swept sizes that these panels own: payload, MTU, buffer truesize, EWMA average, packets.
 SWEPT = {
     "packet_panel": ("payload_len", "mtu", "buf_len"), "buffer_panel": ("payload_len", "mtu", "buf_len"),
     "skb_panel": ("payload_len", "mtu", "buf_len"), "paths_panel": ("payload_len", "mtu", "buf_len"),
@@ -267,7 +267,7 @@ def test_panel_figure_text_fits_the_image(name, kw):
 
 
 def test_float_slider_and_default_rows():
-    """Costs and rates sweep on a FloatSlider that keeps its track (the cost panel's were 0 px wide, issue 11);
+    """Costs and rates sweep on a FloatSlider that keeps its track (the cost panel's were 0 px wide);
     by default sliders get two to a row, other controls four."""
     s = base.float_slider(12.5, 0.0, 100.0, "cache-line miss (ns)")
     assert not s.continuous_update and s.readout and s.style.description_width == "initial"
@@ -282,7 +282,7 @@ def test_float_slider_and_default_rows():
 
 
 def test_window_slider_moves_a_cache_line_every_few_pixels():
-    """Issue 17: the window panel's buffer slider spanned 4 pages (on ppc64le 256 KiB, ~750 B per pixel). It spans
+    """Before: the window panel's buffer slider spanned 4 pages (on ppc64le 256 KiB, ~750 B per pixel). It spans
     the buffers get_mergeable_buf_len() gives (up to the 4 KiB page it clamps to, drivers/net/virtio_net.c) in
     L1_CACHE_BYTES steps, so a drag moves one step every few pixels of a ~400 px slider; typed values still work."""
     for arch in ("x86_64", "ppc64le", "mips32"):
@@ -343,7 +343,7 @@ def test_carving_panel_takes_every_known_kernel(kernel):
 
 
 def test_gro_panel_takes_a_flow_of_one_receive_ring_at_most():
-    """Typed into the packets box, 0 raised IndexError and 10**6 ran for minutes (issue 21). A flow is 1..256
+    """Typed into the packets box, 0 raised IndexError and 10**6 ran for minutes. A flow is 1..256
     packets, one receive ring: QEMU hw/net/virtio-net.c VIRTIO_NET_RX_QUEUE_DEFAULT_SIZE 256 (rx.RX_QUEUE_SIZE);
     a UDP_GRO socket merges 64 packets per GRO skb (net/ipv4/udp_offload.c UDP_GRO_CNT_MAX, docs/kernel/gro.md#c4)."""
     g = gropanels.gro_panel()
@@ -356,7 +356,7 @@ def test_gro_panel_takes_a_flow_of_one_receive_ring_at_most():
 
 
 def test_window_panel_takes_a_buffer_of_one_page_frag_at_most():
-    """A typed buffer truesize of 2**31 - 1 asked numpy for 16 GiB (issue 21). add_recvbuf_mergeable carves every
+    """A typed buffer truesize of 2**31 - 1 asked numpy for 16 GiB. add_recvbuf_mergeable carves every
     buffer from one page frag and gives the last the frag's rest, so none is larger than the frag:
     skb_page_frag_refill's 32768 bytes (include/net/sock.h SKB_FRAG_PAGE_ORDER = get_order(32768),
     docs/kernel/arch.md#b3) or the 65536-byte page of ppc64le (data/arches.toml)."""
@@ -370,7 +370,7 @@ def test_window_panel_takes_a_buffer_of_one_page_frag_at_most():
 
 def test_a_typed_mtu_the_model_refuses_is_the_panels_message():
     """The packet panel's payload range follows the MTU (constrain); a typed MTU outside ETH_MIN_MTU..IP_MAX_MTU
-    (include/uapi/linux/if_ether.h, include/net/ip.h) raised out of the browser's message there (issue 21). The
+    (include/uapi/linux/if_ether.h, include/net/ip.h) raised out of the browser's message there. The
     range is left as it was and the model's refusal, naming mtu, is what the panel shows."""
     p = rxpanels.packet_panel()
     for typed in (67, 70000):

@@ -119,7 +119,7 @@ def test_malformed_table_names_file_and_field():
 
 
 def test_import_vnetlab_is_light():
-    # vnetlab.checks too: every module imports it for @public (issue 21), so it must stay light as well.
+    # vnetlab.checks too: every module imports it for @public, so it must stay light as well.
     # The per-skb models too (receive, GRO, devices, transmit): numpy comes only with rx_classify / gro_stream.
     code = ("import sys, vnetlab, vnetlab.rx, vnetlab.skb, vnetlab.checks, vnetlab.gro, vnetlab.netdev, vnetlab.xmit, "
             "vnetlab.segment, vnetlab.skbuff, vnetlab.virtual_rx, vnetlab.udp; "

@@ -1,5 +1,5 @@
 """Property tests of every skb-returning receive API: bytes and packets are conserved and every sk_buff keeps the
-kernel's invariants, over kernels, arches, receive modes, XDP, IPv4/IPv6 and TCP/UDP (issue 21).
+kernel's invariants, over kernels, arches, receive modes, XDP, IPv4/IPv6 and TCP/UDP.
 
 The invariants are the kernel's own: skb->len = skb_headlen + skb->data_len (include/linux/skbuff.h), the linear
 part inside the head (skb_put's skb_over_panic: tail <= end), at most MAX_SKB_FRAGS frags of that kernel and arch

@@ -1,4 +1,4 @@
-"""Property tests of the transmit models (issue 21): every skb-returning transmit API keeps the bytes and the
+"""Property tests of the transmit models: every skb-returning transmit API keeps the bytes and the
 packets it was given and returns skbs that keep the sk_buff invariants, over device stacks with VLAN, vxlan,
 veth, bridge, bond, IP fragmentation, TCP and UDP, IPv4 and IPv6, and several kernels.
 

@@ -471,7 +471,7 @@ def test_7x_napi_head_is_a_704_byte_small_head(kernel):
     assert (h.kind, h.head_frag, h.tailroom, h.truesize) == ("small_head_cache", False, 320, 960)
 
 
-# --- issue 21: what the kernel refuses, the model refuses -----------------------------------------------
+# --- what the kernel refuses, the model refuses -----------------------------------------------
 
 @pytest.mark.parametrize("kernel, longest", [
     # 5.10 drivers/net/virtio_net.c page_to_skb ("too much data": remainder > MAX_SKB_FRAGS * PAGE_SIZE) lets

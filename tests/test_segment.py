@@ -270,7 +270,7 @@ def test_send_through_vxlan_conserves_payload(geom, fraglist, kernel, underlay):
         assert tx.wire_packets == segs
 
 
-# --- issue 21: truesize, the skb's protocol and its field checks ---------------------------------------
+# --- truesize, the skb's protocol and its field checks ---------------------------------------
 
 
 @pytest.mark.parametrize("fraglist", [False, True])

@@ -1,4 +1,4 @@
-"""vnetlab.stack: the one device-stack builder and the feature grid's data (issue 20). Expected values come from
+"""vnetlab.stack: the one device-stack builder and the feature grid's data. Expected values come from
 the kernel source named at each test; device names are the builder's own convention (eth0, eth0.10, mv0, br0,
 bond0, veth0/veth1), which notebooks 40 and 50 show."""
 

@@ -1,4 +1,4 @@
-"""The threshold map with XDP headroom sweeps the truesizes the driver carves, and no further (issue 21 merge
+"""The threshold map with XDP headroom sweeps the truesizes the driver carves, and no further (a
 regression: rx.classify refuses truesize > rx.mergeable_truesize_max)."""
 
 import pytest

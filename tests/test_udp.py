@@ -340,7 +340,7 @@ def test_vxlan6_tunnel_cases_deliver_ten_inner_datagrams(ip):
 
 
 def test_udp_sendmsg_refuses_a_missing_device_and_non_bool_flags():
-    # issue 21: udp_sendmsg(None, 1000) reported success with nothing on the wire; dontfrag="no" was truthy
+    # udp_sendmsg(None, 1000) reported success with nothing on the wire; dontfrag="no" was truthy
     eth = netdev.Namespace("6.1").nic("eth0", driver="router")
     with pytest.raises(ValueError, match="dev must be a Device"):
         udp.udp_sendmsg(None, 1000)

@@ -89,7 +89,7 @@ def test_states_differ_without_colour():
 
 
 def test_5_10_vlan_has_no_udp_segmentation_5_11_has():
-    # Kernel source: include/linux/netdev_features.h v5.10 (/work/ksrc/5.10, line 210) NETIF_F_GSO_SOFTWARE =
+    # Kernel source: include/linux/netdev_features.h v5.10 (Debian 5.10 tree, line 210) NETIF_F_GSO_SOFTWARE =
     # ALL_TSO | GSO_SCTP; net/8021q/vlan_dev.c vlan_dev_init (5.10) hw_features = ... | NETIF_F_GSO_SOFTWARE, so
     # GSO_UDP_L4 is outside the VLAN's hw_features: "off [fixed]". 2e4ef10f5850 (v5.11) added GSO_UDP_L4 and
     # GSO_FRAGLIST to GSO_SOFTWARE and vlan_dev_fix_features keeps old_features & GSO_SOFTWARE: "on".

@@ -243,9 +243,9 @@ def test_thresholds_bad_input():
 # The PNG a notebook shows
 
 # JupyterLab's notebook output area is about 900-1000 CSS px wide at default zoom; a wider PNG is scaled down
-# (its text shrinks), a narrower one in a widget was stretched (issue 11). Figures are drawn at 900 px.
+# (its text shrinks), a narrower one in a widget was stretched. Figures are drawn at 900 px.
 SHOWN_WIDTH = 900
-MIN_TEXT_PX = 10.5  # glyphs of at least ~10 px (issue 11)
+MIN_TEXT_PX = 10.5  # glyphs of at least ~10 px
 
 FIGURES = {
     "draw_rx_buffer": lambda: memory.draw_rx_buffer(rx.receive(1000)),

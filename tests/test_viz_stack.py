@@ -511,7 +511,7 @@ def test_panel_png_is_shown_at_its_natural_width(make):
 
 
 def test_cost_sliders_have_room_for_their_track():
-    # issue 11: four cost-panel slider tracks were 0 px wide. Every slider keeps a minimum track width whatever
+    # four cost-panel slider tracks were 0 px wide. Every slider keeps a minimum track width whatever
     # its label (the browser tests measure the rendered track); sizes sweep with an editable number beside them.
     p = stackpanels.cost_panel()
     sliders = [c for c in p.controls.values() if isinstance(c, (SizeSlider, ipywidgets.FloatSlider))]
@@ -546,7 +546,7 @@ def test_moving_a_control_changes_the_png(make, control, value):
 @pytest.mark.parametrize("make", [lambda: explorer.explorer_panel(), lambda: stackpanels.stack_panel(),
                                   lambda: stackpanels.router_panel(), lambda: stackpanels.cost_panel()])
 def test_dropdowns_size_to_their_labels(make):
-    # issue 11: "eth0.10 (upp..." was cut off by a fixed 210-px dropdown. Every dropdown is as wide as its
+    # "eth0.10 (upp..." was cut off by a fixed 210-px dropdown. Every dropdown is as wide as its
     # description and longest option (CSS width auto, description_width initial); the browser tests measure that
     # no rendered label is cut off.
     dropdowns = [c for c in make().controls.values() if isinstance(c, ipywidgets.Dropdown)]

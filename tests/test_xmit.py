@@ -35,7 +35,7 @@ def vlan(lower: netdev.Device, vid: int = 10) -> netdev.Vlan:
 
 @pytest.mark.parametrize("dev", [None, "eth0", object()])
 def test_send_refuses_what_is_not_a_device(dev):
-    # issue 21: send(None, skb) made the skb vanish and send("eth0", skb) sent through a featureless device
+    # send(None, skb) made the skb vanish and send("eth0", skb) sent through a featureless device
     with pytest.raises(ValueError, match="dev must be a Device"):
         xmit.send(dev, gso_skb(segs=2, gso_size=100))
 
@@ -207,7 +207,7 @@ def test_ip_fragment_sizes():
 
 
 def test_send_honours_the_device_mtu():
-    # issue 13: 1600-byte segments never leave an MTU-1500 device (ip_exceeds_mtu with DF: dropped)
+    # 1600-byte segments never leave an MTU-1500 device (ip_exceeds_mtu with DF: dropped)
     ns = netdev.Namespace("6.1")
     eth = ns.nic("eth0", driver="router")
     r = xmit.send(eth, gso_skb(segs=4, gso_size=1600))
@@ -323,11 +323,11 @@ def test_vxlan_rcv_pulls_the_outer_headers_and_runs_gro_cells():
         xmit.vxlan_rcv(vx1, [replace(outer[0], headlen=20)])
 
 
-# --- issue 21: the transmit model bugs, each from the kernel behaviour ---------------------------------
+# --- the transmit model bugs, each from the kernel behaviour ---------------------------------
 
 
 def test_a_non_gso_tcp_skb_keeps_its_tcp_header():
-    # issue 21: l4_of() called every non-GSO skb UDP, so 1 B of TCP left as a 25 B "payload". The skb carries
+    # l4_of() called every non-GSO skb UDP, so 1 B of TCP left as a 25 B "payload". The skb carries
     # its protocol (iphdr->protocol); a 1-byte TCP segment is 14 + 20 + 32 (TCP with timestamps) + 1 on the wire.
     eth = netdev.Namespace("5.10").nic("eth0", driver="ixgbe")
     r = xmit.send(eth, gso_skb(l4="tcp", segs=1, gso_size=1), df=False)
