@@ -1168,7 +1168,9 @@ async def delete_hub_users(hub: Hub, names: list[str]) -> None:
 
 def one_run(prefix: Path, n: int, args: argparse.Namespace) -> dict:
     existed = existing_accounts()
-    workdir = Path(tempfile.mkdtemp(prefix=f"vnetlab-loadtest-{n}-"))
+    # not under /tmp: each server gets its own /tmp (vnetlab_hub), which would hide homes kept there and leave
+    # the kernels' ipc sockets a path too long for a unix socket
+    workdir = Path(tempfile.mkdtemp(prefix=f"vnetlab-loadtest-{n}-", dir="/var/lib"))
     names = [f"lt{n}x{i:02d}" for i in range(n)]
     made = names + [reader_name(names)]  # the room scenario's reader too
     notebooks = [nb for nb in NOTEBOOKS if nb[:2] >= args.start_at]

@@ -271,7 +271,7 @@ def test_board_on_the_hub():
     loadtest = hub_or_skip()
     existed = loadtest.existing_accounts()
     name = "citest-board"
-    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-boardtest-"))
+    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-boardtest-", dir="/var/lib"))  # not /tmp: see loadtest
     hub = None
     try:
         hub = loadtest.Hub.start(HUB_PREFIX, workdir)
@@ -448,7 +448,7 @@ def test_load_test_room_answers_match_the_board():
     loadtest = hub_or_skip()
     existed = loadtest.existing_accounts()
     names = [f"citest-r{i:02d}" for i in range(ROOM_N)]
-    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-boardroom-"))
+    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-boardroom-", dir="/var/lib"))  # not /tmp: see loadtest
     hub = None
     try:
         hub = loadtest.Hub.start(HUB_PREFIX, workdir, start_timeout_s=600)
@@ -572,7 +572,7 @@ def test_board_page_in_a_browser(tmp_path):
     labharness.chromium_or_skip()
     existed = loadtest.existing_accounts()
     name = "citest-page"
-    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-boardpage-"))
+    workdir = Path(tempfile.mkdtemp(prefix="vnetlab-boardpage-", dir="/var/lib"))  # not /tmp: see loadtest
     hub = None
     try:
         hub = loadtest.Hub.start(HUB_PREFIX, workdir)
