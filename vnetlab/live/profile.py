@@ -258,6 +258,7 @@ def match_profile(release: str, rules: Mapping[str, Mapping[str, Any]], version:
                   f"{above[0]}.")
 
 
+@public
 def modelled_release(profile: str, sources: Mapping[str, str]) -> str:
     """The release a profile's rules were read from: its name, or, for a profile named X.Y whose rules (most of
     them) cite one Debian tree ("Debian linux-source-6.1 (6.1.192-3)"), that tree's X.Y.Z."""

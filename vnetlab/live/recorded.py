@@ -340,6 +340,7 @@ class Session:
             return mirror_lab(kernel=self.profile)
         return (self._userns("mirror") if self.mode == "userns" else self._ref()).mirror()
 
+    @public
     def not_run(self, name: str) -> tuple[str, ...]:
         """The configurations of ``name`` this session could not run here (XDP in user namespaces)."""
         if self.mode != "userns":

@@ -29,6 +29,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from vnetlab.checks import public
+
 # include/uapi/linux/sched.h
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -58,6 +60,7 @@ def _read(path: str) -> str | None:
         return None
 
 
+@public
 def explain(stage: str, err: int | None, detail: str = "", sysctls: dict[str, str | None] | None = None) -> str:
     """One line: why an ordinary user cannot build the labs in user namespaces here, naming the sysctl or policy.
 
@@ -189,6 +192,7 @@ def _env() -> dict[str, str]:
     return env
 
 
+@public
 def run_child(args: list[str], *, timeout: float = CHILD_TIMEOUT) -> dict[str, Any]:
     """Run ``python -m vnetlab.live.userns ARGS`` and return its JSON answer; the child, and with it every
     namespace it made, is gone when this returns or raises (killed and reaped on any exception, a timeout and
@@ -223,6 +227,7 @@ _PROBE: dict[str, str | None] = {}
 _PROBE_LOCK = threading.Lock()
 
 
+@public
 def userns_error(*, refresh: bool = False) -> str | None:
     """None when an ordinary user's labs can run here in user namespaces, else one line naming what refuses it
     (a sysctl, a policy, a missing program). Probed once per process by a child that builds a veth pair."""
@@ -249,6 +254,7 @@ def userns_error(*, refresh: bool = False) -> str | None:
         return why
 
 
+@public
 def run_experiments(names: Iterable[str], *, timeout: float = CHILD_TIMEOUT,
                     cases: Iterable[tuple[int, int]] | None = None) -> dict[str, Any]:
     """The kernel's side of notebook 60's experiments (``mirror`` and :data:`~vnetlab.live.measure.TRANSFERS`),
