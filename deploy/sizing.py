@@ -94,7 +94,9 @@ def derive(results: dict) -> dict:
     worst_phase = max(WINDOWS_S, key=lambda p: cores_for(1, p))
     per_core = math.floor(1 / cores_for(1, worst_phase))
     guarantee_mib = round_up(mem_typ, MEM_ROUND_MIB)
-    limit_mib = round_up(mem_max * MEM_LIMIT_FACTOR, MEM_ROUND_MIB)
+    # the limit also holds an attendee who keeps every notebook's kernel open (the load test's reader): the kernel
+    # budget, as on one VM, so following the notebooks' own links never hits it
+    limit_mib = round_up(max(mem_max * MEM_LIMIT_FACTOR, (all_open or 0) * MEM_HEADROOM), MEM_ROUND_MIB)
     steady = cores_for(1, "same_cell")
     cpu_guarantee = max(0.05, round(steady, 2))
 
