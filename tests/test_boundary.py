@@ -40,6 +40,9 @@ _EXEMPT = {
     # matplotlib's own Artist.set, inherited by the figure class (not vnetlab's API); wrap_px takes width_px=inf
     # for "no wrapping" from the drawings, which the float rule (finite only) would refuse.
     "vnetlab.viz.style.ShownFigure.set", "vnetlab.viz.style.wrap_px",
+    # The set operators' own constructor (|, &, -, ^ and every netdev fix-up): bits already checked against the
+    # kernel's table, called on every feature computation; a check here would re-check what was checked.
+    "vnetlab.features.FeatureSet.of_checked_bits",
 }
 
 

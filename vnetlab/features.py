@@ -119,8 +119,9 @@ def table(kernel: str | Kernel = DEFAULT_KERNEL) -> FeatureTable:
     return resolve(kernel).derived("netdev_features", _build_table)
 
 
+@public
 @functools.cache
-def _any_kernel_features() -> frozenset[str]:
+def any_kernel_features() -> frozenset[str]:
     """Every feature name some modelled kernel has (a name outside it is a typo, not an absent bit)."""
     return frozenset(n for v in known_kernels() for n in table(v).bits)
 
@@ -232,7 +233,7 @@ class FeatureSet:
         object.__setattr__(self, "_t", t)
 
     @classmethod
-    def _of(cls, bits: int, like: FeatureSet) -> FeatureSet:
+    def of_checked_bits(cls, bits: int, like: FeatureSet) -> FeatureSet:
         """A set of ``like``'s kernel from bits already checked against its table (the operators' fast path)."""
         fs = object.__new__(cls)
         object.__setattr__(fs, "_bits", bits)
@@ -337,19 +338,19 @@ class FeatureSet:
 
     def __or__(self, other: object) -> FeatureSet:
         o = self._other(other)
-        return NotImplemented if o is NotImplemented else FeatureSet._of(self._bits | o, self)
+        return NotImplemented if o is NotImplemented else FeatureSet.of_checked_bits(self._bits | o, self)
 
     def __and__(self, other: object) -> FeatureSet:
         o = self._other(other)
-        return NotImplemented if o is NotImplemented else FeatureSet._of(self._bits & o, self)
+        return NotImplemented if o is NotImplemented else FeatureSet.of_checked_bits(self._bits & o, self)
 
     def __sub__(self, other: object) -> FeatureSet:
         o = self._other(other)
-        return NotImplemented if o is NotImplemented else FeatureSet._of(self._bits & ~o, self)
+        return NotImplemented if o is NotImplemented else FeatureSet.of_checked_bits(self._bits & ~o, self)
 
     def __xor__(self, other: object) -> FeatureSet:
         o = self._other(other)
-        return NotImplemented if o is NotImplemented else FeatureSet._of(self._bits ^ o, self)
+        return NotImplemented if o is NotImplemented else FeatureSet.of_checked_bits(self._bits ^ o, self)
 
     __ror__ = __or__
     __rand__ = __and__
@@ -364,7 +365,7 @@ class FeatureSet:
         key = _strip(item)
         b = t.bits.get(key)
         if b is None:
-            if key in _any_kernel_features():
+            if key in any_kernel_features():
                 return False  # a feature this kernel does not have (e.g. GRO_UDP_FWD before 5.12)
             raise _unknown("name", item, t.kernel, t.bits)
         return bool(self._bits >> b & 1)
@@ -508,14 +509,14 @@ def add_tso_bits(features: int, mask_: int, kernel: FeatureTable | str | Kernel)
 
 @public
 def netdev_intersect_features(f1: FeatureSet, f2: FeatureSet) -> FeatureSet:
-    return FeatureSet._of(intersect_bits(f1.bits, f1._other(f2), f1._t), f1)
+    return FeatureSet.of_checked_bits(intersect_bits(f1.bits, f1._other(f2), f1._t), f1)
 
 
 @public
 def netdev_increment_features(all_: FeatureSet, one: FeatureSet, mask_: FeatureSet) -> FeatureSet:
-    return FeatureSet._of(increment_bits(all_.bits, all_._other(one), all_._other(mask_), all_._t), all_)
+    return FeatureSet.of_checked_bits(increment_bits(all_.bits, all_._other(one), all_._other(mask_), all_._t), all_)
 
 
 @public
 def netdev_add_tso_features(features: FeatureSet, mask_: FeatureSet) -> FeatureSet:
-    return FeatureSet._of(add_tso_bits(features.bits, features._other(mask_), features._t), features)
+    return FeatureSet.of_checked_bits(add_tso_bits(features.bits, features._other(mask_), features._t), features)

@@ -599,7 +599,6 @@ def head_case(skb: Skb) -> str:
     return "other"
 
 
-_resolve = resolve  # vnetlab.viz.thresholds still reads the earlier private name
 
 
 def __getattr__(name: str) -> Any:

@@ -246,7 +246,7 @@ def device_cells(dev: netdev.Device, names: Sequence[str]) -> list[Cell]:
     """The cells of ``names`` (NETIF names) that this device's kernel has (NETIF_F_GSO_FRAGLIST is absent before
     5.6, ...), read from Device.ethtool_k and wanted_features."""
     t = F.table(dev.ns.kernel)
-    unknown = [n for n in names if n not in F._any_kernel_features()]  # a typo, not a bit this kernel lacks
+    unknown = [n for n in names if n not in F.any_kernel_features()]  # a typo, not a bit this kernel lacks
     if unknown:
         raise ValueError(f"names {unknown} are no NETIF_F feature of any modelled kernel "
                          "(NETIF names without the prefix, e.g. 'GSO_UDP_L4')")

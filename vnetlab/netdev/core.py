@@ -80,7 +80,7 @@ class Device:
 
     # -- FeatureSet views ----------------------------------------------------------------------
     def _fs(self, bits: int) -> FeatureSet:
-        return FeatureSet._of(bits, self.ns.empty)
+        return FeatureSet.of_checked_bits(bits, self.ns.empty)
 
     features = property(lambda self: self._fs(self._features))
     hw_features = property(lambda self: self._fs(self._hw_features))

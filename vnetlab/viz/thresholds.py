@@ -19,7 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 
-from vnetlab import rx
+from vnetlab import profiles, rx
 from vnetlab.checks import In, public
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
@@ -53,7 +53,7 @@ def marked_buffers(kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEF
     page it carves from (rx.rx_frag_sizes: 32 KiB and its 4 KiB fallback up to 6.18, 7.x's order-0 page_pool
     page), so 6.1 marks 1536/2048/2560, 6.18 1536/2032/2544 (virtnet_rq_dma) and 7.x 1536/2560. With ``xdp``
     get_mergeable_buf_len gives PAGE_SIZE - room whatever the EWMA, so 6.1 marks 3520 alone."""
-    k, a = rx._resolve(kernel, arch)
+    k, a = profiles.resolve(kernel, arch)
     sizes: set[int] = set()
     for frag_size in rx.rx_frag_sizes(k, a):
         n = 2 * frag_size // rx.mergeable_min_buf_len(mtu=mtu) + 2  # past the first hole: one page's carve repeats
