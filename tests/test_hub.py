@@ -503,7 +503,11 @@ def test_the_hub_listens_on_loopback_unless_told(monkeypatch):
     monkeypatch.setenv("VNETLAB_HUB_ADMIN_PASSWORD", "a" * 32)
     c = Config()
     path = REPO / "deploy/jupyterhub_config.py"
-    exec(compile(path.read_text(), str(path), "exec"), {"get_config": lambda: c, "__file__": str(path)})  # noqa: S102
+    def load_subconfig(sub: str) -> None:  # what traitlets' config loader gives a config file (the board's part)
+        exec(compile(Path(sub).read_text(), sub, "exec"), {"get_config": lambda: c, "__file__": sub})  # noqa: S102
+
+    exec(compile(path.read_text(), str(path), "exec"),  # noqa: S102
+         {"get_config": lambda: c, "__file__": str(path), "load_subconfig": load_subconfig})
     for url in (c.JupyterHub.bind_url, c.JupyterHub.hub_bind_url, c.ConfigurableHTTPProxy.api_url):
         assert urlparse(url).hostname == "127.0.0.1", url
     assert c.Spawner.ip == "127.0.0.1"
