@@ -308,11 +308,18 @@ def _check(rc: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def private_tmp(folder: str) -> None:
-    """In a new mount namespace (this process and its children only), bind ``folder`` over /tmp and /var/tmp."""
+def private_tmp(folder: str, keep: tuple[str, ...] = ()) -> None:
+    """In a new mount namespace (this process and its children only), bind ``folder`` over /tmp and /var/tmp;
+    ``keep``: folders under /tmp the server itself needs (its environment in a checkout there), bound back in."""
     _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+    held = [(k, os.open(k, os.O_PATH | os.O_DIRECTORY)) for k in keep]  # reachable once /tmp is covered
     _check(_libc.mount(folder.encode(), b"/tmp", None, MS_BIND, None), f"mount --bind {folder} /tmp")
+    for k, fd in held:
+        os.makedirs(k, exist_ok=True)
+        _check(_libc.mount(f"/proc/self/fd/{fd}".encode(), k.encode(), None, MS_BIND | MS_REC, None),
+               f"mount --bind {k} (kept visible under the private /tmp)")
+        os.close(fd)
     if os.path.isdir("/var/tmp"):  # from /tmp: ``folder`` may itself lie under /tmp, hidden now
         _check(_libc.mount(b"/tmp", b"/var/tmp", None, MS_BIND, None), "mount --bind /tmp /var/tmp")
 
@@ -418,12 +425,23 @@ class WorkshopSpawner(LocalProcessSpawner):
             WorkshopSpawner._private_tmp_ok = self.private_tmp and can_private_tmp()
             if self.private_tmp and not WorkshopSpawner._private_tmp_ok:
                 self.log.warning("no mount namespaces here: attendees share the machine's /tmp")
-        # a home under /tmp (a test's, a load test's) would vanish beneath its own /tmp: those keep the machine's
+        # a home under /tmp (a test's, a load test's) would vanish beneath its own /tmp: those keep the machine's;
+        # the server's own environment under /tmp (a checkout there, as a CI clone) is bound back in (private_tmp)
+        server = [Path(a).resolve() for a in self.cmd if a.startswith("/")]
         self._tmp_private = WorkshopSpawner._private_tmp_ok and not any(
-            home.resolve().is_relative_to(t) for t in ("/tmp", "/var/tmp"))
+            p.is_relative_to(t) for p in (home.resolve(), *server) for t in ("/var/tmp",)) \
+            and not home.resolve().is_relative_to("/tmp")
+        self._tmp_keep = tuple(sorted({"/tmp/" + p.relative_to("/tmp").parts[0] for p in server
+                                       if p.is_relative_to("/tmp")}))
         for sub in (".tmp", ".tmp/jupyter-runtime"):
             (home / sub).mkdir(mode=0o700, exist_ok=True)
             os.chown(home / sub, pw.pw_uid, pw.pw_gid)
+        if not self._tmp_private:
+            # the kernels' ipc sockets then need a short path of their own (a unix socket's is at most 107 bytes)
+            RUNTIME_FALLBACK.mkdir(mode=0o755, parents=True, exist_ok=True)
+            own = RUNTIME_FALLBACK / self.account
+            own.mkdir(mode=0o700, exist_ok=True)
+            os.chown(own, pw.pw_uid, pw.pw_gid)
         work = home / self.workdir_name
         if self.mpl_cache:
             (Path(pw.pw_dir) / ".cache").mkdir(exist_ok=True)
@@ -456,6 +474,7 @@ class WorkshopSpawner(LocalProcessSpawner):
             limits.append((resource.RLIMIT_AS, self.max_address_space))
 
         tmp = str(Path(pwd.getpwnam(self.account).pw_dir) / ".tmp") if getattr(self, "_tmp_private", False) else None
+        keep = getattr(self, "_tmp_keep", ())
 
         def preexec() -> None:
             if cgroup is not None:
@@ -463,7 +482,7 @@ class WorkshopSpawner(LocalProcessSpawner):
             for which, value in limits:
                 resource.setrlimit(which, (value, value))
             if tmp is not None:
-                private_tmp(tmp)  # as root, before setuid: the server and its kernels see their own /tmp
+                private_tmp(tmp, keep)  # as root, before setuid: the server and its kernels see their own /tmp
             setuid()
 
         return preexec
@@ -485,9 +504,14 @@ class WorkshopSpawner(LocalProcessSpawner):
         # the kernels' ZeroMQ sockets (--KernelManager.transport=ipc) and connection files: in the attendee's own
         # /tmp when it has one (a short path: a unix socket's is at most 107 bytes), else in their private home
         private = getattr(self, "_tmp_private", False)
-        runtime = "/tmp/jupyter-runtime" if private else f"{pw.pw_dir}/.tmp/jupyter-runtime"
-        env.update(JUPYTER_RUNTIME_DIR=runtime, TMPDIR=runtime.rsplit("/", 1)[0])
+        runtime = "/tmp/jupyter-runtime" if private else str(RUNTIME_FALLBACK / self.account)
+        env.update(JUPYTER_RUNTIME_DIR=runtime, TMPDIR="/tmp" if private else f"{pw.pw_dir}/.tmp")
         return env
+
+
+# Where an attendee without a private /tmp keeps the kernels' ipc sockets: a short path (sun_path is 108 bytes), a
+# directory per account, mode 0700 (others cannot connect to its sockets)
+RUNTIME_FALLBACK = Path("/run/vnetlab-hub")
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vnetlab import rx
+from vnetlab import profiles, rx
 from vnetlab.stack import build_stack
 from vnetlab.viz import featuregrid, labfig, memory, routerfig, thresholds
 from vnetlab.viz.style import regions
@@ -104,7 +104,7 @@ def test_carving_panel_does_not_print_how_many_buffers_a_frag_gives(arch):
     st = rxpanels.carving_panel_state(arch=arch)
     text = _plain(st.text)
     titles = " ".join(ax.get_title(loc="left") for ax in st.figure.axes)
-    for size in rx.rx_frag_sizes(*rx._resolve(rx.DEFAULT_KERNEL, arch)):
+    for size in rx.rx_frag_sizes(*profiles.resolve(rx.DEFAULT_KERNEL, arch)):
         n = len(thresholds.carve(size, arch=arch))
         for shown in (text, titles):
             assert f"{n} buffers" not in shown and f"of {n}" not in shown
