@@ -230,7 +230,8 @@ def copy_tree_once(src: Path, dest: Path, uid: int, gid: int) -> bool:
         return False
     tmp = dest.with_name(dest.name + ".copying")
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp)
+    # never the checkpoints JupyterLab left in the instructor's checkout: they are not the attendee's work
+    shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     for path in [tmp, *tmp.rglob("*")]:
         os.chown(path, uid, gid)
     tmp.rename(dest)  # atomic: a copy interrupted half-way is never mistaken for the attendee's work
