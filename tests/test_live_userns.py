@@ -145,6 +145,20 @@ def _proc_net_refs() -> dict[int, set[int]]:
     return refs
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "(gone)"
+
+
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _descendants() -> list[int]:
     parent: dict[int, int] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -205,13 +219,46 @@ def test_userns_child_killed_mid_lab_leaves_nothing():
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=30)
     assert seen, "the child made no namespace within 60 s"
-    refs = _proc_net_refs()
-    assert not seen & set(refs), {i: refs[i] for i in seen & set(refs)}
-    assert int(own[5:-1]) not in refs
+    # The `ip -n NS ...` the child was running when killed dies with it (PR_SET_PDEATHSIG), but its death is the
+    # kernel's to finish, a moment after the child's is reported: allow 5 s, far more than it takes.
+    gone = time.monotonic() + 5
+    while True:
+        refs = _proc_net_refs()
+        held = (seen | {int(own[5:-1])}) & set(refs)
+        if not held or time.monotonic() > gone:
+            break
+        time.sleep(0.05)
+    assert not held, {i: {p: _cmdline(p) for p in refs[i]} for i in held}
     assert not _descendants()
     with pytest.raises(LabTimeout, match="killed"):
         userns.run_child(["--run", "mirror"], timeout=1.0)
     assert not _descendants()
+
+
+def test_a_command_the_child_runs_dies_with_it():
+    """A command running when the child is SIGKILL'd (here `sleep 30`, standing for an `ip -n NS ...` caught
+    mid-run) is killed with it: it was started under PR_SET_PDEATHSIG, so it cannot keep a namespace alive."""
+    _need_userns()
+    code = ("from vnetlab.live import commands, userns; userns.enter(); "
+            "commands.run(['sleep', '30'], timeout=60)")
+    child = subprocess.Popen([sys.executable, "-c", code], env=userns._env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sleeper = None
+    try:
+        deadline = time.monotonic() + 30
+        while sleeper is None and time.monotonic() < deadline and child.poll() is None:
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                if _cmdline(int(pid)).endswith("sleep 30") and _ppid(int(pid)) == child.pid:
+                    sleeper = int(pid)
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        out, err = child.communicate(timeout=30)
+    assert sleeper is not None, f"the child never ran its command: {err.decode()[-500:]}"
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{sleeper}").exists() and _cmdline(sleeper).endswith("sleep 30"):
+        assert time.monotonic() < deadline, "the child's `sleep 30` outlived it"
+        time.sleep(0.05)
 
 
 def test_session_mode_can_be_forced_and_says_why_not():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import threading
@@ -24,6 +25,27 @@ NETNS_PREFIX = "vnlive"
 COMMAND_TIMEOUT = 10.0
 # include/uapi/linux/if.h: IFNAMSIZ is 16 including the terminating NUL.
 IFNAMSIZ = 16
+
+#: Set by :func:`vnetlab.live.userns.enter` in the user-namespace child: every command it runs then asks to be
+#: killed when the child dies (prctl PR_SET_PDEATHSIG, kernel/sys.c, through util-linux's ``setpriv
+#: --pdeathsig``; it survives the exec). A SIGKILL'd child otherwise leaves an ``ip -n NS ...`` running for a
+#: moment, holding a namespace the child promised was gone.
+DIE_WITH_PARENT = False
+_PDEATHSIG: bool | None = None
+
+
+def _die_with_parent(argv: list[str]) -> list[str]:
+    global _PDEATHSIG
+    if not DIE_WITH_PARENT or shutil.which(argv[0]) is None:
+        return argv  # a missing command keeps its own "not installed" message
+    if _PDEATHSIG is None:  # util-linux 2.33 added --pdeathsig (Debian 11 has 2.36)
+        try:
+            helped = subprocess.run(["setpriv", "--help"], capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+            _PDEATHSIG = "--pdeathsig" in helped.stdout
+        except (OSError, subprocess.TimeoutExpired):
+            _PDEATHSIG = False
+    return ["setpriv", "--pdeathsig", "KILL", "--", *argv] if _PDEATHSIG else argv
+
 
 NOT_LINUX = (
     "vnetlab.live needs Linux: it reads netdev features from the running kernel and builds network "
@@ -64,7 +86,7 @@ def run(argv: list[str], *, timeout: Annotated[float, In(0, None, "seconds", lo_
     if not sys.platform.startswith("linux"):
         raise LiveUnavailable(NOT_LINUX.format(platform=sys.platform))
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(_die_with_parent(argv), capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
         raise LiveError(f"`{argv[0]}` is not installed (needed for: {' '.join(argv)})") from None
     except subprocess.TimeoutExpired:
