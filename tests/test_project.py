@@ -243,3 +243,22 @@ def test_the_kept_venv_is_the_open_commands_copied_with_the_stamp_the_browser_te
     assert (dest / open_check.STAMP_NAME).read_text() == expected
     (root / "requirements.lock").write_text("changed\n")
     assert open_check.install_stamp(root) != expected
+
+
+def test_every_test_sharing_the_machine_runs_in_its_group():
+    """The suite's parallel groups (conftest.py at the top): a file with a hub or live test must be in that group,
+    or two workers would start two hubs on one port, or one worker's namespaces would show in another's `ip netns
+    list` comparison. Read from the test files' own marks."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vnetlab_suite_groups", ROOT / "conftest.py")
+    groups = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(groups)
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        text = path.read_text(encoding="utf-8")
+        for mark in ("hub", "live"):
+            if f"pytest.mark.{mark}" in text:
+                assert groups.group_of(f"tests/{path.name}::t") == mark, (path.name, mark)
+    assert groups.group_of("tests/test_skb.py::test_x[a::b]") == "tests/test_skb.py"
+    assert groups.group_of("notebooks/student/00_welcome_and_map.ipynb::Cell 3") == \
+        "notebooks/student/00_welcome_and_map.ipynb"
