@@ -42,7 +42,7 @@ from typing import Literal
 from vnetlab.checks import public
 from vnetlab.errors import ArgumentError, TableError
 from vnetlab.features import FeatureSet, can_checksum_protocol, mask
-from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, SOL_UDP, UDP_GRO, UDP_HLEN, UDP_SEGMENT
 from vnetlab.netdev import Device, Vxlan
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel, device_kernel
 from vnetlab.profiles import kernel as _kernel
@@ -55,9 +55,6 @@ __all__ = [
     "udp_max_segments", "udp_recv", "udp_sendmsg",
 ]
 
-SOL_UDP = 17  # include/linux/socket.h
-UDP_SEGMENT = 103  # include/uapi/linux/udp.h: setsockopt / cmsg, the gso_size of a send
-UDP_GRO = 104  # include/uapi/linux/udp.h: setsockopt, and the cmsg recvmsg returns gso_size in
 IP6_MAX_MTU = IP_MAX_MTU + IP_HLEN[6]  # include/net/ip6_route.h: 0xFFFF + sizeof(struct ipv6hdr)
 _PAGE_FRAG = 32768  # include/net/sock.h SKB_FRAG_PAGE_ORDER: sk_page_frag refills 32 KiB
 

@@ -33,15 +33,16 @@ from typing import Annotated, Any
 
 from vnetlab.checks import In, UdpPayloadLen, public
 from vnetlab.errors import ArgumentError, LiveUnavailable
+from vnetlab.headers import SOL_UDP, UDP_GRO, UDP_SEGMENT
 from vnetlab.live.capture_formats import TRACEPOINT_GSO_TYPE_BITS, CapturedSkb, gso_type_names, parse_trace_text
 from vnetlab.live.capture_tracefs import TraceSession
+from vnetlab.skb import SKB_GSO_NAMES
 
 __all__ = ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "FieldDiff", "SkbComparison", "beside_model", "capture",
            "model_skbs"]
 
 EXPERIMENTS = ("veth", "macvlan", "bridge", "vxlan", "vlan", "tap")
 VETH_CONFIGS = ("plain", "gro", "xdp", "xdp+gro", "nouso")
-_SOL_UDP, _UDP_SEGMENT, _UDP_GRO = 17, 103, 104  # include/linux/socket.h SOL_UDP, include/uapi/linux/udp.h
 _SO_MEMINFO, _SK_MEMINFO_RMEM_ALLOC = 55, 0  # include/uapi/asm-generic/socket.h, include/uapi/linux/sock_diag.h
 _PORT = 9000
 _RX_EVENTS = ("napi_gro_receive_entry", "napi_gro_frags_entry", "netif_receive_skb_entry", "netif_rx_entry",
@@ -164,9 +165,7 @@ def _compare_one(s: CapturedSkb, m: Mapping[str, Any] | None) -> SkbComparison:
 
 
 def _gso_bit(name: str) -> int:
-    from vnetlab.live.capture_formats import _GSO_BITS
-
-    return _GSO_BITS.index(name)
+    return SKB_GSO_NAMES.index(name)  # include/linux/skbuff.h enum skb_gso_type: bit i
 
 
 def _skb_fields(skb: Any) -> dict[str, Any]:
@@ -385,10 +384,10 @@ def capture(experiment: str = "veth", config: str = "plain", *,
         tx = _socket_in(tx_ns, 4)
         try:
             rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-            rx.setsockopt(_SOL_UDP, _UDP_GRO, 1)
+            rx.setsockopt(SOL_UDP, UDP_GRO, 1)
             rx.bind((dst, _PORT))
             tx.connect((dst, _PORT))
-            tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso_size)
+            tx.setsockopt(SOL_UDP, UDP_SEGMENT, gso_size)
             devs = list(roles.values())
             before = {r: lab.rx_packets(lab.device(n, netns=rx_ns if r in ("rx", "inner_rx") else tx_ns))
                       for r, n in roles.items() if r in ("rx", "inner_rx")}

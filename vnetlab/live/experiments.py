@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from vnetlab.checks import DeviceMtu, In, IpVersion, UdpPayloadLen, public
 from vnetlab.ethtool import FeatureState
+from vnetlab.headers import SOL_UDP, UDP_GRO, UDP_SEGMENT
 from vnetlab.live.commands import in_netns
 from vnetlab.live.compare import Comparison, compare_k
 from vnetlab.live.lab import Lab, LiveDevice
@@ -206,7 +207,6 @@ def bridge_ports(rows: Iterable[MirrorRow], *, kernel: str) -> str:
         lines.append(f"ethtool -K {port} tx-udp-segmentation off -> br0: model {model}, kernel {real}")
     return "\n".join(lines)
 
-_SOL_UDP, _UDP_SEGMENT, _UDP_GRO = 17, 103, 104  # include/linux/socket.h, include/uapi/linux/udp.h
 _ADDR = {4: ("10.77.0.1", "10.77.0.2", 24), 6: ("fd77::1", "fd77::2", 64)}
 _PORT = 9000
 
@@ -328,7 +328,7 @@ def _drain(sock: Any, want_bytes: int, timeout: float = 1.0) -> tuple[list[int],
         data, anc, _flags, _addr = sock.recvmsg(1 << 17, 64)
         gso = None
         for level, kind, value in anc:
-            if level == _SOL_UDP and kind == _UDP_GRO:
+            if level == SOL_UDP and kind == UDP_GRO:
                 gso = struct.unpack("i", value[:4])[0]
         sizes.append(len(data))
         gsos.append(gso)
@@ -391,11 +391,11 @@ def _kernel_transfer(pair: _Pair, length: int, gso_size: int, udp_gro: bool) -> 
     try:
         rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         if udp_gro:
-            rx.setsockopt(_SOL_UDP, _UDP_GRO, 1)
+            rx.setsockopt(SOL_UDP, UDP_GRO, 1)
         rx.bind((a1, _PORT))
         tx.connect((a1, _PORT))
         if gso_size:
-            tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso_size)
+            tx.setsockopt(SOL_UDP, UDP_SEGMENT, gso_size)
         rx_before, napi_before = pair.lab.rx_packets(pair.v1), _napi_packets(pair)
         try:
             tx.send(bytes(length))
@@ -585,11 +585,11 @@ def _vxlan_config(label: str, config: Mapping[str, bool], lengths: Iterable[tupl
             try:
                 rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
                 if udp_gro:
-                    rx.setsockopt(_SOL_UDP, _UDP_GRO, 1)
+                    rx.setsockopt(SOL_UDP, UDP_GRO, 1)
                 rx.bind((inner[1], _PORT))
                 tx.connect((inner[1], _PORT))
                 if gso:
-                    tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso)
+                    tx.setsockopt(SOL_UDP, UDP_SEGMENT, gso)
                 before, inner_before = lab.rx_packets(pair.v1), lab.rx_packets(vxs[1])
                 err = None
                 try:
