@@ -293,9 +293,9 @@ def capture(experiment: str = "veth", config: str = "plain", *,
     before it returns, also on an exception or Ctrl-C. ``tag`` (6 hex digits) names the devices ``vt<tag>t``,
     ``vt<tag>r``, ...; ``alongside(devices)``, a context manager, runs around the send (another tracer
     recording the same devices)."""
-    from vnetlab.live.experiments import _drain, _socket_in
     from vnetlab.live.lab import Lab
     from vnetlab.live.profile import running_profile
+    from vnetlab.live.sockets import drain, udp_socket_in
 
     _check_experiment(experiment, config)
     if os.geteuid() != 0:
@@ -380,8 +380,8 @@ def capture(experiment: str = "veth", config: str = "plain", *,
         if config == "nouso":
             v0.ethtool_K({"tx-udp-segmentation": False})
         time.sleep(0.05)
-        rx = _socket_in(rx_ns, 4)
-        tx = _socket_in(tx_ns, 4)
+        rx = udp_socket_in(rx_ns, 4)
+        tx = udp_socket_in(tx_ns, 4)
         try:
             rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
             rx.setsockopt(SOL_UDP, UDP_GRO, 1)
@@ -396,7 +396,7 @@ def capture(experiment: str = "veth", config: str = "plain", *,
                 time.sleep(settle)
                 result.meminfo_rmem = _meminfo_rmem(rx)
                 text = trace.text()
-            sizes, _ = _drain(rx, segs * gso_size)
+            sizes, _ = drain(rx, segs * gso_size)
             result.received = tuple(sizes)
             for r in before:
                 result.counters[r] = lab.rx_packets(lab.device(roles[r], netns=rx_ns)) - before[r]
@@ -455,7 +455,7 @@ def _tap(lab: Any, result: Capture, name: str, segs: int, payload: int, settle: 
     import fcntl
 
     from vnetlab.live.commands import in_netns
-    from vnetlab.live.experiments import _drain, _socket_in
+    from vnetlab.live.sockets import drain, udp_socket_in
 
     ns = lab.netns
     payload = min(payload, 1472)
@@ -477,7 +477,7 @@ def _tap(lab: Any, result: Capture, name: str, segs: int, payload: int, settle: 
         lab.up(tap)
         mac = bytes.fromhex(lab.link_json(tap)["address"].replace(":", ""))
         lab.neigh(tap, "10.79.0.1", "02:00:00:00:00:01")
-        rx = _socket_in(ns, 4)
+        rx = udp_socket_in(ns, 4)
         try:
             rx.bind(("10.79.0.2", _PORT))
             before = lab.rx_packets(tap)
@@ -487,7 +487,7 @@ def _tap(lab: Any, result: Capture, name: str, segs: int, payload: int, settle: 
                 time.sleep(settle)
                 result.meminfo_rmem = _meminfo_rmem(rx)
                 text = trace.text()
-            result.received = tuple(_drain(rx, segs * payload)[0])
+            result.received = tuple(drain(rx, segs * payload)[0])
             result.counters["tap"] = lab.rx_packets(tap) - before
         finally:
             rx.close()

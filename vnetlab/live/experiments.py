@@ -16,10 +16,10 @@ from typing import Annotated, Any
 from vnetlab.checks import DeviceMtu, In, IpVersion, UdpPayloadLen, public
 from vnetlab.ethtool import FeatureState
 from vnetlab.headers import SOL_UDP, UDP_GRO, UDP_SEGMENT
-from vnetlab.live.commands import in_netns
 from vnetlab.live.compare import Comparison, compare_k
 from vnetlab.live.lab import Lab, LiveDevice
 from vnetlab.live.profile import running_profile
+from vnetlab.live.sockets import drain, udp_socket_in
 
 # ---------------------------------------------------------------------------------------------------------
 # The model (vnetlab.netdev) against this kernel, step by step (notebook 60 and tests/test_live.py)
@@ -304,40 +304,6 @@ def transfer_table(rows: Iterable[TransferRow], *, by: str = "send") -> str:
     return "\n".join(lines)
 
 
-def _socket_in(netns: str, ip: int) -> Any:
-    import socket
-
-    family = socket.AF_INET if ip == 4 else socket.AF_INET6
-    return in_netns(netns, lambda: socket.socket(family, socket.SOCK_DGRAM))
-
-
-def _drain(sock: Any, want_bytes: int, timeout: float = 1.0) -> tuple[list[int], list[int | None]]:
-    import select
-    import struct
-
-    sizes: list[int] = []
-    gsos: list[int | None] = []
-    got = 0
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([sock], [], [], max(0.0, min(0.2, deadline - time.monotonic())))
-        if not ready:
-            if got >= want_bytes:
-                break
-            continue
-        data, anc, _flags, _addr = sock.recvmsg(1 << 17, 64)
-        gso = None
-        for level, kind, value in anc:
-            if level == SOL_UDP and kind == UDP_GRO:
-                gso = struct.unpack("i", value[:4])[0]
-        sizes.append(len(data))
-        gsos.append(gso)
-        got += len(data)
-        if got >= want_bytes:
-            deadline = min(deadline, time.monotonic() + 0.05)
-    return sizes, gsos
-
-
 @dataclass
 class _Pair:
     lab: Lab
@@ -386,8 +352,8 @@ def _kernel_transfer(pair: _Pair, length: int, gso_size: int, udp_gro: bool) -> 
     import socket
 
     a0, a1, _ = _ADDR[pair.ip]
-    rx = _socket_in(pair.rx_ns, pair.ip)
-    tx = _socket_in(pair.tx_ns, pair.ip)
+    rx = udp_socket_in(pair.rx_ns, pair.ip)
+    tx = udp_socket_in(pair.tx_ns, pair.ip)
     try:
         rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         if udp_gro:
@@ -401,7 +367,7 @@ def _kernel_transfer(pair: _Pair, length: int, gso_size: int, udp_gro: bool) -> 
             tx.send(bytes(length))
         except OSError as exc:
             return SideResult(errno.errorcode.get(exc.errno, str(exc.errno)))
-        sizes, gsos = _drain(rx, length)
+        sizes, gsos = drain(rx, length)
         rx_skbs = pair.lab.rx_packets(pair.v1) - rx_before
         return SideResult(None, tuple(sizes), tuple(gsos), rx_skbs, _napi_packets(pair) - napi_before)
     finally:
@@ -580,8 +546,8 @@ def _vxlan_config(label: str, config: Mapping[str, bool], lengths: Iterable[tupl
             _configure_kernel_rx(pair, config)
             time.sleep(0.05)
         for length, gso in lengths:
-            rx = _socket_in(pair.rx_ns, 4)
-            tx = _socket_in(pair.tx_ns, 4)
+            rx = udp_socket_in(pair.rx_ns, 4)
+            tx = udp_socket_in(pair.tx_ns, 4)
             try:
                 rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
                 if udp_gro:
@@ -596,7 +562,7 @@ def _vxlan_config(label: str, config: Mapping[str, bool], lengths: Iterable[tupl
                     tx.send(bytes(length))
                 except OSError as exc:
                     err = errno.errorcode.get(exc.errno, str(exc.errno))
-                sizes, gsos = _drain(rx, 0 if err else length)
+                sizes, gsos = drain(rx, 0 if err else length)
                 k = SideResult(err, tuple(sizes), tuple(gsos), lab.rx_packets(pair.v1) - before, None,
                                None if err else lab.rx_packets(vxs[1]) - inner_before)
             finally:
