@@ -380,8 +380,12 @@ def _napi_packets(pair: _Pair) -> int:
     return sum(v for k, v in stats.items() if re.fullmatch(r"rx_queue_\d+_xdp_packets", k))
 
 
-def _model_transfer(kernel: str, config: Mapping[str, bool], mtu: int, length: int, gso_size: int, ip: int,
-                    udp_gro: bool, sender: Mapping[str, bool] | None = None) -> SideResult:
+@public
+def model_transfer(kernel: str, config: Mapping[str, bool], mtu: DeviceMtu, length: int, gso_size: int,
+                   ip: IpVersion, udp_gro: bool, sender: Mapping[str, bool] | None = None) -> SideResult:
+    """vnetlab's side of one transfer of :func:`udp_segment_lab` / :func:`veth_gro_lab`: a veth pair at ``mtu``,
+    the sender's ``ethtool -K`` ``sender``, the receiver configured by ``config``, one UDP send across it
+    (:func:`vnetlab.udp.send_over_veth`)."""
     from vnetlab import netdev, udp
 
     net = netdev.Namespace(kernel=kernel)
@@ -452,7 +456,7 @@ def udp_segment_lab(cases: Iterable[tuple[int, int]] | None = None, *, ip: IpVer
             pair.v0.ethtool_K(sender)
         for length, gso in (udp_segment_cases(ip, kernel) if cases is None else cases):
             k = _kernel_transfer(pair, length, gso, udp_gro)
-            m = _model_transfer(kernel, {}, mtu, length, gso, ip, udp_gro, sender)
+            m = model_transfer(kernel, {}, mtu, length, gso, ip, udp_gro, sender)
             rows.append(TransferRow(label, length, gso, ip, udp_gro, k, m))
     return rows
 
@@ -486,7 +490,7 @@ def veth_gro_lab(configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None
             _configure_kernel_rx(pair, config)
             time.sleep(0.05)
             k = _kernel_transfer(pair, segs * gso_size, gso_size, udp_gro)
-            m = _model_transfer(kernel, config, 1500, segs * gso_size, gso_size, ip, udp_gro)
+            m = model_transfer(kernel, config, 1500, segs * gso_size, gso_size, ip, udp_gro)
             rows.append(TransferRow(label, segs * gso_size, gso_size, ip, udp_gro, k, m))
     return rows
 
@@ -569,10 +573,13 @@ def _vxlan_config(label: str, config: Mapping[str, bool], lengths: Iterable[tupl
                 tx.close()
                 rx.close()
             rows.append(TransferRow(label, length, gso, 4, udp_gro, k,
-                                    _model_vxlan(kernel, length, gso, config, udp_gro)))
+                                    model_vxlan(kernel, length, gso, config, udp_gro)))
     return rows
-def _model_vxlan(kernel: str, length: int, gso_size: int, config: Mapping[str, bool] | None = None,
-                 udp_gro: bool = False) -> SideResult:
+
+
+@public
+def model_vxlan(kernel: str, length: int, gso_size: int, config: Mapping[str, bool] | None = None,
+                udp_gro: bool = False) -> SideResult:
     """vnetlab's side of :func:`vxlan_lab`: vx0 (VNI 42) on veth v0, vx1 on its peer v1 configured by
     ``config``, one UDP send through it (:func:`vnetlab.udp.send_over_vxlan`)."""
     from vnetlab import netdev, udp
