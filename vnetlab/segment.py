@@ -392,7 +392,7 @@ def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: Inband
     members = []
     for m in skb.frag_list:
         seg = m.copy(gso_type=frozenset(), gso_size=0, gso_segs=0, **keep)
-        seg._grow_head(hdr)  # skb_push back to the network header, the head's link/tunnel header copied in
+        seg.push(hdr)  # skb_push back to the network header, the head's link/tunnel header copied in
         members.append(seg)
     for member in [head, *members]:
         # include/linux/skbuff.h skb_needs_linearize (6.1): frags without NETIF_F_SG

@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from vnetlab.checks import VLAN_TAG, check_int, public
+from vnetlab.checks import VLAN_TAG, In, check_int, public
 from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN, VXLAN_N_VID
 
 # How the linear part (skb->head) was obtained; the kernel's allocator decides head_frag and truesize.
@@ -294,8 +294,10 @@ class Skb:
         """Bytes from the (outer) network header on: what an MTU is compared with."""
         return self.len - link_hlen - VLAN_HLEN * len(self.vlan_inband)
 
-    def _grow_head(self, n: int) -> None:
-        # skb_cow_head / skb_push: use the headroom, or reallocate the head (pskb_expand_head charges it)
+    @public
+    def push(self, n: Annotated[int, In(0, None, "header bytes")]) -> None:
+        """skb_cow_head + skb_push (net/core/skbuff.c), in place: ``n`` header bytes in front of the data, from the
+        headroom, or from a head pskb_expand_head reallocates (its growth charged to truesize)."""
         if self.headroom >= n:
             self.headroom -= n
         else:
@@ -306,7 +308,7 @@ class Skb:
     def vlan_push_inside(self) -> Skb:
         """include/linux/if_vlan.h __vlan_hwaccel_push_inside: the hwaccel tag goes in-band (4 bytes)."""
         out = self.copy(vlan_tag=None, vlan_inband=(self.vlan_tag or 0, *self.vlan_inband))
-        out._grow_head(VLAN_HLEN)
+        out.push(VLAN_HLEN)
         return out
 
     def vlan_untag(self) -> Skb:
@@ -327,7 +329,7 @@ class Skb:
         tunnels = ((ip, vni, hlen + inner_tags), *self.tunnels) if vni is not None else self.tunnels
         out = self.copy(encapsulation=True, gso_type=frozenset(gso_type), vlan_tag=None, vlan_inband=(),
                         tunnel_hlen=self.tunnel_hlen + hlen + inner_tags, tunnels=tunnels)
-        out._grow_head(hlen)
+        out.push(hlen)
         return out
 
     def total_frags(self) -> int:
