@@ -7,6 +7,7 @@ kernel, see tests/test_live.py), and the installed ethtool program itself on the
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 from pathlib import Path
@@ -154,12 +155,45 @@ def test_feature_state_is_the_contracts_on_fixed_pair():
     assert (on, fixed) == (False, False) and state[0] is False and state[1] is False and len(state) == 2
     assert state == (False, False) and (False, False) == state and state != (False, True)
     assert hash(state) == hash((False, False))
-    # between two states == is "ethtool prints the same": the request counts where it is shown
-    assert state != S.parse("off") and S.parse("off [fixed]") == S(False, True, True)
+    # == is that pair for two states as well (else state == (False, False) == "off" but state != "off"); what
+    # ethtool prints, the request included where it is shown, is same_printed (or str)
+    assert state == S.parse("off") and not state.same_printed(S.parse("off")) and str(state) != "off"
+    assert S.parse("off [fixed]").same_printed(S(False, True, True))  # dump_feature shows no request when fixed
     assert (state.active, state.wanted, state.changeable) == (False, True, True)
     assert {S.parse("on"): 1}[(True, False)] == 1  # a dict keyed by states answers tuples
     with pytest.raises(AttributeError):
         state.on = True  # immutable, as the tuple it stands for
+
+
+_STATE_TEXTS = ("on", "off", "on [fixed]", "off [fixed]", "off [requested on]", "on [requested off]")
+# what a FeatureState meets in a comparison: states, the tuples the contract compares them with (and other
+# tuples, ints standing for bools among them), bare bools and the printed text
+_COMPARED = st.one_of(
+    st.sampled_from(_STATE_TEXTS).map(ethtool.FeatureState.parse),
+    st.builds(ethtool.FeatureState, st.booleans(), st.booleans(), st.none() | st.booleans()),
+    st.lists(st.booleans() | st.integers(0, 1), max_size=3).map(tuple),
+    st.booleans(),
+    st.sampled_from(_STATE_TEXTS),
+)
+# every middle term a comparison can pass through: the six states, every tuple of up to three bools, the pairs
+# written with ints, the bools and the texts
+_MIDDLES = ([ethtool.FeatureState.parse(t) for t in _STATE_TEXTS]
+            + [tuple(bits) for n in range(4) for bits in itertools.product((False, True), repeat=n)]
+            + [(int(on), int(fixed)) for on in (False, True) for fixed in (False, True)]
+            + [False, True, *_STATE_TEXTS])
+
+
+@settings(max_examples=500, deadline=None)
+@given(_COMPARED, _COMPARED)
+def test_feature_state_equality_is_an_equivalence_consistent_with_hash(a, c):
+    assert a == a and (a == c) == (c == a) and (a != c) == (not a == c)
+    if a == c:
+        assert hash(a) == hash(c), f"{a!r} == {c!r} but they hash differently"
+    for b in _MIDDLES:  # transitive through any middle term, not only the ones drawn
+        if a == b and b == c:
+            assert a == c, f"{a!r} == {b!r} == {c!r} but {a!r} != {c!r}"
+    if isinstance(a, ethtool.FeatureState):
+        assert a == tuple(a) and hash(a) == hash(tuple(a))  # the contract's (on, fixed) pair
 
 
 def test_feature_state_refuses_what_ethtool_never_prints():
@@ -186,7 +220,9 @@ def test_model_device_ethtool_k_is_the_same_type_and_prints_as_ethtool():
     assert str(eth0.ethtool_k()["tx-scatter-gather-fraglist"]) == "off [fixed]"
     text = str(k)
     assert text.startswith("Features for eth0.10:\n") and "\ttx-scatter-gather-fraglist: off [requested on]\n" in text
-    assert ethtool.parse_k(text) == k  # printing and parsing give the same states back
+    assert ethtool.parse_k(text).same_printed(k)  # printing and parsing give the same states back, requests too
+    assert ethtool.parse_k(text.replace("off [requested on]", "off")) == k  # (on, fixed) the same ...
+    assert not ethtool.parse_k(text.replace("off [requested on]", "off")).same_printed(k)  # ... not the request
 
 
 def test_parse_k_rejects_other_text():

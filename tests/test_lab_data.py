@@ -318,7 +318,10 @@ def _feature_diffs(kernel, name, phase):
                                              f"{sorted(set(real) - set(model))}; features the lab record lacks: "
                                              f"{sorted(set(model) - set(real))}")
             for feat, state in model.items():
-                if feat in real and state != (real[feat] if whole else tuple(real[feat])):
+                # as printed, [requested on|off] included, where the file kept it; else the (on, fixed) it kept
+                same = (state.same_printed(real[feat]) if whole
+                        else (state.on, state.fixed) == (real[feat].on, real[feat].fixed))
+                if not same:
                     diffs.append(((kernel, name, phase, dev, feat),
                                   f"{phase}.{step} {dev} {feat}: real {str(real[feat])!r} model {str(state)!r}"))
     return tuple(diffs)

@@ -408,3 +408,33 @@ def test_vxlan_rcv_drops_a_plain_skb_instead_of_stripping_it():
     from vnetlab import xmit
     r = xmit.vxlan_rcv(vx1, [plain.copy(headroom=plain.headroom + 14, headlen=plain.headlen - 14)])
     assert r.rx_packets == 0 and not r.delivered and "no VXLAN header" in r.dropped[0][1]
+
+
+@pytest.mark.parametrize("given", [None, "6.1", "kernel object"])
+def test_each_public_entry_resolves_the_kernel_once_and_carries_it(monkeypatch, given):
+    # the kernel is resolved at the public entry (profiles.device_kernel, or profiles.kernel for udp_recv) and the
+    # very Kernel object is handed on: to the send, xmit.send, vxlan_rcv and the receiving socket
+    from vnetlab import profiles
+
+    calls: list[str] = []
+    for name in ("device_kernel", "_kernel"):
+        real = getattr(udp, name)
+        monkeypatch.setattr(udp, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
+    net = netdev.Namespace(kernel="6.1")
+    v0, _ = net.veth("v0", "v1")
+    u0, u1 = net.veth("u0", "u1")
+    vx0, vx1 = net.vxlan("vx0", vni=42, underlay=u0), net.vxlan("vx1", vni=42, underlay=u1)
+    kernel = profiles.kernel("6.1") if given == "kernel object" else given
+    entries = {
+        "udp_sendmsg": lambda: udp.udp_sendmsg(v0, 3000, gso_size=1000, kernel=kernel),
+        "send_over_veth": lambda: udp.send_over_veth(v0, 3000, gso_size=1000, udp_gro=True, kernel=kernel),
+        "send_over_vxlan": lambda: udp.send_over_vxlan(vx0, vx1, 3000, gso_size=1000, kernel=kernel),
+        "udp_recv": lambda: udp.udp_recv([], kernel=kernel or "6.1"),
+    }
+    for name, entry in entries.items():
+        calls.clear()
+        out = entry()
+        assert len(calls) == 1, f"{name} resolved its kernel {len(calls)} times: {calls}"
+        send = out if isinstance(out, udp.UdpSend) else getattr(out, "send", None)
+        if send is not None:
+            assert send.tx is not None and send.tx.kernel is send.kernel is net.kernel, name

@@ -65,7 +65,7 @@ from vnetlab.headers import ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, UDP_HLEN, VLAN_VID
 
 __all__ = ["In", "public", "is_public", "checked_params", "param_annotations", "function_name",
            "check_int", "check_float", "check_bool", "check_choice", "int_array", "IpVersion", "UdpPayloadLen",
-           "DeviceMtu", "VlanId", "VxlanVni"]
+           "DeviceMtu", "VlanId", "VLAN_TAG", "VlanTag", "VxlanVni"]
 
 
 class In:
@@ -119,6 +119,9 @@ UdpPayloadLen = typing.Annotated[int, In(1, IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN,
 DeviceMtu = typing.Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, "dev->mtu: ETH_MIN_MTU..ETH_MAX_MTU")]
 # net/8021q/vlan_netlink.c vlan_validate (5.10..6.18): a VLAN device's id >= VLAN_VID_MASK is -ERANGE
 VlanId = typing.Annotated[int, In(0, VLAN_VID_MASK - 1, "802.1Q VLAN id of a VLAN device (VLAN_VID_MASK - 1)")]
+# include/linux/if_vlan.h: the 12 id bits a tag carries (__vlan_hwaccel_put_tag stores any of them in vlan_tci)
+VLAN_TAG = In(0, VLAN_VID_MASK, "a 12-bit VLAN id in a tag (VLAN_VID_MASK)")
+VlanTag = typing.Annotated[int, VLAN_TAG]
 # drivers/net/vxlan/vxlan_core.c vxlan_validate (6.1): id >= VXLAN_N_VID is -ERANGE
 VxlanVni = typing.Annotated[int, In(0, VXLAN_N_VID - 1, "VXLAN network identifier (24 bits, VXLAN_N_VID - 1)")]
 

@@ -189,9 +189,10 @@ class FeatureState:
     The one ``ethtool -k`` type: the model (``Device.ethtool_k()``), the lab data (``labdata.ethtool_k``) and the
     live kernel (``live.read_features``) all give it. ``str()`` is the value exactly as ethtool prints it
     (netlink/features.c dump_feature, ethtool 6.x): "[fixed]" when the feature is outside hw_features or in
-    NETIF_F_NEVER_CHANGE, else "[requested on|off]" when wanted and active differ. ``==`` between two states is
-    "ethtool prints the same"; against a 2-tuple it compares (on, fixed), and a state unpacks and indexes as
-    (on, fixed): the contract's ``ethtool_k()[name] == (on, fixed)`` keeps working.
+    NETIF_F_NEVER_CHANGE, else "[requested on|off]" when wanted and active differ. A state is the contract's
+    (on, fixed) pair: it unpacks, indexes, hashes and compares (``==``) as that tuple, with states and tuples
+    alike, so ``ethtool_k()[name] == (on, fixed)`` holds and ``==`` is an equivalence. The request is outside that
+    pair: to compare what ethtool prints, request included, compare ``str()`` (or :meth:`same_printed`).
     """
 
     __slots__ = ("on", "fixed", "requested")
@@ -257,14 +258,21 @@ class FeatureState:
         return (self.on, self.fixed)[index]
 
     def __eq__(self, other: object) -> bool:
+        # one key for states and tuples alike, (on, fixed): comparing a request as well between two states while
+        # a tuple has none would make "off [requested on]" == (False, False) == "off" but not the two states
         if isinstance(other, FeatureState):
-            return (self.on, self.fixed, self.requested) == (other.on, other.fixed, other.requested)
+            return (self.on, self.fixed) == (other.on, other.fixed)
         if isinstance(other, tuple):
             return (self.on, self.fixed) == other
         return NotImplemented
 
     def __hash__(self) -> int:
         return hash((self.on, self.fixed))  # equal to its (on, fixed) tuple, so hashes as that tuple
+
+    @public
+    def same_printed(self, other: FeatureState) -> bool:
+        """Whether ``ethtool -k`` prints the two states alike: on, [fixed] and the request where one is shown."""
+        return (self.on, self.fixed, self.requested) == (other.on, other.fixed, other.requested)
 
     def __str__(self) -> str:
         text = "on" if self.on else "off"
@@ -299,7 +307,8 @@ def device_states(named_bits: Iterable[tuple[str, int]], active: int, wanted: in
 @dataclass(frozen=True, eq=False)
 class EthtoolK(Mapping[str, FeatureState]):
     """Every feature of one device, by kernel feature string, as ``ethtool -k`` shows it; ``str()`` is the whole
-    ``ethtool -k DEVICE`` output (:func:`format_k`). Two are ``==`` when every feature's state is."""
+    ``ethtool -k DEVICE`` output (:func:`format_k`). Two are ``==`` when every feature's (on, fixed) is (as a state's
+    ``==``); :meth:`same_printed` compares the requests too."""
 
     device: str
     states: Mapping[str, FeatureState]
@@ -325,6 +334,11 @@ class EthtoolK(Mapping[str, FeatureState]):
 
     def __str__(self) -> str:
         return format_k(self.states, self.device, self.states)
+
+    @public
+    def same_printed(self, other: Mapping[str, FeatureState]) -> bool:
+        """Whether ``ethtool -k`` shows the same features with the same values, [requested on|off] included."""
+        return self.keys() == other.keys() and all(s.same_printed(other[n]) for n, s in self.items())
 
 
 _HEADER = re.compile(r"^Features for (?P<dev>\S+):\s*$")

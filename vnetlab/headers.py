@@ -1,5 +1,6 @@
-"""Protocol header and frame sizes in bytes, as the kernel's UAPI headers define them (the same 5.10..6.18), and
-the size and count limits the GRO and GSO code share (one home for both the receive and transmit models)."""
+"""Protocol header and frame sizes in bytes, as the kernel's UAPI headers define them (the same 5.10..6.18), the
+size and count limits the GRO and GSO code share (one home for both the receive and transmit models), and the
+UDP socket options the models and the live experiments name."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ TCP_HLEN_MIN = 20  # struct tcphdr without options (include/uapi/linux/tcp.h)
 TCP_HLEN_MAX = 60  # doff is 4 bits of 32-bit words
 TCP_HLEN_TS = 32  # 20-byte header + 12 bytes of timestamp option, as most TCP flows carry
 IP_MAX_MTU = 65535  # include/net/ip.h; also the 16-bit iphdr tot_len bound
+
+SOL_UDP = 17  # include/linux/socket.h
+UDP_SEGMENT = 103  # include/uapi/linux/udp.h: setsockopt / cmsg, the gso_size of a send
+UDP_GRO = 104  # include/uapi/linux/udp.h: setsockopt, and the cmsg recvmsg returns gso_size in
 
 # include/linux/netdevice.h (6.1): GRO_LEGACY_MAX_SIZE 65536u (also dev->gso_max_size's default, GSO_MAX_SIZE
 # before 6.2); GRO_MAX_SIZE (8 * 65535u); GSO_MAX_SEGS 65535 (dev->gso_max_segs default), 5.10..6.18.

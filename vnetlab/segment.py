@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from vnetlab import skbuff
-from vnetlab.checks import In, check_int, public
+from vnetlab.checks import In, VlanTag, check_int, public
 from vnetlab.errors import ArgumentError
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
 from vnetlab.headers import (
@@ -34,7 +34,6 @@ from vnetlab.headers import (
     TCP_FRAGLIST_CNT_MAX,
     UDP_GRO_CNT_MAX,
     VLAN_HLEN,
-    VLAN_VID_MASK,
 )
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
@@ -137,7 +136,7 @@ def gso_skb(
     segs: int,
     gso_size: int,
     fraglist: bool = False,
-    vlan_tag: int | None = None,
+    vlan_tag: VlanTag | None = None,
     tail_size: int | None = None,
     max_skb_frags: int | None = None,
     ip: Literal[4, 6] = 4,
@@ -185,8 +184,6 @@ def gso_skb(
     if tail_size is None:
         tail_size = gso_size
     check_int("tail_size", tail_size, 1, gso_size, "the last segment is at most gso_size")
-    if vlan_tag is not None:
-        check_int("vlan_tag", vlan_tag, 0, VLAN_VID_MASK, "a 12-bit VLAN id (VLAN_VID_MASK)")
     payload = (segs - 1) * gso_size + tail_size
     # net/core/gro.c skb_gro_receive: GRO refuses a merge that would reach 65536 bytes from the network header.
     if l3l4 + payload >= GRO_LEGACY_MAX_SIZE:
@@ -395,7 +392,7 @@ def skb_segment_list(skb: Skb, features: FeatureSet, *, inband_vlan_tags: Inband
     members = []
     for m in skb.frag_list:
         seg = m.copy(gso_type=frozenset(), gso_size=0, gso_segs=0, **keep)
-        seg._grow_head(hdr)  # skb_push back to the network header, the head's link/tunnel header copied in
+        seg.push(hdr)  # skb_push back to the network header, the head's link/tunnel header copied in
         members.append(seg)
     for member in [head, *members]:
         # include/linux/skbuff.h skb_needs_linearize (6.1): frags without NETIF_F_SG

@@ -16,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from vnetlab.checks import public
-from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
+from vnetlab.checks import VLAN_TAG, In, check_int, public
+from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN, VXLAN_N_VID
 
 # How the linear part (skb->head) was obtained; the kernel's allocator decides head_frag and truesize.
 HEAD_KINDS = {
@@ -116,21 +116,20 @@ class Skb:
         if self.ip_summed not in IP_SUMMED:
             raise ValueError(f"Skb.ip_summed must be one of {IP_SUMMED} (include/linux/skbuff.h), "
                              f"got {self.ip_summed!r}")
-        if self.vlan_tag is not None and (type(self.vlan_tag) is not int or not 0 <= self.vlan_tag <= 4095):
-            raise ValueError(f"Skb.vlan_tag must be None or a VLAN ID in 0..4095 (VLAN_VID_MASK, the hwaccel tag "
-                             f"__vlan_hwaccel_put_tag stores), got {self.vlan_tag!r}")
+        if self.vlan_tag is not None:
+            # the range segment.gso_skb's vlan_tag annotation (checks.VlanTag) gives, with the same error
+            self.vlan_tag = check_int("vlan_tag", self.vlan_tag, VLAN_TAG.lo, VLAN_TAG.hi, VLAN_TAG.meaning,
+                                      function="skb.Skb")
         if self.vlan_inband:
-            self.vlan_inband = tuple(self.vlan_inband)
-            if not all(type(v) is int and 0 <= v <= 4095 for v in self.vlan_inband):
-                raise ValueError(f"Skb.vlan_inband must hold VLAN IDs in 0..4095 (VLAN_VID_MASK), "
-                                 f"got {self.vlan_inband!r}")
+            self.vlan_inband = tuple(check_int(f"vlan_inband[{i}]", v, VLAN_TAG.lo, VLAN_TAG.hi, VLAN_TAG.meaning,
+                                               function="skb.Skb") for i, v in enumerate(self.vlan_inband))
         if self.l4 is not None and self.l4 not in L4_HLEN:
             raise ValueError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}")
         if self.ipfrag not in IPFRAG_KINDS:
             raise ValueError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}")
         if self.tunnels:
             self.tunnels = tuple(tuple(t) for t in self.tunnels)
-            if not all(len(t) == 3 and t[0] in (4, 6) and type(t[1]) is int and 0 <= t[1] < 1 << 24
+            if not all(len(t) == 3 and t[0] in (4, 6) and type(t[1]) is int and 0 <= t[1] < VXLAN_N_VID
                        and type(t[2]) is int and t[2] > 0 for t in self.tunnels) \
                     or sum(t[2] for t in self.tunnels) > self.tunnel_hlen:
                 raise ValueError(f"Skb.tunnels must hold (outer IP 4|6, VNI 0..2^24-1, header bytes > 0) whose bytes "
@@ -295,8 +294,10 @@ class Skb:
         """Bytes from the (outer) network header on: what an MTU is compared with."""
         return self.len - link_hlen - VLAN_HLEN * len(self.vlan_inband)
 
-    def _grow_head(self, n: int) -> None:
-        # skb_cow_head / skb_push: use the headroom, or reallocate the head (pskb_expand_head charges it)
+    @public
+    def push(self, n: Annotated[int, In(0, None, "header bytes")]) -> None:
+        """skb_cow_head + skb_push (net/core/skbuff.c), in place: ``n`` header bytes in front of the data, from the
+        headroom, or from a head pskb_expand_head reallocates (its growth charged to truesize)."""
         if self.headroom >= n:
             self.headroom -= n
         else:
@@ -307,7 +308,7 @@ class Skb:
     def vlan_push_inside(self) -> Skb:
         """include/linux/if_vlan.h __vlan_hwaccel_push_inside: the hwaccel tag goes in-band (4 bytes)."""
         out = self.copy(vlan_tag=None, vlan_inband=(self.vlan_tag or 0, *self.vlan_inband))
-        out._grow_head(VLAN_HLEN)
+        out.push(VLAN_HLEN)
         return out
 
     def vlan_untag(self) -> Skb:
@@ -328,7 +329,7 @@ class Skb:
         tunnels = ((ip, vni, hlen + inner_tags), *self.tunnels) if vni is not None else self.tunnels
         out = self.copy(encapsulation=True, gso_type=frozenset(gso_type), vlan_tag=None, vlan_inband=(),
                         tunnel_hlen=self.tunnel_hlen + hlen + inner_tags, tunnels=tunnels)
-        out._grow_head(hlen)
+        out.push(hlen)
         return out
 
     def total_frags(self) -> int:

@@ -42,7 +42,7 @@ from typing import Literal
 from vnetlab.checks import public
 from vnetlab.errors import ArgumentError, TableError
 from vnetlab.features import FeatureSet, can_checksum_protocol, mask
-from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, UDP_HLEN
+from vnetlab.headers import ETH_HLEN, IP_HLEN, IP_MAX_MTU, SOL_UDP, UDP_GRO, UDP_HLEN, UDP_SEGMENT
 from vnetlab.netdev import Device, Vxlan
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel, device_kernel
 from vnetlab.profiles import kernel as _kernel
@@ -55,9 +55,6 @@ __all__ = [
     "udp_max_segments", "udp_recv", "udp_sendmsg",
 ]
 
-SOL_UDP = 17  # include/linux/socket.h
-UDP_SEGMENT = 103  # include/uapi/linux/udp.h: setsockopt / cmsg, the gso_size of a send
-UDP_GRO = 104  # include/uapi/linux/udp.h: setsockopt, and the cmsg recvmsg returns gso_size in
 IP6_MAX_MTU = IP_MAX_MTU + IP_HLEN[6]  # include/net/ip6_route.h: 0xFFFF + sizeof(struct ipv6hdr)
 _PAGE_FRAG = 32768  # include/net/sock.h SKB_FRAG_PAGE_ORDER: sk_page_frag refills 32 KiB
 
@@ -66,7 +63,10 @@ _PAGE_FRAG = 32768  # include/net/sock.h SKB_FRAG_PAGE_ORDER: sk_page_frag refil
 def udp_max_segments(kernel: str | Kernel = DEFAULT_KERNEL) -> int:
     """include/linux/udp.h UDP_MAX_SEGMENTS of ``kernel`` (kernel rule ``udp_max_segments``: 64, or 128 from
     1382e3b6a350, v6.9, also in 6.1.y from 6.1.107)."""
-    k = _kernel(kernel)
+    return _max_segments(_kernel(kernel))
+
+
+def _max_segments(k: Kernel) -> int:
     most = k.rules.typed("udp_max_segments", int)
     if most < 1:
         raise TableError(f"data/kernels.toml: [{k.version}].udp_max_segments must be a positive segment count, "
@@ -163,7 +163,13 @@ def udp_sendmsg(dev: Device, length: int, *, gso_size: int = 0, ip: Literal[4, 6
     ``peer_udp_gro``: when ``dev`` is a veth, whether the socket behind its peer set UDP_GRO (the peer's GRO
     step looks the socket up). The checks run in the order the kernel makes them, each citing its source.
     """
-    kv = device_kernel(dev, kernel)
+    return _sendmsg(dev, length, device_kernel(dev, kernel), gso_size=gso_size, ip=ip, dontfrag=dontfrag,
+                    no_check_tx=no_check_tx, peer_udp_gro=peer_udp_gro)
+
+
+def _sendmsg(dev: Device, length: int, kv: Kernel, *, gso_size: int, ip: int, dontfrag: bool = False,
+             no_check_tx: bool = False, peer_udp_gro: bool = False) -> UdpSend:
+    # udp_sendmsg's body, on the kernel its public caller resolved
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise ValueError(f"length must be a non-negative int (bytes of UDP payload), got {length!r}")
     if isinstance(gso_size, bool) or not isinstance(gso_size, int):
@@ -208,7 +214,7 @@ def udp_sendmsg(dev: Device, length: int, *, gso_size: int = 0, ip: Literal[4, 6
         elif hlen + gso_size > mtu:
             # net/ipv4/udp.c udp_send_skb (before 235174b2bed8): hlen + gso_size > fragsize -> -EINVAL
             return _fail(length, gso_size, ip, kv, "EINVAL", f"udp_send_skb: {hlen} + {gso_size} > fragsize {mtu}")
-        most = udp_max_segments(kv)
+        most = _max_segments(kv)
         if datalen > gso_size * most:
             # udp_send_skb: datalen > gso_size * UDP_MAX_SEGMENTS -> -EINVAL
             return _fail(length, gso_size, ip, kv, "EINVAL",
@@ -303,7 +309,11 @@ def udp_recv(skbs: Iterable[Skb], *, udp_gro: bool = False, ip: Literal[4, 6] = 
     udp_cmsg_recv adds the UDP_GRO cmsg = gso_size for a UDP_L4 GSO skb.
     """
     check_ip(ip)
-    k = _kernel(kernel)
+    return _recv(skbs, _kernel(kernel), udp_gro=udp_gro, ip=ip)
+
+
+def _recv(skbs: Iterable[Skb], k: Kernel, *, udp_gro: bool, ip: int) -> UdpRecv:
+    # udp_recv's body, on the kernel its public caller resolved
     sizes: list[int] = []
     gsos: list[int | None] = []
     segmented = kept = 0
@@ -343,12 +353,12 @@ def send_over_veth(dev: Device, length: int, *, gso_size: int = 0, udp_gro: bool
 
     The peer's receive path is :func:`vnetlab.xmit.veth_xmit` (backlog or NAPI + GRO per kernel, XDP and the
     peer's ``gro``, ``rx-udp-gro-forwarding``, ``rx-gro-list`` settings); the socket is :func:`udp_recv`."""
-    kv = device_kernel(dev, kernel)
-    s = udp_sendmsg(dev, length, gso_size=gso_size, ip=ip, kernel=kv, dontfrag=dontfrag, peer_udp_gro=udp_gro)
+    kv = device_kernel(dev, kernel)  # resolved once here and carried to the send and the receiving socket
+    s = _sendmsg(dev, length, kv, gso_size=gso_size, ip=ip, dontfrag=dontfrag, peer_udp_gro=udp_gro)
     if s.error is not None or s.tx is None or s.tx.peer_rx is None:
         return UdpTransfer(s, None, None)
     rx = s.tx.peer_rx
-    return UdpTransfer(s, rx, udp_recv(rx.delivered, udp_gro=udp_gro, ip=ip, kernel=kv))
+    return UdpTransfer(s, rx, _recv(rx.delivered, kv, udp_gro=udp_gro, ip=ip))
 
 
 @public
@@ -361,7 +371,7 @@ def send_over_vxlan(vx: Vxlan, peer_vx: Vxlan, length: int, *, gso_size: int = 0
     hw_enc_features); across: :func:`vnetlab.xmit.veth_xmit` (the underlay's NAPI and GRO: no L4 GRO for a
     locally encapsulated skb where the kernel rule udp_gro_skips_local_encap holds); up:
     :func:`vnetlab.xmit.vxlan_rcv` (decapsulation, gro_cells on ``peer_vx``) and :func:`udp_recv`."""
-    kv = device_kernel(vx, kernel)
+    kv = device_kernel(vx, kernel)  # resolved once here and carried down, across and up
     under = getattr(vx, "underlay", None)
     if getattr(vx, "kind", None) != "vxlan" or getattr(under, "kind", None) != "veth":
         raise ValueError(f"vx={getattr(vx, 'name', vx)!r} must be a vxlan device on a veth underlay")
@@ -369,9 +379,9 @@ def send_over_vxlan(vx: Vxlan, peer_vx: Vxlan, length: int, *, gso_size: int = 0
             under, "peer", None):
         raise ValueError(f"peer_vx={getattr(peer_vx, 'name', peer_vx)!r} must be a vxlan device on the peer of "
                          f"{getattr(under, 'name', under)!r}")
-    s = udp_sendmsg(vx, length, gso_size=gso_size, ip=ip, kernel=kv, peer_udp_gro=udp_gro)
+    s = _sendmsg(vx, length, kv, gso_size=gso_size, ip=ip, peer_udp_gro=udp_gro)
     if s.error is not None or s.tx is None or s.tx.peer_rx is None:
         return UdpTransfer(s, None, None)
     rx = s.tx.peer_rx
     up = vxlan_rcv(peer_vx, rx.delivered, kernel=kv, ip=ip, udp_gro=udp_gro)
-    return UdpTransfer(s, rx, udp_recv(up.delivered, udp_gro=udp_gro, ip=ip, kernel=kv), up)
+    return UdpTransfer(s, rx, _recv(up.delivered, kv, udp_gro=udp_gro, ip=ip), up)

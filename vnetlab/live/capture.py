@@ -33,15 +33,16 @@ from typing import Annotated, Any
 
 from vnetlab.checks import In, UdpPayloadLen, public
 from vnetlab.errors import ArgumentError, LiveUnavailable
+from vnetlab.headers import SOL_UDP, UDP_GRO, UDP_SEGMENT
 from vnetlab.live.capture_formats import TRACEPOINT_GSO_TYPE_BITS, CapturedSkb, gso_type_names, parse_trace_text
 from vnetlab.live.capture_tracefs import TraceSession
+from vnetlab.skb import SKB_GSO_NAMES
 
 __all__ = ["EXPERIMENTS", "VETH_CONFIGS", "Capture", "FieldDiff", "SkbComparison", "beside_model", "capture",
            "model_skbs"]
 
 EXPERIMENTS = ("veth", "macvlan", "bridge", "vxlan", "vlan", "tap")
 VETH_CONFIGS = ("plain", "gro", "xdp", "xdp+gro", "nouso")
-_SOL_UDP, _UDP_SEGMENT, _UDP_GRO = 17, 103, 104  # include/linux/socket.h SOL_UDP, include/uapi/linux/udp.h
 _SO_MEMINFO, _SK_MEMINFO_RMEM_ALLOC = 55, 0  # include/uapi/asm-generic/socket.h, include/uapi/linux/sock_diag.h
 _PORT = 9000
 _RX_EVENTS = ("napi_gro_receive_entry", "napi_gro_frags_entry", "netif_receive_skb_entry", "netif_rx_entry",
@@ -164,9 +165,7 @@ def _compare_one(s: CapturedSkb, m: Mapping[str, Any] | None) -> SkbComparison:
 
 
 def _gso_bit(name: str) -> int:
-    from vnetlab.live.capture_formats import _GSO_BITS
-
-    return _GSO_BITS.index(name)
+    return SKB_GSO_NAMES.index(name)  # include/linux/skbuff.h enum skb_gso_type: bit i
 
 
 def _skb_fields(skb: Any) -> dict[str, Any]:
@@ -294,9 +293,9 @@ def capture(experiment: str = "veth", config: str = "plain", *,
     before it returns, also on an exception or Ctrl-C. ``tag`` (6 hex digits) names the devices ``vt<tag>t``,
     ``vt<tag>r``, ...; ``alongside(devices)``, a context manager, runs around the send (another tracer
     recording the same devices)."""
-    from vnetlab.live.experiments import _drain, _socket_in
     from vnetlab.live.lab import Lab
     from vnetlab.live.profile import running_profile
+    from vnetlab.live.sockets import drain, udp_socket_in
 
     _check_experiment(experiment, config)
     if os.geteuid() != 0:
@@ -381,14 +380,14 @@ def capture(experiment: str = "veth", config: str = "plain", *,
         if config == "nouso":
             v0.ethtool_K({"tx-udp-segmentation": False})
         time.sleep(0.05)
-        rx = _socket_in(rx_ns, 4)
-        tx = _socket_in(tx_ns, 4)
+        rx = udp_socket_in(rx_ns, 4)
+        tx = udp_socket_in(tx_ns, 4)
         try:
             rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-            rx.setsockopt(_SOL_UDP, _UDP_GRO, 1)
+            rx.setsockopt(SOL_UDP, UDP_GRO, 1)
             rx.bind((dst, _PORT))
             tx.connect((dst, _PORT))
-            tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso_size)
+            tx.setsockopt(SOL_UDP, UDP_SEGMENT, gso_size)
             devs = list(roles.values())
             before = {r: lab.rx_packets(lab.device(n, netns=rx_ns if r in ("rx", "inner_rx") else tx_ns))
                       for r, n in roles.items() if r in ("rx", "inner_rx")}
@@ -397,7 +396,7 @@ def capture(experiment: str = "veth", config: str = "plain", *,
                 time.sleep(settle)
                 result.meminfo_rmem = _meminfo_rmem(rx)
                 text = trace.text()
-            sizes, _ = _drain(rx, segs * gso_size)
+            sizes, _ = drain(rx, segs * gso_size)
             result.received = tuple(sizes)
             for r in before:
                 result.counters[r] = lab.rx_packets(lab.device(roles[r], netns=rx_ns)) - before[r]
@@ -456,7 +455,7 @@ def _tap(lab: Any, result: Capture, name: str, segs: int, payload: int, settle: 
     import fcntl
 
     from vnetlab.live.commands import in_netns
-    from vnetlab.live.experiments import _drain, _socket_in
+    from vnetlab.live.sockets import drain, udp_socket_in
 
     ns = lab.netns
     payload = min(payload, 1472)
@@ -478,7 +477,7 @@ def _tap(lab: Any, result: Capture, name: str, segs: int, payload: int, settle: 
         lab.up(tap)
         mac = bytes.fromhex(lab.link_json(tap)["address"].replace(":", ""))
         lab.neigh(tap, "10.79.0.1", "02:00:00:00:00:01")
-        rx = _socket_in(ns, 4)
+        rx = udp_socket_in(ns, 4)
         try:
             rx.bind(("10.79.0.2", _PORT))
             before = lab.rx_packets(tap)
@@ -488,7 +487,7 @@ def _tap(lab: Any, result: Capture, name: str, segs: int, payload: int, settle: 
                 time.sleep(settle)
                 result.meminfo_rmem = _meminfo_rmem(rx)
                 text = trace.text()
-            result.received = tuple(_drain(rx, segs * payload)[0])
+            result.received = tuple(drain(rx, segs * payload)[0])
             result.counters["tap"] = lab.rx_packets(tap) - before
         finally:
             rx.close()

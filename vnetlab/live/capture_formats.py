@@ -24,16 +24,12 @@ from dataclasses import asdict, dataclass, field
 
 from vnetlab.checks import public
 from vnetlab.errors import ArgumentError
+from vnetlab.skb import SKB_GSO_NAMES
 
 __all__ = ["FORMATS", "CapturedSkb", "gso_type_names", "parse_trace_text", "read_capture", "write_capture"]
 
 FORMATS = ("perf", "bpftrace", "ftrace", "pwru", "retis")
 
-# include/linux/skbuff.h enum skb_gso_type: bit i is SKB_GSO_NAMES[i] (BTF 6.18 gives the same values, and
-# live.btf_layout can read them from any kernel's BTF).
-_GSO_BITS = ("TCPV4", "DODGY", "TCP_ECN", "TCP_FIXEDID", "TCPV6", "FCOE", "GRE", "GRE_CSUM", "IPXIP4", "IPXIP6",
-             "UDP_TUNNEL", "UDP_TUNNEL_CSUM", "PARTIAL", "TUNNEL_REMCSUM", "SCTP", "ESP", "UDP", "UDP_L4",
-             "FRAGLIST", "TCP_ACCECN")
 # include/trace/events/net.h records gso_type as a u16: SKB_GSO_UDP_L4 (bit 17) and SKB_GSO_FRAGLIST (bit 18)
 # cannot be seen through the tracepoints.
 TRACEPOINT_GSO_TYPE_BITS = 16
@@ -46,7 +42,8 @@ _INT = re.compile(r"^-?(0x[0-9a-fA-F]+|\d+)$")
 @public
 def gso_type_names(bits: int) -> frozenset[str]:
     """SKB_GSO_* names (without the prefix) of a gso_type value (include/linux/skbuff.h enum skb_gso_type)."""
-    return frozenset(name for i, name in enumerate(_GSO_BITS) if bits >> i & 1)
+    # include/linux/skbuff.h enum skb_gso_type: bit i is SKB_GSO_NAMES[i] (live.btf_layout reads any kernel's)
+    return frozenset(name for i, name in enumerate(SKB_GSO_NAMES) if bits >> i & 1)
 
 
 @dataclass(frozen=True)

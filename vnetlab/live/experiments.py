@@ -15,10 +15,11 @@ from typing import Annotated, Any
 
 from vnetlab.checks import DeviceMtu, In, IpVersion, UdpPayloadLen, public
 from vnetlab.ethtool import FeatureState
-from vnetlab.live.commands import in_netns
+from vnetlab.headers import SOL_UDP, UDP_GRO, UDP_SEGMENT
 from vnetlab.live.compare import Comparison, compare_k
 from vnetlab.live.lab import Lab, LiveDevice
 from vnetlab.live.profile import running_profile
+from vnetlab.live.sockets import drain, udp_socket_in
 
 # ---------------------------------------------------------------------------------------------------------
 # The model (vnetlab.netdev) against this kernel, step by step (notebook 60 and tests/test_live.py)
@@ -206,7 +207,6 @@ def bridge_ports(rows: Iterable[MirrorRow], *, kernel: str) -> str:
         lines.append(f"ethtool -K {port} tx-udp-segmentation off -> br0: model {model}, kernel {real}")
     return "\n".join(lines)
 
-_SOL_UDP, _UDP_SEGMENT, _UDP_GRO = 17, 103, 104  # include/linux/socket.h, include/uapi/linux/udp.h
 _ADDR = {4: ("10.77.0.1", "10.77.0.2", 24), 6: ("fd77::1", "fd77::2", 64)}
 _PORT = 9000
 
@@ -304,40 +304,6 @@ def transfer_table(rows: Iterable[TransferRow], *, by: str = "send") -> str:
     return "\n".join(lines)
 
 
-def _socket_in(netns: str, ip: int) -> Any:
-    import socket
-
-    family = socket.AF_INET if ip == 4 else socket.AF_INET6
-    return in_netns(netns, lambda: socket.socket(family, socket.SOCK_DGRAM))
-
-
-def _drain(sock: Any, want_bytes: int, timeout: float = 1.0) -> tuple[list[int], list[int | None]]:
-    import select
-    import struct
-
-    sizes: list[int] = []
-    gsos: list[int | None] = []
-    got = 0
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([sock], [], [], max(0.0, min(0.2, deadline - time.monotonic())))
-        if not ready:
-            if got >= want_bytes:
-                break
-            continue
-        data, anc, _flags, _addr = sock.recvmsg(1 << 17, 64)
-        gso = None
-        for level, kind, value in anc:
-            if level == _SOL_UDP and kind == _UDP_GRO:
-                gso = struct.unpack("i", value[:4])[0]
-        sizes.append(len(data))
-        gsos.append(gso)
-        got += len(data)
-        if got >= want_bytes:
-            deadline = min(deadline, time.monotonic() + 0.05)
-    return sizes, gsos
-
-
 @dataclass
 class _Pair:
     lab: Lab
@@ -386,22 +352,22 @@ def _kernel_transfer(pair: _Pair, length: int, gso_size: int, udp_gro: bool) -> 
     import socket
 
     a0, a1, _ = _ADDR[pair.ip]
-    rx = _socket_in(pair.rx_ns, pair.ip)
-    tx = _socket_in(pair.tx_ns, pair.ip)
+    rx = udp_socket_in(pair.rx_ns, pair.ip)
+    tx = udp_socket_in(pair.tx_ns, pair.ip)
     try:
         rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         if udp_gro:
-            rx.setsockopt(_SOL_UDP, _UDP_GRO, 1)
+            rx.setsockopt(SOL_UDP, UDP_GRO, 1)
         rx.bind((a1, _PORT))
         tx.connect((a1, _PORT))
         if gso_size:
-            tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso_size)
+            tx.setsockopt(SOL_UDP, UDP_SEGMENT, gso_size)
         rx_before, napi_before = pair.lab.rx_packets(pair.v1), _napi_packets(pair)
         try:
             tx.send(bytes(length))
         except OSError as exc:
             return SideResult(errno.errorcode.get(exc.errno, str(exc.errno)))
-        sizes, gsos = _drain(rx, length)
+        sizes, gsos = drain(rx, length)
         rx_skbs = pair.lab.rx_packets(pair.v1) - rx_before
         return SideResult(None, tuple(sizes), tuple(gsos), rx_skbs, _napi_packets(pair) - napi_before)
     finally:
@@ -414,8 +380,12 @@ def _napi_packets(pair: _Pair) -> int:
     return sum(v for k, v in stats.items() if re.fullmatch(r"rx_queue_\d+_xdp_packets", k))
 
 
-def _model_transfer(kernel: str, config: Mapping[str, bool], mtu: int, length: int, gso_size: int, ip: int,
-                    udp_gro: bool, sender: Mapping[str, bool] | None = None) -> SideResult:
+@public
+def model_transfer(kernel: str, config: Mapping[str, bool], mtu: DeviceMtu, length: int, gso_size: int,
+                   ip: IpVersion, udp_gro: bool, sender: Mapping[str, bool] | None = None) -> SideResult:
+    """vnetlab's side of one transfer of :func:`udp_segment_lab` / :func:`veth_gro_lab`: a veth pair at ``mtu``,
+    the sender's ``ethtool -K`` ``sender``, the receiver configured by ``config``, one UDP send across it
+    (:func:`vnetlab.udp.send_over_veth`)."""
     from vnetlab import netdev, udp
 
     net = netdev.Namespace(kernel=kernel)
@@ -486,7 +456,7 @@ def udp_segment_lab(cases: Iterable[tuple[int, int]] | None = None, *, ip: IpVer
             pair.v0.ethtool_K(sender)
         for length, gso in (udp_segment_cases(ip, kernel) if cases is None else cases):
             k = _kernel_transfer(pair, length, gso, udp_gro)
-            m = _model_transfer(kernel, {}, mtu, length, gso, ip, udp_gro, sender)
+            m = model_transfer(kernel, {}, mtu, length, gso, ip, udp_gro, sender)
             rows.append(TransferRow(label, length, gso, ip, udp_gro, k, m))
     return rows
 
@@ -520,7 +490,7 @@ def veth_gro_lab(configs: Iterable[tuple[str, Mapping[str, bool]]] | None = None
             _configure_kernel_rx(pair, config)
             time.sleep(0.05)
             k = _kernel_transfer(pair, segs * gso_size, gso_size, udp_gro)
-            m = _model_transfer(kernel, config, 1500, segs * gso_size, gso_size, ip, udp_gro)
+            m = model_transfer(kernel, config, 1500, segs * gso_size, gso_size, ip, udp_gro)
             rows.append(TransferRow(label, segs * gso_size, gso_size, ip, udp_gro, k, m))
     return rows
 
@@ -580,33 +550,36 @@ def _vxlan_config(label: str, config: Mapping[str, bool], lengths: Iterable[tupl
             _configure_kernel_rx(pair, config)
             time.sleep(0.05)
         for length, gso in lengths:
-            rx = _socket_in(pair.rx_ns, 4)
-            tx = _socket_in(pair.tx_ns, 4)
+            rx = udp_socket_in(pair.rx_ns, 4)
+            tx = udp_socket_in(pair.tx_ns, 4)
             try:
                 rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
                 if udp_gro:
-                    rx.setsockopt(_SOL_UDP, _UDP_GRO, 1)
+                    rx.setsockopt(SOL_UDP, UDP_GRO, 1)
                 rx.bind((inner[1], _PORT))
                 tx.connect((inner[1], _PORT))
                 if gso:
-                    tx.setsockopt(_SOL_UDP, _UDP_SEGMENT, gso)
+                    tx.setsockopt(SOL_UDP, UDP_SEGMENT, gso)
                 before, inner_before = lab.rx_packets(pair.v1), lab.rx_packets(vxs[1])
                 err = None
                 try:
                     tx.send(bytes(length))
                 except OSError as exc:
                     err = errno.errorcode.get(exc.errno, str(exc.errno))
-                sizes, gsos = _drain(rx, 0 if err else length)
+                sizes, gsos = drain(rx, 0 if err else length)
                 k = SideResult(err, tuple(sizes), tuple(gsos), lab.rx_packets(pair.v1) - before, None,
                                None if err else lab.rx_packets(vxs[1]) - inner_before)
             finally:
                 tx.close()
                 rx.close()
             rows.append(TransferRow(label, length, gso, 4, udp_gro, k,
-                                    _model_vxlan(kernel, length, gso, config, udp_gro)))
+                                    model_vxlan(kernel, length, gso, config, udp_gro)))
     return rows
-def _model_vxlan(kernel: str, length: int, gso_size: int, config: Mapping[str, bool] | None = None,
-                 udp_gro: bool = False) -> SideResult:
+
+
+@public
+def model_vxlan(kernel: str, length: int, gso_size: int, config: Mapping[str, bool] | None = None,
+                udp_gro: bool = False) -> SideResult:
     """vnetlab's side of :func:`vxlan_lab`: vx0 (VNI 42) on veth v0, vx1 on its peer v1 configured by
     ``config``, one UDP send through it (:func:`vnetlab.udp.send_over_vxlan`)."""
     from vnetlab import netdev, udp

@@ -10,9 +10,9 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
-from vnetlab.checks import DeviceMtu, In, check_float, public
+from vnetlab.checks import DeviceMtu, VxlanVni, check_float, public
 from vnetlab.errors import LabTimeout, LiveError
 from vnetlab.live.capability import require
 from vnetlab.live.commands import COMMAND_TIMEOUT, check_ifname, netns_argv, run, unique_netns_name
@@ -24,7 +24,6 @@ _OWNED_NETNS: set[str] = set()
 # (name, inode) of every namespace this process created, so that a test can look for it afterwards.
 CREATED_NETNS: list[tuple[str, int]] = []
 _OWNED_LOCK = threading.Lock()
-Vni = Annotated[int, In(0, (1 << 24) - 1, "VXLAN VNI: 24 bits (drivers/net/vxlan VXLAN_N_VID)")]
 
 
 def _delete_netns(name: str) -> str | None:
@@ -240,13 +239,11 @@ class Lab:
         self._ip(d.netns, "link", "set", "dev", d.name, "up")
 
     @public
-    def vxlan(self, name: str, *, vni: Vni, underlay: LiveDevice | str, local: str = "10.0.0.1",
+    def vxlan(self, name: str, *, vni: VxlanVni, underlay: LiveDevice | str, local: str = "10.0.0.1",
               remote: str | None = None, up: bool = True) -> LiveDevice:
         """``ip link add NAME type vxlan id VNI dstport 4789 dev UNDERLAY local LOCAL [remote REMOTE]`` in the
         underlay's namespace (VNI: 24 bits, drivers/net/vxlan/vxlan_core.c VXLAN_N_VID)."""
         check_ifname(name, "name")
-        if not isinstance(vni, int) or isinstance(vni, bool) or not 0 <= vni < 1 << 24:
-            raise ValueError(f"vni must be a VXLAN network identifier in 0..16777215 (24 bits), got {vni!r}")
         low = self._resolve(underlay, "underlay")
         assert low.netns is not None
         args = ["link", "add", name, "type", "vxlan", "id", str(vni), "dstport", "4789", "dev", low.name,

@@ -36,10 +36,10 @@ from vnetlab.live.experiments import (
     MirrorRow,
     SideResult,
     TransferRow,
-    _model_transfer,
-    _model_vxlan,
     mirror_lab,
     mirror_replay,
+    model_transfer,
+    model_vxlan,
     udp_segment_lab,
     veth_gro_lab,
     vxlan_lab,
@@ -117,11 +117,11 @@ class Reference:
         rows = []
         for r in self.doc["transfers"][name]:
             if name == "vxlan":
-                model = _model_vxlan(kernel, r["length"], r["gso_size"], r["config"], r["udp_gro"])
+                model = model_vxlan(kernel, r["length"], r["gso_size"], r["config"], r["udp_gro"])
                 if r["kernel"].get("inner_skbs") is None:  # recorded before vxlan_lab counted vx1: not compared
                     model = dataclasses.replace(model, inner_skbs=None)
             else:
-                model = _model_transfer(kernel, r["config"], r["mtu"], r["length"], r["gso_size"], r["ip"],
+                model = model_transfer(kernel, r["config"], r["mtu"], r["length"], r["gso_size"], r["ip"],
                                         r["udp_gro"], r["sender"])
             rows.append(TransferRow(r["label"], r["length"], r["gso_size"], r["ip"], r["udp_gro"], _side(r["kernel"]),
                                     model))

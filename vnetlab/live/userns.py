@@ -132,7 +132,7 @@ def enter() -> None:
     if libc.mount(b"tmpfs", b"/run", b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0755") != 0:
         _fail("mount tmpfs on /run", ctypes.get_errno())
     os.mkdir("/run/netns")
-    from vnetlab.live import commands
+    import vnetlab.live.commands as commands
 
     commands.DIE_WITH_PARENT = True  # the `ip` and `ethtool` it runs die with it, and release its namespaces
 
