@@ -259,6 +259,21 @@ def test_outer_fragments_carry_every_byte_once():
     assert t.vxlan is not None and t.vxlan.rx_packets == 1
 
 
+def test_an_ipv6_underlay_below_1280_has_no_route():
+    """data/live/pmtu/vxlan6_underlay_below_1280.json (6.18): the underlay lowered to 1000 lost its IPv6
+    addresses (net/ipv6/addrconf.c addrconf_notify, tests/data/ksrc/6.12.118/net/ipv6/addrconf.c) and vx0 counted
+    each send as a tx carrier error (udp_tunnel6_dst_lookup failed): nothing reached the peer."""
+    rec = json.loads((RECORDING.parent / "vxlan6_underlay_below_1280.json").read_text())
+    assert rec["a0_ipv6_addrs"] == [] and rec["b0_frames"] == 0 and rec["vx0_tx"]["packets"] == 0
+    net = netdev.Namespace("6.18")
+    v0, v1 = net.veth("a0", "b0")
+    vx0, vx1 = net.vxlan("vx0", vni=42, underlay=v0, ip=6), net.vxlan("vx1", vni=42, underlay=v1, ip=6)
+    v0.set_mtu(rec["underlay_mtu"])
+    t = udp.send_over_vxlan(vx0, vx1, 100)
+    assert t.send.tx is not None and t.recv is None and t.send.tx.wire_packets == rec["b0_frames"]
+    assert [where for where, _ in t.send.tx.dropped] == ["vx0"] and "no IPv6 route" in t.send.tx.dropped[0][1]
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2")
 def test_live_run_agrees():
     """The measurement again on this machine's kernel, compared with the recording where the model is checked."""

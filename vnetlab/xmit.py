@@ -749,6 +749,15 @@ def _vxlan_check_pmtu(vx: Vxlan, skbs: list[Skb], *, ip: int, df: bool, route: b
     routed to the vxlan device (it has an inner dst whose PMTU the check lowers); a bridged frame has none."""
     under = vx.underlay
     assert under is not None
+    if vx.ip == 6 and under.mtu < IPV6_MIN_MTU:
+        # net/ipv6/addrconf.c addrconf_notify (NETDEV_CHANGEMTU): below IPV6_MIN_MTU addrconf_ifdown takes IPv6 off
+        # the underlay, so udp_tunnel6_dst_lookup finds no route and vxlan_xmit_one goes to tx_error (measured on
+        # 6.18: no address left, tx_carrier_errors, nothing sent)
+        why = (f"no IPv6 route: {under.name}'s MTU {under.mtu} < IPV6_MIN_MTU {IPV6_MIN_MTU} took IPv6 off it "
+               "(addrconf_ifdown); udp_tunnel6_dst_lookup fails, vxlan_xmit_one tx_error")
+        dropped.extend((vx.name, why) for _ in skbs)
+        _add(actions, "dropped (no IPv6 route)")
+        return [], None
     kept: list[Skb] = []
     learned: int | None = None
     for s in skbs:
