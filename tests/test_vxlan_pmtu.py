@@ -259,6 +259,26 @@ def test_outer_fragments_carry_every_byte_once():
     assert t.vxlan is not None and t.vxlan.rx_packets == 1
 
 
+def test_df_inherit_follows_the_inner_df_bit():
+    """data/live/pmtu/vxlan_df_inherit.json (6.18, vx0 with df inherit): the 1323-byte datagram fits vx0's route,
+    so __ip_make_skb gives it DF (IP_PMTUDISC_WANT, tests/data/ksrc/6.12.118/net/ipv4/ip_output.c), the outer
+    header inherits it and the packet is freed with an ICMP; the 3000-byte one is fragmented at vx0, its
+    fragments carry no DF, and their outer packets are fragmented and delivered (vxlan_xmit_one
+    VXLAN_DF_INHERIT)."""
+    rec = {r["case"]["size"]: r for r in json.loads((RECORDING.parent / "vxlan_df_inherit.json").read_text())["runs"]}
+    for size, r in rec.items():
+        _, _, vx0, vx1 = _pair(4, "inherit")
+        skb = udp.udp_sendmsg(vx0, size).skb
+        assert skb is not None
+        fits_route = skb.network_len() <= vx0.mtu
+        tx = xmit.send(vx0, skb, df=fits_route)
+        got = _counts(tx)
+        assert (got["frames"], got["outer_fragments"], got["icmp"], tx.pmtu) == (
+            r["b0_frames"], r["b0_fragments"], r["sender_counters"]["IcmpOutDestUnreachs"], r["route_mtu_after"])
+        delivered = xmit.vxlan_rcv(vx1, tx.peer_rx.delivered).delivered if tx.peer_rx is not None else ()
+        assert len(delivered) == len(r["datagrams"])
+
+
 def test_an_ipv6_underlay_below_1280_has_no_route():
     """data/live/pmtu/vxlan6_underlay_below_1280.json (6.18): the underlay lowered to 1000 lost its IPv6
     addresses (net/ipv6/addrconf.c addrconf_notify, tests/data/ksrc/6.12.118/net/ipv6/addrconf.c) and vx0 counted
