@@ -15,7 +15,7 @@ examples on every run (the file runs in well under a minute on a quiet core).
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from vnetlab import netdev, profiles, segment, udp, xmit
@@ -261,3 +261,58 @@ def test_kernels_built_with_overrides_conserve_bytes_over_vxlan(base, picks, len
     assert t.vxlan is not None and t.rx is not None
     assert t.recv.bytes == (length if match else 0)
     assert match or len(t.vxlan.dropped) == len(t.rx.delivered)
+
+
+def _subset_sums(sizes: tuple[int, ...]) -> set[int]:
+    sums = {0}
+    for s in sizes:
+        sums |= {x + s for x in sums}
+    return sums
+
+
+@PROPS
+@given(st.sampled_from(("5.10", "5.13", "6.1", "6.12", "6.18")), st.integers(1, 14000),
+       st.sampled_from([0, 1200, 1300, 1400]), st.sampled_from([4, 6]), st.sampled_from([4, 6]),
+       st.sampled_from(["unset", "set", "inherit"]), st.sampled_from([576, 1000, 1280, 1400, 1449, 1500]),
+       st.booleans())
+def test_send_over_vxlan_through_a_lowered_underlay_loses_only_whole_datagrams(kernel, length, gso_size, ip, outer,
+                                                                                df, underlay_mtu, udp_gro):
+    """The underlay's MTU lowered under a vxlan device made at the default one (docs/kernel/gso-features.md#d8):
+    outer packets that do not fit are fragmented (IPv4 outer without DF) and every byte arrives, or they are
+    freed with an ICMP each (DF, or any IPv6 outer packet) and only whole datagrams go missing: what arrives
+    is the sum of some of the datagrams sent, never a piece of one, and every loss has its drop and its ICMP."""
+    net = netdev.Namespace(kernel)
+    v0, v1 = net.veth("v0", "v1")
+    vx0, vx1 = net.vxlan("vx0", vni=42, underlay=v0, ip=outer), net.vxlan("vx1", vni=42, underlay=v1, ip=outer)
+    vx0.set_df(df)
+    v0.set_mtu(underlay_mtu)
+    v1.set_mtu(underlay_mtu)
+    t = udp.send_over_vxlan(vx0, vx1, length, gso_size=gso_size, ip=ip, udp_gro=udp_gro)
+    if t.send.error is not None:
+        event("refused by udp_sendmsg")
+        return
+    tx = t.send.tx
+    assert tx is not None
+    for skb in tx.skbs_to_driver:
+        check_skb(skb, kernel)
+    event("dropped for DF / IPv6" if tx.dropped else "outer fragments" if any(
+        isinstance(s, xmit.OuterFragment) for s in tx.skbs_to_driver) else "fits")
+    delivered = t.recv.bytes if t.recv is not None else 0
+    if outer == 6 and underlay_mtu < xmit.IPV6_MIN_MTU:
+        # addrconf takes IPv6 off an underlay below IPV6_MIN_MTU: no route for the outer header at all
+        assert delivered == 0 and tx.dropped and all("no IPv6 route" in why for _, why in tx.dropped)
+        return
+    tunnel_drops = [why for _, why in tx.dropped if "with DF" in why]
+    assert len(tunnel_drops) == len(tx.dropped)  # nothing else on this path drops
+    assert len(tx.icmp) == len(tx.dropped)
+    if not tx.dropped:
+        assert delivered == length
+        if t.vxlan is not None:
+            for skb in (*t.vxlan.decapsulated, *t.vxlan.delivered):
+                check_skb(skb, kernel)
+                assert not skb.encapsulation
+    else:
+        assert outer == 6 or vx0.outer_df(ip, False)  # udp_sendmsg's datagrams carry no DF here
+        assert delivered < length and delivered in _subset_sums(t.send.datagrams)
+    if tx.pmtu is not None:  # skb_tunnel_check_pmtu lowered the inner route: it did not fit vx0's tunnel
+        assert tx.pmtu <= underlay_mtu - vx0.headroom() or tx.pmtu == xmit.IP_RT_MIN_PMTU

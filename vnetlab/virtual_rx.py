@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from vnetlab import gro
-from vnetlab.checks import public
+from vnetlab.checks import In, public
 from vnetlab.features import FeatureSet, mask
-from vnetlab.headers import ETH_HLEN, IP_HLEN
+from vnetlab.headers import ETH_HLEN, IP_HLEN, VLAN_HLEN
 from vnetlab.netdev import Device, Vxlan
 from vnetlab.netdev.core import is_skb_forwardable
 from vnetlab.profiles import Kernel, device_kernel
@@ -29,6 +29,47 @@ from vnetlab.skb import FRAG_HDR_LEN, Skb
 
 def _fs(dev: Device, attr: str, kernel: Kernel) -> FeatureSet:
     return FeatureSet.coerce(getattr(dev, attr), kernel)
+
+
+@dataclass(eq=False)
+class OuterFragment(Skb):
+    """One IP fragment of a tunnel's outer packet (net/ipv4/ip_output.c ip_do_fragment on the skb
+    udp_tunnel_xmit_skb handed to ip_local_out; net/ipv6/ip6_output.c ip6_fragment for an IPv6 outer header).
+
+    Its bytes: the outer IP header (and for IPv6 the fragment header), then ``data`` bytes of the outer IP
+    payload from ``offset`` on; only the first fragment carries the outer UDP, VXLAN, inner Ethernet and inner
+    IP headers. ``datagram`` is the whole outer packet: the receiver's ip_defrag puts it back together before
+    vxlan's UDP socket sees it (:func:`_defrag`). :meth:`header_len` counts everything in front of the inner
+    L4 payload bytes the fragment holds, so ``payload_len`` is those bytes and they add up over the fragments.
+    """
+
+    datagram: Skb | None = None
+    offset: int = 0
+    outer_ip: int = 4
+
+    def _hdr_after_outer_ip(self, ip: int) -> int:
+        # the whole outer packet's bytes between its outer IP header and the inner L4 payload
+        d = self.datagram
+        assert d is not None
+        return d.header_len(ip=ip) - ETH_HLEN - VLAN_HLEN * len(d.vlan_inband) - IP_HLEN[self.outer_ip]
+
+    @public
+    def data_bytes(self, link_hlen: Annotated[int, In(0, 255, "link header bytes still in front")] = ETH_HLEN) -> int:
+        """Bytes of the outer IP payload in this fragment."""
+        frag_hdr = FRAG_HDR_LEN if self.outer_ip == 6 else 0
+        return self.len - link_hlen - VLAN_HLEN * len(self.vlan_inband) - IP_HLEN[self.outer_ip] - frag_hdr
+
+    @public
+    def header_len(self, *, ip: int = 4, link_hlen: int = ETH_HLEN) -> int:
+        """Bytes of this fragment that are not inner L4 payload (its share of the datagram's payload is the rest)."""
+        d = self.datagram
+        if d is None:
+            return super().header_len(ip=ip, link_hlen=link_hlen)
+        start, n = self.offset, self.data_bytes(link_hlen)
+        payload_from = self._hdr_after_outer_ip(ip)
+        payload_to = payload_from + d.payload_len(ip=ip)
+        inner = max(0, min(start + n, payload_to) - max(start, payload_from))
+        return self.len - inner
 
 
 @dataclass(frozen=True)
@@ -86,9 +127,23 @@ def _eligible_for_gro(dev: Device, rcv: Device, local_udp: bool, kernel: Kernel)
         local_udp and ("GRO_FRAGLIST" in rcv_feats or "GRO_UDP_FWD" in rcv_feats))
 
 
-def _reassemble(group: Sequence[Skb], ip: int) -> Skb:
+def _reassemble(group: Sequence[Skb], ip: int) -> Skb | None:
     """net/ipv4/ip_fragment.c ip_defrag (net/ipv6/reassembly.c ipv6_frag_rcv): one datagram from its fragments
-    (skb->data at the network header), charged every fragment's truesize (inet_frag_reasm_prepare)."""
+    (skb->data at the network header), charged every fragment's truesize (inet_frag_reasm_prepare). A tunnel's
+    outer fragments give back the outer packet (still encapsulated, for vxlan_rcv), or None while a fragment is
+    missing (the queue waits and times out: ReasmFails)."""
+    first = group[0]
+    if isinstance(first, OuterFragment) and first.datagram is not None:
+        d = first.datagram
+        l3 = d.network_len()
+        got = sum(s.data_bytes(0) for s in group if isinstance(s, OuterFragment) and s.datagram is d)
+        if got != l3 - IP_HLEN[first.outer_ip]:
+            return None
+        return d.copy(headlen=l3, frags=[], frag_list=[], truesize=sum(s.truesize for s in group), head_frag=False,
+                      head_kind="kmalloc", head_page=None, head_offset=0, end_offset=64 + l3, headroom=64,
+                      note="outer packet reassembled by ip_defrag", vlan_tag=None, vlan_inband=())
+    if first.ipfrag != "first":
+        return None  # the offset-0 fragment never came (dropped on the way): the queue times out
     l3 = sum(s.len - IP_HLEN[ip] - (FRAG_HDR_LEN if ip == 6 else 0) for s in group) + IP_HLEN[ip]
     return Skb(headlen=l3, truesize=sum(s.truesize for s in group), head_frag=False, end_offset=64 + l3,
                headroom=64, note="reassembled by ip_defrag", l4=group[0].transport, vlan_tag=group[0].vlan_tag)
@@ -101,7 +156,9 @@ def _defrag(skbs: Sequence[Skb], ip: int) -> list[Skb]:
     group: list[Skb] = []
     for s in [*skbs, None]:
         if group and (s is None or s.ipfrag != "next" or s.tunnel_hlen):
-            out.append(_reassemble(group, ip))
+            whole = _reassemble(group, ip)
+            if whole is not None:
+                out.append(whole)
             group = []
         if s is None:
             break

@@ -24,11 +24,12 @@ the skb's own (:mod:`vnetlab.skb`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError
 from vnetlab.features import (
     FeatureSet,
     can_checksum_protocol,
@@ -38,13 +39,14 @@ from vnetlab.features import (
     skb_gso_ok,
 )
 from vnetlab.headers import ETH_HLEN, ETH_MIN_MTU, GSO_MAX_SEGS, GSO_MAX_SIZE, IP_HLEN, IP_MAX_MTU, VLAN_HLEN
-from vnetlab.netdev import Device, Handoff
+from vnetlab.netdev import Device, Handoff, Vxlan
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, device_kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.segment import InbandTags, SegmentResult, check_headers, gso_skb, skb_gso_segment
 from vnetlab.skb import FRAG_HDR_LEN, GSO_L4, Skb
 from vnetlab.skbuff import alloc_skb_head
 from vnetlab.virtual_rx import (  # noqa: F401 (the receive ends were xmit's names before)
+    OuterFragment,
     VethRx,
     VxlanRx,
     veth_napi_active,
@@ -54,7 +56,8 @@ from vnetlab.virtual_rx import (  # noqa: F401 (the receive ends were xmit's nam
 )
 
 __all__ = [
-    "GSO_MAX_SEGS", "GSO_MAX_SIZE", "FeatureSteps", "Hop", "MtuVerdict", "TxResult", "Validated",
+    "GSO_MAX_SEGS", "GSO_MAX_SIZE", "FeatureSteps", "Hop", "IcmpError", "MtuVerdict", "OuterFragment",
+    "TunnelPmtu", "TxResult", "Validated", "skb_tunnel_check_pmtu",
     "VethRx", "WirePacket", "gso_skb", "ip_fragment_sizes", "ip_output_mtu", "netif_needs_gso",
     "netif_skb_features", "netif_skb_features_steps", "send", "skb_needs_linearize", "validate_xmit_skb",
     "veth_napi_active", "veth_xmit", "VxlanRx", "vxlan_rcv",
@@ -62,6 +65,17 @@ __all__ = [
 
 
 RouteMtu = Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, "the route MTU, ETH_MIN_MTU..IP_MAX_MTU")]
+EncapMtu = Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, "dst_mtu(encap_dst): the underlay route's MTU, "
+                                                      "ETH_MIN_MTU..IP_MAX_MTU")]
+TunnelHeadroom = Annotated[int, In(1, 255, "the tunnel's header room (vxlan_headroom: outer IP + UDP + VXLAN + "
+                                           "inner Ethernet, 50 for IPv4, 70 for IPv6)")]
+
+# net/ipv4/route.c DEFAULT_MIN_PMTU (512 + 20 + 20): __ip_rt_update_pmtu never learns less (it locks the route)
+IP_RT_MIN_PMTU = 552
+# include/linux/ipv6.h IPV6_MIN_MTU: __ip6_rt_update_pmtu ignores less, ip6_fragment and IPv6 itself need it
+IPV6_MIN_MTU = 1280
+# net/ipv4/ip_tunnel_core.c iptunnel_pmtud_check_icmp: no ICMP reply built for a path MTU under 576
+ICMP_REPLY_MIN_MTU = 576
 
 
 def _fs(dev: Device, attr: str, kernel: Kernel) -> FeatureSet:
@@ -293,6 +307,82 @@ def ip_output_mtu(skb: Skb, mtu: RouteMtu, *,
     return MtuVerdict("fragment", mtu, l3, f"{l3} B > MTU {mtu}: ip_fragment")
 
 
+@dataclass(frozen=True)
+class IcmpError:
+    """An ICMP error the kernel built during a send: ``kind`` "frag_needed" (ICMP_DEST_UNREACH /
+    ICMP_FRAG_NEEDED) or "pkt_too_big" (ICMPV6_PKT_TOOBIG), the ``mtu`` it carries, who gets it (``to``) and
+    the kernel function that built it (``by``)."""
+
+    kind: str
+    mtu: int
+    to: str
+    by: str
+
+
+@dataclass(frozen=True)
+class TunnelPmtu:
+    """net/ipv4/ip_tunnel_core.c skb_tunnel_check_pmtu for one inner skb (v5.9 on; Debian 6.1.192, 6.12.118).
+
+    ``mtu``: dst_mtu(encap_dst) - headroom, what the inner packet (each segment, for GSO) must fit; ``fits``;
+    ``learned``: the PMTU skb_dst_update_pmtu_no_confirm leaves on the inner route when it does not fit (None:
+    it fits, or the skb has no route: a bridged frame), after net/ipv4/route.c __ip_rt_update_pmtu (never
+    below DEFAULT_MIN_PMTU 552, then locked; never above the route's MTU) or net/ipv6/route.c
+    __ip6_rt_update_pmtu (nothing below IPV6_MIN_MTU 1280); ``icmp``: the ICMP error built back to the inner
+    sender when ``reply`` (the vxlan device is a bridge port): the skb becomes that ICMP and vxlan_encap_bypass
+    hands it back to the vxlan device's receive side, so the packet itself never leaves."""
+
+    fits: bool
+    mtu: int
+    learned: int | None = None
+    icmp: IcmpError | None = None
+
+
+@public
+def skb_tunnel_check_pmtu(skb: Skb, encap_mtu: EncapMtu, headroom: TunnelHeadroom, *, reply: bool = False,
+                          ip: Literal[4, 6] = 4, df: bool = True,
+                          route_mtu: Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, "the inner route's MTU "
+                                                       "(ipv4_mtu / dst6_mtu of the skb's dst)")] | None = None
+                          ) -> TunnelPmtu:
+    """net/ipv4/ip_tunnel_core.c skb_tunnel_check_pmtu (Debian 6.1.192 :425, 6.12.118 :441) for ``skb`` as
+    vxlan_xmit_one holds it (inner Ethernet header first): mtu = dst_mtu(encap_dst) - headroom; a GSO skb fits
+    when every segment does (skb_gso_validate_network_len), another when skb->len - skb_network_offset <= mtu.
+    Else skb_dst_update_pmtu_no_confirm(skb, mtu) on the inner route (``route_mtu``: its MTU; None: a bridged
+    frame, no route) and, with ``reply``, iptunnel_pmtud_check_icmp / iptunnel_pmtud_check_icmpv6: an ICMP
+    "fragmentation needed" (IPv4 ``ip``: only for mtu >= 576 and an inner header whose frag_off is exactly DF,
+    ``df`` and not a fragment) or ICMPv6 "packet too big" (mtu >= IPV6_MIN_MTU, not a non-first fragment).
+    ``ip``: the inner IP version. ``encap_mtu`` must leave room for the tunnel headers: the kernel's u32
+    subtraction would wrap (an ArgumentError here)."""
+    if encap_mtu <= headroom:
+        raise ArgumentError(f"xmit.skb_tunnel_check_pmtu: encap_mtu must exceed headroom ({headroom}: "
+                            f"vxlan_headroom, the outer headers and inner Ethernet header) because "
+                            f"dst_mtu(encap_dst) - headroom is a u32 in the kernel, got {encap_mtu}")
+    mtu = encap_mtu - headroom
+    check_headers(skb, skb.header_len(ip=ip), "xmit.skb_tunnel_check_pmtu")
+    if skb.is_gso():
+        fits = _network_seglen(skb, ip) <= mtu
+    else:
+        fits = skb.network_len() <= mtu
+    if fits:
+        return TunnelPmtu(True, mtu)
+    learned: int | None = None
+    if route_mtu is not None:
+        if ip == 4:
+            # net/ipv4/route.c __ip_rt_update_pmtu: old_mtu < mtu -> return; mtu < min_pmtu -> min(old, 552), locked
+            learned = None if route_mtu < mtu else (mtu if mtu >= IP_RT_MIN_PMTU else min(route_mtu, IP_RT_MIN_PMTU))
+        else:
+            # net/ipv6/route.c __ip6_rt_update_pmtu: mtu < IPV6_MIN_MTU or mtu >= dst6_mtu(dst) -> return
+            learned = mtu if IPV6_MIN_MTU <= mtu < route_mtu else None
+    icmp = None
+    if reply:
+        if ip == 4 and mtu >= ICMP_REPLY_MIN_MTU and df and not skb.ipfrag:
+            icmp = IcmpError("frag_needed", mtu, "the inner sender (vxlan_encap_bypass: back through the bridge)",
+                             "iptunnel_pmtud_build_icmp")
+        elif ip == 6 and mtu >= IPV6_MIN_MTU and skb.ipfrag != "next":
+            icmp = IcmpError("pkt_too_big", mtu, "the inner sender (vxlan_encap_bypass: back through the bridge)",
+                             "iptunnel_pmtud_build_icmpv6")
+    return TunnelPmtu(False, mtu, learned, icmp)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # What leaves: hops, wire packets, drops
 
@@ -344,7 +434,9 @@ class TxResult:
     ``segments``: the packets that reach the wire (WirePacket each), after any hardware segmentation; for a
     veth, one per skb handed to the peer. ``hops``: one :class:`Hop` per device in the order the skb reached
     them. ``ops``: operation counts for the cost model (dev_queue_xmit, validate_xmit_skb, skb_segment_segs,
-    ...). ``dropped``: (where, reason) per skb the path refused (MTU); ``peer_rx``: a veth's receive side.
+    ...). ``dropped``: (where, reason) per skb the path refused (MTU); ``peer_rx``: a veth's receive side;
+    ``icmp``: the ICMP errors the path built (:class:`IcmpError`); ``pmtu``: the PMTU a tunnel taught the inner
+    route (docs/kernel/gso-features.md#d8), None when it taught none.
     """
 
     segmented_at: str | None
@@ -355,6 +447,10 @@ class TxResult:
     kernel: Kernel | str = DEFAULT_KERNEL  # the Kernel the send ran
     dropped: tuple[tuple[str, str], ...] = ()
     peer_rx: VethRx | None = None
+    # what a tunnel on the path made of an underlay MTU its packets do not fit (skb_tunnel_check_pmtu, the
+    # outer ip_fragment): the ICMP errors built, and the PMTU the inner route learned (None: none learned)
+    icmp: tuple[IcmpError, ...] = ()
+    pmtu: int | None = None
 
     @property
     def wire_packets(self) -> int:
@@ -419,6 +515,81 @@ def _ip_fragment(skb: Skb, mtu: int, ip: int, k: Kernel, a: Arch) -> list[Skb]:
     return out
 
 
+def _ip_fragment_outer(skb: Skb, mtu: int, k: Kernel, a: Arch) -> list[Skb]:
+    """net/ipv4/ip_output.c ip_do_fragment (net/ipv6/ip6_output.c ip6_fragment) slow path on a tunnel's outer
+    packet: each fragment a new skb of the outer IP header (+ the IPv6 fragment header) and (mtu - hlen) & ~7
+    bytes of the outer IP payload (the last: the rest); the outer UDP, VXLAN and inner headers ride in the
+    first fragment only. The receiver's ip_defrag gives the outer packet back to vxlan's socket."""
+    outer_ip = skb.tunnels[0][0] if skb.tunnels else 4
+    hlen = IP_HLEN[outer_ip] + (FRAG_HDR_LEN if outer_ip == 6 else 0)
+    link = ETH_HLEN
+    ll_rs = -(-link // 16) * 16  # LL_RESERVED_SPACE: ALIGN(hard_header_len, HH_DATA_MOD 16)
+    out: list[Skb] = []
+    offset = 0
+    for i, chunk in enumerate(ip_fragment_sizes(skb.network_len() - IP_HLEN[outer_ip], mtu, ip=outer_ip)):
+        head = alloc_skb_head(chunk + hlen + ll_rs, k, a)
+        out.append(OuterFragment(headlen=link + hlen + chunk, truesize=head.truesize, head_frag=False,
+                                 head_kind=head.kind, end_offset=head.end_offset, headroom=ll_rs - link,
+                                 ip_summed="CHECKSUM_NONE", note="outer IP fragment", l4="udp",
+                                 ipfrag="first" if i == 0 else "next", datagram=skb, offset=offset,
+                                 outer_ip=outer_ip))
+        offset += chunk
+    return out
+
+
+def _tunnel_ip_output(vx: Vxlan, skbs: Sequence[Skb], *, inner_ip: int, inner_df: bool, kernel: Kernel, arch: Arch,
+                      ops: Counter[str]) -> tuple[list[Skb], list[tuple[str, str]], list[IcmpError], str]:
+    """udp_tunnel_xmit_skb -> iptunnel_xmit -> ip_local_out (udp_tunnel6_xmit_skb -> ip6tunnel_xmit ->
+    ip6_local_out) for vxlan's outer packets at the underlay route (its device's MTU):
+
+    - IPv4: iptunnel_xmit writes frag_off = df (vxlan's ``df`` option, :meth:`Vxlan.outer_df`) after
+      skb_scrub_packet cleared ignore_df; __ip_finish_output fragments a packet over the MTU (ip_fragment:
+      without DF ip_do_fragment, with DF IPSTATS_MIB_FRAGFAILS, icmp_send(ICMP_FRAG_NEEDED, mtu) to the outer
+      source, this host, and kfree_skb); ip_finish_output_gso segments a GSO skb whose segments do not fit
+      (skb_gso_segment without GSO features) and hands every segment to ip_fragment;
+    - IPv6: vxlan_xmit_one's skb_scrub_packet clears ignore_df, so ip6_fragment refuses any packet over the
+      MTU (fail_toobig: icmpv6_send(ICMPV6_PKT_TOOBIG, mtu), FRAGFAILS): an IPv6 outer packet is never
+      fragmented.
+
+    Returns the skbs that go on to the underlay, the drops, the ICMP errors and the hop's action."""
+    under = vx.underlay
+    assert under is not None
+    mtu = under.mtu
+    df = True if vx.ip == 6 else vx.outer_df(inner_ip, inner_df)
+    kind = "pkt_too_big" if vx.ip == 6 else "frag_needed"
+    by = "ip6_fragment (fail_toobig)" if vx.ip == 6 else "ip_fragment"
+    kept: list[Skb] = []
+    dropped: list[tuple[str, str]] = []
+    icmp: list[IcmpError] = []
+    action = ""
+    for s in skbs:
+        verdict = ip_output_mtu(s, mtu, ip=inner_ip, df=df)
+        if verdict.action == "pass":
+            kept.append(s)
+            continue
+        if verdict.action == "drop":
+            # every segment of a GSO skb goes through ip_fragment, which frees each one with DF set
+            n = s.segments(s.header_len(ip=inner_ip)) if s.is_gso() else 1
+            why = (f"outer IPv{vx.ip} packet of {verdict.l3_len if not s.is_gso() else _network_seglen(s, inner_ip)}"
+                   f" B > {under.name} MTU {mtu} with DF ({by}: FRAGFAILS, ICMP to this host)")
+            dropped.extend((under.name, why) for _ in range(n))
+            icmp.extend(IcmpError(kind, mtu, "the outer source (this host)", by) for _ in range(n))
+            action = "outer packet dropped (DF)"
+            continue
+        pending = [s]
+        if s.is_gso():
+            # net/ipv4/ip_output.c ip_finish_output_gso: skb_gso_segment(features & ~GSO_MASK), then ip_fragment
+            feats = _features_steps(under, s, kernel, 0, inner_ip).result - mask("GSO_MASK", kernel)
+            seg = skb_gso_segment(s, feats, kernel=kernel, ip=inner_ip, arch=arch)
+            ops["skb_segment_segs"] += len(seg.segs)
+            ops["kept_header_segs"] += seg.kept_headers
+            pending = list(seg.segs)
+        for p in pending:
+            kept.extend(_ip_fragment_outer(p, mtu, kernel, arch) if p.network_len() > mtu else [p])
+        action = "outer IP fragmented (ip_fragment)"
+    return kept, dropped, icmp, action
+
+
 def _add(items: list[str], item: str, front: bool = False) -> None:
     if not item or item in items:
         return
@@ -478,6 +649,12 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
       ``df``) runs first; an skb it fragments leaves as IP fragments (ip_fragment, after
       ip_finish_output_gso's software segmentation for a GSO skb), each going down the stack on its own;
       ``route=False`` for a bridged frame (only the ports' is_skb_forwardable applies);
+    - a vxlan device with an underlay: vxlan_xmit_one's skb_tunnel_check_pmtu against the underlay's MTU
+      (:func:`skb_tunnel_check_pmtu`: the inner route's learned PMTU in ``TxResult.pmtu``; on a bridge port an
+      oversized DF packet becomes an ICMP back to its sender), then the outer packet's IP rule at the underlay
+      (:func:`_tunnel_ip_output`): fragmented (:class:`OuterFragment`, put back together by the receiving
+      veth's ip_defrag) or, with the vxlan ``df`` set (:meth:`vnetlab.netdev.Vxlan.set_df`) or an IPv6 outer
+      header, freed with one ICMP to this host each (``TxResult.icmp``, ``TxResult.dropped``);
     - ``port``: the bridge port or bond slave the frame leaves by (default the first);
     - ``local_udp``, ``udp_gro``, ``local_socket``: a veth's receive side (:func:`veth_xmit`).
 
@@ -494,6 +671,8 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
     dropped: list[tuple[str, str]] = []
     segmented_at: str | None = None
     peer_rx: VethRx | None = None
+    icmp: list[IcmpError] = []
+    pmtu: int | None = None
     pending: list[Skb] = [skb]
     if route:
         verdict, pending = _ip_output(dev, skb, df=df, ip=ip, kernel=kv, arch=a, ops=ops)
@@ -523,10 +702,23 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
             _add(actions, v.action, front=v.action != "passed")
             _add(reasons, v.reason)
             out.extend(v.skbs)
+        tunnel = isinstance(current, Vxlan) and current.underlay is not None
+        if tunnel:
+            out, learned = _vxlan_check_pmtu(current, out, ip=ip, df=df, route=route, icmp=icmp, dropped=dropped,
+                                             actions=actions)
+            pmtu = learned if learned is not None else pmtu
         h: Handoff = current.start_xmit(out, port=port)
         ops[h.op] += len(h.skbs)
         _add(actions, h.action, front=h.to == "drop")
         dropped.extend(h.dropped)
+        if tunnel and h.to == "lower":
+            assert isinstance(current, Vxlan)
+            kept, lost, errors, what = _tunnel_ip_output(current, h.skbs, inner_ip=ip, inner_df=df, kernel=kv,
+                                                         arch=a, ops=ops)
+            dropped.extend(lost)
+            icmp.extend(errors)
+            _add(actions, what)
+            h = Handoff(tuple(kept), h.to, h.lower, h.action, h.op, h.dropped)
         if h.to == "peer":
             assert h.lower is not None
             peer_rx = veth_receive(current, h.skbs, kv, ip=ip, local_udp=local_udp, udp_gro=udp_gro,
@@ -544,4 +736,45 @@ def send(dev: Device, skb: Skb, *, kernel: str | Kernel | None = None, port: Dev
         current = h.lower if h.to == "lower" else None
     ops["wire_packets"] = len(wire)
     ops["wire_bytes"] = sum(p.frame_len for p in wire)
-    return TxResult(segmented_at, tuple(wire), tuple(hops), dict(ops), tuple(to_driver), kv, tuple(dropped), peer_rx)
+    return TxResult(segmented_at, tuple(wire), tuple(hops), dict(ops), tuple(to_driver), kv, tuple(dropped), peer_rx,
+                    tuple(icmp), pmtu)
+
+
+def _vxlan_check_pmtu(vx: Vxlan, skbs: list[Skb], *, ip: int, df: bool, route: bool, icmp: list[IcmpError],
+                      dropped: list[tuple[str, str]], actions: list[str]) -> tuple[list[Skb], int | None]:
+    """drivers/net/vxlan/vxlan_core.c vxlan_xmit_one (Debian 6.1.192 :2697, 6.12.118 :2547): before
+    vxlan_build_skb, skb_tunnel_check_pmtu(skb, ndst, vxlan_headroom, netif_is_any_bridge_port(dev)) against
+    the underlay route's MTU. An skb turned into an ICMP reply (err > 0) goes back through vxlan_encap_bypass
+    and is not encapsulated; every other skb goes on, whatever the check learned. ``route``: the skb was
+    routed to the vxlan device (it has an inner dst whose PMTU the check lowers); a bridged frame has none."""
+    under = vx.underlay
+    assert under is not None
+    if vx.ip == 6 and under.mtu < IPV6_MIN_MTU:
+        # net/ipv6/addrconf.c addrconf_notify (NETDEV_CHANGEMTU): below IPV6_MIN_MTU addrconf_ifdown takes IPv6 off
+        # the underlay, so udp_tunnel6_dst_lookup finds no route and vxlan_xmit_one goes to tx_error (measured on
+        # 6.18: no address left, tx_carrier_errors, nothing sent)
+        why = (f"no IPv6 route: {under.name}'s MTU {under.mtu} < IPV6_MIN_MTU {IPV6_MIN_MTU} took IPv6 off it "
+               "(addrconf_ifdown); udp_tunnel6_dst_lookup fails, vxlan_xmit_one tx_error")
+        dropped.extend((vx.name, why) for _ in skbs)
+        _add(actions, "dropped (no IPv6 route)")
+        return [], None
+    kept: list[Skb] = []
+    learned: int | None = None
+    for s in skbs:
+        # the inner frame's DF: the IP layer's for a routed packet; fragments never carry it
+        c = skb_tunnel_check_pmtu(s, under.mtu, vx.headroom(), reply=vx.is_any_bridge_port(), ip=ip,  # type: ignore[arg-type]
+                                  df=df and not s.ipfrag, route_mtu=vx.mtu if route else None)
+        if c.fits:
+            kept.append(s)
+            continue
+        learned = c.learned if c.learned is not None else learned
+        if c.icmp is not None:
+            icmp.append(c.icmp)
+            dropped.append((vx.name, f"inner packet over {c.mtu} B (underlay {under.name} MTU {under.mtu} - "
+                                     f"{vx.headroom()}): turned into an ICMP {c.icmp.kind} back to the sender "
+                                     "(skb_tunnel_check_pmtu)"))
+            continue
+        kept.append(s)
+    if learned is not None:
+        _add(actions, f"PMTU {learned} learned (skb_tunnel_check_pmtu)")
+    return kept, learned

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from vnetlab.checks import IpVersion, VxlanVni, public
 from vnetlab.headers import ETH_HLEN, ETH_MAX_MTU, ETH_MIN_MTU, IP_HLEN, UDP_HLEN
@@ -10,7 +11,8 @@ from vnetlab.netdev.core import Device, Handoff, NetCore
 from vnetlab.skb import Skb
 
 VXLAN_HLEN = 8  # struct vxlanhdr (include/net/vxlan.h)
-
+# IFLA_VXLAN_DF (include/uapi/linux/if_link.h enum ifla_vxlan_df): VXLAN_DF_UNSET, VXLAN_DF_SET, VXLAN_DF_INHERIT
+VxlanDf = Literal["unset", "set", "inherit"]
 
 
 class Vxlan(Device):
@@ -44,6 +46,8 @@ class Vxlan(Device):
         # the device its encapsulated packets leave through (ip link add ... type vxlan dev UNDERLAY); vxlan
         # makes no upper/lower link to it, so its feature changes do not reach the vxlan device.
         self.underlay = underlay
+        # the outer IPv4 header's DF bit (vxlan_xmit_one): "unset" by default (vxlan_nl2conf leaves cfg.df 0)
+        self.df: VxlanDf = "unset"
         k = ns
         # vxlan_setup (6.1): LLTX (6.18: dev->lltx), SG | HW_CSUM | FRAGLIST, RXCSUM, GSO_SOFTWARE; FRAGLIST
         # from cb2c57112432 ("vxlan: add NETIF_F_FRAGLIST flag for dev features", v5.12; kernel rule vxlan_fraglist).
@@ -52,6 +56,25 @@ class Vxlan(Device):
         self._vlan_features = self._features
         self._hw_features = k.m("SG", "HW_CSUM", "RXCSUM") | fraglist | k.mask("GSO_SOFTWARE")
         self.max_mtu = ETH_MAX_MTU
+
+    @public
+    def set_df(self, df: VxlanDf) -> Vxlan:
+        """ip link set NAME type vxlan df unset|set|inherit (IFLA_VXLAN_DF): what vxlan_xmit_one writes in the
+        outer IPv4 header's DF bit; "inherit" copies the inner IPv4 DF bit and sets DF for inner IPv6. The IPv6
+        branch of vxlan_xmit_one has no DF (an IPv6 outer packet is never fragmented on the way out)."""
+        self.df = df
+        return self
+
+    @public
+    def outer_df(self, inner_ip: IpVersion, inner_df: bool) -> bool:
+        """drivers/net/vxlan/vxlan_core.c vxlan_xmit_one (Debian 6.1.192 / 6.12.118): df = htons(IP_DF) for
+        VXLAN_DF_SET, or for VXLAN_DF_INHERIT when the inner frame is IPv6 or an IPv4 packet with DF."""
+        return self.df == "set" or (self.df == "inherit" and (inner_ip == 6 or inner_df))
+
+    def is_any_bridge_port(self) -> bool:
+        """include/linux/netdevice.h netif_is_any_bridge_port: enslaved to a bridge (IFF_BRIDGE_PORT; Open
+        vSwitch ports are not modelled), the ``reply`` argument vxlan_xmit_one gives skb_tunnel_check_pmtu."""
+        return self.master is not None and self.master.kind == "bridge"
 
     def headroom(self) -> int:
         """include/net/vxlan.h vxlan_headroom: outer IP + UDP + VXLAN header + the inner Ethernet header."""
