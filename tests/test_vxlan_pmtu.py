@@ -277,6 +277,10 @@ def test_df_inherit_follows_the_inner_df_bit():
             r["b0_frames"], r["b0_fragments"], r["sender_counters"]["IcmpOutDestUnreachs"], r["route_mtu_after"])
         delivered = xmit.vxlan_rcv(vx1, tx.peer_rx.delivered).delivered if tx.peer_rx is not None else ()
         assert len(delivered) == len(r["datagrams"])
+        # udp_sendmsg itself gives the datagram that DF (the socket's default IP_PMTUDISC_WANT)
+        _, _, vx0, vx1 = _pair(4, "inherit")
+        sent = udp.udp_sendmsg(vx0, size).tx
+        assert sent is not None and _counts(sent) == got and sent.pmtu == tx.pmtu
 
 
 def test_an_ipv6_underlay_below_1280_has_no_route():

@@ -227,9 +227,11 @@ def _sendmsg(dev: Device, length: int, kv: Kernel, *, gso_size: int, ip: int, do
             return _fail(length, gso_size, ip, kv, "EIO",
                          f"udp_send_skb: {getattr(dev, 'name', 'dev')} cannot checksum IPv{ip} (ip_summed not PARTIAL)")
     skb = _udp_skb(length, gso_size, ip, partial, paged=bool(gso_size))
-    # net/ipv4/ip_output.c __ip_make_skb: a local datagram longer than the route MTU leaves without DF and is
-    # fragmented (ip_fragment) unless IP_PMTUDISC_DO, which __ip_append_data already refused above
-    tx = send(dev, skb, kernel=kv, ip=ip, df=dontfrag, local_udp=True, udp_gro=peer_udp_gro)
+    # net/ipv4/ip_output.c __ip_make_skb: DF is set under IP_PMTUDISC_DO, and under the default IP_PMTUDISC_WANT
+    # on a datagram that fits the route's MTU (skb->len <= dst_mtu && ip_dont_fragment); a longer one (a GSO skb
+    # too) leaves without DF and is fragmented (ip_fragment). A tunnel inheriting DF sees the difference.
+    df = dontfrag or (ip == 4 and skb.network_len() <= mtu)
+    tx = send(dev, skb, kernel=kv, ip=ip, df=df, local_udp=True, udp_gro=peer_udp_gro)
     reason = (f"GSO skb of {skb.gso_segs} segments of {gso_size} B" if skb.is_gso()
               else "one datagram" + (" (gso_size set, datalen <= gso_size: no GSO)" if gso_size else ""))
     return UdpSend(length, gso_size, ip, kv, None, reason, skb, tx)
