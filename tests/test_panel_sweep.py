@@ -184,9 +184,7 @@ def bounded_memory() -> Iterator[None]:
 
 # (panel call up to its "(", control) whose refusal names another parameter: what the message says instead, and
 # where the fix belongs. The sweep fails when one of these starts naming its control (remove it then).
-MISNAMED = {
-    ("stackpanels.cost_panel", "payload_len"): "payloads[0]",  # cost.Traffic's own name for it (vnetlab/cost.py)
-}
+MISNAMED: dict[tuple[str, str], str] = {}
 
 
 def refused_badly(panel: Panel, call: str, name: str, offered: bool, misnamed: set[tuple[str, str]]) -> str | None:

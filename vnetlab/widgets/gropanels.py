@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from vnetlab import gro, rx
 from vnetlab.checks import In, public
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
+from vnetlab.virtio import PayloadLen
 from vnetlab.viz import grofig
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, size_slider
 from vnetlab.widgets.rxpanels import max_payload
@@ -46,7 +47,7 @@ def gro_features(*, kernel: str, gro_fraglist: bool = False, gro_udp_fwd: bool =
 
 
 @public
-def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
+def gro_panel_state(*, payload_len: PayloadLen = 1000, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                     arch: str = DEFAULT_ARCH, udp_gro: bool = True, gro_fraglist: bool = False,
                     gro_udp_fwd: bool = False, n_packets: Annotated[int, FLOW_PACKETS] = gro.UDP_GRO_CNT_MAX,
                     fig: Figure | None = None) -> PanelState:

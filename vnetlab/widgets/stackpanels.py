@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
 
 from vnetlab import cost, segment, xmit
-from vnetlab.checks import public
+from vnetlab.checks import In, check_int, public
 from vnetlab.profiles import DEFAULT_KERNEL, known_kernels
 from vnetlab.stack import (
     NICS,
@@ -30,6 +30,7 @@ from vnetlab.stack import (
     feature_grid,
     send_gso,
 )
+from vnetlab.virtio import PayloadLen
 from vnetlab.viz import costfig, routerfig, stacks
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, float_slider, size_slider
 from vnetlab.widgets.explorer import EthtoolCommand, EthtoolPanel, apply_ethtool, refusal_html
@@ -156,6 +157,8 @@ def router_panel(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", gro: st
 # --------------------------------------------------------------------------------------------------
 # Cost model
 
+# A cost slider's value: nanoseconds per operation (memcpy: per byte), the unit of cost.OPS
+OpNs = Annotated[float, In(0, None, "ns per operation (memcpy/byte: per byte), cost.OPS's unit")]
 # slider keyword -> cost.OPS name (ns per operation; memcpy per byte)
 COST_SLIDERS = {
     "stack_ns": "stack/udp_no_socket",
@@ -168,13 +171,16 @@ COST_SLIDERS = {
 
 
 @public
-def cost_panel_state(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp",
-                     destination: str = "no_socket", fig: Figure | None = None, **op_ns: float) -> PanelState:
+def cost_panel_state(*, kernel: str = "5.13", payload_len: PayloadLen = 1000, l4: str = "udp",
+                     destination: str = "no_socket", fig: Figure | None = None, **op_ns: OpNs) -> PanelState:
     """rx cost per operation for every kernel (``kernel`` highlighted) for one payload size, with costs = the
     2-parameter calibration overridden by the sliders (``stack_ns=...``, see COST_SLIDERS)."""
     unknown = set(op_ns) - set(COST_SLIDERS)
     if unknown:
         raise ValueError(f"unknown cost sliders {sorted(unknown)}; known: {', '.join(COST_SLIDERS)}")
+    # cost.Traffic's own check names its payloads[0]; the panel's control is payload_len
+    check_int("payload_len", payload_len, 0, cost.max_payload(l4), f"{l4} payload of one MTU-1500 frame, single "
+              "mergeable buffer", function="widgets.stackpanels.cost_panel_state")
     base = _calibrated()
     c = base.with_values({COST_SLIDERS[k]: float(v) for k, v in op_ns.items() if v is not None}, "cost panel")
     traffic = cost.Traffic(f"{l4.upper()} {payload_len} B, {destination.replace('_', ' ')}", (payload_len,), l4=l4,
