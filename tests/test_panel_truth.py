@@ -224,3 +224,17 @@ def test_gro_panel_says_why_a_ticked_feature_changes_nothing(feature):
     assert f"{name} changes nothing here" in _plain(on.text) and "changes nothing" not in _plain(off.text)
     alone = gropanels.gro_panel_state(udp_gro=False, **{feature: True})
     assert len(alone.extra["packets_per_skb"]) == 1 and "changes nothing" not in _plain(alone.text)
+
+
+def test_skb_view_says_why_a_pinned_buffer_changes_nothing_for_a_copied_frame():
+    """drivers/net/virtio_net.c page_to_skb (6.1): a frame of len <= GOOD_COPY_LEN (128) is copied whole into the
+    head (copy = len), nothing of the buffer is added as a frag, so the sk_buff view is the same for every pinned
+    buffer truesize; the panel says so (found by sweeping every control against every other's values)."""
+    same = [rxpanels.skb_panel_state(payload_len=0, buf_len=b) for b in (1536, 2048)]
+    assert same[0].result.path == "copy" and same[0].result.skb.nr_frags == 0
+    assert render_png(same[0].figure) == render_png(same[1].figure)
+    assert all(f"buffer truesize {b} B does not change this sk_buff" in _plain(s.text)
+               for b, s in zip((1536, 2048), same))
+    built = rxpanels.skb_panel_state(payload_len=1000, buf_len=1536)
+    assert "does not change this sk_buff" not in _plain(built.text)
+    assert "does not change" not in _plain(rxpanels.skb_panel_state(payload_len=0).text)  # the driver's buffer

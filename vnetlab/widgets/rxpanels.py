@@ -109,6 +109,11 @@ def skb_panel_state(*, payload_len: PayloadLen = 1000, l4: str = "udp", mtu: Mtu
     """rx.receive() for one packet and memory.draw_skb() of the sk_buff it produced."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
     notes = control_notes(mode=mode, mtu=mtu, kernel=kernel, arch=arch, xdp=xdp, buf_len=buf_len)
+    if buf_len and mode == "mergeable" and r.path == "copy":
+        # page_to_skb: a frame of at most GOOD_COPY_LEN is copied whole into the new head, no frag of the buffer
+        notes.append(f"buffer truesize {buf_len} B does not change this sk_buff: page_to_skb() copied the whole "
+                     f"frame (len <= GOOD_COPY_LEN {rx.GOOD_COPY_LEN}) into a new head, so none of the buffer is in "
+                     "it (the receive buffer view shows the buffer)")
     figure = memory.draw_skb(r, mtu=mtu, fig=fig)
     text = _summary(r, notes) + "".join(f"<br>{html.escape(line)}" for line in memory.skb_caption(r))
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
