@@ -238,3 +238,6 @@ def test_skb_view_says_why_a_pinned_buffer_changes_nothing_for_a_copied_frame():
     built = rxpanels.skb_panel_state(payload_len=1000, buf_len=1536)
     assert "does not change this sk_buff" not in _plain(built.text)
     assert "does not change" not in _plain(rxpanels.skb_panel_state(payload_len=0).text)  # the driver's buffer
+    paths = [rxpanels.paths_panel_state(payload_len=0, buf_len=b) for b in (1536, 2048)]
+    assert render_png(paths[0].figure) == render_png(paths[1].figure)
+    assert "buffer truesize 2048 B does not change this sk_buff" in _plain(paths[1].text)

@@ -84,6 +84,16 @@ def _receive(payload_len: int, l4: str, mtu: int, mode: str, kernel: str, arch: 
                       buf_len=(buf_len or None) if mode == "mergeable" else None)
 
 
+def _copied_notes(buf_len: int, mode: str, results: list[rx.RxResult]) -> list[str]:
+    """Why a pinned buffer truesize changes no sk_buff shown: each frame was copied whole (page_to_skb: a frame of
+    at most GOOD_COPY_LEN goes into the new head, no frag of the buffer)."""
+    if not buf_len or mode != "mergeable" or any(r.path != "copy" for r in results):
+        return []
+    return [f"buffer truesize {buf_len} B does not change this sk_buff: page_to_skb() copied the whole frame "
+            f"(len <= GOOD_COPY_LEN {rx.GOOD_COPY_LEN}) into a new head, so none of the buffer is in it (the "
+            "receive buffer view shows the buffer)"]
+
+
 def _summary(r: rx.RxResult, notes: list[str] = ()) -> str:
     return (f"<b>{r.path}</b> &mdash; {html.escape(r.reason)}<br>skb: {html.escape(r.skb.describe())}"
             + "".join(f"<br><i>{html.escape(n)}</i>" for n in r.notes)
@@ -109,11 +119,7 @@ def skb_panel_state(*, payload_len: PayloadLen = 1000, l4: str = "udp", mtu: Mtu
     """rx.receive() for one packet and memory.draw_skb() of the sk_buff it produced."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
     notes = control_notes(mode=mode, mtu=mtu, kernel=kernel, arch=arch, xdp=xdp, buf_len=buf_len)
-    if buf_len and mode == "mergeable" and r.path == "copy":
-        # page_to_skb: a frame of at most GOOD_COPY_LEN is copied whole into the new head, no frag of the buffer
-        notes.append(f"buffer truesize {buf_len} B does not change this sk_buff: page_to_skb() copied the whole "
-                     f"frame (len <= GOOD_COPY_LEN {rx.GOOD_COPY_LEN}) into a new head, so none of the buffer is in "
-                     "it (the receive buffer view shows the buffer)")
+    notes += _copied_notes(buf_len, mode, [r])
     figure = memory.draw_skb(r, mtu=mtu, fig=fig)
     text = _summary(r, notes) + "".join(f"<br>{html.escape(line)}" for line in memory.skb_caption(r))
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
@@ -130,6 +136,7 @@ def paths_panel_state(*, payload_len: PayloadLen = 1000, l4: str = "udp", mtu: M
     results = [rx.receive(payload_len, l4=l4, kernel=k, **kw) for k in (old_kernel, kernel)]
     notes = [n for k in dict.fromkeys((old_kernel, kernel))
              for n in control_notes(mode=mode, mtu=mtu, kernel=k, arch=arch, xdp=xdp, buf_len=buf_len)]
+    notes += _copied_notes(buf_len, mode, results)
     figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, **kw)
     r0 = results[0]
     text = (f"{payload_len} B {l4.upper()} payload (frame {r0.frame_len} B), {r0.mode} mode, {r0.arch}; "
