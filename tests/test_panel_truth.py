@@ -241,3 +241,22 @@ def test_skb_view_says_why_a_pinned_buffer_changes_nothing_for_a_copied_frame():
     paths = [rxpanels.paths_panel_state(payload_len=0, buf_len=b) for b in (1536, 2048)]
     assert render_png(paths[0].figure) == render_png(paths[1].figure)
     assert "buffer truesize 2048 B does not change this sk_buff" in _plain(paths[1].text)
+
+
+@pytest.mark.parametrize("kernel, why", [("6.1", "fraglist GRO is UDP's alone"),
+                                         ("6.12", "tcp4_check_fraglist_gro() chains a TCP flow")])
+@pytest.mark.parametrize("feature", ["gro_fraglist", "gro_udp_fwd"])
+def test_gro_panel_says_why_a_udp_feature_changes_nothing_for_tcp(feature, kernel, why):
+    """For a TCP flow to a local socket neither box changes the GRO skb: rx-udp-gro-forwarding is read only by
+    net/ipv4/udp_offload.c udp_gro_receive; rx-gro-list is UDP's alone on 6.1 (Debian linux-source-6.1
+    net/ipv4/tcp_offload.c: no is_flist), and from 6.12 (tcp_offload.c:354, data/gro.toml tcp_fraglist)
+    tcp4_check_fraglist_gro uses it only where no established socket matches (found by moving every control
+    against every other's values: the figure and summary did not change)."""
+    off = gropanels.gro_panel_state(l4="tcp", udp_gro=False, kernel=kernel)
+    on = gropanels.gro_panel_state(l4="tcp", udp_gro=False, kernel=kernel, **{feature: True})
+    assert on.extra["packets_per_skb"] == off.extra["packets_per_skb"]
+    assert render_png(on.figure) == render_png(off.figure)
+    name = {"gro_fraglist": "rx-gro-list", "gro_udp_fwd": "rx-udp-gro-forwarding"}[feature]
+    assert f"{name} changes nothing" in _plain(on.text) and "changes nothing" not in _plain(off.text)
+    if feature == "gro_fraglist":
+        assert why in _plain(on.text)
