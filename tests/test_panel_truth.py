@@ -260,3 +260,14 @@ def test_gro_panel_says_why_a_udp_feature_changes_nothing_for_tcp(feature, kerne
     assert f"{name} changes nothing" in _plain(on.text) and "changes nothing" not in _plain(off.text)
     if feature == "gro_fraglist":
         assert why in _plain(on.text)
+
+
+
+def test_stack_panel_says_why_fraglist_changes_nothing_for_one_segment():
+    """A GRO skb of one packet is none: segment.gso_skb gives it gso_size 0 (net/core/gro.c: a lone packet is
+    passed up by napi_gro_complete unmerged), so the fraglist tick draws the same stack and wire; the panel says
+    why (found by moving every control against every other's values)."""
+    one = [stackpanels.stack_panel_state(segs=1, fraglist=f) for f in (True, False)]
+    assert render_png(one[0].figure) == render_png(one[1].figure)
+    assert all("fraglist tick changes nothing with 1 segment" in _plain(s.text) for s in one)
+    assert "fraglist tick changes nothing" not in _plain(stackpanels.stack_panel_state(segs=2).text)

@@ -68,6 +68,10 @@ def stack_panel_state(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic:
             + f"; {h.skbs_in} skb(s) in, {h.skbs_out} out" for h in tx.hops]
     text = "<br>".join([f"<b>{html.escape(stacks.wire_summary(tx))}</b>",
                         *(html.escape(h) for h in hops), *refusal_html(applied, refused)])
+    if segs == 1:
+        # segment.gso_skb: one packet is no GSO skb (gso_size 0): GRO merged nothing, so nothing is chained
+        text += ("<br><b>Note:</b> the fraglist tick changes nothing with 1 segment: GRO hands a lone packet up "
+                 "unmerged (gso_size 0, no frag_list), so every device sees one plain packet either way")
     grid = feature_grid(st, columns=STACK_FEATURES, send=False)
     return PanelState(dict(kernel=kernel, upper=upper, nic=nic, fraglist=fraglist, segs=segs, gso_size=gso_size,
                            ethtool=tuple((d, dict(s)) for d, s in ethtool)),
