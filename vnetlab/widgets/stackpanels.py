@@ -133,9 +133,29 @@ def router_panel_state(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", g
             f"packet rate {thr.bound}-bound, {thr.cycles_per_packet:,.0f} cycles/packet)"
             + (f"<br><b>count only NATed changes nothing here</b>: {html.escape(_why_all_nated(rr))}"
                if drop_untranslated and thr.translated_fraction >= 1 else "")
-            + "".join(f"<br><i>{html.escape(n)}</i>" for n in rr.notes))
+            + "".join(f"<br><i>{html.escape(n)}</i>" for n in rr.notes)
+            + ("" if aggregated else _same_nics_note(rr, thr, kernel=kernel, nic=nic, gro=gro, upper=upper,
+                                                      segs=segs, gso_size=gso_size,
+                                                      drop_untranslated=drop_untranslated)))
     return PanelState(dict(kernel=kernel, nic=nic, gro=gro, upper=upper, drop_untranslated=drop_untranslated,
                            segs=segs, gso_size=gso_size), figure, text, rr, extra={"throughput": thr})
+
+
+def _router_nics() -> list[tuple[str, str]]:
+    """(label, key) of the NICs the router panel offers: the physical ones, as the NIC defaults them."""
+    return [(label, k) for k, (label, driver, params) in NICS.items() if driver != "veth" and not params]
+
+
+def _same_nics_note(rr: Any, thr: Any, *, nic: str, **run: Any) -> str:  # noqa: ANN401
+    """Where GRO merged nothing no NIC takes a GSO skb: name the other NICs that give this very result (they
+    differ only in per-packet work, such as inserting the VLAN tag in hardware or in software)."""
+    same = [label for label, k in _router_nics() if k != nic
+            and (lambda o: (o[0].wire_packets, o[0].segmented_at, o[1].goodput_bps)
+                 == (rr.wire_packets, rr.segmented_at, thr.goodput_bps))(routerfig.router_run(nic=k, **run))]
+    if not same:
+        return ""
+    return (f"<br><b>the NIC changes nothing between this one and {html.escape(', '.join(same))}</b>: GRO merged "
+            "nothing, so no NIC takes a GSO skb, and the per-packet work left is the same on them")
 
 
 @public
@@ -143,7 +163,7 @@ def router_panel(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", gro: st
                  upper: str = "vlan", drop_untranslated: bool = False, segs: GroSegs = 44,
                  gso_size: GsoSize = 1472) -> Panel:
     """The VLAN NAT router of the GSO_SOFTWARE patch, one kernel at a time."""
-    nics = [(label, k) for k, (label, driver, params) in NICS.items() if driver != "veth" and not params]
+    nics = _router_nics()
     controls = {
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "nic": choice(nic, nics, "NIC"),
