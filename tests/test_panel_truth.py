@@ -289,3 +289,14 @@ def test_router_panel_says_which_nics_change_nothing_without_a_gso_skb(kw):
         assert ("the NIC changes nothing between this one and " + ", ".join(twins) in text) if twins \
             else "NIC changes nothing" not in text, (n, twins)
     assert "NIC changes nothing" not in _plain(stackpanels.router_panel_state().text)
+
+
+
+def test_cost_panel_says_why_a_cost_no_kernel_pays_changes_nothing():
+    """A 0-byte UDP payload makes a 42-byte frame, below GOOD_COPY_LEN 128 (drivers/net/virtio_net.c page_to_skb):
+    every kernel copies it, none calls build_skb, so the build_skb slider draws the same figure; the panel says
+    so (found by the control sweep). At 1000 B the build_skb kernels (5.13+) pay it and no note shows."""
+    cheap, dear = (stackpanels.cost_panel_state(payload_len=0, build_skb_ns=v) for v in (0.0, 500.0))
+    assert render_png(cheap.figure) == render_png(dear.figure)
+    assert "the build_skb cost changes nothing here" in _plain(cheap.text)
+    assert "build_skb cost changes nothing" not in _plain(stackpanels.cost_panel_state(payload_len=1000).text)

@@ -217,6 +217,10 @@ def cost_panel_state(*, kernel: str = "5.13", payload_len: PayloadLen = 1000, l4
     text = (f"kernel {kernel}: <b>{r.ns_per_packet:.0f} ns/packet</b>, {r.pps / 1e3:,.0f} kpps; "
             + ", ".join(f"{g} {r.group_ns(g):.0f} ns" for g in cost.OP_GROUPS)
             + f"; {r.ops.packets_per_gro_skb:.2f} packets per GRO skb")
+    # a slider's operation that no kernel in the figure performs for this traffic cannot move it
+    idle = [op for op in COST_SLIDERS.values() if all(not x.ops.counts.get(op) for x in res.values())]
+    text += "".join(f"<br><b>Note:</b> the {html.escape(op)} cost changes nothing here: no kernel in the figure "
+                    "does it for this traffic (0 per packet)" for op in idle)
     return PanelState(dict(kernel=kernel, payload_len=payload_len, l4=l4, destination=destination, **op_ns), figure,
                       text, r, extra={"all": res})
 
