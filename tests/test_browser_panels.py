@@ -5,7 +5,9 @@ panel renders once (the live widget, not also its static fallback), its PNG is s
 (not stretched), no slider track is collapsed, no control label is cut off, moving the payload slider with the
 keyboard and typing into its number change the PNG (a round trip through the kernel), the 1162-byte edge is
 reachable both ways, a typed out-of-range value shows the model's error instead of the figure, and a view tab
-redraws. Screenshots go to artifacts/browser-panels/ (git-ignored).
+redraws, and a value a control cannot hold, sent on its own comm from the page, is refused in the panel's
+message with the figure kept and no error on the kernel's iopub. Screenshots go to artifacts/browser-panels/
+(git-ignored).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser-panels"
 CELLS = [
-    "from vnetlab.widgets import rxpanels\nfrom vnetlab.viz import thresholds",
+    "from vnetlab.widgets import gropanels, rxpanels\nfrom vnetlab.viz import thresholds",
     "rxpanels.packet_panel()",
     "rxpanels.carving_panel()",
     "thresholds.draw_path_vs_payload(1536)",
+    "gp = gropanels.gro_panel()\ngp",
+    "print(gp.controls['n_packets'].readout.model_id, gp.controls['l4'].model_id)",
 ]
 TIMEOUT_MS = 60_000
 
@@ -168,3 +172,29 @@ def test_view_tab_redraws(page):
         panel.locator(".widget-toggle-button", has_text=label).first.click()
         _wait_new_image(page, img, before)
         _cell(page, 1).screenshot(path=str(ARTIFACTS / f"packet_panel_{label.split(',')[0].replace(' ', '_')}.png"))
+
+
+def test_a_value_a_control_cannot_hold_is_refused_in_the_page(page):
+    """The browser's own comm (the kernel connection's, which the widget manager sends through) carries a string
+    to the GRO panel's packets box and an index past the L4 list: the panel says so, keeps its figure, the box
+    keeps its value, and the kernel publishes no error (before the guard: a TraitError for each, which
+    JupyterLab shows in no cell)."""
+    box_id, l4_id = _cell(page, 5).locator(".jp-OutputArea-output").first.inner_text().split()
+    panel = _cell(page, 4).locator(".jp-OutputArea-output").first
+    img = panel.locator("img.widget-image").first
+    number = panel.locator("input[type=number]").nth(1)  # payload, then packets in the flow
+    before = (_src(img), number.input_value())
+    page.evaluate("""() => { window.vnetlabIopubErrors = [];
+        window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.iopubMessage.connect((_, m) => {
+            if (m.header.msg_type === 'error') window.vnetlabIopubErrors.push(m.content.ename); }); }""")
+    msg = panel.locator(".widget-html").first
+    for comm_id, state, said in ((box_id, {"value": "abc"}, "got 'abc'"), (l4_id, {"index": 5}, "got 5")):
+        # KernelConnection keeps its comms in _comms (no public getter): the handler the widget model sends through
+        page.evaluate("""([id, state]) => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session
+            .kernel; k._comms.get(id).send({method: 'update', state: state, buffer_paths: []}); }""",
+                      [comm_id, state])
+        page.wait_for_function("([el, s]) => el.innerText.includes(s)", arg=[msg.element_handle(), said])
+        assert "Refused from the browser" in msg.inner_text()
+    assert (_src(img), number.input_value()) == before and img.is_visible()
+    assert page.evaluate("() => window.vnetlabIopubErrors") == []
+    _cell(page, 4).screenshot(path=str(ARTIFACTS / "gro_panel_refused.png"))

@@ -89,7 +89,8 @@ def moves(name: str, w: W.Widget) -> Iterator[tuple[W.Widget, str, object, bool]
     elif isinstance(w, W.FloatSlider):
         for v in (w.min, (w.min + w.max) / 2, w.max):
             yield w, "value", v, True
-        # the readout takes what is typed; ipywidgets clamps it to the slider's range
+        # the browser's readout clamps what is typed to the range; a value past it that arrives anyway is refused,
+        # the figure kept (tests/test_widget_comm.py)
         for v in (w.min - 1.0, w.max * 10 + 1.0):
             yield w, "value", v, True
     elif isinstance(w, W.BoundedIntText | W.IntText):
@@ -184,9 +185,7 @@ def bounded_memory() -> Iterator[None]:
 
 # (panel call up to its "(", control) whose refusal names another parameter: what the message says instead, and
 # where the fix belongs. The sweep fails when one of these starts naming its control (remove it then).
-MISNAMED = {
-    ("stackpanels.cost_panel", "payload_len"): "payloads[0]",  # cost.Traffic's own name for it (vnetlab/cost.py)
-}
+MISNAMED: dict[tuple[str, str], str] = {}
 
 
 def refused_badly(panel: Panel, call: str, name: str, offered: bool, misnamed: set[tuple[str, str]]) -> str | None:

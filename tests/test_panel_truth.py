@@ -224,3 +224,79 @@ def test_gro_panel_says_why_a_ticked_feature_changes_nothing(feature):
     assert f"{name} changes nothing here" in _plain(on.text) and "changes nothing" not in _plain(off.text)
     alone = gropanels.gro_panel_state(udp_gro=False, **{feature: True})
     assert len(alone.extra["packets_per_skb"]) == 1 and "changes nothing" not in _plain(alone.text)
+
+
+def test_skb_view_says_why_a_pinned_buffer_changes_nothing_for_a_copied_frame():
+    """drivers/net/virtio_net.c page_to_skb (6.1): a frame of len <= GOOD_COPY_LEN (128) is copied whole into the
+    head (copy = len), nothing of the buffer is added as a frag, so the sk_buff view is the same for every pinned
+    buffer truesize; the panel says so (found by sweeping every control against every other's values)."""
+    same = [rxpanels.skb_panel_state(payload_len=0, buf_len=b) for b in (1536, 2048)]
+    assert same[0].result.path == "copy" and same[0].result.skb.nr_frags == 0
+    assert render_png(same[0].figure) == render_png(same[1].figure)
+    assert all(f"buffer truesize {b} B does not change this sk_buff" in _plain(s.text)
+               for b, s in zip((1536, 2048), same))
+    built = rxpanels.skb_panel_state(payload_len=1000, buf_len=1536)
+    assert "does not change this sk_buff" not in _plain(built.text)
+    assert "does not change" not in _plain(rxpanels.skb_panel_state(payload_len=0).text)  # the driver's buffer
+    paths = [rxpanels.paths_panel_state(payload_len=0, buf_len=b) for b in (1536, 2048)]
+    assert render_png(paths[0].figure) == render_png(paths[1].figure)
+    assert "buffer truesize 2048 B does not change this sk_buff" in _plain(paths[1].text)
+
+
+@pytest.mark.parametrize("kernel, why", [("6.1", "fraglist GRO is UDP's alone"),
+                                         ("6.12", "tcp4_check_fraglist_gro() chains a TCP flow")])
+@pytest.mark.parametrize("feature", ["gro_fraglist", "gro_udp_fwd"])
+def test_gro_panel_says_why_a_udp_feature_changes_nothing_for_tcp(feature, kernel, why):
+    """For a TCP flow to a local socket neither box changes the GRO skb: rx-udp-gro-forwarding is read only by
+    net/ipv4/udp_offload.c udp_gro_receive; rx-gro-list is UDP's alone on 6.1 (Debian linux-source-6.1
+    net/ipv4/tcp_offload.c: no is_flist), and from 6.12 (tcp_offload.c:354, data/gro.toml tcp_fraglist)
+    tcp4_check_fraglist_gro uses it only where no established socket matches (found by moving every control
+    against every other's values: the figure and summary did not change)."""
+    off = gropanels.gro_panel_state(l4="tcp", udp_gro=False, kernel=kernel)
+    on = gropanels.gro_panel_state(l4="tcp", udp_gro=False, kernel=kernel, **{feature: True})
+    assert on.extra["packets_per_skb"] == off.extra["packets_per_skb"]
+    assert render_png(on.figure) == render_png(off.figure)
+    name = {"gro_fraglist": "rx-gro-list", "gro_udp_fwd": "rx-udp-gro-forwarding"}[feature]
+    assert f"{name} changes nothing" in _plain(on.text) and "changes nothing" not in _plain(off.text)
+    if feature == "gro_fraglist":
+        assert why in _plain(on.text)
+
+
+
+def test_stack_panel_says_why_fraglist_changes_nothing_for_one_segment():
+    """A GRO skb of one packet is none: segment.gso_skb gives it gso_size 0 (net/core/gro.c: a lone packet is
+    passed up by napi_gro_complete unmerged), so the fraglist tick draws the same stack and wire; the panel says
+    why (found by moving every control against every other's values)."""
+    one = [stackpanels.stack_panel_state(segs=1, fraglist=f) for f in (True, False)]
+    assert render_png(one[0].figure) == render_png(one[1].figure)
+    assert all("fraglist tick changes nothing with 1 segment" in _plain(s.text) for s in one)
+    assert "fraglist tick changes nothing" not in _plain(stackpanels.stack_panel_state(segs=2).text)
+
+
+
+@pytest.mark.parametrize("kw", [dict(gro="udp_fwd"), dict(segs=1)])
+def test_router_panel_says_which_nics_change_nothing_without_a_gso_skb(kw):
+    """Kernel 5.10 has no NETIF_F_GRO_UDP_FWD (data/kernels.toml, added in 5.12), and one packet is no GRO skb: the
+    router forwards plain packets, and the NICs that draw the same figure are named as changing nothing (found by
+    the control sweep: the router NIC and virtio_net); a NIC that differs (ixgbe inserts the VLAN tag itself) is
+    not named. With a fraglist GRO skb no such note shows."""
+    nics = [k for k, (_label, driver, params) in stackpanels.NICS.items() if driver != "veth" and not params]
+    states = {n: stackpanels.router_panel_state(nic=n, **kw) for n in nics}
+    pngs = {n: render_png(st.figure) for n, st in states.items()}
+    for n, st in states.items():
+        twins = [stackpanels.NICS[o][0] for o in nics if o != n and pngs[o] == pngs[n]]
+        text = _plain(st.text)
+        assert ("the NIC changes nothing between this one and " + ", ".join(twins) in text) if twins \
+            else "NIC changes nothing" not in text, (n, twins)
+    assert "NIC changes nothing" not in _plain(stackpanels.router_panel_state().text)
+
+
+
+def test_cost_panel_says_why_a_cost_no_kernel_pays_changes_nothing():
+    """A 0-byte UDP payload makes a 42-byte frame, below GOOD_COPY_LEN 128 (drivers/net/virtio_net.c page_to_skb):
+    every kernel copies it, none calls build_skb, so the build_skb slider draws the same figure; the panel says
+    so (found by the control sweep). At 1000 B the build_skb kernels (5.13+) pay it and no note shows."""
+    cheap, dear = (stackpanels.cost_panel_state(payload_len=0, build_skb_ns=v) for v in (0.0, 500.0))
+    assert render_png(cheap.figure) == render_png(dear.figure)
+    assert "the build_skb cost changes nothing here" in _plain(cheap.text)
+    assert "build_skb cost changes nothing" not in _plain(stackpanels.cost_panel_state(payload_len=1000).text)

@@ -4,7 +4,11 @@ A panel is ``Panel(state_fn, controls)``: ``state_fn(**params, fig=figure)`` is 
 frontend) returning a :class:`PanelState`; the panel renders its figure to PNG bytes into an ``ipywidgets.Image``
 shown at the PNG's own width, so no interactive backend is needed and the same code runs in JupyterLab, nbval and
 headless. A ValueError (or TypeError) from the model or from a control's range rule is shown as its text instead of a
-traceback, and the figure is hidden; the panel stays live.
+traceback, and the figure is hidden; the panel stays live. A value the browser sends that is not one the control
+can hold (a string or None in a number box, a fraction for an integer, an option index past the list, a float
+outside its slider) is refused before ipywidgets applies it: the panel says which control, what arrived and what
+the control takes (the state function's ``In`` range), the control goes back to its value in the browser, and the
+figure still shows that value (:meth:`Panel.declared_range`).
 Where widgets cannot run (nbconvert's HTML export, a viewer without a widget manager) a panel shows as its
 summary and current figure (:meth:`Panel._repr_mimebundle_`).
 
@@ -18,12 +22,14 @@ import asyncio
 import base64
 import contextlib
 import html
+import inspect
 import json
 import os
 import re
 import struct
 import threading
 import time
+import typing
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -37,7 +43,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import vnetlab.widgets._textrender as _textrender
-from vnetlab.checks import public
+from vnetlab.checks import In, check_bool, check_float, check_int, param_annotations, public
+from vnetlab.errors import ArgumentError
 from vnetlab.viz.style import new_figure
 
 __all__ = ["PanelState", "Panel", "SizeSlider", "render_png", "png_width", "size_slider", "float_slider", "choice",
@@ -304,6 +311,32 @@ def _plain(value: Any) -> Hashable:  # noqa: ANN401
     raise TypeError(f"not a plain value: {type(value).__name__}")
 
 _TAGS = re.compile(r"<[^>]+>")
+_SELECTIONS = (W.Dropdown, W.ToggleButtons, W.RadioButtons, W.Select)
+
+
+def _browser_parts(control: W.Widget) -> list[W.Widget]:
+    """The widgets of a control whose value the browser sends (a SizeSlider: its slider and its number box)."""
+    return [control.slider, control.readout] if isinstance(control, SizeSlider) else [control]
+
+
+def _in_of(annotation: Any) -> In | None:  # noqa: ANN401
+    """The ``In`` of ``Annotated[..., In(...)]`` (or of a union member: ``Annotated[float, In(...)] | None``)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return next((m for m in annotation.__metadata__ if isinstance(m, In)), None)
+    return next((r for r in map(_in_of, typing.get_args(annotation)) if r is not None), None)
+
+
+def _label(control: W.Widget | None, name: str) -> str:
+    """The control as the reader sees it and as the state function names it: 'packets in the flow (n_packets)';
+    a widget that is no named control (an ethtool -K toggle) by ``name`` alone."""
+    text = _TAGS.sub("", str(getattr(control, "description", "") or "")) if control is not None else ""
+    return text if f"({name})" in text else f"{text} ({name})" if text and text != name else name
+
+
+def _options(widget: W.Widget) -> str:
+    """'0 udp, 1 tcp' (a long list: its first three and last); an option is a value or a (label, value) pair."""
+    labels = [f"{i} {o[0] if isinstance(o, tuple) and len(o) == 2 else o}" for i, o in enumerate(widget.options)]
+    return ", ".join(labels if len(labels) <= 6 else [*labels[:3], "...", labels[-1]])
 
 
 class Panel(W.VBox):
@@ -364,6 +397,12 @@ class Panel(W.VBox):
                                                                     grid_gap="4px 16px"))
                  for row in rows]
         super().__init__(boxes + [self.message, self.image])
+        self.comm_refusal: str | None = None  # a browser value a control refused, shown until the next update
+        self._body = ""  # what the message shows besides that refusal
+        self._ranges: dict[str, In | None] = {}
+        for name, c in controls.items():
+            for part in _browser_parts(c):
+                self._guard(part, name)
         for c in controls.values():
             c.observe(self._on_change, names="value")
             c.observe(self._draw_ahead, names="value")  # after _on_change, which subclasses override
@@ -570,7 +609,7 @@ class Panel(W.VBox):
         self.error = None
         self._state = state
         self._shown_params = params
-        self.message.value = state.text
+        self._say(state.text)
         self.png = png
         self.image.value = png
         clock.mark("sent")
@@ -585,10 +624,96 @@ class Panel(W.VBox):
         self.error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         self._state = None
         self.png = None
-        self.message.value = f'<span style="color:#a33b00">{html.escape(self.error)}</span>'
+        self._say(f'<span style="color:#a33b00">{html.escape(self.error)}</span>')
         self.image.layout.display = "none"
         clock.done(params, error=True)
         return None
+
+    def _say(self, body: str) -> None:
+        """Show ``body`` (the summary or the model's refusal); a refusal of a browser value goes with it."""
+        self._body = body
+        self.comm_refusal = None
+        self.message.value = body
+
+    # -- values from the browser -------------------------------------------------------------------------
+
+    @public
+    def declared_range(self, name: str) -> In | None:
+        """The range the state function declares for control ``name`` (its ``Annotated[int | float, In(...)]``
+        parameter, or its ``**kwargs`` annotation), None where it declares none."""
+        if name not in self._ranges:
+            annotations = param_annotations(self.state_fn)
+            annotation = annotations.get(name)
+            if annotation is None:
+                params = inspect.signature(inspect.unwrap(self.state_fn)).parameters.values()
+                annotation = next((annotations.get(p.name) for p in params if p.kind is p.VAR_KEYWORD), None)
+            self._ranges[name] = _in_of(annotation)
+        return self._ranges[name]
+
+    def _guard(self, widget: W.Widget, name: str | Callable[[], str]) -> None:
+        """Route what the browser sends to ``widget`` (Widget._handle_msg's "update" calls set_state) through
+        :meth:`_from_browser`; ``name``: the control's name, or a function giving it when a value arrives."""
+        apply = widget.set_state
+
+        def set_state(sync_data: dict[str, Any]) -> None:
+            self._from_browser(widget, name() if callable(name) else name, apply, sync_data)
+
+        widget.set_state = set_state
+
+    def _from_browser(self, widget: W.Widget, name: str, apply: Callable[[dict[str, Any]], None],
+                      sync_data: dict[str, Any]) -> None:
+        """Apply a browser update to one control's widget, or refuse it: a value the control cannot hold never
+        reaches its traits (ipywidgets would raise TraitError into the kernel log, or cast 3.7 to 3, "12" to 12,
+        1 to True, or clamp to the slider)."""
+        with self._lock:
+            control = self.controls.get(name)
+            try:
+                typed = self._check_from_browser(widget, control, name, sync_data)
+            except ArgumentError as exc:
+                self._refuse_from_browser(widget, control, name, sync_data, str(exc))
+                return
+            if typed is not None:
+                # an int beyond the slider's track, as if typed in the number box: the model says whether it fits
+                control.value = typed  # type: ignore[union-attr]
+                widget.send_state("value")  # the slider shows its end
+                return
+            try:
+                apply(sync_data)
+            except (traitlets.TraitError, ValueError, TypeError) as exc:
+                self._refuse_from_browser(widget, control, name, sync_data, f"{type(exc).__name__}: {exc}")
+
+    def _check_from_browser(self, widget: W.Widget, control: W.Widget | None, name: str,
+                            sync_data: dict[str, Any]) -> int | None:
+        """Raise ArgumentError for a value ``widget`` cannot hold (the wording of vnetlab.checks, the range the
+        state function declares); an int beyond a SizeSlider's track is returned, to be taken as typed."""
+        rng = self.declared_range(name) or In(None, None)
+        for key, value in sync_data.items():
+            if key == "index" and isinstance(widget, _SELECTIONS):
+                check_int(name, value, 0, len(widget.options) - 1, f"the position of an option: {_options(widget)}")
+            elif key != "value":
+                continue
+            elif isinstance(widget, W.Checkbox | W.ToggleButton):
+                check_bool(name, value, "ticked or not" if isinstance(widget, W.Checkbox) else "pressed or not")
+            elif isinstance(widget, W.FloatSlider):
+                check_float(name, value, widget.min, widget.max,
+                            (f"{rng.meaning}; " if rng.meaning else "") + "the slider's range")
+            elif isinstance(control, SizeSlider):
+                if type(value) is not int:  # JSON brings ints and floats; check_int refuses a float, str, None, bool
+                    check_int(name, value, rng.lo, rng.hi, rng.meaning)
+                if widget is control.slider and not control.slider.min <= value <= control.slider.max:
+                    return value
+        return None
+
+    def _refuse_from_browser(self, widget: W.Widget, control: W.Widget | None, name: str,
+                             sync_data: dict[str, Any], why: str) -> None:
+        """Say which control refused what, and put the browser's widget back to the value the figure shows."""
+        kept = getattr(control if control is not None else widget, "value", None)
+        self.comm_refusal = f"{_label(control, name)}: {why}; it stays at {kept!r}"
+        self.message.value = (f'<span style="color:#a33b00">Refused from the browser: '
+                              f"{html.escape(self.comm_refusal)}</span><br>{self._body}")
+        keys = [k for k in sync_data if k in widget.keys]
+        if keys:
+            widget.send_state(keys)  # no echo: the refused value is nobody's
 
     def summary(self) -> str:
         """The panel's message (or error) as plain text."""

@@ -172,6 +172,7 @@ class EthtoolPanel(Panel):
         while len(self._buttons) < n_buttons:
             t = W.ToggleButton(value=False, layout=W.Layout(width="auto", height="28px"))
             t.observe(self._on_toggle, names="value")
+            self._guard(t, lambda t=t: self._toggle_name(t))
             self._buttons.append(t)
         while len(self._labels) < 1 + n_cols + len(grid.rows):
             self._labels.append(W.HTML(layout=W.Layout(width="auto")))
@@ -220,6 +221,15 @@ class EthtoolPanel(Panel):
                             setattr(t, name, v)
         finally:
             self._syncing = False
+
+    def _toggle_name(self, toggle: W.ToggleButton) -> str:
+        """'ethtool -K eth0 rx-gro-list': the command a toggle runs (what a refusal of a browser value names)."""
+        key = next((k for k, t in self.toggles.items() if t is toggle), None)
+        grid = self._state.extra["grid"] if self._state is not None else None
+        if key is None or grid is None:
+            return "ethtool -K toggle"
+        eth = next((c.ethtool for c in grid.row(key[0]).cells if c.feature == key[1]), key[1])
+        return f"ethtool -K {key[0]} {eth}"
 
     def _on_toggle(self, change: dict[str, Any]) -> None:
         key = next((k for k, t in self.toggles.items() if t is change["owner"]), None)

@@ -14,7 +14,10 @@ from matplotlib.figure import Figure
 
 from vnetlab import gro, rx
 from vnetlab.checks import In, public
+from vnetlab.groflow import gro_rules
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
+from vnetlab.profiles import kernel as kernel_profile
+from vnetlab.virtio import L4, PayloadLen
 from vnetlab.viz import grofig
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, size_slider
 from vnetlab.widgets.rxpanels import max_payload
@@ -46,7 +49,7 @@ def gro_features(*, kernel: str, gro_fraglist: bool = False, gro_udp_fwd: bool =
 
 
 @public
-def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
+def gro_panel_state(*, payload_len: PayloadLen = 1000, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                     arch: str = DEFAULT_ARCH, udp_gro: bool = True, gro_fraglist: bool = False,
                     gro_udp_fwd: bool = False, n_packets: Annotated[int, FLOW_PACKETS] = gro.UDP_GRO_CNT_MAX,
                     fig: Figure | None = None) -> PanelState:
@@ -69,7 +72,7 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = D
                 f"first: {html.escape(s.describe())}<br>first sk_buff holds {fill.first_skb_packets} packets "
                 f"(nr_frags {s.nr_frags}/{fill.max_skb_frags}); frag_list {fill.frag_list_len} sk_buffs")
     text += f"<br>{html.escape(fill.label)}; {html.escape(grofig.GRO_FILL_KEY)}"
-    inert = inert_features(udp_gro=udp_gro, gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd)
+    inert = inert_features(udp_gro=udp_gro, gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd, l4=l4, kernel=kernel)
     text += "".join(f"<br><b>Note:</b> {html.escape(n)}" for n in inert)
     return PanelState(dict(payload_len=payload_len, l4=l4, kernel=kernel, arch=arch, udp_gro=udp_gro,
                            gro_fraglist=gro_fraglist, gro_udp_fwd=gro_udp_fwd, n_packets=n_packets),
@@ -77,10 +80,23 @@ def gro_panel_state(*, payload_len: int = 1000, l4: str = "udp", kernel: str = D
 
 
 @public
-def inert_features(*, udp_gro: bool, gro_fraglist: bool, gro_udp_fwd: bool) -> list[str]:
-    """Why a ticked GRO feature changes nothing for a flow to a UDP_GRO socket (net/ipv4/udp_offload.c
-    udp_gro_receive: is_flist = sk ? !gro_enabled : 1; GRO_UDP_FWD counts only where no socket matches)."""
+def inert_features(*, udp_gro: bool, gro_fraglist: bool, gro_udp_fwd: bool, l4: L4 = "udp",
+                   kernel: str = DEFAULT_KERNEL) -> list[str]:
+    """Why a ticked GRO feature changes nothing for the panel's flow, which ends at a local socket: for a UDP_GRO
+    socket, net/ipv4/udp_offload.c udp_gro_receive (is_flist = sk ? !gro_enabled : 1; GRO_UDP_FWD counts only
+    where no socket matches); for TCP, udp_gro_receive never runs, and tcp4_check_fraglist_gro (data/gro.toml
+    tcp_fraglist) chains on a frag_list only where no established socket matches."""
     notes = []
+    if l4 == "tcp":
+        if gro_fraglist:
+            notes.append("rx-gro-list changes nothing here: tcp4_check_fraglist_gro() chains a TCP flow on a "
+                         "frag_list only when no established socket matches, and this flow ends at a local socket"
+                         if gro_rules(kernel_profile(kernel))["tcp_fraglist"] else
+                         f"rx-gro-list changes nothing for TCP on kernel {kernel}: its fraglist GRO is UDP's alone "
+                         "(udp_gro_receive; tcp_gro_receive has no is_flist before ~6.10)")
+        if gro_udp_fwd:
+            notes.append("rx-udp-gro-forwarding changes nothing for TCP: only udp_gro_receive() reads it")
+        return notes
     if udp_gro and gro_fraglist:
         notes.append("rx-gro-list changes nothing here: with a UDP_GRO socket udp_gro_receive() sets is_flist = "
                      "!gro_enabled = 0, so the flow is merged into frags by udp_gro_receive_segment(), not chained "

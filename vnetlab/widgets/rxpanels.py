@@ -21,6 +21,7 @@ from vnetlab.headers import IP_MAX_MTU
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
 from vnetlab.profiles import arch as arch_profile
 from vnetlab.profiles import kernel as kernel_profile
+from vnetlab.virtio import PayloadLen
 from vnetlab.viz import memory, thresholds
 from vnetlab.widgets.base import Panel, PanelState, SizeSlider, checkbox, choice, size_slider
 
@@ -38,6 +39,14 @@ OLD_KERNEL = "5.12"  # the last kernel whose page_to_skb() always copies (build_
 JUMBO_MTU = 9000  # the topic's largest MTU on the slider (virtio-net accepts up to 65535: type it)
 # dev->min_mtu ETH_MIN_MTU (include/uapi/linux/if_ether.h) .. IP_MAX_MTU (include/net/ip.h)
 MTU = In(68, IP_MAX_MTU, "the device MTU, ETH_MIN_MTU..IP_MAX_MTU")
+Mtu = Annotated[int, MTU]
+# rq->mrg_avg_pkt_len, the EWMA of received lengths get_mergeable_buf_len reads (it clamps it to the page)
+AvgPktLen = Annotated[int, In(0, None, "EWMA of received packet lengths in bytes (rq->mrg_avg_pkt_len), 0 = none "
+                                       "yet")]
+# add_recvbuf_mergeable's buffer truesize as pinned; 0: as the driver carves it (get_mergeable_buf_len)
+BufLen = Annotated[int, In(0, None, "mergeable buffer truesize in bytes, 0 = as the driver carves it")]
+# ... and one buffer on its own: at most one page frag (max_buf_len, checked where the arch is known)
+WindowBufLen = Annotated[int, In(1, None, "mergeable buffer truesize in bytes, at most one page frag")]
 # The three views of one packet, in tab order: (key, tab label).
 PACKET_VIEWS = (("buffer", "receive buffer"), ("skb", "sk_buff"), ("paths", "same packet, older kernel"))
 
@@ -75,6 +84,16 @@ def _receive(payload_len: int, l4: str, mtu: int, mode: str, kernel: str, arch: 
                       buf_len=(buf_len or None) if mode == "mergeable" else None)
 
 
+def _copied_notes(buf_len: int, mode: str, results: list[rx.RxResult]) -> list[str]:
+    """Why a pinned buffer truesize changes no sk_buff shown: each frame was copied whole (page_to_skb: a frame of
+    at most GOOD_COPY_LEN goes into the new head, no frag of the buffer)."""
+    if not buf_len or mode != "mergeable" or any(r.path != "copy" for r in results):
+        return []
+    return [f"buffer truesize {buf_len} B does not change this sk_buff: page_to_skb() copied the whole frame "
+            f"(len <= GOOD_COPY_LEN {rx.GOOD_COPY_LEN}) into a new head, so none of the buffer is in it (the "
+            "receive buffer view shows the buffer)"]
+
+
 def _summary(r: rx.RxResult, notes: list[str] = ()) -> str:
     return (f"<b>{r.path}</b> &mdash; {html.escape(r.reason)}<br>skb: {html.escape(r.skb.describe())}"
             + "".join(f"<br><i>{html.escape(n)}</i>" for n in r.notes)
@@ -82,8 +101,8 @@ def _summary(r: rx.RxResult, notes: list[str] = ()) -> str:
 
 
 @public
-def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
-                       kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
+def buffer_panel_state(*, payload_len: PayloadLen = 1000, l4: str = "udp", mtu: Mtu = 1500, mode: str = "mergeable",
+                       kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: BufLen = 0,
                        fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_rx_buffer() of its first receive buffer."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
@@ -94,12 +113,13 @@ def buffer_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1
 
 
 @public
-def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
-                    kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
+def skb_panel_state(*, payload_len: PayloadLen = 1000, l4: str = "udp", mtu: Mtu = 1500, mode: str = "mergeable",
+                    kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: BufLen = 0,
                     fig: Figure | None = None) -> PanelState:
     """rx.receive() for one packet and memory.draw_skb() of the sk_buff it produced."""
     r = _receive(payload_len, l4, mtu, mode, kernel, arch, xdp, buf_len)
     notes = control_notes(mode=mode, mtu=mtu, kernel=kernel, arch=arch, xdp=xdp, buf_len=buf_len)
+    notes += _copied_notes(buf_len, mode, [r])
     figure = memory.draw_skb(r, mtu=mtu, fig=fig)
     text = _summary(r, notes) + "".join(f"<br>{html.escape(line)}" for line in memory.skb_caption(r))
     return PanelState(dict(payload_len=payload_len, l4=l4, mtu=mtu, mode=mode, kernel=kernel, arch=arch, xdp=xdp,
@@ -107,15 +127,16 @@ def skb_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500
 
 
 @public
-def paths_panel_state(*, payload_len: int = 1000, l4: str = "udp", mtu: int = 1500, mode: str = "mergeable",
+def paths_panel_state(*, payload_len: PayloadLen = 1000, l4: str = "udp", mtu: Mtu = 1500, mode: str = "mergeable",
                       kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL, arch: str = DEFAULT_ARCH,
-                      xdp: bool = False, buf_len: int = 0, fig: Figure | None = None) -> PanelState:
+                      xdp: bool = False, buf_len: BufLen = 0, fig: Figure | None = None) -> PanelState:
     """The same packet on two kernels: memory.draw_paths_side_by_side()."""
     kw: dict[str, Any] = dict(mtu=mtu, mode=mode, arch=arch, xdp=xdp,
                               buf_len=(buf_len or None) if mode == "mergeable" else None)
     results = [rx.receive(payload_len, l4=l4, kernel=k, **kw) for k in (old_kernel, kernel)]
     notes = [n for k in dict.fromkeys((old_kernel, kernel))
              for n in control_notes(mode=mode, mtu=mtu, kernel=k, arch=arch, xdp=xdp, buf_len=buf_len)]
+    notes += _copied_notes(buf_len, mode, results)
     figure = memory.draw_paths_side_by_side(payload_len, kernels=(old_kernel, kernel), l4=l4, fig=fig, **kw)
     r0 = results[0]
     text = (f"{payload_len} B {l4.upper()} payload (frame {r0.frame_len} B), {r0.mode} mode, {r0.arch}; "
@@ -130,9 +151,9 @@ _VIEW_STATES = {"buffer": buffer_panel_state, "skb": skb_panel_state, "paths": p
 
 
 @public
-def packet_panel_state(*, view: str = "buffer", payload_len: int = 1000, l4: str = "udp", mtu: int = 1500,
+def packet_panel_state(*, view: str = "buffer", payload_len: PayloadLen = 1000, l4: str = "udp", mtu: Mtu = 1500,
                        mode: str = "mergeable", kernel: str = DEFAULT_KERNEL, old_kernel: str = OLD_KERNEL,
-                       arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: int = 0,
+                       arch: str = DEFAULT_ARCH, xdp: bool = False, buf_len: BufLen = 0,
                        fig: Figure | None = None) -> PanelState:
     """One packet, one of its :data:`PACKET_VIEWS`: the receive buffer, the sk_buff, or the same packet on
     ``old_kernel`` beside ``kernel``."""
@@ -169,7 +190,7 @@ def threshold_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_A
 
 
 @public
-def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
+def window_panel_state(*, buf_len: WindowBufLen = 1536, l4: str = "udp", kernel: str = DEFAULT_KERNEL,
                        arch: str = DEFAULT_ARCH, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_path_vs_payload(): the path against the payload for one buffer truesize (at most one page
     frag: :func:`max_buf_len`)."""
@@ -192,7 +213,7 @@ def window_panel_state(*, buf_len: int = 1536, l4: str = "udp", kernel: str = DE
 
 @public
 def carving_panel_state(*, kernel: str = DEFAULT_KERNEL, arch: str = DEFAULT_ARCH, mtu: int = 1500,
-                        xdp: bool = False, avg_pkt_len: int = 0, fig: Figure | None = None) -> PanelState:
+                        xdp: bool = False, avg_pkt_len: AvgPktLen = 0, fig: Figure | None = None) -> PanelState:
     """thresholds.draw_mergeable_carving(): add_recvbuf_mergeable's buffers as the kernel's rx allocator carves them
     (a 32 KiB page frag and a 4 KiB page up to 6.18; a page_pool page on 7.x)."""
     # frag_size=None: the kernel's own rx memory (rx.rx_page_allocator): order-3 frag, larger page or page_pool

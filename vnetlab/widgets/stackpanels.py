@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import ipywidgets as W
 from matplotlib.figure import Figure
 
 from vnetlab import cost, segment, xmit
-from vnetlab.checks import public
+from vnetlab.checks import In, check_int, public
 from vnetlab.profiles import DEFAULT_KERNEL, known_kernels
 from vnetlab.stack import (
     NICS,
@@ -30,6 +30,7 @@ from vnetlab.stack import (
     feature_grid,
     send_gso,
 )
+from vnetlab.virtio import PayloadLen
 from vnetlab.viz import costfig, routerfig, stacks
 from vnetlab.widgets.base import Panel, PanelState, checkbox, choice, float_slider, size_slider
 from vnetlab.widgets.explorer import EthtoolCommand, EthtoolPanel, apply_ethtool, refusal_html
@@ -67,6 +68,10 @@ def stack_panel_state(*, kernel: str = DEFAULT_KERNEL, upper: str = "vlan", nic:
             + f"; {h.skbs_in} skb(s) in, {h.skbs_out} out" for h in tx.hops]
     text = "<br>".join([f"<b>{html.escape(stacks.wire_summary(tx))}</b>",
                         *(html.escape(h) for h in hops), *refusal_html(applied, refused)])
+    if segs == 1:
+        # segment.gso_skb: one packet is no GSO skb (gso_size 0): GRO merged nothing, so nothing is chained
+        text += ("<br><b>Note:</b> the fraglist tick changes nothing with 1 segment: GRO hands a lone packet up "
+                 "unmerged (gso_size 0, no frag_list), so every device sees one plain packet either way")
     grid = feature_grid(st, columns=STACK_FEATURES, send=False)
     return PanelState(dict(kernel=kernel, upper=upper, nic=nic, fraglist=fraglist, segs=segs, gso_size=gso_size,
                            ethtool=tuple((d, dict(s)) for d, s in ethtool)),
@@ -128,9 +133,29 @@ def router_panel_state(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", g
             f"packet rate {thr.bound}-bound, {thr.cycles_per_packet:,.0f} cycles/packet)"
             + (f"<br><b>count only NATed changes nothing here</b>: {html.escape(_why_all_nated(rr))}"
                if drop_untranslated and thr.translated_fraction >= 1 else "")
-            + "".join(f"<br><i>{html.escape(n)}</i>" for n in rr.notes))
+            + "".join(f"<br><i>{html.escape(n)}</i>" for n in rr.notes)
+            + ("" if aggregated else _same_nics_note(rr, thr, kernel=kernel, nic=nic, gro=gro, upper=upper,
+                                                      segs=segs, gso_size=gso_size,
+                                                      drop_untranslated=drop_untranslated)))
     return PanelState(dict(kernel=kernel, nic=nic, gro=gro, upper=upper, drop_untranslated=drop_untranslated,
                            segs=segs, gso_size=gso_size), figure, text, rr, extra={"throughput": thr})
+
+
+def _router_nics() -> list[tuple[str, str]]:
+    """(label, key) of the NICs the router panel offers: the physical ones, as the NIC defaults them."""
+    return [(label, k) for k, (label, driver, params) in NICS.items() if driver != "veth" and not params]
+
+
+def _same_nics_note(rr: Any, thr: Any, *, nic: str, **run: Any) -> str:  # noqa: ANN401
+    """Where GRO merged nothing no NIC takes a GSO skb: name the other NICs that give this very result (they
+    differ only in per-packet work, such as inserting the VLAN tag in hardware or in software)."""
+    same = [label for label, k in _router_nics() if k != nic
+            and (lambda o: (o[0].wire_packets, o[0].segmented_at, o[1].goodput_bps)
+                 == (rr.wire_packets, rr.segmented_at, thr.goodput_bps))(routerfig.router_run(nic=k, **run))]
+    if not same:
+        return ""
+    return (f"<br><b>the NIC changes nothing between this one and {html.escape(', '.join(same))}</b>: GRO merged "
+            "nothing, so no NIC takes a GSO skb, and the per-packet work left is the same on them")
 
 
 @public
@@ -138,7 +163,7 @@ def router_panel(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", gro: st
                  upper: str = "vlan", drop_untranslated: bool = False, segs: GroSegs = 44,
                  gso_size: GsoSize = 1472) -> Panel:
     """The VLAN NAT router of the GSO_SOFTWARE patch, one kernel at a time."""
-    nics = [(label, k) for k, (label, driver, params) in NICS.items() if driver != "veth" and not params]
+    nics = _router_nics()
     controls = {
         "kernel": choice(kernel, known_kernels(), "kernel"),
         "nic": choice(nic, nics, "NIC"),
@@ -156,6 +181,8 @@ def router_panel(*, kernel: str = PATCH_KERNELS[0], nic: str = "router", gro: st
 # --------------------------------------------------------------------------------------------------
 # Cost model
 
+# A cost slider's value: nanoseconds per operation (memcpy: per byte), the unit of cost.OPS
+OpNs = Annotated[float, In(0, None, "ns per operation (memcpy/byte: per byte), cost.OPS's unit")]
 # slider keyword -> cost.OPS name (ns per operation; memcpy per byte)
 COST_SLIDERS = {
     "stack_ns": "stack/udp_no_socket",
@@ -168,13 +195,16 @@ COST_SLIDERS = {
 
 
 @public
-def cost_panel_state(*, kernel: str = "5.13", payload_len: int = 1000, l4: str = "udp",
-                     destination: str = "no_socket", fig: Figure | None = None, **op_ns: float) -> PanelState:
+def cost_panel_state(*, kernel: str = "5.13", payload_len: PayloadLen = 1000, l4: str = "udp",
+                     destination: str = "no_socket", fig: Figure | None = None, **op_ns: OpNs) -> PanelState:
     """rx cost per operation for every kernel (``kernel`` highlighted) for one payload size, with costs = the
     2-parameter calibration overridden by the sliders (``stack_ns=...``, see COST_SLIDERS)."""
     unknown = set(op_ns) - set(COST_SLIDERS)
     if unknown:
         raise ValueError(f"unknown cost sliders {sorted(unknown)}; known: {', '.join(COST_SLIDERS)}")
+    # cost.Traffic's own check names its payloads[0]; the panel's control is payload_len
+    check_int("payload_len", payload_len, 0, cost.max_payload(l4), f"{l4} payload of one MTU-1500 frame, single "
+              "mergeable buffer", function="widgets.stackpanels.cost_panel_state")
     base = _calibrated()
     c = base.with_values({COST_SLIDERS[k]: float(v) for k, v in op_ns.items() if v is not None}, "cost panel")
     traffic = cost.Traffic(f"{l4.upper()} {payload_len} B, {destination.replace('_', ' ')}", (payload_len,), l4=l4,
@@ -187,6 +217,10 @@ def cost_panel_state(*, kernel: str = "5.13", payload_len: int = 1000, l4: str =
     text = (f"kernel {kernel}: <b>{r.ns_per_packet:.0f} ns/packet</b>, {r.pps / 1e3:,.0f} kpps; "
             + ", ".join(f"{g} {r.group_ns(g):.0f} ns" for g in cost.OP_GROUPS)
             + f"; {r.ops.packets_per_gro_skb:.2f} packets per GRO skb")
+    # a slider's operation that no kernel in the figure performs for this traffic cannot move it
+    idle = [op for op in COST_SLIDERS.values() if all(not x.ops.counts.get(op) for x in res.values())]
+    text += "".join(f"<br><b>Note:</b> the {html.escape(op)} cost changes nothing here: no kernel in the figure "
+                    "does it for this traffic (0 per packet)" for op in idle)
     return PanelState(dict(kernel=kernel, payload_len=payload_len, l4=l4, destination=destination, **op_ns), figure,
                       text, r, extra={"all": res})
 
