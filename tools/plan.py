@@ -20,32 +20,18 @@ notebooks table, the instructor guide's schedule and notebook 00's plan table st
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # as a script: tools/ is sys.path[0]; run with the repository's .venv python
+    import _venv
+
+    _venv.reexec(__file__)
+
 import math
-import os
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-def _venv_python(root: Path) -> Path | None:
-    """The repository's .venv interpreter (the README's open command makes it), if there is one."""
-    for rel in ("bin/python", "Scripts/python.exe"):
-        if (root / ".venv" / rel).exists():
-            return root / ".venv" / rel
-    return None
-
-
-if __name__ == "__main__" and os.environ.get("VNETLAB_TOOL_REEXEC") != "1":
-    # Run by another interpreter (the system's python3, as the README's commands may be typed): re-run with the
-    # repository's .venv, which has nbformat and vnetlab; the variable stops a second re-exec.
-    _root = Path(__file__).resolve().parents[1]
-    _venv = _venv_python(_root)
-    if _venv is not None and Path(sys.prefix).resolve() != (_root / ".venv").resolve():
-        os.environ["VNETLAB_TOOL_REEXEC"] = "1"
-        os.execv(str(_venv), [str(_venv), str(Path(__file__).resolve()), *sys.argv[1:]])
-
-import nbformat  # noqa: E402 (after the re-exec above)
+import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

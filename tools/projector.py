@@ -20,14 +20,17 @@ Run by another Python, it runs itself again with the repository's ``.venv`` (it 
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # as a script: tools/ is sys.path[0]; run with the repository's .venv python
+    import _venv
+
+    _venv.reexec(__file__)
+
 import html
-import os
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 NOTEBOOKS = ROOT / "notebooks"
 STUDENT = NOTEBOOKS / "student"
 OUT = ROOT / "site" / "projector"
@@ -92,17 +95,6 @@ SCRIPT = """
   });
 })();
 """
-
-
-def _reexec_in_venv() -> None:
-    """Run again with the repository's venv, where the workbook's packages are (a no-op when already there)."""
-    if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve() or os.environ.get("VNETLAB_PROJECTOR_NO_REEXEC"):
-        return
-    if os.path.lexists(VENV_PYTHON) and not os.access(VENV_PYTHON, os.X_OK):
-        raise SystemExit(f"{VENV_PYTHON} cannot be run by this user (its Python lies where this user cannot read): "
-                         "make a venv as this user with the README's open command, or run the projector as its owner")
-    if os.path.lexists(VENV_PYTHON):
-        os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), str(Path(__file__).resolve()), *sys.argv[1:]])
 
 
 def notebook_paths(solved: bool, only: list[str]) -> list[Path]:
@@ -261,5 +253,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    _reexec_in_venv()
     sys.exit(main(sys.argv[1:]))
