@@ -35,6 +35,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
+SOLVED = NOTEBOOKS / "solved"
 README = ROOT / "README.md"
 GUIDE = ROOT / "docs" / "instructor_guide.md"
 
@@ -115,7 +116,8 @@ class NotebookPlan:
 
 
 def notebooks() -> list[Path]:
-    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    """The solved copies, the notebooks as authored (the attendees' copies are made from them: tools/nbtools.py)."""
+    return sorted(SOLVED.glob("[0-9][0-9]_*-solved.ipynb"))
 
 
 def fmt(core: int, optional: int = 0) -> str:
@@ -285,7 +287,7 @@ def main(argv: list[str]) -> int:
     print(f"{'notebook':<40} {'core':>5} {'optional':>9}  intro/outro + sections")
     for p in plans.values():
         parts = " + ".join(f"{s.minutes}{'' if s.kind == 'core' else '?'}" for s in p.sections)
-        print(f"{p.path.stem:<40} {p.core:>5} {p.optional:>9}  {p.intro_outro} + {parts}")
+        print(f"{p.path.stem.removesuffix('-solved'):<40} {p.core:>5} {p.optional:>9}  {p.intro_outro} + {parts}")
     opt = sum(p.optional for p in plans.values())
     print(f"set-up {SET_UP_MIN} + break {BREAK_MIN} + notebooks' core = {core_total(plans)} min of "
           f"{WORKSHOP_MIN}; optional sections add {opt} min ('?' above)")

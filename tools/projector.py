@@ -7,8 +7,9 @@ the next block, ``Page Up`` / ``←`` to the previous one, ``Home`` / ``End`` to
 type size. The pages load nothing from outside themselves (styles, script and images are inline), so they open
 from a USB stick with no network. A collapsed ``<details>`` answer stays collapsed until clicked.
 
-By default the attendees' copies (``notebooks/student/``) are projected: what the room sees on its laptops, with
-the exercises unanswered. ``--solved`` projects the instructor copies (``notebooks/NN_*.ipynb``) instead.
+By default the attendees' copies (``notebooks/NN_*.ipynb``) are projected: what the room sees on its laptops, with
+the exercises unanswered. ``--solved`` projects the instructor copies (``notebooks/solved/NN_*-solved.ipynb``)
+instead; either way a notebook's page is ``NN_name.html``.
 
     .venv/bin/python tools/projector.py                  # all notebooks -> site/projector/ (about two minutes)
     .venv/bin/python tools/projector.py --solved         # the solved copies
@@ -31,8 +32,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
-STUDENT = NOTEBOOKS / "student"
+NOTEBOOKS = ROOT / "notebooks"  # the attendees' copies
+SOLVED = NOTEBOOKS / "solved"  # the instructors' copies, NN_name-solved.ipynb
 OUT = ROOT / "site" / "projector"
 EXECUTE_TIMEOUT_S = 300
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -98,8 +99,8 @@ SCRIPT = """
 
 
 def notebook_paths(solved: bool, only: list[str]) -> list[Path]:
-    """The notebooks to project, in order: ``NN_*.ipynb`` of the student or the solved copies."""
-    folder = NOTEBOOKS if solved else STUDENT
+    """The notebooks to project, in order: ``NN_*.ipynb`` of the attendees' or the solved copies."""
+    folder = SOLVED if solved else NOTEBOOKS
     paths = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     if only:
         paths = [p for p in paths if p.name[:2] in only]
@@ -192,7 +193,7 @@ def page(nb, path: Path, *, nav: str) -> str:
 
 def _links(html_text: str) -> str:
     """Links between notebooks (and to the glossary) point at their projector pages."""
-    html_text = re.sub(r'href="(\.\./|student/)?([0-9][0-9]_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"', r'href="\2.html\3"',
+    html_text = re.sub(r'href="(\.\./)?([0-9][0-9]_[A-Za-z0-9_]+?)(?:-solved)?\.ipynb(#[^"]*)?"', r'href="\2.html\3"',
                        html_text)
     return re.sub(r'href="(\.\./)?glossary\.md(#[^"]*)?"', r'href="glossary.html\2"', html_text)
 
@@ -214,7 +215,7 @@ def build(paths: list[Path], out: Path) -> list[Path]:
     for path in paths:
         nb = execute(nbformat.read(path, as_version=4), path.parent)
         title = _title(nb, path)
-        target = out / f"{path.stem}.html"
+        target = out / f"{path.stem.removesuffix('-solved')}.html"
         target.write_text(_links(page(nb, path, nav='<a href="index.html">all notebooks</a>')))
         written.append(target)
         items.append(f'<li><a href="{target.name}">{html.escape(title)}</a></li>')
