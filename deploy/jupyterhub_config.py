@@ -68,10 +68,10 @@ c.RoomAuthenticator.failed_login_delay = float(os.environ.get("VNETLAB_HUB_LOGIN
 c.Authenticator.allow_all = True
 c.Authenticator.username_pattern = USERNAME_PATTERN
 
-# Each attendee: their own Unix account, their own copy of notebooks/student/ (copied once, as ~/vnetlab/student/
-# with the glossary beside it), JupyterLab from ENV.
+# Each attendee: their own Unix account, their own copy of the attendees' notebooks (notebooks/NN_*.ipynb and the
+# glossary, copied once as ~/vnetlab/; never notebooks/solved/), JupyterLab from ENV.
 c.JupyterHub.spawner_class = "vnetlab_hub.WorkshopSpawner"
-c.WorkshopSpawner.notebooks_src = str(REPO / "notebooks/student")
+c.WorkshopSpawner.notebooks_src = str(REPO / "notebooks")
 c.WorkshopSpawner.homes = os.environ.get("VNETLAB_HUB_HOMES", "/home")
 c.Spawner.cmd = [str(ENV / "bin/jupyterhub-singleuser")]
 # The kernel websocket with TCP_NODELAY, as the README's server config selects it (vnetlab/widgets/server.py: without
@@ -86,7 +86,7 @@ c.Spawner.args = [f"--ServerApp.kernel_websocket_connection_class={NODELAY}"]
 c.Spawner.args += ["--KernelManager.transport=ipc", f"--MappingKernelManager.cull_idle_timeout={KERNEL_IDLE}",
                    f"--MappingKernelManager.cull_interval={min(300, max(10, KERNEL_IDLE // 4))}",
                    "--MappingKernelManager.cull_connected=True"]
-c.Spawner.default_url = "/lab/tree/student/00_welcome_and_map.ipynb"
+c.Spawner.default_url = "/lab/tree/00_welcome_and_map.ipynb"
 c.WorkshopSpawner.mpl_cache = str(ENV / "share/vnetlab-hub/matplotlib")  # built by hub.sh
 # Each home its own file system of this size (an ext4 image in the state folder): a full home fills nothing else.
 c.WorkshopSpawner.home_size = os.environ.get("VNETLAB_HUB_HOME_SIZE", "1G")

@@ -53,7 +53,6 @@ NOTEBOOKS = ["00_welcome_and_map", "05_primer_skb_gro_gso", "10_receive_buffers_
              "20_tailroom_thresholds", "30_gro_frag_savings", "40_gso_features",
              "50_vlan_forwarding_resegmentation"]
 MAX_ATTENDEES = 120  # a room of 100 can be rehearsed on its VM
-COPY = "student"  # the notebooks' folder in the attendee's copy (deploy/vnetlab_hub.py)
 HTTP_TIMEOUT_S = 60
 CELL_TIMEOUT_S = 180
 WIDGET_TIMEOUT_S = 60
@@ -519,7 +518,7 @@ class Attendee:
     async def open_kernel(self, notebook: str) -> tuple[Kernel, str]:
         base = f"/user/{self.name}"
         resp = await self.fetch(f"{base}/api/sessions", "POST",
-                                {"path": f"{COPY}/{notebook}.ipynb", "name": f"{notebook}.ipynb", "type": "notebook",
+                                {"path": f"{notebook}.ipynb", "name": f"{notebook}.ipynb", "type": "notebook",
                                  "kernel": {"name": "python3"}})
         session = json.loads(resp.body)
         kid = session["kernel"]["id"]
@@ -559,7 +558,7 @@ class Attendee:
         return st
 
     async def cells_of(self, notebook: str) -> list[dict]:
-        nb = json.loads((await self.fetch(f"/user/{self.name}/api/contents/{COPY}/{notebook}.ipynb?content=1")).body)
+        nb = json.loads((await self.fetch(f"/user/{self.name}/api/contents/{notebook}.ipynb?content=1")).body)
         return [c for c in nb["content"]["cells"] if c["cell_type"] == "code"]
 
     async def execute(self, kernel: Kernel, code: str, where: str) -> tuple[dict, str, float]:
@@ -1111,7 +1110,7 @@ def reader_name(names: list[str]) -> str:
 async def figure_cell_of(notebook: str) -> str:
     """The code of the notebook's first cell that draws (an image or a panel), from the repository's student copy:
     the cell the whole room runs again together."""
-    cells = [c for c in json.loads((REPO / "notebooks/student" / f"{notebook}.ipynb").read_text())["cells"]
+    cells = [c for c in json.loads((REPO / "notebooks" / f"{notebook}.ipynb").read_text())["cells"]
              if c["cell_type"] == "code"]
     for c in cells:
         src = "".join(c["source"])

@@ -238,18 +238,23 @@ def copy_tree_once(src: Path, dest: Path, uid: int, gid: int) -> bool:
     return True
 
 
+def attendee_files(src: Path) -> list[Path]:
+    """What an attendee gets of ``src`` (the repository's notebooks/): the attendees' copies ``NN_name.ipynb`` and
+    the glossary they link; never ``solved/`` (the instructors' copies) nor any other folder."""
+    return [*sorted(src.glob("[0-9][0-9]_*.ipynb")), *([src / "glossary.md"] if (src / "glossary.md").exists() else [])]
+
+
 def copy_notebooks_once(src: Path, dest: Path, uid: int, gid: int) -> bool:
-    """The student notebooks as ``dest/student/`` with the glossary beside them (their ``../glossary.md`` links),
-    if ``dest`` does not exist yet; an existing copy is never touched (the attendee's work survives every
-    restart). True if it copied."""
+    """The attendees' notebooks of ``src`` (notebooks/) and the glossary beside them as ``dest/``, if ``dest`` does
+    not exist yet; an existing copy is never touched (the attendee's work survives every restart). True if it
+    copied."""
     if dest.exists():
         return False
     stage = dest.with_name(dest.name + ".staging")
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir()
-    shutil.copytree(src, stage / "student")
-    if (src.parent / "glossary.md").exists():
-        shutil.copy(src.parent / "glossary.md", stage / "glossary.md")
+    for path in attendee_files(src):
+        shutil.copy(path, stage / path.name)
     try:
         return copy_tree_once(stage, dest, uid, gid)
     finally:
@@ -392,7 +397,8 @@ def make_cgroup(name: str, mem_bytes: int, cpu_millicores: int) -> tuple[Cgroup 
 class WorkshopSpawner(LocalProcessSpawner):
     """LocalProcessSpawner for workshop attendees: account, notebooks copied once, limits."""
 
-    notebooks_src = Unicode(help="The student notebooks every attendee starts from (copied once).").tag(config=True)
+    notebooks_src = Unicode(help="The folder of the attendees' notebooks every attendee starts from (copied once, "
+                                 "without its solved/).").tag(config=True)
     mpl_cache = Unicode("", help="A prebuilt matplotlib cache copied to each new ~/.cache/matplotlib.").tag(
         config=True)
     workdir_name = Unicode("vnetlab", help="The copy's folder in the attendee's home.").tag(config=True)
@@ -454,7 +460,7 @@ class WorkshopSpawner(LocalProcessSpawner):
         # useradd and the copy in a thread: the hub's event loop keeps serving the rest of the room meanwhile
         work, copied = await asyncio.to_thread(self._prepare)
         if copied:
-            self.log.info("copied the student notebooks to %s", work)
+            self.log.info("copied the attendees' notebooks to %s", work)
         self.notebook_dir = str(work)
         mem, millicores = self.mem_limit or 0, int((self.cpu_limit or 0) * 1000)
         self._cgroup, why = (make_cgroup(self.account, mem, millicores) if mem and millicores

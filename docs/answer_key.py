@@ -26,11 +26,17 @@ GOLDEN = "nbval-check-output"
 
 
 def notebooks() -> list[Path]:
-    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    """The solved copies, the notebooks as authored (tools/nbtools.py makes the attendees' copies from them)."""
+    return sorted((ROOT / "notebooks" / "solved").glob("[0-9][0-9]_*-solved.ipynb"))
+
+
+def attendee_copy(path: Path) -> Path:
+    """The attendees' copy of solved copy ``path``: notebooks/NN_name.ipynb."""
+    return ROOT / "notebooks" / path.name.replace("-solved.ipynb", ".ipynb")
 
 
 def golden(path: Path) -> Path:
-    """The golden copy of notebook ``path`` (same cells, golden text outputs; see tools/nbtools.py)."""
+    """The golden copy of solved copy ``path`` (same cells, golden text outputs, same name; see tools/nbtools.py)."""
     return ROOT / "tests" / "golden" / path.name
 
 

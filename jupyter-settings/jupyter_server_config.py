@@ -8,9 +8,9 @@ REPO = HERE.parent
 
 c = get_config()  # noqa: F821  (traitlets config files get get_config from their loader)
 c.ServerApp.root_dir = str(REPO)
-# Attendees start in the student copy of notebook 00 (the printed URL and the opened browser tab both land there);
-# the instructor copies are notebooks/NN_*.ipynb, one level up, opened on purpose.
-c.LabApp.default_url = "/lab/tree/notebooks/student/00_welcome_and_map.ipynb"
+# Attendees start in their copy of notebook 00 (the printed URL and the opened browser tab both land there); the
+# instructors' solved copies are notebooks/solved/NN_*-solved.ipynb, one folder down, opened on purpose.
+c.LabApp.default_url = "/lab/tree/notebooks/00_welcome_and_map.ipynb"
 # overrides.json next to this file sets JupyterLab's defaults: no news fetch, no update check (so no toast).
 c.LabApp.app_settings_dir = str(HERE)
 # The kernel websocket with TCP_NODELAY (vnetlab/widgets/server.py): without it the server's TCP held a slider step's

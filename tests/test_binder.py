@@ -62,7 +62,7 @@ def test_post_build_if_any_is_an_executable_script():
             assert path.read_text().startswith("#!"), f"{name} needs a shebang line"
 
 
-START = "notebooks/student/00_welcome_and_map.ipynb"  # the attendees' copy: exercises as placeholders
+START = "notebooks/00_welcome_and_map.ipynb"  # the attendees' copy: exercises as placeholders
 
 
 def _binder_links() -> list[str]:

@@ -46,7 +46,7 @@ def on_hub(tmp_path, monkeypatch):
     """A kernel's environment on the hub: a token, the board's address (set per test), a spool in tmp_path."""
     monkeypatch.setenv(room.TOKEN_ENV, "a-token")
     monkeypatch.setenv(room.SPOOL_ENV, str(tmp_path / "spool.jsonl"))
-    monkeypatch.setenv("JPY_SESSION_NAME", "/home/x/vnetlab/student/00_welcome_and_map.ipynb")
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/x/vnetlab/00_welcome_and_map.ipynb")
     return tmp_path / "spool.jsonl"
 
 
@@ -370,14 +370,14 @@ async def _board_on_the_hub(hub, name, loadtest):
         assert {k: v for k, v in after.items() if k in before} == before
 
         # Reset: the instructor gives the attendee a fresh notebook 00 while the server runs; the edit is kept.
-        home = Path(os.path.expanduser(f"~{loadtest.account(name)}")) / "vnetlab/student"
+        home = Path(os.path.expanduser(f"~{loadtest.account(name)}")) / "vnetlab"
         nb = home / "00_welcome_and_map.ipynb"
         edited = nb.read_bytes().replace(b"answer = None", b"answer = 42", 1)
         nb.write_bytes(edited)
         resp = await watcher.admin.fetch("/services/board/api/reset", "POST",
                                          {"attendee": name, "notebook": "00_welcome_and_map"})
         done = json.loads(resp.body)
-        assert nb.read_bytes() == (REPO / "notebooks/student/00_welcome_and_map.ipynb").read_bytes()
+        assert nb.read_bytes() == (REPO / "notebooks/00_welcome_and_map.ipynb").read_bytes()
         assert Path(done["kept"]).read_bytes() == edited and Path(done["kept"]).parent == home
         assert Path(done["kept"]).stat().st_uid == nb.stat().st_uid == pwd.getpwnam(loadtest.account(name)).pw_uid
         user = json.loads((await att.fetch(f"/hub/api/users/{name}")).body)
@@ -515,8 +515,10 @@ def attendee_account():
     try:
         pw = pwd.getpwnam(acct)
         os.chmod(home.parent, 0o755)
-        student = home / "vnetlab" / "student"
-        shutil.copytree(REPO / "notebooks" / "student", student, ignore=shutil.ignore_patterns(".*"))
+        student = home / "vnetlab"
+        student.mkdir()
+        for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"):  # the attendees' copies, as the hub copies them
+            shutil.copy(p, student / p.name)
         for p in [home / "vnetlab", *(home / "vnetlab").rglob("*")]:
             os.chown(p, pw.pw_uid, pw.pw_gid)
         yield name, student
@@ -530,7 +532,7 @@ def test_reset_keeps_the_edited_notebook(attendee_account):
 
     name, student = attendee_account
     nb = student / "20_tailroom_thresholds.ipynb"
-    fresh = (REPO / "notebooks/student/20_tailroom_thresholds.ipynb").read_bytes()
+    fresh = (REPO / "notebooks/20_tailroom_thresholds.ipynb").read_bytes()
     edited = fresh.replace(b"answer = None", b"answer = 1472", 1)
     nb.write_bytes(edited)
     first = reset.reset_notebook(name, "20_tailroom_thresholds", stamp="20261203T120000Z")

@@ -1,11 +1,12 @@
-"""What a reader sees: every notebook and every student copy in JupyterLab in headless Chromium, then the static
-HTML copy.
+"""What a reader sees: every solved copy and every attendees' copy in JupyterLab in headless Chromium, then the
+static HTML copy.
 
 JupyterLab runs as the README starts it (tests/labharness.py): from a venv made by the README's open command's
 install part (no [test] extras), with its config, serving the repository root.
 
-The start page: the server's default URL is the student copy of notebook 00, and no toast (JupyterLab's news or
-update notification) covers it; a file a notebook cites (data/, lab/) opens from the served root.
+The start page: the server's default URL is the attendees' copy of notebook 00, its tab named as that file (a
+solved copy's tab says "-solved"), and no toast (JupyterLab's news or update notification) covers it; a file a
+notebook cites (data/, lab/) opens from the served root.
 
 Per notebook (and per student copy):
 - as opened, nothing is answered: no output in any code cell, no golden text (tests/golden/) in the page, and no
@@ -63,7 +64,7 @@ COPIES = [*NOTEBOOKS, *(nbtools.student_path(p) for p in NOTEBOOKS)]
 # Lab settings for the run: never write the notebooks back (autosave off), and render every cell (no
 # windowing), so that every output is in the DOM.
 def _copy_id(path: Path) -> str:
-    return ("student-" if path.parent.name == "student" else "") + path.stem[:2]
+    return ("solved-" if path.parent == nbtools.SOLVED_DIR else "student-") + path.stem[:2]
 
 
 def _shot(name: str) -> str:
@@ -115,7 +116,7 @@ def figure_cells(path: Path) -> tuple[list[int], list[int]]:
 def golden_lines(path: Path) -> list[str]:
     """The distinctive lines of the golden text outputs of the notebook behind ``path`` (a notebook or its
     student copy), which must not be on the page before the cells run."""
-    golden = nbformat.read(nbtools.golden_path(NOTEBOOK_DIR / path.name), as_version=4)
+    golden = nbformat.read(nbtools.golden_path(nbtools.solved_path(path)), as_version=4)
     sources = "\n".join(c.source for c in golden.cells)
     lines = set()
     for cell in golden.cells:
@@ -307,6 +308,10 @@ def test_start_page_is_the_student_copy_without_a_toast(lab, browser_context):
         assert start.endswith("/lab/tree/" + labharness.open_check.START_NOTEBOOK), start
         title = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
         assert title == labharness.open_check.START_NOTEBOOK
+        # the tab the attendee sees is named as their copy's file, which is never a solved copy's name
+        tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").first.inner_text()
+        assert tab.strip() == Path(labharness.open_check.START_NOTEBOOK).name, tab
+        assert (NOTEBOOK_DIR / tab.strip()) in COPIES and nbtools.SOLVED_SUFFIX not in tab, tab
         # the server hands the page JupyterLab's notification settings with news and update checks off (the
         # shipped overrides); and no toast of any kind covers the start page a few seconds after start-up
         assert not labharness.open_check.attendee_view_problems(lab.url, lab.token)
@@ -348,6 +353,10 @@ def test_what_a_reader_sees_in_jupyterlab(lab, browser_context, path):
     try:
         page.goto(f"{lab.url}/lab/tree/{rel}?token={lab.token}&reset")
         page.wait_for_function(_NOTEBOOK_READY, timeout=RUN_TIMEOUT_MS)
+        # a solved copy's tab says so; an attendees' copy's does not
+        tab = page.evaluate("() => window.jupyterapp.shell.currentWidget.title.label")
+        assert tab == path.name and tab.endswith(nbtools.SOLVED_SUFFIX + ".ipynb") == (
+            path.parent == nbtools.SOLVED_DIR), f"{name}: tab {tab!r}"
 
         # As opened: nothing answered.
         opened = page.evaluate(_CELLS)
@@ -436,7 +445,7 @@ def _panel_has_png_fallback() -> bool:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem[:2])
 def test_static_html_copy(site, browser_context, path):
-    page_path = site / f"{path.stem}.html"
+    page_path = site / f"{nbtools.name(path)}.html"
     assert page_path.exists() and (site / "index.html").exists() and (site / "glossary.html").exists()
     static, panels = figure_cells(path)
     page = browser_context.new_page()

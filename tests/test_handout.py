@@ -84,7 +84,7 @@ def test_commands_are_the_readmes():
     readme = (ROOT / "README.md").read_text().split("## Set-up", 1)[1].split("\n## ", 1)[0]
     ours = re.findall(r"```sh\n(.*?)```", HANDOUT, re.S)
     assert [c.strip() for c in ours] == [c.strip() for c in re.findall(r"```sh\n(.*?)```", readme, re.S)]
-    assert "notebooks/student/00_welcome_and_map.ipynb" in HANDOUT
+    assert "notebooks/00_welcome_and_map.ipynb" in HANDOUT
     for tool in ("tools/wheelhouse.py", "tools/nbtools.py html", "--no-index --find-links wheelhouse/"):
         assert tool in HANDOUT
         assert tool.split()[0] in readme or (ROOT / tool.split()[0]).exists()

@@ -207,13 +207,14 @@ def test_copy_notebooks_once_never_overwrites(tmp_path):
     dest = tmp_path / "home" / "vnetlab"
     dest.parent.mkdir()
     uid, gid = os.getuid(), os.getgid()
-    assert vnetlab_hub.copy_notebooks_once(REPO / "notebooks/student", dest, uid, gid)
-    assert sorted(p.name for p in (dest / "student").glob("*.ipynb")) == sorted(
-        p.name for p in (REPO / "notebooks/student").glob("*.ipynb"))
-    assert (dest / "glossary.md").read_text() == (REPO / "notebooks/glossary.md").read_text()  # ../glossary.md links
-    work = dest / "student" / f"{NOTEBOOK}.ipynb"
+    assert vnetlab_hub.copy_notebooks_once(REPO / "notebooks", dest, uid, gid)
+    assert sorted(p.name for p in dest.glob("*.ipynb")) == sorted(
+        p.name for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert (dest / "glossary.md").read_text() == (REPO / "notebooks/glossary.md").read_text()  # glossary.md links
+    assert not [p for p in dest.rglob("*") if "solved" in p.name], "the instructors' solved copies reached a home"
+    work = dest / f"{NOTEBOOK}.ipynb"
     work.write_text("the attendee's work")
-    assert not vnetlab_hub.copy_notebooks_once(REPO / "notebooks/student", dest, uid, gid)
+    assert not vnetlab_hub.copy_notebooks_once(REPO / "notebooks", dest, uid, gid)
     assert work.read_text() == "the attendee's work"
 
 
@@ -325,7 +326,7 @@ def test_two_attendees_reach_a_figure_and_move_a_control(room):
         assert len(st.widgets) == 1, f"{name}: moving a control gave no new image"
         home = Path(pwd.getpwnam(vnetlab_hub.account(name)).pw_dir)
         assert home.stat().st_mode & 0o077 == 0, f"{home} is open to other attendees"
-        assert (home / "vnetlab/student" / f"{NOTEBOOK}.ipynb").stat().st_uid == pwd.getpwnam(
+        assert (home / "vnetlab" / f"{NOTEBOOK}.ipynb").stat().st_uid == pwd.getpwnam(
             vnetlab_hub.account(name)).pw_uid
         assert os.path.ismount(home), f"{home} is not a file system of its own"
     # Each attendee's server runs with the kernel websocket the README's server config selects (TCP_NODELAY:

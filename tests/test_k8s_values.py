@@ -57,10 +57,11 @@ def test_the_server_opens_the_attendees_own_copy():
     home = single["storage"]["homeMountPath"]
     assert hub["KubeSpawner"]["notebook_dir"] == f"{home}/vnetlab"
     assert hub["KubeSpawner"]["working_dir"] == home  # exists before the copy (a missing one is made empty)
-    assert single["defaultUrl"] == "/lab/tree/student/00_welcome_and_map.ipynb"
+    assert single["defaultUrl"] == "/lab/tree/00_welcome_and_map.ipynb"
     ran = run_cmd(single["cmd"])
     assert ran["cwd"] == "vnetlab", ran  # relative to the home: the server starts in the copy
-    assert ran["copied"] and ran["glossary"], ran  # notebook 00 and the glossary its ../glossary.md links reach
+    assert ran["copied"] and ran["glossary"], ran  # notebook 00 and the glossary its glossary.md links reach
+    assert not ran["solved"], f"the instructors' solved copies reached the attendee's home: {ran['solved']}"
     assert ran["kept"], "a second start copied over the attendee's work"
     assert ran["args"] == ["--ip=0.0.0.0", "--port=8888"], ran  # the spawner's arguments reach the server
 
@@ -85,14 +86,13 @@ def merge(base: dict, over: dict) -> dict:
 
 def run_cmd(cmd: list[str]) -> dict:
     """singleuser.cmd run by sh as the container would, the spawner's arguments appended, the image's repository
-    at /srv/vnetlab faked by this one's notebooks, jupyterhub-singleuser by a script that reports where it started
-    and with what; then started again over an edited notebook."""
+    at /srv/vnetlab faked by this one's notebooks/ (solved/ included, as the image has it), jupyterhub-singleuser by
+    a script that reports where it started and with what; then started again over an edited notebook."""
     work = Path(tempfile.mkdtemp(prefix="vnetlab-k8s-"))
     try:
         home, srv, bin_ = work / "home", work / "srv/vnetlab/notebooks", work / "bin"
         home.mkdir()
-        shutil.copytree(REPO / "notebooks/student", srv / "student")
-        shutil.copy(REPO / "notebooks/glossary.md", srv / "glossary.md")
+        shutil.copytree(REPO / "notebooks", srv, ignore=shutil.ignore_patterns(".*"))
         bin_.mkdir()
         fake = bin_ / "jupyterhub-singleuser"
         fake.write_text('#!/bin/sh\n'
@@ -103,8 +103,10 @@ def run_cmd(cmd: list[str]) -> dict:
         subprocess.run([*script, "--ip=0.0.0.0", "--port=8888"], env=env, check=True, timeout=60, cwd=work)
         ran = json.loads((home / "ran.json").read_text())
         ran["cwd"] = str(Path(ran["cwd"]).relative_to(home))
-        nb = home / "vnetlab/student/00_welcome_and_map.ipynb"
+        nb = home / "vnetlab/00_welcome_and_map.ipynb"
         ran["copied"], ran["glossary"] = nb.exists(), (home / "vnetlab/glossary.md").exists()
+        ran["solved"] = sorted(p.name for p in (home / "vnetlab").rglob("*solved*"))
+        ran["files"] = sorted(p.relative_to(home / "vnetlab").as_posix() for p in (home / "vnetlab").rglob("*"))
         nb.write_text("the attendee's work")
         subprocess.run([*script, "--ip=0.0.0.0", "--port=8888"], env=env, check=True, timeout=60, cwd=work)
         ran["kept"] = nb.read_text() == "the attendee's work"

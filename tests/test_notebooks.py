@@ -1,6 +1,7 @@
-"""The notebook policy (tools/nbtools.py): notebooks carry no outputs, their golden copies in tests/golden/ hold the
-same cells plus the golden text nbval compares, student copies are current and runnable; the template every
-notebook follows; the glossary. nbval itself runs the golden and student copies (pyproject testpaths)."""
+"""The notebook policy (tools/nbtools.py): the solved copies (notebooks/solved/) carry no outputs, their golden
+copies in tests/golden/ hold the same cells plus the golden text nbval compares, the attendees' copies
+(notebooks/NN_*.ipynb) are current and runnable, and the links of both resolve; the template every notebook follows;
+the glossary. nbval itself runs the golden and attendees' copies (pyproject testpaths)."""
 
 import importlib.util
 import re
@@ -70,8 +71,9 @@ def test_golden_copy_is_the_notebook_with_golden_text(path):
 
 def test_pytest_runs_the_golden_and_student_copies_only():
     opts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert set(opts["testpaths"]) == {"tests", "notebooks/student"}
-    assert not {"golden", "student"} & set(opts["norecursedirs"])
+    assert set(opts["testpaths"]) == {"tests", "notebooks"}
+    assert "golden" not in opts["norecursedirs"]
+    assert nbtools.SOLVED_DIR.name in opts["norecursedirs"]  # the golden copies run the solved copies' cells
     assert "--nbval-lax" in opts["addopts"]  # lax: only golden-tagged cells are compared, every cell must run
     assert nbtools.GOLDEN_DIR.parent.name == "tests"
 
@@ -105,7 +107,7 @@ def test_notebook_follows_the_template(path):
     assert positions == sorted(positions)
     assert "Predict" in text  # predict, then check
     assert "fb32856b16ad" in text or "2e4ef10f5850" in text  # references to the patches
-    assert "](glossary.md)" in text  # the navigation links the glossary
+    assert "](../glossary.md)" in text  # the navigation links the glossary, one folder up
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -203,7 +205,35 @@ def test_student_copy_is_current_and_answers_nothing(path):
         if nbtools.EXERCISE in _tags(cell):
             name = nbtools.CHECK_CALL.search(code[i + 1].source)["name"]
             assert cell.source == nbtools.placeholder(name)  # defines the checker's name: Run All works
-    assert "](../glossary.md)" in "\n".join(c.source for c in got.cells if c.cell_type == "markdown")
+    assert "](glossary.md)" in "\n".join(c.source for c in got.cells if c.cell_type == "markdown")  # beside it
+    assert student.name == path.name.replace("-solved.ipynb", ".ipynb") and student.parent == path.parent.parent
+
+
+@pytest.mark.parametrize("path", [*NOTEBOOKS, *(nbtools.student_path(p) for p in NOTEBOOKS)],
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_link_resolves_in_its_copy(path):
+    """A solved copy links solved copies and ../glossary.md, an attendees' copy links attendees' copies and
+    glossary.md: every link of either finds its file from the folder the copy is in."""
+    nb = _read(path)
+    assert nbtools.link_problems(nb, path.parent) == []
+    targets = [m["target"] for c in nb.cells if c.cell_type == "markdown" for m in nbtools._LINK.finditer(c.source)]
+    notebooks = [t for t in targets if t.split("#")[0].endswith(".ipynb")]
+    assert notebooks, "no link to a notebook (the navigation links its neighbours)"
+    solved_copy = path.parent == nbtools.SOLVED_DIR
+    # an attendee's links never lead into solved/, a solved copy's only to solved copies (its banner aside)
+    assert all(("solved" in t) == solved_copy for t in notebooks if not t.startswith("../")), notebooks
+
+
+def test_link_check_finds_a_broken_link(tmp_path):
+    nb = _predict_notebook(nbformat.v4.new_markdown_cell("see [05](05_primer_skb_gro_gso.ipynb), [g](../glossary.md)"))
+    assert len(nbtools.link_problems(nb, nbtools.NOTEBOOKS)) == 1  # glossary.md is not one folder up from notebooks/
+    assert nbtools.link_problems(nb, nbtools.SOLVED_DIR) == [  # no 05_primer_skb_gro_gso.ipynb in solved/
+        "cell 0: link to 05_primer_skb_gro_gso.ipynb finds no file in notebooks/solved"]
+    assert nbtools.student_link("10_receive_buffers_and_memory_layout-solved.ipynb#4") == \
+        "10_receive_buffers_and_memory_layout.ipynb#4"
+    assert nbtools.student_link("../glossary.md") == "glossary.md"
+    assert nbtools.student_link("../../data/kernels.toml") == "../data/kernels.toml"
+    assert nbtools.student_link("https://git.kernel.org/x.ipynb") == "https://git.kernel.org/x.ipynb"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -239,7 +269,7 @@ def test_every_predict_waits_for_its_run(path, earlier):
     """Every Predict, not a sample: its answer terms are hidden as opened (before its code cell, and after it outside
     a collapsed <details>), not given by the README's intro, the glossary, notebook 00's overview or an earlier
     notebook, and are what its explanation or its cells' golden output says."""
-    outputs = nbtools.golden_text(NOTEBOOKS[[p.name for p in NOTEBOOKS].index(path.name)])
+    outputs = nbtools.golden_text(nbtools.solved_path(path))
     assert nbtools.predict_problems(path, earlier, outputs) == []
 
 

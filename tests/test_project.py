@@ -260,5 +260,4 @@ def test_every_test_sharing_the_machine_runs_in_its_group():
             if f"pytest.mark.{mark}" in text:
                 assert groups.group_of(f"tests/{path.name}::t") == mark, (path.name, mark)
     assert groups.group_of("tests/test_skb.py::test_x[a::b]") == "tests/test_skb.py"
-    assert groups.group_of("notebooks/student/00_welcome_and_map.ipynb::Cell 3") == \
-        "notebooks/student/00_welcome_and_map.ipynb"
+    assert groups.group_of("notebooks/00_welcome_and_map.ipynb::Cell 3") == "notebooks/00_welcome_and_map.ipynb"

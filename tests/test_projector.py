@@ -53,7 +53,7 @@ class _Refs(HTMLParser):
         self.refs += [("style", "@import", m) for m in re.findall(r"@import\s+([^;]+)", text)]
 
 
-_PAGES = {f"{p.stem}.html" for p in (ROOT / "notebooks" / "student").glob("[0-9][0-9]_*.ipynb")}
+_PAGES = {f"{p.stem}.html" for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
 
 
 def external_refs(out: Path) -> list[str]:
@@ -122,7 +122,7 @@ def test_projector_command_runs_a_notebook_offline(tmp_path):
 
 
 def test_projector_refuses_an_unknown_notebook(tmp_path):
-    missing = "99"  # source: notebooks/student/ has no notebook 99
+    missing = "99"  # source: notebooks/ has no notebook 99
     r = subprocess.run([sys.executable, str(TOOL), missing, "--out", str(tmp_path)], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode != 0 and f"no notebook numbered {missing}" in (r.stdout + r.stderr)

@@ -1,19 +1,23 @@
 """Notebook housekeeping for the workbook: one output policy, enforced by tests and CI.
 
 Policy (style.md rule 7: readers never see an answer before they run its cell):
-- ``notebooks/NN_*.ipynb``, the instructors' solved copies, carry no outputs at all; a banner under the navigation
-  says they are solved and links the attendees' copy; the exercise cells' code (the solution) starts collapsed.
-  Each notebook has the Python 3 kernelspec, ipykernel's full language_info and generated navigation cells (tag
-  ``nav``).
+- ``notebooks/solved/NN_name-solved.ipynb``, the instructors' solved copies, are the notebooks as authored: no
+  outputs at all; a banner under the navigation says they are solved and links the attendees' copy; the exercise
+  cells' code (the solution) starts collapsed. Each has the Python 3 kernelspec, ipykernel's full language_info and
+  generated navigation cells (tag ``nav``). Every notebook file that holds solutions is named ``*-solved.ipynb``, so
+  its JupyterLab tab says so.
 - Every Predict follows the convention ``predict_problems`` checks: its answer waits for its run.
-- ``tests/golden/NN_*.ipynb`` are their golden copies, where readers do not look: the same cells, plus the text
-  output of each cell tagged ``nbval-check-output``, which pytest's nbval (``--nbval-lax``) compares on every run.
-  Running a golden copy is running its notebook (a test asserts that the cells are the same).
-- ``notebooks/student/NN_*.ipynb`` are the attendees' copies: no outputs, no golden tags, every exercise cell
-  replaced by a placeholder that defines the name its checker reads (``answer = None``), so Run All works.
+- ``tests/golden/NN_name-solved.ipynb`` are their golden copies (named as their source), where readers do not
+  look: the same cells, plus the text output of each cell tagged ``nbval-check-output``, which pytest's nbval
+  (``--nbval-lax``) compares on every run. Running a golden copy is running its notebook (a test asserts that the
+  cells are the same).
+- ``notebooks/NN_name.ipynb`` are the attendees' copies, generated: no outputs, no golden tags, no banner, every
+  exercise cell replaced by a placeholder that defines the name its checker reads (``answer = None``), so Run All
+  works; their links point at each other and the glossary beside them. Attendees (the open command, a hub's homes,
+  Binder) get these and never ``notebooks/solved/``.
 - ``site/`` (git-ignored) is a static HTML copy of every executed notebook, readable without installing anything.
 
-    python tools/nbtools.py refresh [NOTEBOOK...]   # execute, write the golden copies, strip, write student copies
+    python tools/nbtools.py refresh [NOTEBOOK...]   # execute the solved copies, write the golden and student copies
     python tools/nbtools.py check                   # report policy violations (exit 1 if any)
     python tools/nbtools.py student                 # write the student copies
     python tools/nbtools.py html [--out DIR]        # execute every notebook and write static HTML (default site/),
@@ -22,36 +26,24 @@ Policy (style.md rule 7: readers never see an answer before they run its cell):
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # as a script: tools/ is sys.path[0]; run with the repository's .venv python
+    import _venv
+
+    _venv.reexec(__file__)
+
 import copy
-import os
+import posixpath
 import re
 import sys
 from pathlib import Path
 from typing import NamedTuple
 
-
-def _venv_python(root: Path) -> Path | None:
-    """The repository's .venv interpreter (the README's open command makes it), if there is one."""
-    for rel in ("bin/python", "Scripts/python.exe"):
-        if (root / ".venv" / rel).exists():
-            return root / ".venv" / rel
-    return None
-
-
-if __name__ == "__main__" and os.environ.get("VNETLAB_TOOL_REEXEC") != "1":
-    # Run by another interpreter (the system's python3, as the README's commands may be typed): re-run with the
-    # repository's .venv, which has nbformat and vnetlab; the variable stops a second re-exec.
-    _root = Path(__file__).resolve().parents[1]
-    _venv = _venv_python(_root)
-    if _venv is not None and Path(sys.prefix).resolve() != (_root / ".venv").resolve():
-        os.environ["VNETLAB_TOOL_REEXEC"] = "1"
-        os.execv(str(_venv), [str(_venv), str(Path(__file__).resolve()), *sys.argv[1:]])
-
-import nbformat  # noqa: E402 (after the re-exec above)
+import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
-STUDENT = NOTEBOOKS / "student"
+NOTEBOOKS = ROOT / "notebooks"  # the attendees' copies and the glossary
+SOLVED_DIR = NOTEBOOKS / "solved"  # the instructors' solved copies, the notebooks as authored
+SOLVED_SUFFIX = "-solved"  # the file name of every notebook that holds solutions ends in it
 GOLDEN_DIR = ROOT / "tests" / "golden"
 SITE = ROOT / "site"
 GLOSSARY = NOTEBOOKS / "glossary.md"
@@ -71,15 +63,28 @@ CHECK_CALL = re.compile(r"exercises\.check\(\s*[\"'](?P<key>[^\"']+)[\"']\s*,\s*
 
 
 def notebooks() -> list[Path]:
-    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    """The solved copies (the authored notebooks), in order."""
+    return sorted(SOLVED_DIR.glob(f"[0-9][0-9]_*{SOLVED_SUFFIX}.ipynb"))
+
+
+def name(path: Path) -> str:
+    """A notebook's name, the same for its solved, golden and attendee copies: "00_welcome_and_map"."""
+    return path.stem.removesuffix(SOLVED_SUFFIX)
 
 
 def golden_path(path: Path) -> Path:
+    """The golden copy of a solved copy: the same file name, in tests/golden/."""
     return GOLDEN_DIR / path.name
 
 
 def student_path(path: Path) -> Path:
-    return STUDENT / path.name
+    """The attendees' copy of a solved copy: notebooks/NN_name.ipynb."""
+    return NOTEBOOKS / f"{name(path)}.ipynb"
+
+
+def solved_path(path: Path) -> Path:
+    """The solved copy of any copy of a notebook (attendee, golden or solved)."""
+    return SOLVED_DIR / f"{name(path)}{SOLVED_SUFFIX}.ipynb"
 
 
 def _tags(cell) -> list[str]:
@@ -104,7 +109,7 @@ def nav_source(path: Path, all_paths: list[Path]) -> str:
         parts.append(f"← [{_title(all_paths[i - 1])}]({all_paths[i - 1].name})")
     if path != all_paths[0]:
         parts.append(f"[Contents]({all_paths[0].name})")
-    parts.append(f"[Glossary]({GLOSSARY.name})")
+    parts.append(f"[Glossary](../{GLOSSARY.name})")  # the glossary sits one folder up, beside the attendees' copies
     if i + 1 < len(all_paths):
         parts.append(f"[{_title(all_paths[i + 1])}]({all_paths[i + 1].name}) →")
     return " | ".join(parts)
@@ -115,8 +120,10 @@ SOLVED = "solved"  # the banner cell of an instructor copy; student copies leave
 
 def solved_banner(path: Path) -> str:
     """The first thing an instructor copy says: it is solved, and where the attendees' copy is."""
+    student = student_path(path).name
     return (f"> **Instructor copy, solved.** The exercise cells hold their solutions (collapsed). Attendees work in "
-            f"[`student/{path.name}`](student/{path.name}), the copy the open command starts on.")
+            f"[`notebooks/{student}`](../{student}), the copy without solutions; a hub never gives them "
+            f"`notebooks/solved/`.")
 
 
 def _clean_metadata(cell) -> None:
@@ -181,7 +188,7 @@ def golden_copy(executed, notebook):
     return golden
 
 
-def execute(nb, cwd: Path = NOTEBOOKS):
+def execute(nb, cwd: Path = SOLVED_DIR):
     """Run a copy of ``nb`` top to bottom in a fresh python3 kernel (nbclient); an error stops it."""
     from nbclient import NotebookClient
 
@@ -215,9 +222,10 @@ def refresh(paths: list[Path]) -> None:
     all_paths = notebooks()
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    timings = {k: v for k, v in timings.items() if k in {p.name for p in all_paths}}  # renamed or removed: gone
     for path in paths:
         nb = normalise(nbformat.read(path, as_version=4), path, all_paths)
-        executed = execute(nb)
+        executed = execute(nb, path.parent)  # in its own folder, as JupyterLab runs it
         nbformat.write(nb, path)
         nbformat.write(golden_copy(executed, nb), golden_path(path))
         timings[path.name] = cell_seconds(executed)
@@ -260,6 +268,9 @@ def problems(path: Path, all_paths: list[Path] | None = None) -> list[str]:
             or nb.cells[-1] is not navs[-1]):
         found.append("navigation cells are missing or stale (run tools/nbtools.py refresh)")
     found += [f"exercise {p}" for p in exercise_problems(nb)]
+    found += link_problems(nb, path.parent)
+    if not path.stem.endswith(SOLVED_SUFFIX):
+        found.append(f"a solved copy's file name ends in {SOLVED_SUFFIX}.ipynb (its tab must say so)")
     gpath = golden_path(path)
     if not gpath.exists():
         return found + [f"no golden copy {gpath.relative_to(ROOT)} (run tools/nbtools.py refresh)"]
@@ -432,6 +443,43 @@ def exercise_problems(nb) -> list[str]:
     return found
 
 
+# a markdown link's target, [text](target), or an HTML one, href="target" / src="target"
+_LINK = re.compile(r"(?P<head>\]\(|(?:href|src)=\")(?P<target>[^)\"\s]+)")
+
+
+def _local(target: str) -> bool:
+    """A link to a file of the repository (not a URL, a mail address or an anchor in the same notebook)."""
+    return not re.match(r"[a-z][a-z0-9+.-]*:|#|/", target)
+
+
+def link_problems(nb, folder: Path) -> list[str]:
+    """Every link in a markdown cell of ``nb`` (saved in ``folder``) to a file that is not there."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for m in _LINK.finditer(cell.source):
+            target = m["target"].split("#", 1)[0]
+            if target and _local(target) and not (folder / target).exists():
+                found.append(f"cell {i}: link to {m['target']} finds no file in {folder.relative_to(ROOT)}")
+    return found
+
+
+def student_link(target: str) -> str:
+    """A solved copy's link as the attendees' copy (one folder up) writes it: a solved notebook becomes its
+    attendees' copy, every other file the same file seen from notebooks/ (../glossary.md -> glossary.md)."""
+    if not _local(target):
+        return target
+    path, hash_, anchor = target.partition("#")
+    if not path:
+        return target
+    seen = posixpath.normpath(posixpath.join(SOLVED_DIR.name, path))  # relative to notebooks/
+    folder, base = posixpath.split(seen)
+    if folder == SOLVED_DIR.name and re.fullmatch(rf"\d\d_\w+{SOLVED_SUFFIX}\.ipynb", base):
+        seen = base.replace(f"{SOLVED_SUFFIX}.ipynb", ".ipynb")
+    return seen + hash_ + anchor
+
+
 def placeholder(name: str) -> str:
     return f"{name} = None  # your answer here: replace None, run this cell, then run the check below\n"
 
@@ -452,13 +500,12 @@ def student_copy(nb):
             match = CHECK_CALL.search(code[i + 1].source)
             cell.source = placeholder(match["name"])
     for cell in nb.cells:
-        if cell.cell_type == "markdown":  # the glossary sits beside the notebooks, one level up from student/
-            cell.source = cell.source.replace(f"]({GLOSSARY.name})", f"](../{GLOSSARY.name})")
+        if cell.cell_type == "markdown":  # links to the attendees' copies and the glossary beside them
+            cell.source = _LINK.sub(lambda m: m["head"] + student_link(m["target"]), cell.source)
     return nb
 
 
 def write_students() -> None:
-    STUDENT.mkdir(exist_ok=True)
     for path in notebooks():
         nbformat.write(student_copy(nbformat.read(path, as_version=4)), student_path(path))
         print(f"wrote {student_path(path).relative_to(ROOT)}")
@@ -504,8 +551,9 @@ def static_details(nb):
 
 
 def _site_links(html: str) -> str:
-    """Links between notebooks (and to the glossary) point at their HTML pages."""
-    html = re.sub(r'href="(\.\./)?([0-9][0-9]_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"', r'href="\2.html\3"', html)
+    """Links between notebooks (and to the glossary) point at their HTML pages, one per notebook name."""
+    html = re.sub(rf'href="(\.\./)?([0-9][0-9]_[A-Za-z0-9_]+?)(?:{SOLVED_SUFFIX})?\.ipynb(#[^"]*)?"',
+                  r'href="\2.html\3"', html)
     return re.sub(r'href="(\.\./)?glossary\.md(#[^"]*)?"', r'href="glossary.html\2"', html)
 
 
@@ -533,10 +581,10 @@ def build_site(paths: list[Path], out: Path) -> list[Path]:
                             embed_images=True)
     written, items = [], []
     for path in paths:
-        nb = static_details(static_outputs(execute(nbformat.read(path, as_version=4))))
+        nb = static_details(static_outputs(execute(nbformat.read(path, as_version=4), path.parent)))
         title = _title(path)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
-        target = out / f"{path.stem}.html"
+        target = out / f"{name(path)}.html"
         target.write_text(_site_links(body))
         written.append(target)
         items.append(f'<li><a href="{target.name}">{html_lib.escape(title)}</a></li>')

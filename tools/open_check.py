@@ -34,8 +34,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Attendees land in their own copy (exercises as placeholders), never in the solved notebooks/NN_*.ipynb.
-START_NOTEBOOK = "notebooks/student/00_welcome_and_map.ipynb"
+# Attendees land in their own copy (exercises as placeholders), never in notebooks/solved/.
+START_NOTEBOOK = "notebooks/00_welcome_and_map.ipynb"
 SERVED = ("notebooks", "data", "lab")  # the repository root: the notebooks cite files in data/ and lab/
 NOTIFICATION_SETTINGS = "@jupyterlab/apputils-extension:notification"
 NO_TOAST = {"fetchNews": "false", "checkForUpdates": False}  # JupyterLab 4's news and update toasts

@@ -20,35 +20,22 @@ notebooks table, the instructor guide's schedule and notebook 00's plan table st
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # as a script: tools/ is sys.path[0]; run with the repository's .venv python
+    import _venv
+
+    _venv.reexec(__file__)
+
 import math
-import os
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-def _venv_python(root: Path) -> Path | None:
-    """The repository's .venv interpreter (the README's open command makes it), if there is one."""
-    for rel in ("bin/python", "Scripts/python.exe"):
-        if (root / ".venv" / rel).exists():
-            return root / ".venv" / rel
-    return None
-
-
-if __name__ == "__main__" and os.environ.get("VNETLAB_TOOL_REEXEC") != "1":
-    # Run by another interpreter (the system's python3, as the README's commands may be typed): re-run with the
-    # repository's .venv, which has nbformat and vnetlab; the variable stops a second re-exec.
-    _root = Path(__file__).resolve().parents[1]
-    _venv = _venv_python(_root)
-    if _venv is not None and Path(sys.prefix).resolve() != (_root / ".venv").resolve():
-        os.environ["VNETLAB_TOOL_REEXEC"] = "1"
-        os.execv(str(_venv), [str(_venv), str(Path(__file__).resolve()), *sys.argv[1:]])
-
-import nbformat  # noqa: E402 (after the re-exec above)
+import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
+SOLVED = NOTEBOOKS / "solved"
 README = ROOT / "README.md"
 GUIDE = ROOT / "docs" / "instructor_guide.md"
 
@@ -129,7 +116,8 @@ class NotebookPlan:
 
 
 def notebooks() -> list[Path]:
-    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    """The solved copies, the notebooks as authored (the attendees' copies are made from them: tools/nbtools.py)."""
+    return sorted(SOLVED.glob("[0-9][0-9]_*-solved.ipynb"))
 
 
 def fmt(core: int, optional: int = 0) -> str:
@@ -299,7 +287,7 @@ def main(argv: list[str]) -> int:
     print(f"{'notebook':<40} {'core':>5} {'optional':>9}  intro/outro + sections")
     for p in plans.values():
         parts = " + ".join(f"{s.minutes}{'' if s.kind == 'core' else '?'}" for s in p.sections)
-        print(f"{p.path.stem:<40} {p.core:>5} {p.optional:>9}  {p.intro_outro} + {parts}")
+        print(f"{p.path.stem.removesuffix('-solved'):<40} {p.core:>5} {p.optional:>9}  {p.intro_outro} + {parts}")
     opt = sum(p.optional for p in plans.values())
     print(f"set-up {SET_UP_MIN} + break {BREAK_MIN} + notebooks' core = {core_total(plans)} min of "
           f"{WORKSHOP_MIN}; optional sections add {opt} min ('?' above)")

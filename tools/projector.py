@@ -7,8 +7,9 @@ the next block, ``Page Up`` / ``←`` to the previous one, ``Home`` / ``End`` to
 type size. The pages load nothing from outside themselves (styles, script and images are inline), so they open
 from a USB stick with no network. A collapsed ``<details>`` answer stays collapsed until clicked.
 
-By default the attendees' copies (``notebooks/student/``) are projected: what the room sees on its laptops, with
-the exercises unanswered. ``--solved`` projects the instructor copies (``notebooks/NN_*.ipynb``) instead.
+By default the attendees' copies (``notebooks/NN_*.ipynb``) are projected: what the room sees on its laptops, with
+the exercises unanswered. ``--solved`` projects the instructor copies (``notebooks/solved/NN_*-solved.ipynb``)
+instead; either way a notebook's page is ``NN_name.html``.
 
     .venv/bin/python tools/projector.py                  # all notebooks -> site/projector/ (about two minutes)
     .venv/bin/python tools/projector.py --solved         # the solved copies
@@ -20,16 +21,19 @@ Run by another Python, it runs itself again with the repository's ``.venv`` (it 
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # as a script: tools/ is sys.path[0]; run with the repository's .venv python
+    import _venv
+
+    _venv.reexec(__file__)
+
 import html
-import os
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
-NOTEBOOKS = ROOT / "notebooks"
-STUDENT = NOTEBOOKS / "student"
+NOTEBOOKS = ROOT / "notebooks"  # the attendees' copies
+SOLVED = NOTEBOOKS / "solved"  # the instructors' copies, NN_name-solved.ipynb
 OUT = ROOT / "site" / "projector"
 EXECUTE_TIMEOUT_S = 300
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -94,20 +98,9 @@ SCRIPT = """
 """
 
 
-def _reexec_in_venv() -> None:
-    """Run again with the repository's venv, where the workbook's packages are (a no-op when already there)."""
-    if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve() or os.environ.get("VNETLAB_PROJECTOR_NO_REEXEC"):
-        return
-    if os.path.lexists(VENV_PYTHON) and not os.access(VENV_PYTHON, os.X_OK):
-        raise SystemExit(f"{VENV_PYTHON} cannot be run by this user (its Python lies where this user cannot read): "
-                         "make a venv as this user with the README's open command, or run the projector as its owner")
-    if os.path.lexists(VENV_PYTHON):
-        os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), str(Path(__file__).resolve()), *sys.argv[1:]])
-
-
 def notebook_paths(solved: bool, only: list[str]) -> list[Path]:
-    """The notebooks to project, in order: ``NN_*.ipynb`` of the student or the solved copies."""
-    folder = NOTEBOOKS if solved else STUDENT
+    """The notebooks to project, in order: ``NN_*.ipynb`` of the attendees' or the solved copies."""
+    folder = SOLVED if solved else NOTEBOOKS
     paths = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     if only:
         paths = [p for p in paths if p.name[:2] in only]
@@ -200,7 +193,7 @@ def page(nb, path: Path, *, nav: str) -> str:
 
 def _links(html_text: str) -> str:
     """Links between notebooks (and to the glossary) point at their projector pages."""
-    html_text = re.sub(r'href="(\.\./|student/)?([0-9][0-9]_[A-Za-z0-9_]+)\.ipynb(#[^"]*)?"', r'href="\2.html\3"',
+    html_text = re.sub(r'href="(\.\./)?([0-9][0-9]_[A-Za-z0-9_]+?)(?:-solved)?\.ipynb(#[^"]*)?"', r'href="\2.html\3"',
                        html_text)
     return re.sub(r'href="(\.\./)?glossary\.md(#[^"]*)?"', r'href="glossary.html\2"', html_text)
 
@@ -222,7 +215,7 @@ def build(paths: list[Path], out: Path) -> list[Path]:
     for path in paths:
         nb = execute(nbformat.read(path, as_version=4), path.parent)
         title = _title(nb, path)
-        target = out / f"{path.stem}.html"
+        target = out / f"{path.stem.removesuffix('-solved')}.html"
         target.write_text(_links(page(nb, path, nav='<a href="index.html">all notebooks</a>')))
         written.append(target)
         items.append(f'<li><a href="{target.name}">{html.escape(title)}</a></li>')
@@ -261,5 +254,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    _reexec_in_venv()
     sys.exit(main(sys.argv[1:]))

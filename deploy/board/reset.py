@@ -3,8 +3,8 @@
 
     sudo deploy/board/reset.py ana 10_receive_buffers_and_memory_layout
 
-(the board's Reset button does the same). ``~vnl-ana/vnetlab/student/10_….ipynb`` is kept as
-``10_….edited-<UTC time>.ipynb`` in the same folder and a fresh copy of ``notebooks/student/10_….ipynb`` takes its
+(the board's Reset button does the same). ``~vnl-ana/vnetlab/10_….ipynb`` is kept as
+``10_….edited-<UTC time>.ipynb`` in the same folder and a fresh copy of ``notebooks/10_….ipynb`` takes its
 name. It works while the attendee's server runs: the notebook's path never disappears (the edited file is linked to
 its new name before the fresh copy replaces it), and JupyterLab, on its next save of a tab still open on the old
 copy, says the file changed on disk; the attendee chooses Revert (or reopens it) to see the fresh copy. The files are
@@ -26,10 +26,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-STUDENT = REPO / "notebooks" / "student"
+STUDENT = REPO / "notebooks"  # the attendees' copies, NN_name.ipynb (never solved/)
 ACCOUNT_PREFIX = "vnl-"  # deploy/vnetlab_hub.py account(): attendee ana runs as vnl-ana
 USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,23}$"  # deploy/vnetlab_hub.py USERNAME_PATTERN
-COPY = Path("vnetlab") / "student"  # deploy/vnetlab_hub.py: the copy's folder in the attendee's home
+COPY = Path("vnetlab")  # deploy/vnetlab_hub.py: the copy's folder in the attendee's home
 
 # Runs as the attendee: the fresh notebook arrives on stdin. os.link fails rather than overwrite a kept copy.
 _AS_ATTENDEE = r"""
@@ -55,7 +55,7 @@ class ResetError(Exception):
 
 def notebooks() -> list[str]:
     """The student notebooks an attendee can be given afresh (names without .ipynb)."""
-    return sorted(p.stem for p in STUDENT.glob("*.ipynb"))
+    return sorted(p.stem for p in STUDENT.glob("[0-9][0-9]_*.ipynb"))
 
 
 def reset_notebook(name: str, notebook: str, *, stamp: str | None = None) -> dict:
