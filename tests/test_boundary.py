@@ -390,3 +390,39 @@ def test_running_profile_inputs():
     assert live.running_profile("5.10.223") == "5.10.223"  # a lab profile of its own (data/kernels.toml)
     assert pytest.raises(ArgumentError, live.running_profile, 5.10).value.param == "release"
     assert pytest.raises(ArgumentError, live.running_profile, "linux").value.param == "release"
+
+
+# -- checks inside bodies: the same ArgumentError as the annotations (tools/probe_inputs.py's first round) ---------
+
+def _skb_with(**changes):
+    from vnetlab import segment
+    return segment.gso_skb(segs=2, gso_size=1000).copy(**changes)
+
+
+_BODY_CASES = [
+    # (what, call, the parameter the error must name)
+    ("hdr_len the kernel cannot negotiate", lambda: __import__("vnetlab.rx").rx.receive(1000, hdr_len=0), "hdr_len"),
+    ("struct virtio_net_hdr with mergeable buffers",
+     lambda: __import__("vnetlab.rx").rx.receive(1000, hdr_len=10), "hdr_len"),
+    ("frame_lens of non-whole floats",
+     lambda: __import__("vnetlab.rx_classify").rx_classify.classify([100.5], [2048]), "frame_lens"),
+    ("truesizes of strings", lambda: __import__("vnetlab.rx_classify").rx_classify.classify([100], ["a"]),
+     "truesizes"),
+    ("a 2-D frame_lens", lambda: __import__("vnetlab.rx_classify").rx_classify.classify([[100]], [2048]),
+     "frame_lens"),
+    ("gso_size on a packet that fits the MTU",
+     lambda: __import__("vnetlab.rx").rx.receive(1000, gso_size=500), "gso_size"),
+    ("Skb.vlan_tag past VLAN_VID_MASK", lambda: _skb_with(vlan_tag=4096), "vlan_tag"),
+    ("Skb.gso_type as a str", lambda: _skb_with(gso_type="UDP_L4"), "gso_type"),
+    ("Skb.ip_summed unknown", lambda: _skb_with(ip_summed="CHECKSUM_MAYBE"), "ip_summed"),
+    ("tcp_flags past the 8 flag bits",
+     lambda: __import__("vnetlab.gro_stream").gro_stream.simulate_stream(8, 1000, tcp_flags=[256] * 8), "tcp_flags"),
+    ("an unknown lab kernel", lambda: __import__("vnetlab.labkernels").labkernels.lab_kernel("9.9"), "kernel"),
+]
+
+
+@pytest.mark.parametrize(("what", "call", "param"), _BODY_CASES, ids=[c[0] for c in _BODY_CASES])
+def test_body_checks_raise_argument_error_naming_the_parameter(what, call, param):
+    # A check inside a body (a range that depends on the kernel, a field of the skb) raises what @public raises.
+    err = pytest.raises(ArgumentError, call).value
+    assert err.param == param, f"{what}: {err.param!r}: {err}"

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 
 from vnetlab import gro, rx
 from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel, known_kernels
 from vnetlab.profiles import arch as _arch
@@ -173,13 +174,13 @@ def max_payload(l4: rx.L4) -> int:
 def mix(weights: Mapping[int, int], *, label: str = "", l4: str = "udp", destination: str = "no_socket") -> Traffic:
     """A size mix {payload: integer weight}, interleaved deterministically (each size spread evenly)."""
     if not isinstance(weights, Mapping) or len(weights) == 0:
-        raise ValueError("weights must be a non-empty mapping {payload_len: integer weight}")
+        raise ArgumentError("weights must be a non-empty mapping {payload_len: integer weight}", param="weights")
     for p, w in weights.items():
         if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
-            raise ValueError(f"weights[{p!r}]={w!r}: must be an int >= 0")
+            raise ArgumentError(f"weights[{p!r}]={w!r}: must be an int >= 0", param="weights")
     total = sum(int(w) for w in weights.values())
     if total == 0:
-        raise ValueError("weights must have a positive sum")
+        raise ArgumentError("weights must have a positive sum", param="weights")
     for p in weights:
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
             raise ValueError(f"weights key {p!r}: must be an int L4 payload size in bytes")
@@ -266,13 +267,15 @@ def packet_op_counts(frame_lens: ArrayLike, buf_truesizes: ArrayLike, *, kernel:
     a = _arch(arch, k)
     frames = np.asarray(frame_lens, dtype=np.int64)
     if frames.ndim != 1 or frames.size == 0:
-        raise ValueError(f"frame_lens must be a non-empty 1-D array of frame lengths, got shape {frames.shape}")
+        raise ArgumentError(f"frame_lens must be a non-empty 1-D array of frame lengths, got shape {frames.shape}",
+                            param="frame_lens")
     codes, _tail, frags, copied = rx.classify(frames, buf_truesizes, hdr_len=hdr_len, kernel=k, arch=a)
     build = codes == rx.PATH_CODES["build_skb"]
     head = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=k, arch=a)
     merged = np.zeros(frames.shape, bool) if merged is None else np.asarray(merged, bool)
     if merged.shape != frames.shape:
-        raise ValueError(f"merged must have one bool per frame ({frames.size}), got shape {merged.shape}")
+        raise ArgumentError(f"merged must have one bool per frame ({frames.size}), got shape {merged.shape}",
+                            param="merged")
     # Counts that are the same for every packet are read-only broadcasts (no per-packet memory).
     one = np.broadcast_to(np.int64(1), frames.shape)
     zero = np.broadcast_to(np.int64(0), frames.shape)
@@ -343,10 +346,10 @@ def _op_counts(traffic: Traffic, k: Kernel, arch: str, gro_on: bool, napi_budget
     # NAPI poll (napi_complete_done flushes), so the per-packet means of n packets are those of any longer run.
     n = math.lcm(pattern.size, _BUF_PERIOD, napi_budget)
     if n > MAX_PERIOD:
-        raise ValueError(f"napi_budget={napi_budget} with a {pattern.size}-packet pattern needs a period of {n} "
-                         "packets "
-                         f"(lcm with the {_BUF_PERIOD}-buffer carving), above MAX_PERIOD {MAX_PERIOD}: choose a "
-                         f"budget dividing {_BUF_PERIOD * pattern.size}")
+        raise ArgumentError(f"napi_budget={napi_budget} with a {pattern.size}-packet pattern needs a period of {n} "
+                            "packets "
+                            f"(lcm with the {_BUF_PERIOD}-buffer carving), above MAX_PERIOD {MAX_PERIOD}: choose a "
+                            f"budget dividing {_BUF_PERIOD * pattern.size}", param="napi_budget")
     payloads = np.resize(pattern, n)
     bufs = _buffers(n, k, a)
     udp_gro = traffic.destination == "udp_gro_socket"
@@ -414,7 +417,7 @@ class RxCost:
     @public
     def group_ns(self, group: str) -> float:
         if group not in OP_GROUPS:
-            raise ValueError(f"group={group!r} is not one of {list(OP_GROUPS)}")
+            raise ArgumentError(f"group={group!r} is not one of {list(OP_GROUPS)}", param="group")
         per = self.per_op_ns
         return float(sum(per[op] for op in OP_GROUPS[group]))
 
@@ -538,7 +541,7 @@ def predictions(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequ
     c = calibrate().two_param if costs is None else _costs(costs)
     cases = prediction_cases() if cases is None else cases
     if not cases:
-        raise ValueError("cases must not be empty")
+        raise ArgumentError("cases must not be empty", param="cases")
     return {(name, k): rx_cost(t, k, c) for name, t in cases.items() for k in kernels}
 
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from vnetlab import rx
 from vnetlab.checks import In, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.groflow import (  # noqa: F401 (gro's names before the split stay importable from here)
     FINAL_FLUSH,
     MAX_GRO_SKBS,
@@ -94,8 +95,8 @@ def head_case_flow(case: str, payload_len: int, n_packets: FlowPackets, *, l4: r
     A combination the kernel cannot produce is a ValueError naming the case, the payload and the kernel.
     """
     if case not in rx.HEAD_CASES:
-        raise ValueError(f"case={case!r} is not a head case (rx.HEAD_CASES, docs/kernel/gro.md#c3); known: "
-                         f"{', '.join(rx.HEAD_CASES)}")
+        raise ArgumentError(f"case={case!r} is not a head case (rx.HEAD_CASES, docs/kernel/gro.md#c3); known: "
+                            f"{', '.join(rx.HEAD_CASES)}", param="case")
     k, a = resolve(rx.HEAD_CASES[case].kernels[0] if kernel is None else kernel, arch)
     # the sizes add_recvbuf_mergeable carves at MTU 1500 from order-3 frags and from single pages
     carved = sorted(set(rx.mergeable_buf_lens(42, kernel=k, arch=a))
@@ -111,10 +112,11 @@ def head_case_flow(case: str, payload_len: int, n_packets: FlowPackets, *, l4: r
     skbs = receive_flow(payload_len, n_packets, l4=l4, ip=ip, vlan=vlan, kernel=k, arch=a, buf_len=buf)
     got = rx.head_case(skbs[0])
     if got != case:
-        raise ValueError(f"case={case!r}: on kernel {k.version} ({a.name}) the receive path builds a {frame}-byte "
-                         "frame "
-                         f"(payload_len={payload_len}) in a {buf}-byte buffer as {got!r}, not {case!r}; the case "
-                         f"arises on kernels {', '.join(rx.HEAD_CASES[case].kernels)} for frames it fits")
+        raise ArgumentError(f"case={case!r}: on kernel {k.version} ({a.name}) the receive path builds a {frame}-byte "
+                            "frame "
+                            f"(payload_len={payload_len}) in a {buf}-byte buffer as {got!r}, not {case!r}; the case "
+                            f"arises on kernels {', '.join(rx.HEAD_CASES[case].kernels)} for frames it fits",
+                            param="case")
     return skbs
 
 
@@ -354,9 +356,10 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = F
         _check_gso(s, i, fp)
     if tcp_flags is not None:
         if l4 != "tcp":
-            raise ValueError("tcp_flags is only meaningful with l4='tcp'")
+            raise ArgumentError("tcp_flags is only meaningful with l4='tcp'", param="tcp_flags")
         if len(tcp_flags) != len(skbs):
-            raise ValueError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}")
+            raise ArgumentError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}",
+                                param="tcp_flags")
     if napi_budget is not None:
         check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
     list_checks_flush = bool(fp.rules["receive_list_checks_flush"])
@@ -427,8 +430,8 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = F
         packets = raw.segments(ETH_HLEN + fp.offset)
         skb = _eth_type_trans(raw, i)
         if skb.len < fp.offset:
-            raise ValueError(f"skbs[{i}] is shorter ({skb.len + ETH_HLEN}) than its headers "
-                             f"({ETH_HLEN + fp.offset})")
+            raise ArgumentError(f"skbs[{i}] is shorter ({skb.len + ETH_HLEN}) than its headers "
+                                f"({ETH_HLEN + fp.offset})", param="skbs")
         if not fp.gro_on:
             # net/core/gro.c dev_gro_receive: netif_elide_gro -> normal before any header is parsed.
             deliver_alone(i, skb, 0, packets)

@@ -374,7 +374,8 @@ def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None)
     elif route_dev == "br0":
         ns.set_master(eth0, ns.bridge("br0"))
     elif route_dev != "eth0":
-        raise ValueError(f"route_dev={route_dev!r}: the lab sends through eth0, eth0.10, mv0 or br0")
+        raise ArgumentError(f"route_dev={route_dev!r}: the lab sends through eth0, eth0.10, mv0 or br0",
+                            param="route_dev")
     gso_size, payload = doc["gso"]["gso_size"], doc["gso"]["payloads"][0]
     skb = xmit.gso_skb(l4="udp", segs=-(-payload // gso_size), gso_size=gso_size)
     return ns, xmit.send(ns[route_dev], skb)
@@ -512,7 +513,7 @@ def router_case_prediction(kernel: str, case: str, packets: Annotated[int, In(1,
     from vnetlab.netdev import Namespace
 
     if case not in ROUTER_CASES:
-        raise ValueError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}")
+        raise ArgumentError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}", param="case")
     egress, gro_list = ROUTER_CASES[case]
     k = model_kernel(kernel)
     fix = bool(k.rule("udp_gso_list_nat_fix"))

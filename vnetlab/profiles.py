@@ -82,7 +82,7 @@ class Kernel:
     def with_overrides(self, name: str, overrides: Mapping[str, tuple[Any, str]]) -> Kernel:
         """This profile with ``overrides`` (rule -> (value, source)) replacing its rules, named ``name``."""
         if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty lab kernel id, got {name!r}")
+            raise ArgumentError(f"name must be a non-empty lab kernel id, got {name!r}", param="name")
         values, sources = dict(self.rules.values), dict(self.rules.sources)
         for rule, override in overrides.items():
             if rule not in values:  # an override replaces a rule the profile has; a new name is a typo

@@ -11,6 +11,7 @@ import itertools
 from dataclasses import dataclass
 
 from vnetlab.checks import check_choice, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_MAX_MTU, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, resolve
 from vnetlab.skb import Page
@@ -269,8 +270,9 @@ def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_b
     room = mergeable_room(headroom, a)
     length = get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_buf_len, hdr_len=hdr_len, room=room, a=a)
     if isinstance(frag, PagePool) != bool(k.rule("rx_page_pool")):
-        raise ValueError(f"frag={type(frag).__name__}: kernel {k.version} carves receive buffers from "
-                         f"{'a page_pool' if k.rule('rx_page_pool') else 'rq->alloc_frag'} (rx_page_allocator)")
+        raise ArgumentError(f"frag={type(frag).__name__}: kernel {k.version} carves receive buffers from "
+                            f"{'a page_pool' if k.rule('rx_page_pool') else 'rq->alloc_frag'} (rx_page_allocator)",
+                            param="frag")
     if isinstance(frag, PagePool):
         # add_recvbuf_mergeable (Debian 7.2.12/7.3.4): alloc_len = len + room from page_pool_alloc_va, whose
         # allocation may exceed the request (the page's rest); without XDP len = alloc_len - room.

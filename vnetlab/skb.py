@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 
 # How the linear part (skb->head) was obtained; the kernel's allocator decides head_frag and truesize.
@@ -100,7 +101,8 @@ class Skb:
 
     def __post_init__(self) -> None:
         if self.head_kind not in HEAD_KINDS:
-            raise ValueError(f"head_kind must be one of {sorted(HEAD_KINDS)}, got {self.head_kind!r}")
+            raise ArgumentError(f"head_kind must be one of {sorted(HEAD_KINDS)}, got {self.head_kind!r}",
+                                param="head_kind")
         for name in _INT_FIELDS:
             value = getattr(self, name)
             if type(value) is not int or value < 0:  # bool and numpy ints are not sk_buff fields
@@ -114,40 +116,43 @@ class Skb:
                 raise ValueError(f"Skb.{name} must be True or False (a 1-bit sk_buff field), "
                                  f"got {getattr(self, name)!r}")
         if self.ip_summed not in IP_SUMMED:
-            raise ValueError(f"Skb.ip_summed must be one of {IP_SUMMED} (include/linux/skbuff.h), "
-                             f"got {self.ip_summed!r}")
+            raise ArgumentError(f"Skb.ip_summed must be one of {IP_SUMMED} (include/linux/skbuff.h), "
+                                f"got {self.ip_summed!r}", param="ip_summed")
         if self.vlan_tag is not None and (type(self.vlan_tag) is not int or not 0 <= self.vlan_tag <= 4095):
-            raise ValueError(f"Skb.vlan_tag must be None or a VLAN ID in 0..4095 (VLAN_VID_MASK, the hwaccel tag "
-                             f"__vlan_hwaccel_put_tag stores), got {self.vlan_tag!r}")
+            raise ArgumentError(f"Skb.vlan_tag must be None or a VLAN ID in 0..4095 (VLAN_VID_MASK, the hwaccel tag "
+                                f"__vlan_hwaccel_put_tag stores), got {self.vlan_tag!r}", param="vlan_tag")
         if self.vlan_inband:
             self.vlan_inband = tuple(self.vlan_inband)
             if not all(type(v) is int and 0 <= v <= 4095 for v in self.vlan_inband):
-                raise ValueError(f"Skb.vlan_inband must hold VLAN IDs in 0..4095 (VLAN_VID_MASK), "
-                                 f"got {self.vlan_inband!r}")
+                raise ArgumentError(f"Skb.vlan_inband must hold VLAN IDs in 0..4095 (VLAN_VID_MASK), "
+                                    f"got {self.vlan_inband!r}", param="vlan_inband")
         if self.l4 is not None and self.l4 not in L4_HLEN:
-            raise ValueError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}")
+            raise ArgumentError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}", param="l4")
         if self.ipfrag not in IPFRAG_KINDS:
-            raise ValueError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}")
+            raise ArgumentError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}", param="ipfrag")
         if self.tunnels:
             self.tunnels = tuple(tuple(t) for t in self.tunnels)
             if not all(len(t) == 3 and t[0] in (4, 6) and type(t[1]) is int and 0 <= t[1] < 1 << 24
                        and type(t[2]) is int and t[2] > 0 for t in self.tunnels) \
                     or sum(t[2] for t in self.tunnels) > self.tunnel_hlen:
-                raise ValueError(f"Skb.tunnels must hold (outer IP 4|6, VNI 0..2^24-1, header bytes > 0) whose bytes "
-                                 f"fit tunnel_hlen {self.tunnel_hlen}, got {self.tunnels!r}")
+                raise ArgumentError(f"Skb.tunnels must hold (outer IP 4|6, VNI 0..2^24-1, header bytes > 0) whose "
+                                    f"bytes fit tunnel_hlen {self.tunnel_hlen}, got {self.tunnels!r}", param="tunnels")
         for i, m in enumerate(self.frag_list):
             if not isinstance(m, Skb):
-                raise ValueError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}")
+                raise ArgumentError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}", param="frag_list")
         if isinstance(self.gso_type, str) or not isinstance(self.gso_type, frozenset | set | tuple | list):
-            raise ValueError(f"Skb.gso_type must be a set of SKB_GSO names such as {{'UDP_L4'}}, got {self.gso_type!r}")
+            raise ArgumentError(f"Skb.gso_type must be a set of SKB_GSO names such as {{'UDP_L4'}}, "
+                                f"got {self.gso_type!r}",
+                                param="gso_type")
         if self.gso_type:
             self.gso_type = frozenset(self.gso_type)
             unknown = self.gso_type - _GSO_NAME_SET
             if unknown:
-                raise ValueError(f"gso_type has unknown SKB_GSO names {sorted(unknown)}; known: {SKB_GSO_NAMES}")
+                raise ArgumentError(f"gso_type has unknown SKB_GSO names {sorted(unknown)}; known: {SKB_GSO_NAMES}",
+                                    param="gso_type")
             named = {GSO_L4[t] for t in self.gso_type if t in GSO_L4}
             if self.l4 is not None and named and named != {self.l4}:
-                raise ValueError(f"Skb.l4={self.l4!r} disagrees with gso_type {sorted(self.gso_type)}")
+                raise ArgumentError(f"Skb.l4={self.l4!r} disagrees with gso_type {sorted(self.gso_type)}", param="l4")
         elif not isinstance(self.gso_type, frozenset):
             self.gso_type = frozenset(self.gso_type)
         self._check_part()  # the members were checked when they were built; validate() re-checks them all
@@ -275,9 +280,9 @@ class Skb:
         """Bytes in front of the L4 payload: link header, in-band VLAN tags, tunnel headers, the IP header
         (+ the IPv6 fragment header in a fragment) and the L4 header (absent from non-first fragments)."""
         if ip not in IP_HLEN or isinstance(ip, bool):
-            raise ValueError(f"ip must be 4 (struct iphdr) or 6 (struct ipv6hdr), got {ip!r}")
+            raise ArgumentError(f"ip must be 4 (struct iphdr) or 6 (struct ipv6hdr), got {ip!r}", param="ip")
         if "TCPV6" in self.gso_type and ip != 6 or "TCPV4" in self.gso_type and ip != 4:
-            raise ValueError(f"ip={ip} does not match the skb's gso_type {sorted(self.gso_type)}")
+            raise ArgumentError(f"ip={ip} does not match the skb's gso_type {sorted(self.gso_type)}", param="ip")
         hdr = link_hlen + VLAN_HLEN * len(self.vlan_inband) + self.tunnel_hlen + IP_HLEN[ip]
         if self.ipfrag:
             hdr += FRAG_HDR_LEN if ip == 6 else 0

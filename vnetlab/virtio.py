@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from vnetlab.checks import In, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import Kernel
 
@@ -78,9 +79,9 @@ def check_hdr_len(hdr_len: object, k: Kernel) -> int:
     allowed = list(k.rule("vnet_hdr_lens"))
     if not isinstance(hdr_len, int) or isinstance(hdr_len, bool) or hdr_len not in allowed:
         names = "; ".join(f"{n} = {VNET_HDR_STRUCTS[n]}" for n in allowed)
-        raise ValueError(
+        raise ArgumentError(
             f"hdr_len={hdr_len!r} is not a virtio-net header size kernel {k.version} can negotiate "
-            f"(virtnet_probe): allowed {allowed} ({names})"
+            f"(virtnet_probe): allowed {allowed} ({names})", param="hdr_len"
         )
     return hdr_len  # type: ignore[return-value]
 
@@ -104,8 +105,9 @@ def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
 def check_mergeable_hdr_len(hdr_len: object, k: Kernel) -> int:
     check_hdr_len(hdr_len, k)
     if hdr_len == 10:
-        raise ValueError("hdr_len=10 (struct virtio_net_hdr) cannot go with mergeable buffers: VIRTIO_NET_F_MRG_RXBUF "
-                         "makes virtnet_probe use virtio_net_hdr_mrg_rxbuf (12) or a larger header")
+        raise ArgumentError("hdr_len=10 (struct virtio_net_hdr) cannot go with mergeable buffers: "
+                            "VIRTIO_NET_F_MRG_RXBUF makes virtnet_probe use virtio_net_hdr_mrg_rxbuf (12) or a larger "
+                            "header", param="hdr_len")
     return hdr_len  # type: ignore[return-value]
 
 

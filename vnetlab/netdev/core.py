@@ -16,7 +16,7 @@ from typing import Any
 from vnetlab import ethtool
 from vnetlab import features as F
 from vnetlab.checks import public
-from vnetlab.errors import DeviceError, FixedFeatureError, TableError
+from vnetlab.errors import ArgumentError, DeviceError, FixedFeatureError, TableError
 from vnetlab.features import FeatureSet
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, ETH_MIN_MTU, GSO_MAX_SEGS, GSO_MAX_SIZE, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
@@ -139,7 +139,7 @@ class Device:
         req_mask = req_on = 0
         for key, on in settings.items():
             if not isinstance(on, bool):
-                raise ValueError(f"settings[{key!r}] must be True or False, got {on!r}")
+                raise ArgumentError(f"settings[{key!r}] must be True or False, got {on!r}", param="settings")
             members = ethtool.expand(key, strings)
             fixed: list[str] = []
             applied = 0
