@@ -426,3 +426,81 @@ def test_body_checks_raise_argument_error_naming_the_parameter(what, call, param
     # A check inside a body (a range that depends on the kernel, a field of the skb) raises what @public raises.
     err = pytest.raises(ArgumentError, call).value
     assert err.param == param, f"{what}: {err.param!r}: {err}"
+
+
+# -- the second round: names, str choices, containers and the receive-buffer helpers' ranges ----------------------
+
+def _k():
+    return vnetlab.kernel("6.1")
+
+
+def _a():
+    return vnetlab.arch("x86_64")
+
+
+_ROUND2_CASES = [
+    # a table name is one of data/'s files, never a path: Kernel.table, load_table, kernel_section, table_kernels
+    ("a table that does not exist", lambda: _k().table("GRO"), "table"),
+    ("a table given as a path", lambda: vnetlab.profiles.kernel_section("../kernels", "6.1"), "table"),
+    ("load_table of an unknown name", lambda: vnetlab.tables.load_table("nosuch"), "name"),
+    # a kernel passed under another name is blamed under that name, not as rx_cost's "kernel"
+    ("breakdown's base kernel unknown",
+     lambda: vnetlab.cost.breakdown(vnetlab.cost.mix({1000: 1}), "9.9", "5.13"), "base"),
+    ("packet_op_counts' truesizes of strings",
+     lambda: vnetlab.cost.packet_op_counts([1042], ["x"], kernel="6.1", headers=28), "buf_truesizes"),
+    ("packet_op_counts' frame_lens of strings",
+     lambda: vnetlab.cost.packet_op_counts(["x"], [2048], kernel="6.1", headers=28), "frame_lens"),
+    ("an unknown rx cost operation", lambda: vnetlab.cost.rx_cost(vnetlab.cost.mix({1000: 1}), "6.1",
+                                                                  {"no_such_op": 1.0}), "costs"),
+    # str parameters with a fixed set of values: the set is in the annotation
+    ("mix's l4 in capitals", lambda: vnetlab.cost.mix({1000: 1}, l4="UDP"), "l4"),
+    ("mix's destination unknown", lambda: vnetlab.cost.mix({1000: 1}, destination="sock"), "destination"),
+    ("a router NIC profile unknown", lambda: vnetlab.stack.build_stack(nic="e1000"), "nic"),
+    ("build_skb_tailroom in small mode", lambda: vnetlab.rx.build_skb_tailroom(
+        1042, 2048, mode="small", hdr_len=12, headroom=0, k=_k(), a=_a()), "mode"),
+    ("encapsulate with an unknown SKB_GSO tunnel",
+     lambda: vnetlab.segment.gso_skb(segs=2, gso_size=1000).encapsulate(50, "GRE"), "gso_tunnel"),
+    ("encapsulate with a VNI past 24 bits",
+     lambda: vnetlab.segment.gso_skb(segs=2, gso_size=1000).encapsulate(50, "UDP_TUNNEL", vni=1 << 24), "vni"),
+    ("an unhashable ip", lambda: vnetlab.segment.check_ip([4]), "ip"),
+    # features: a str or a mapping answers 'in' and silently meant "GRO off"
+    ("features as a str", lambda: vnetlab.gro.aggregate(vnetlab.gro.receive_flow(1000, 2, l4="udp"), l4="udp",
+                                                        features="GRO"), "features"),
+    ("features as an ethtool mapping", lambda: vnetlab.gro.aggregate(
+        vnetlab.gro.receive_flow(1000, 2, l4="udp"), l4="udp", features={"GRO": False}), "features"),
+    # the receive-buffer helpers: bytes of one buffer (MRG_CTX_HEADER_SHIFT 22), header sizes, XDP headroom
+    ("a negative frag_size", lambda: vnetlab.rx.receive(1000, frag_size=-1), "frag_size"),
+    ("a zero frag_size", lambda: vnetlab.rx.RxQueue(frag_size=0), "frag_size"),
+    ("build_skb_tailroom of a negative frame", lambda: vnetlab.rx.build_skb_tailroom(
+        -1, 2048, mode="mergeable", hdr_len=12, headroom=0, k=_k(), a=_a()), "frame_len"),
+    ("build_skb_tailroom with 100 bytes of headroom", lambda: vnetlab.rx.build_skb_tailroom(
+        1042, 2048, mode="mergeable", hdr_len=12, headroom=100, k=_k(), a=_a()), "headroom"),
+    ("a negative EWMA sample", lambda: vnetlab.rxbuf.Ewma().add(-1), "sample"),
+    ("a page frag of 0 bytes", lambda: vnetlab.rxbuf.PageFrag(0, _a()), "frag_size"),
+    ("a page_pool page of 2**31 bytes", lambda: vnetlab.rxbuf.PagePool(2 ** 31, _a()), "page_bytes"),
+    ("a big-mode chain of 0 pages", lambda: vnetlab.rxbuf.receive_big_max_frame(0, 12, _k(), _a()), "pages"),
+    ("big_pages with a mergeable buffer", lambda: vnetlab.rx.page_to_skb(1042, 2048, big_pages=5), "big_pages"),
+    ("get_mergeable_buf_len with a 2-byte header", lambda: vnetlab.rxbuf.get_mergeable_buf_len(
+        1500, min_buf_len=1536, hdr_len=2, room=0, a=_a()), "hdr_len"),
+    ("an skb head of -1 bytes", lambda: vnetlab.skbuff.alloc_skb_head(-1, _k(), _a()), "size"),
+    ("build_skb of a buffer smaller than its shinfo", lambda: vnetlab.skbuff.build_skb_truesize(100, _a()),
+     "frag_size"),
+]
+
+
+@pytest.mark.parametrize(("what", "call", "param"), _ROUND2_CASES, ids=[c[0] for c in _ROUND2_CASES])
+def test_round2_bad_inputs_name_their_parameter(what, call, param):
+    for module in ("rxbuf", "skbuff", "tables"):  # not among vnetlab's lazy attributes: imported for the calls
+        importlib.import_module(f"vnetlab.{module}")
+    err = pytest.raises(ArgumentError, call).value
+    assert err.param == param, f"{what}: {err.param!r}: {err}"
+
+
+def test_round2_values_that_stay_valid():
+    # What the new bounds must keep: a frag smaller than PAGE_SIZE is one page (skb_page_frag_refill), the XDP
+    # headroom is VIRTIO_XDP_HEADROOM (drivers/net/virtio_net.c), an empty feature set is GRO off.
+    assert vnetlab.rx.receive(1000, frag_size=1536).path == vnetlab.rx.receive(1000, frag_size=4096).path
+    assert vnetlab.rx.build_skb_tailroom(1042, 4096, mode="mergeable", hdr_len=12,
+                                         headroom=vnetlab.rx.VIRTIO_XDP_HEADROOM, k=_k(), a=_a()) is not None
+    flow = vnetlab.gro.receive_flow(1000, 4, l4="udp")
+    assert len(vnetlab.gro.aggregate(flow, l4="udp", features=set())) == 4

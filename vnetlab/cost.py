@@ -14,16 +14,17 @@ Counts depend only on the kernel rules and the traffic, so calibration is exact 
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from vnetlab import gro, rx
-from vnetlab.checks import In, public
+from vnetlab.checks import In, check_choice, int_array, public
 from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel, known_kernels
@@ -53,7 +54,8 @@ GROUP_NAMES = {
 }
 STACK_OP = "stack/udp_no_socket"
 MISS_OP = "cache_line_miss"
-DESTINATIONS = ("no_socket", "socket", "udp_gro_socket")
+Destination = Literal["no_socket", "socket", "udp_gro_socket"]
+DESTINATIONS: tuple[str, ...] = typing.get_args(Destination)
 # The kernels the cost figures compare (one column each): every profile but the Debian point releases whose receive
 # path repeats another's (5.10.262 = 5.10.223, 6.12.117 = 6.12 and 7.2.12 = 7.3.4 in every rx rule; lab/probes.py).
 KERNELS = tuple(k for k in known_kernels() if k not in ("5.10.262", "6.12.117", "7.2.12"))
@@ -80,14 +82,15 @@ MAX_PATTERN = MAX_PERIOD // math.lcm(_BUF_PERIOD, rx.NAPI_POLL_WEIGHT)
 def check_costs(values: Mapping[str, Any], *, name: str = "costs") -> dict[str, float]:
     """Validate op -> ns: known op names only, finite numbers >= 0."""
     if not isinstance(values, Mapping):
-        raise ValueError(f"{name} must be a mapping of operation name -> ns, got {type(values).__name__}")
+        raise ArgumentError(f"{name} must be a mapping of operation name -> ns, got {type(values).__name__}",
+                            param=name)
     out: dict[str, float] = {}
     for op, v in values.items():
         if op not in OPS:
-            raise ValueError(f"{name}: unknown operation {op!r}; allowed: {', '.join(OPS)}")
+            raise ArgumentError(f"{name}: unknown operation {op!r}; allowed: {', '.join(OPS)}", param=name)
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) \
                 or v < 0:
-            raise ValueError(f"{name}[{op!r}]={v!r}: must be a finite number of ns in [0, inf)")
+            raise ArgumentError(f"{name}[{op!r}]={v!r}: must be a finite number of ns in [0, inf)", param=name)
         out[op] = float(v)
     return out
 
@@ -171,7 +174,8 @@ def max_payload(l4: rx.L4) -> int:
 
 
 @public
-def mix(weights: Mapping[int, int], *, label: str = "", l4: str = "udp", destination: str = "no_socket") -> Traffic:
+def mix(weights: Mapping[int, int], *, label: str = "", l4: rx.L4 = "udp",
+        destination: Destination = "no_socket") -> Traffic:
     """A size mix {payload: integer weight}, interleaved deterministically (each size spread evenly)."""
     if not isinstance(weights, Mapping) or len(weights) == 0:
         raise ArgumentError("weights must be a non-empty mapping {payload_len: integer weight}", param="weights")
@@ -265,11 +269,12 @@ def packet_op_counts(frame_lens: ArrayLike, buf_truesizes: ArrayLike, *, kernel:
     """
     k = _kernel(kernel)
     a = _arch(arch, k)
-    frames = np.asarray(frame_lens, dtype=np.int64)
+    frames = int_array("frame_lens", frame_lens, "Ethernet frame lengths in bytes")
     if frames.ndim != 1 or frames.size == 0:
         raise ArgumentError(f"frame_lens must be a non-empty 1-D array of frame lengths, got shape {frames.shape}",
                             param="frame_lens")
-    codes, _tail, frags, copied = rx.classify(frames, buf_truesizes, hdr_len=hdr_len, kernel=k, arch=a)
+    truesizes = int_array("buf_truesizes", buf_truesizes, "receive buffer truesizes in bytes, one int or one per frame")
+    codes, _tail, frags, copied = rx.classify(frames, truesizes, hdr_len=hdr_len, kernel=k, arch=a)
     build = codes == rx.PATH_CODES["build_skb"]
     head = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=k, arch=a)
     merged = np.zeros(frames.shape, bool) if merged is None else np.asarray(merged, bool)
@@ -616,7 +621,13 @@ class Breakdown:
 
 
 @public
-def breakdown(traffic: Traffic, base: str, new: str, costs: Costs | Mapping[str, Any] | None = None) -> Breakdown:
+def breakdown(traffic: Traffic, base: str | Kernel, new: str | Kernel,
+              costs: Costs | Mapping[str, Any] | None = None) -> Breakdown:
+    """What ``new`` saves over ``base`` (two kernels: a version or a Kernel) for ``traffic``, per operation."""
+    for name, value in (("base", base), ("new", new)):
+        if isinstance(value, str):  # named here: rx_cost would blame its own "kernel"
+            check_choice(name, value, known_kernels(), "a kernel version (vnetlab.known_kernels())",
+                         function="cost.breakdown")
     c = calibrate().two_param if costs is None else _costs(costs)
     return Breakdown(traffic, rx_cost(traffic, base, c), rx_cost(traffic, new, c))
 

@@ -8,6 +8,7 @@ skb_gro_receive) and the TCP flag rules of tcp_gro_receive. vnetlab.gro (per skb
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,11 +69,10 @@ def has_feature(features: Any, name: str) -> bool:
 def check_features(features: Any, rules: Any, k: Kernel) -> Any:
     if features is None:
         return frozenset({"GRO"})
-    try:
-        has_feature(features, "GRO")
-    except TypeError:
-        raise ArgumentError(f"features must support 'in' (a FeatureSet or a set of names), got {features!r}",
-                            param="features") from None
+    # a str or a mapping answers 'in' too ("GRO" in "x" is False): it would silently mean "GRO off"
+    if isinstance(features, (str, bytes, Mapping)) or not hasattr(type(features), "__contains__"):
+        raise ArgumentError(f"features must be the receiving device's FeatureSet or a set of NETIF_F names such as "
+                            f"{{'GRO', 'GRO_FRAGLIST'}}, got {features!r}", param="features")
     if has_feature(features, "GRO_UDP_FWD") and not rules["gro_udp_fwd"] \
             and "GRO_UDP_FWD" not in _features.table(k).bits:
         raise ArgumentError(f"features: GRO_UDP_FWD does not exist in kernel {k.version} (added in 5.12)",
@@ -174,7 +174,7 @@ def flow_params(*, l4: L4 = "tcp", ip: IpVersion = 4, vlan: bool = False, tcp_hd
 
 
 @public
-def flag_bits(flags: object, index: int) -> int:
+def flag_bits(flags: str | Iterable[object] | None, index: int) -> int:
     if flags is None:
         return TCP_FLAG_BIT["ACK"]
     if isinstance(flags, str):
@@ -183,6 +183,7 @@ def flag_bits(flags: object, index: int) -> int:
     for name in flags:  # type: ignore[union-attr]
         key = str(name).upper().strip()
         if key not in TCP_FLAG_BIT:
-            raise ValueError(f"tcp_flags[{index}] has unknown flag {name!r}; allowed: {', '.join(TCP_FLAGS)}")
+            raise ArgumentError(f"tcp_flags[{index}] has unknown flag {name!r}; allowed: {', '.join(TCP_FLAGS)}",
+                                param="tcp_flags")
         bits |= TCP_FLAG_BIT[key]
     return bits

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from vnetlab.checks import check_choice, check_int, int_array, public  # noqa: F401 (int_array: rx's name)
 from vnetlab.errors import ArgumentError
@@ -65,10 +65,14 @@ from vnetlab.virtio import (  # noqa: F401 (rx's names before the split stay imp
     SKB_FRAG_PAGE_SIZE,
     VIRTIO_XDP_HEADROOM,
     VNET_HDR_STRUCTS,
+    BufBytes,
+    BufSize,
+    HdrLen,
     IpVersion,
     Mode,
     Mtu,
     PayloadLen,
+    XdpHeadroom,
     check_hdr_len,
     check_mergeable_hdr_len,
     check_mtu,
@@ -128,8 +132,8 @@ class RxResult:
 
 
 @public
-def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
-                       k: Kernel, a: Arch) -> int | None:
+def build_skb_tailroom(frame_len: BufBytes, truesize: BufSize, *, mode: Literal["mergeable", "big"],
+                       hdr_len: HdrLen, headroom: XdpHeadroom, k: Kernel, a: Arch) -> int | None:
     """The tailroom page_to_skb tests against SKB_DATA_ALIGN(sizeof(shinfo)); None where it has no build_skb branch."""
     if k.rule("page_to_skb") != "build_skb":
         return None
@@ -158,6 +162,9 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
     check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
                   "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
     padded = hdr_padded_len(mode, hdr_len, k)
+    if mode == "mergeable" and big_pages is not None:
+        raise ArgumentError(f"big_pages={big_pages!r} with mode='mergeable': big_pages is the page count of a big-mode "
+                            "chain (add_recvbuf_big); a mergeable buffer is one page frag", param="big_pages")
     if mode == "big":
         check_int("truesize", truesize, a.page_size, a.page_size,
                    f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from vnetlab import skbuff
-from vnetlab.checks import In, check_int, public
+from vnetlab.checks import In, check_choice, check_int, public
 from vnetlab.errors import ArgumentError
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
 from vnetlab.headers import (
@@ -60,10 +60,8 @@ _HEADROOM = 64  # NET_SKB_PAD on x86_64; only skb_cow_head would look at it, whi
 @public
 def check_ip(ip: object) -> int:
     """4 or 6, else a ValueError naming ``ip``."""
-    if ip not in IP_HLEN or isinstance(ip, bool):
-        raise ArgumentError(f"ip must be 4 (struct iphdr, 20 bytes) or 6 (struct ipv6hdr, 40 bytes), got {ip!r}",
-                            param="ip")
-    return int(ip)  # type: ignore[arg-type]
+    return check_choice("ip", ip, tuple(IP_HLEN), "the IP version: 4 (struct iphdr, 20 bytes) or 6 (struct "
+                        "ipv6hdr, 40 bytes)")
 
 
 def _check_l4(l4: object) -> str:

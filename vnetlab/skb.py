@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from vnetlab.checks import public
+from vnetlab.checks import In, IpVersion, VxlanVni, public
 from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 
@@ -323,7 +323,10 @@ class Skb:
                          headlen=self.headlen - VLAN_HLEN, headroom=self.headroom + VLAN_HLEN)
 
     @public
-    def encapsulate(self, hlen: int, gso_tunnel: str, *, vni: int | None = None, ip: int = 4) -> Skb:
+    def encapsulate(self, hlen: Annotated[int, In(1, 255, "tunnel header bytes pushed (vxlan: outer IP + UDP + "
+                                                   "VXLAN + inner ETH, 50 or 70)")],
+                    gso_tunnel: Literal["UDP_TUNNEL", "UDP_TUNNEL_CSUM"], *, vni: VxlanVni | None = None,
+                    ip: IpVersion = 4) -> Skb:
         """The tunnel headers (``hlen`` bytes, outer link header excluded) pushed in front; skb->encapsulation set
         and ``gso_tunnel`` (SKB_GSO_UDP_TUNNEL[_CSUM]) added to a GSO skb (iptunnel_handle_offloads). The inner
         frame's in-band tags become part of the tunnel headers' payload. ``vni`` and ``ip`` (the outer IP

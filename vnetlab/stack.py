@@ -147,7 +147,7 @@ def _lower(net: netdev.Namespace, nic: str, name: str | None, peer: str | None,
 
 def _one_of(name: str, value: object, known: Sequence[str], meaning: str) -> None:
     if not isinstance(value, str) or value not in known:
-        raise ValueError(f"{name} must be one of {', '.join(known)} ({meaning}), got {value!r}")
+        raise ArgumentError(f"{name} must be one of {', '.join(known)} ({meaning}), got {value!r}", param=name)
 
 
 @public

@@ -68,6 +68,19 @@ MTU_MEANING = ("the device MTU: virtnet_probe sets dev->min_mtu = ETH_MIN_MTU (6
 
 Mtu = Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)]
 
+# What the receive-buffer helpers take (rx's entry points check the kernel's own values first; a direct call of a
+# helper meets these bounds). The header sizes any kernel negotiates (which ones a kernel has: check_hdr_len).
+HdrLen = Annotated[int, In(min(VNET_HDR_STRUCTS), max(VNET_HDR_STRUCTS),
+                           "virtio-net header bytes: virtio_net_hdr 10, _mrg_rxbuf 12, _v1_hash 20, "
+                           "_v1_hash_tunnel 24")]
+# drivers/net/virtio_net.c MRG_CTX_HEADER_SHIFT 22: mergeable_len_to_ctx keeps a buffer's truesize in 22 bits.
+MAX_BUF_BYTES = 1 << 22
+_BUF_MEANING = "bytes in one receive buffer: mergeable_len_to_ctx keeps a truesize in 22 bits"
+BufBytes = Annotated[int, In(0, MAX_BUF_BYTES, _BUF_MEANING)]
+BufSize = Annotated[int, In(1, MAX_BUF_BYTES, _BUF_MEANING)]
+# add_recvbuf_mergeable: headroom = virtnet_get_headroom(vi), VIRTIO_XDP_HEADROOM with an XDP program, else 0.
+XdpHeadroom = Literal[0, VIRTIO_XDP_HEADROOM]
+
 
 @public
 def check_mtu(mtu: object) -> int:
@@ -94,7 +107,7 @@ def padded_vnet_hdr_len(k: Kernel) -> int:
 
 
 @public
-def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
+def hdr_padded_len(mode: Mode, hdr_len: HdrLen, k: Kernel) -> int:
     """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
     if mode == "mergeable":
         return MRG_RXBUF_HDR_LEN if k.rule("mergeable_hdr_padded_len") == "mrg_rxbuf" else hdr_len
