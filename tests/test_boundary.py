@@ -504,3 +504,41 @@ def test_round2_values_that_stay_valid():
                                          headroom=vnetlab.rx.VIRTIO_XDP_HEADROOM, k=_k(), a=_a()) is not None
     flow = vnetlab.gro.receive_flow(1000, 4, l4="udp")
     assert len(vnetlab.gro.aggregate(flow, l4="udp", features=set())) == 4
+
+
+# -- the third round: the kernel's refusals of device operations, skbs, lab files and verdicts --------------------
+
+def _ns():
+    return vnetlab.netdev.Namespace(kernel="6.1")
+
+
+_ROUND3_CASES = [
+    # net/core/dev.c dev_valid_name: a veth's second name is refused as b, not as "name"
+    ("a veth peer name with a space", lambda: _ns().veth("v0", "v 1"), "b"),
+    ("a bridge name of IFNAMSIZ bytes", lambda: _ns().bridge("b" * 16), "name"),
+    ("a vlan on a device of another namespace", lambda: _ns().vlan("v0.10", lower=_ns().veth("x0", "x1")[0],
+                                                                   vid=10), "lower"),
+    # dev_validate_mtu and do_setlink's gso_max_size: -EINVAL for the argument
+    ("an MTU below ETH_MIN_MTU", lambda: _ns().veth("m0", "m1")[0].set_mtu(10), "mtu"),
+    ("gso_max_segs past GSO_MAX_SEGS", lambda: _ns().veth("g0", "g1")[0].set_gso_max(segs=1 << 16), "segs"),
+    ("a bridge with no port sends", lambda: vnetlab.netdev.core.port_of(_ns().bridge("br0"), None), "master"),
+    # GRO's input skbs and the stream's buffers
+    ("a None among GRO's skbs", lambda: vnetlab.gro.aggregate([None]), "skbs"),
+    ("buffers smaller than a frame's header",
+     lambda: vnetlab.gro_stream.simulate_stream(64, 1448, buf_lens=1), "buf_lens"),
+    # the lab files: a kernel id by its own parameter, a document that is not a lab file
+    ("a lab pair with an unknown after", lambda: vnetlab.labdata.rate_table(after="6.1-nope"), "after"),
+    ("an empty mapping as a lab file", lambda: vnetlab.labdata.hdr_len({}), "doc"),
+    ("a lab file without its qemu section", lambda: vnetlab.labdata.mtu({"schema": 1}), "doc"),
+    # a device's kernel, a verdict
+    ("the kernel of None", lambda: vnetlab.profiles.device_kernel(None), "dev"),
+    ("an int as a verdict", lambda: vnetlab.room.outcome(1), "verdict"),
+]
+
+
+@pytest.mark.parametrize(("what", "call", "param"), _ROUND3_CASES, ids=[c[0] for c in _ROUND3_CASES])
+def test_round3_bad_inputs_name_their_parameter(what, call, param):
+    for module in ("netdev.core", "gro_stream", "labdata", "room"):  # not among vnetlab's lazy attributes
+        importlib.import_module(f"vnetlab.{module}")
+    err = pytest.raises(ArgumentError, call).value
+    assert err.param == param, f"{what}: {err.param!r}: {err}"

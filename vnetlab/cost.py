@@ -438,7 +438,8 @@ def _costs(costs: Costs | Mapping[str, Any] | None) -> Costs:
 @public
 def rx_cost(traffic: Traffic, kernel: str | Kernel, costs: Costs | Mapping[str, Any] | None = None, *,
             arch: str = DEFAULT_ARCH, gro_on: bool = True) -> RxCost:
-    """ns per packet of ``traffic`` on ``kernel`` with ``costs`` (default: the table's priors)."""
+    """ns per packet of ``traffic`` on ``kernel`` with ``costs`` (default: the table's priors; a mapping of
+    operation -> ns overrides those it names, so {} overrides none)."""
     return RxCost(op_counts(traffic, kernel, arch, gro_on=gro_on), _costs(costs))
 
 

@@ -168,8 +168,8 @@ class _Held:
 
 def _eth_type_trans(skb: Skb, index: int) -> Skb:
     if skb.headlen < ETH_HLEN:
-        raise ValueError(f"skbs[{index}] has headlen {skb.headlen} < ETH_HLEN {ETH_HLEN}: pass skbs as the "
-                         "receive path built them, with the Ethernet header in the linear part")
+        raise ArgumentError(f"skbs[{index}] has headlen {skb.headlen} < ETH_HLEN {ETH_HLEN}: pass skbs as the "
+                            "receive path built them, with the Ethernet header in the linear part", param="skbs")
     s = dataclasses.replace(skb, frags=list(skb.frags), frag_list=list(skb.frag_list))
     # net/ethernet/eth.c eth_type_trans: skb_pull_inline(skb, ETH_HLEN).
     s.headroom += ETH_HLEN
@@ -191,7 +191,7 @@ def _headers_into_head(skb: Skb, offset: int) -> None:
     grow = offset - skb.headlen
     if grow > 0:
         if not skb.frags or skb.frags[0].size < grow:
-            raise ValueError(f"packet shorter than its headers (offset {offset})")
+            raise ArgumentError(f"packet shorter than its headers (offset {offset})", param="skbs")
         _pull_from_frag0(skb, grow)
 
 
@@ -205,8 +205,9 @@ def _check_gso(skb: Skb, i: int, fp: FlowParams) -> None:
         return
     want = ({"TCPV4"} if fp.ip == 4 else {"TCPV6"}) if fp.l4 == "tcp" else {"UDP_L4", "UDP"}
     if not skb.gso_type & want:
-        raise ValueError(f"skbs[{i}] is a GSO skb (gso_size {skb.gso_size}) with gso_type {sorted(skb.gso_type)}: "
-                         f"an IPv{fp.ip} {fp.l4.upper()} flow's GSO skbs carry SKB_GSO_{'/'.join(sorted(want))}")
+        raise ArgumentError(f"skbs[{i}] is a GSO skb (gso_size {skb.gso_size}) with gso_type {sorted(skb.gso_type)}: "
+                            f"an IPv{fp.ip} {fp.l4.upper()} flow's GSO skbs carry SKB_GSO_{'/'.join(sorted(want))}",
+                            param="skbs")
 
 
 def _check_skb(skb: object, i: int, a: Arch) -> None:
@@ -216,30 +217,31 @@ def _check_skb(skb: object, i: int, a: Arch) -> None:
     their own truesize; skb_gro_receive (6.1) takes skb->truesize - SKB_TRUESIZE(end) (case 1) or
     - SKB_DATA_ALIGN(sizeof(struct sk_buff)) (case 2) into p, which is >= 0 only for such skbs."""
     if not isinstance(skb, Skb):
-        raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(skb).__name__}")
+        raise ArgumentError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(skb).__name__}", param="skbs")
     seen: set[int] = set()
     todo = [(skb, f"skbs[{i}]")]
     while todo:
         s, name = todo.pop()
         if id(s) in seen:
-            raise ValueError(f"{name} is already in skbs[{i}]'s frag_list chain: a frag_list loop no sk_buff can have")
+            raise ArgumentError(f"{name} is already in skbs[{i}]'s frag_list chain: a frag_list loop no sk_buff can "
+                                "have", param="skbs")
         seen.add(id(s))
         for j, f in enumerate(s.frags):
             if not (isinstance(f.size, int) and isinstance(f.offset, int)) or f.size < 0 or f.offset < 0 \
                     or f.offset + f.size > f.page.size:
-                raise ValueError(f"{name}.frags[{j}] (offset {f.offset}, size {f.size}) must lie inside its "
-                                 f"{f.page.size}-byte page (skb_frag_t: page, offset, size)")
+                raise ArgumentError(f"{name}.frags[{j}] (offset {f.offset}, size {f.size}) must lie inside its "
+                                    f"{f.page.size}-byte page (skb_frag_t: page, offset, size)", param="skbs")
         if s.headroom + s.headlen > s.end_offset:
-            raise ValueError(f"{name}: headroom {s.headroom} + headlen {s.headlen} > skb_end_offset {s.end_offset} "
-                             "(skb_over_panic in the kernel)")
+            raise ArgumentError(f"{name}: headroom {s.headroom} + headlen {s.headlen} > skb_end_offset {s.end_offset} "
+                                "(skb_over_panic in the kernel)", param="skbs")
         todo.extend((m, f"{name}.frag_list[{j}]") for j, m in enumerate(s.frag_list))
     for s in skb.walk():
         least = a.skb_truesize(s.end_offset) + s.data_len
         if s.truesize < least:
-            raise ValueError(f"skbs[{i}]{'' if s is skb else ' (a frag_list member)'} has truesize {s.truesize} < "
-                             f"SKB_TRUESIZE(skb_end_offset {s.end_offset}) + data_len {s.data_len} = {least}: "
-                             f"__alloc_skb/build_skb charge SKB_TRUESIZE(end) on {a.name} and every frag or "
-                             "frag_list member adds at least its size (skb_add_rx_frag, skb_segment)")
+            raise ArgumentError(f"skbs[{i}]{'' if s is skb else ' (a frag_list member)'} has truesize {s.truesize} < "
+                                f"SKB_TRUESIZE(skb_end_offset {s.end_offset}) + data_len {s.data_len} = {least}: "
+                                f"__alloc_skb/build_skb charge SKB_TRUESIZE(end) on {a.name} and every frag or "
+                                "frag_list member adds at least its size (skb_add_rx_frag, skb_segment)", param="skbs")
 
 
 def _gro_flush(skb: Skb, fp: FlowParams) -> bool:
@@ -518,6 +520,10 @@ def aggregate(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = False, 
     it (6.1+: TCP, not DODGY, no frag_list); otherwise it completes the held skb of its flow and goes up
     untouched. Extra keywords: ``ip``, ``vlan``, ``tcp_hdr_len``, ``tcp_flags``, ``local_socket``,
     ``udp_encap_needed``, ``napi_budget``.
+
+    ``features``: the receiving device's FeatureSet or a set of NETIF_F names (None: GRO on); an empty set is
+    NETIF_F_GRO off, so every packet goes up alone. ``gro_max_size`` 0 (``ip link set DEV gro_max_size 0``, 5.19+)
+    makes skb_gro_receive's ``p->len + len >= gro_max_size`` true for every packet: nothing merges.
     """
     return aggregate_trace(skbs, l4=l4, udp_gro=udp_gro, features=features, kernel=kernel, arch=arch,
                            gro_max_size=gro_max_size, **flow).skbs

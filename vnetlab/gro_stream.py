@@ -105,8 +105,9 @@ def _shapes(frames: np.ndarray, bufs: np.ndarray, fp: FlowParams, hdr_len: int) 
     # receive_mergeable: len > truesize is a length error; a table entry no packet has may be such a pair, so it
     # is classified as a stand-in frame and refused only if a packet uses it (_check_fit).
     unfit = frames + hdr_len > bufs
-    if unfit.any():
+    if unfit.any():  # the stand-in must fit a buffer too (one shorter than ETH_HLEN + header is no buffer at all)
         frames = np.where(unfit, ETH_HLEN, frames)
+        bufs = np.where(unfit, np.maximum(bufs, ETH_HLEN + hdr_len), bufs)
     else:
         unfit = None
     cls = classify(frames, bufs, hdr_len=hdr_len, kernel=k, arch=a)
@@ -138,9 +139,9 @@ def _check_fit(sh: _Shapes, flat: np.ndarray, first: int, payload: Callable[[int
     bad = sh.unfit[flat]
     if bad.any():
         i = first + int(np.argmax(bad))
-        raise ValueError(f"packet {i}: payload_len {payload(i)} with its headers and the {hdr_len}-byte virtio-net "
-                         f"header does not fit its {buf(i)}-byte buffer (buf_lens): a length error in "
-                         "receive_mergeable; simulate_stream takes single-buffer packets only")
+        raise ArgumentError(f"packet {i}: payload_len {payload(i)} with its headers and the {hdr_len}-byte "
+                            f"virtio-net header does not fit its {buf(i)}-byte buffer (buf_lens): a length error in "
+                            "receive_mergeable; simulate_stream takes single-buffer packets only", param="buf_lens")
 
 
 def _few_values(x: np.ndarray, block: int, lo: int, hi: int, most: int = 16
@@ -225,7 +226,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         cols = np.fromiter(payload_len.keys(), dtype=np.int64)
         weights = np.asarray(list(payload_len.values()), dtype=float)
         if weights.sum() <= 0:
-            raise ValueError("payload_len weights must be non-negative with a positive sum")
+            raise ArgumentError("payload_len weights must be non-negative with a positive sum", param="payload_len")
         cdf = np.cumsum(weights / weights.sum())
         cdf /= cdf[-1]  # numpy Generator.choice(p=...): the same draws as before
         draws = np.random.default_rng(seed).random(n)

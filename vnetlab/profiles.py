@@ -80,7 +80,8 @@ class Kernel:
 
     @public
     def with_overrides(self, name: str, overrides: Mapping[str, tuple[Any, str]]) -> Kernel:
-        """This profile with ``overrides`` (rule -> (value, source)) replacing its rules, named ``name``."""
+        """This profile with ``overrides`` (rule -> (value, source)) replacing its rules, named ``name`` (any
+        non-empty lab kernel id); no overrides is the same rules under that name."""
         if not isinstance(name, str) or not name:
             raise ArgumentError(f"name must be a non-empty lab kernel id, got {name!r}", param="name")
         values, sources = dict(self.rules.values), dict(self.rules.sources)
@@ -231,6 +232,8 @@ def device_kernel(dev: Any, kernel: str | Kernel | None = None) -> Kernel:
     """The Kernel an operation on ``dev`` runs: ``kernel`` if given, else the device's ``kernel`` (or its
     namespace's), else the default. A version string naming the device's own version means the device's
     Kernel, so a lab kernel's rules (labkernels.model_kernel) are kept."""
+    if not hasattr(dev, "kernel") and not hasattr(getattr(dev, "ns", None), "kernel"):
+        raise ArgumentError(f"dev must be a netdev device (or its namespace), got {dev!r}", param="dev")
     own = None
     for obj in (dev, getattr(dev, "ns", None)):
         k = getattr(obj, "kernel", None)

@@ -320,7 +320,9 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: Mtu =
     """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them.
 
     ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
-    where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes)."""
+    where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes).
+    ``count`` 0 is an empty list; ``avg_pkt_len`` 0 (or None) is the EWMA before any packet, so each buffer is
+    min_buf_len (get_mergeable_buf_len clamps the average to it)."""
     k, a = resolve(kernel, arch)
     check_int("count", count, 0, MAX_BUFFERS, "how many buffers to carve (one Python object each)")
     check_mergeable_hdr_len(hdr_len, k)
@@ -350,7 +352,8 @@ def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = 
 
     Up to 6.18 every buffer is the request (skb_page_frag_refill, buflen computed again in receive_small);
     7.x takes it from a page_pool, whose last fragment of a page gets the page's rest, and receive_small
-    reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom))."""
+    reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom)).
+    ``count`` 0 is an empty list."""
     k, a = resolve(kernel, arch)
     check_int("count", count, 0, MAX_BUFFERS, "how many buffers to post (one Python object each)")
     want = small_buf_len(hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)

@@ -69,7 +69,8 @@ def alloc_skb_head(size: Annotated[int, In(0, KMALLOC_MAX_SIZE, "the __alloc_skb
 
 @public
 def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Head:
-    """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c)."""
+    """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c); ``length`` 0
+    is a head with only its NET_SKB_PAD + NET_IP_ALIGN headroom."""
     k, a = resolve(kernel, arch)
     check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
     reserve = a.net_skb_pad + a.net_ip_align

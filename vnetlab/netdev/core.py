@@ -188,7 +188,7 @@ class Device:
         lo, hi = self.min_mtu, self.mtu_limit()
         if isinstance(mtu, bool) or not isinstance(mtu, int) or not lo <= mtu <= hi:
             raise DeviceError(f"mtu={mtu!r} is outside {lo}..{hi} for {self.kind} {self.name} "
-                              "(dev_validate_mtu / ndo_change_mtu: -EINVAL)")
+                              "(dev_validate_mtu / ndo_change_mtu: -EINVAL)", param="mtu")
         if mtu != self.mtu:
             self.mtu = mtu
             for upper in list(self.uppers):
@@ -201,7 +201,7 @@ class Device:
         at most GSO_MAX_SIZE and GSO_MAX_SEGS, else -EINVAL)."""
         for name, value, hi in (("size", size, GSO_MAX_SIZE), ("segs", segs, GSO_MAX_SEGS)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= hi):
-                raise DeviceError(f"{name}={value!r} must be an int in 0..{hi} (gso_max_{name}: -EINVAL)")
+                raise DeviceError(f"{name}={value!r} must be an int in 0..{hi} (gso_max_{name}: -EINVAL)", param=name)
         if size is not None:
             self.gso_max_size = size
         if segs is not None:
@@ -239,11 +239,15 @@ class StackedDevice(Device):
 
 @public
 def port_of(master: Device, port: Device | None) -> Device:
+    """The port of ``master`` a frame leaves through: ``port``, or the first one when None."""
+    if not master.lowers:  # a bridge or bond with no port has nowhere to send (the kernel drops the frame)
+        raise DeviceError(f"master={master.name!r} has no ports ({master.kind} with nothing enslaved): set_master "
+                          "a port first", param="master")
     if port is None:
         return master.lowers[0]
     if port not in master.lowers:
         raise DeviceError(f"port={getattr(port, 'name', port)!r} is not a port of {master.kind} {master.name} "
-                          f"(ports: {', '.join(p.name for p in master.lowers)})")
+                          f"(ports: {', '.join(p.name for p in master.lowers)})", param="port")
     return port
 
 
