@@ -542,3 +542,52 @@ def test_round3_bad_inputs_name_their_parameter(what, call, param):
         importlib.import_module(f"vnetlab.{module}")
     err = pytest.raises(ArgumentError, call).value
     assert err.param == param, f"{what}: {err.param!r}: {err}"
+
+
+# -- the fourth round: what a device is handed, feature bits of another kernel, GRO trace indexes -----------------
+
+def _veth():
+    return vnetlab.netdev.Namespace(kernel="6.1").veth("f0", "f1")[0]
+
+
+_ROUND4_CASES = [
+    ("a None handed to a veth's ndo_start_xmit", lambda: _veth().start_xmit([None]), "skbs"),
+    ("a str handed to a bond", lambda: _bonded().start_xmit(["skb"]), "skbs"),
+    # include/linux/netdev_features.h: netdev_features_t is a u64
+    ("negative feature bits", lambda: _veth().fix_features(-1), "features"),
+    ("feature bits past 64", lambda: _veth().fix_features(1 << 64), "features"),
+    # 5.10's NETIF_F bit numbers are not 6.1's (data/netdev_features.toml): a set must be of the device's kernel
+    ("a 5.10 FeatureSet on a 6.1 device", lambda: _veth().features_check(
+        vnetlab.segment.gso_skb(segs=2, gso_size=1000),
+        vnetlab.features.FeatureSet.from_names(["SG"], kernel="5.10")), "features"),
+    ("a list of ints as features", lambda: vnetlab.gro.aggregate(vnetlab.gro.receive_flow(1000, 2, l4="udp"),
+                                                                 l4="udp", features=[1]), "features"),
+    ("a GRO skb index past the last", lambda: vnetlab.gro.aggregate_trace(
+        vnetlab.gro.receive_flow(1000, 2, l4="udp"), l4="udp").packets_in_first_skb(5), "gro_skb"),
+    ("a negative GRO skb index", lambda: vnetlab.gro.aggregate_trace(
+        vnetlab.gro.receive_flow(1000, 2, l4="udp"), l4="udp").packets_in_first_skb(-1), "gro_skb"),
+    ("a None among the kernels predicted", lambda: vnetlab.cost.predictions(kernels=[None]), "kernels"),
+    ("a case that is no Traffic", lambda: vnetlab.cost.predictions(cases={"x": True}), "cases"),
+]
+
+
+def _bonded():
+    ns = vnetlab.netdev.Namespace(kernel="6.1")
+    bond = ns.bond("bond0")
+    ns.set_master(ns.veth("b0", "b1")[0], bond)
+    return bond
+
+
+@pytest.mark.parametrize(("what", "call", "param"), _ROUND4_CASES, ids=[c[0] for c in _ROUND4_CASES])
+def test_round4_bad_inputs_name_their_parameter(what, call, param):
+    err = pytest.raises(ArgumentError, call).value
+    assert err.param == param, f"{what}: {err.param!r}: {err}"
+
+
+def test_round4_a_device_still_takes_its_own_kernels_sets():
+    import vnetlab.segment
+    dev = _veth()
+    skb = vnetlab.segment.gso_skb(segs=2, gso_size=1000)
+    own = vnetlab.features.FeatureSet.from_names(["SG"], kernel="6.1")
+    assert dev.features_check(skb, own) == own
+    assert dev.start_xmit([skb]).skbs == (skb,)

@@ -115,6 +115,15 @@ ACCEPTED: dict[tuple[str, str, str], str] = {
     ("vnetlab.profiles.kernel_section", "*", "*"): "None: data/<table>.toml has no such section (documented)",
     ("vnetlab.exercises.check", "answer", "*"): "any answer gets a Verdict: the wrong kind is the 'kind' hint",
     ("vnetlab.tables.parse_table", "name", "*"): "the table's name, used in its messages only",
+    ("vnetlab.netdev.namespace.*", "*", "unknown-name"): "a valid interface name (dev_valid_name)",
+    ("vnetlab.netdev.namespace.*", "*", "upper"): "a valid interface name (dev_valid_name)",
+    ("vnetlab.netdev.core.NetCore.has", "name", "*"): "False: this kernel has no such NETIF_F bit",
+    ("vnetlab.netdev.core.NetCore.m_opt", "name", "*"): "0: this kernel has no such NETIF_F bit (documented)",
+    ("vnetlab.netdev.core.Device.set_gso_max", "*", "zero"): "0 is in do_setlink's range (0..GSO_MAX_SIZE/SEGS)",
+    ("vnetlab.netdev.*", "features", "zero"): "no NETIF_F bit set",
+    ("vnetlab.netdev.*", "skbs", "empty"): "nothing to send",
+    ("vnetlab.netdev.core.Device.ethtool_K", "settings", "empty-mapping"): "ethtool -K with no change",
+    ("*", "skb", "skb-tcp-for-udp"): "a TCP GSO skb is an skb this function takes",
 }
 
 # (callable, parameter) -> the other parameters an error about a combination may name instead.

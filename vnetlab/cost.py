@@ -548,6 +548,13 @@ def predictions(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequ
     cases = prediction_cases() if cases is None else cases
     if not cases:
         raise ArgumentError("cases must not be empty", param="cases")
+    for name, t in cases.items():
+        if not isinstance(t, Traffic):
+            raise ArgumentError(f"cases[{name!r}] must be a cost.Traffic (cost.mix), got {t!r}", param="cases")
+    for k in kernels:  # named here: rx_cost would blame its own "kernel"
+        if not isinstance(k, Kernel):
+            check_choice("kernels", k, known_kernels(), "kernel versions (vnetlab.known_kernels())",
+                         function="cost.predictions")
     return {(name, k): rx_cost(t, k, c) for name, t in cases.items() for k in kernels}
 
 

@@ -142,8 +142,11 @@ class GroTrace:
     events: list[GroEvent] = field(default_factory=list)
 
     @public
-    def packets_in_first_skb(self, gro_skb: int = 0) -> int:
+    def packets_in_first_skb(self, gro_skb: Annotated[int, In(0, None, "index of a GRO skb handed up")] = 0) -> int:
         """Packets whose payload sits in the first sk_buff (head + frags) of GRO skb ``gro_skb``."""
+        if gro_skb >= len(self.skbs):
+            raise ArgumentError(f"gro_skb={gro_skb}: GRO handed up {len(self.skbs)} skbs (0..{len(self.skbs) - 1})",
+                                param="gro_skb")
         return sum(e.packets for e in self.events if e.gro_skb == gro_skb and e.skb_index == 0)
 
     def packets_per_skb(self) -> list[int]:

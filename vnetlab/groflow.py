@@ -70,7 +70,8 @@ def check_features(features: Any, rules: Any, k: Kernel) -> Any:
     if features is None:
         return frozenset({"GRO"})
     # a str or a mapping answers 'in' too ("GRO" in "x" is False): it would silently mean "GRO off"
-    if isinstance(features, (str, bytes, Mapping)) or not hasattr(type(features), "__contains__"):
+    if isinstance(features, (str, bytes, Mapping)) or not hasattr(type(features), "__contains__") or (
+            not isinstance(features, _features.FeatureSet) and not all(isinstance(n, str) for n in features)):
         raise ArgumentError(f"features must be the receiving device's FeatureSet or a set of NETIF_F names such as "
                             f"{{'GRO', 'GRO_FRAGLIST'}}, got {features!r}", param="features")
     if has_feature(features, "GRO_UDP_FWD") and not rules["gro_udp_fwd"] \
