@@ -244,6 +244,7 @@ class StackedDevice(Device):
             self.set_mtu(lower.mtu)
 
 
+@public
 def check_skbs(skbs: Sequence[object], param: str = "skbs") -> None:
     """Each of ``skbs`` is an Skb (what ndo_start_xmit is handed): the one check every device's start_xmit makes."""
     for i, s in enumerate(skbs):
