@@ -390,3 +390,204 @@ def test_running_profile_inputs():
     assert live.running_profile("5.10.223") == "5.10.223"  # a lab profile of its own (data/kernels.toml)
     assert pytest.raises(ArgumentError, live.running_profile, 5.10).value.param == "release"
     assert pytest.raises(ArgumentError, live.running_profile, "linux").value.param == "release"
+
+
+# -- checks inside bodies: the same ArgumentError as the annotations (tools/probe_inputs.py's first round) ---------
+
+def _skb_with(**changes):
+    from vnetlab import segment
+    return segment.gso_skb(segs=2, gso_size=1000).copy(**changes)
+
+
+_BODY_CASES = [
+    # (what, call, the parameter the error must name)
+    ("hdr_len the kernel cannot negotiate", lambda: __import__("vnetlab.rx").rx.receive(1000, hdr_len=0), "hdr_len"),
+    ("struct virtio_net_hdr with mergeable buffers",
+     lambda: __import__("vnetlab.rx").rx.receive(1000, hdr_len=10), "hdr_len"),
+    ("frame_lens of non-whole floats",
+     lambda: __import__("vnetlab.rx_classify").rx_classify.classify([100.5], [2048]), "frame_lens"),
+    ("truesizes of strings", lambda: __import__("vnetlab.rx_classify").rx_classify.classify([100], ["a"]),
+     "truesizes"),
+    ("a 2-D frame_lens", lambda: __import__("vnetlab.rx_classify").rx_classify.classify([[100]], [2048]),
+     "frame_lens"),
+    ("gso_size on a packet that fits the MTU",
+     lambda: __import__("vnetlab.rx").rx.receive(1000, gso_size=500), "gso_size"),
+    ("Skb.vlan_tag past VLAN_VID_MASK", lambda: _skb_with(vlan_tag=4096), "vlan_tag"),
+    ("Skb.gso_type as a str", lambda: _skb_with(gso_type="UDP_L4"), "gso_type"),
+    ("Skb.ip_summed unknown", lambda: _skb_with(ip_summed="CHECKSUM_MAYBE"), "ip_summed"),
+    ("tcp_flags past the 8 flag bits",
+     lambda: __import__("vnetlab.gro_stream").gro_stream.simulate_stream(8, 1000, tcp_flags=[256] * 8), "tcp_flags"),
+    ("an unknown lab kernel", lambda: __import__("vnetlab.labkernels").labkernels.lab_kernel("9.9"), "kernel"),
+]
+
+
+@pytest.mark.parametrize(("what", "call", "param"), _BODY_CASES, ids=[c[0] for c in _BODY_CASES])
+def test_body_checks_raise_argument_error_naming_the_parameter(what, call, param):
+    # A check inside a body (a range that depends on the kernel, a field of the skb) raises what @public raises.
+    err = pytest.raises(ArgumentError, call).value
+    assert err.param == param, f"{what}: {err.param!r}: {err}"
+
+
+# -- the second round: names, str choices, containers and the receive-buffer helpers' ranges ----------------------
+
+def _k():
+    return vnetlab.kernel("6.1")
+
+
+def _a():
+    return vnetlab.arch("x86_64")
+
+
+_ROUND2_CASES = [
+    # a table name is one of data/'s files, never a path: Kernel.table, load_table, kernel_section, table_kernels
+    ("a table that does not exist", lambda: _k().table("GRO"), "table"),
+    ("a table given as a path", lambda: vnetlab.profiles.kernel_section("../kernels", "6.1"), "table"),
+    ("load_table of an unknown name", lambda: vnetlab.tables.load_table("nosuch"), "name"),
+    # a kernel passed under another name is blamed under that name, not as rx_cost's "kernel"
+    ("breakdown's base kernel unknown",
+     lambda: vnetlab.cost.breakdown(vnetlab.cost.mix({1000: 1}), "9.9", "5.13"), "base"),
+    ("packet_op_counts' truesizes of strings",
+     lambda: vnetlab.cost.packet_op_counts([1042], ["x"], kernel="6.1", headers=28), "buf_truesizes"),
+    ("packet_op_counts' frame_lens of strings",
+     lambda: vnetlab.cost.packet_op_counts(["x"], [2048], kernel="6.1", headers=28), "frame_lens"),
+    ("an unknown rx cost operation", lambda: vnetlab.cost.rx_cost(vnetlab.cost.mix({1000: 1}), "6.1",
+                                                                  {"no_such_op": 1.0}), "costs"),
+    # str parameters with a fixed set of values: the set is in the annotation
+    ("mix's l4 in capitals", lambda: vnetlab.cost.mix({1000: 1}, l4="UDP"), "l4"),
+    ("mix's destination unknown", lambda: vnetlab.cost.mix({1000: 1}, destination="sock"), "destination"),
+    ("a router NIC profile unknown", lambda: vnetlab.stack.build_stack(nic="e1000"), "nic"),
+    ("build_skb_tailroom in small mode", lambda: vnetlab.rx.build_skb_tailroom(
+        1042, 2048, mode="small", hdr_len=12, headroom=0, k=_k(), a=_a()), "mode"),
+    ("encapsulate with an unknown SKB_GSO tunnel",
+     lambda: vnetlab.segment.gso_skb(segs=2, gso_size=1000).encapsulate(50, "GRE"), "gso_tunnel"),
+    ("encapsulate with a VNI past 24 bits",
+     lambda: vnetlab.segment.gso_skb(segs=2, gso_size=1000).encapsulate(50, "UDP_TUNNEL", vni=1 << 24), "vni"),
+    ("an unhashable ip", lambda: vnetlab.segment.check_ip([4]), "ip"),
+    # features: a str or a mapping answers 'in' and silently meant "GRO off"
+    ("features as a str", lambda: vnetlab.gro.aggregate(vnetlab.gro.receive_flow(1000, 2, l4="udp"), l4="udp",
+                                                        features="GRO"), "features"),
+    ("features as an ethtool mapping", lambda: vnetlab.gro.aggregate(
+        vnetlab.gro.receive_flow(1000, 2, l4="udp"), l4="udp", features={"GRO": False}), "features"),
+    # the receive-buffer helpers: bytes of one buffer (MRG_CTX_HEADER_SHIFT 22), header sizes, XDP headroom
+    ("a negative frag_size", lambda: vnetlab.rx.receive(1000, frag_size=-1), "frag_size"),
+    ("a zero frag_size", lambda: vnetlab.rx.RxQueue(frag_size=0), "frag_size"),
+    ("build_skb_tailroom of a negative frame", lambda: vnetlab.rx.build_skb_tailroom(
+        -1, 2048, mode="mergeable", hdr_len=12, headroom=0, k=_k(), a=_a()), "frame_len"),
+    ("build_skb_tailroom with 100 bytes of headroom", lambda: vnetlab.rx.build_skb_tailroom(
+        1042, 2048, mode="mergeable", hdr_len=12, headroom=100, k=_k(), a=_a()), "headroom"),
+    ("a negative EWMA sample", lambda: vnetlab.rxbuf.Ewma().add(-1), "sample"),
+    ("a page frag of 0 bytes", lambda: vnetlab.rxbuf.PageFrag(0, _a()), "frag_size"),
+    ("a page_pool page of 2**31 bytes", lambda: vnetlab.rxbuf.PagePool(2 ** 31, _a()), "page_bytes"),
+    ("a big-mode chain of 0 pages", lambda: vnetlab.rxbuf.receive_big_max_frame(0, 12, _k(), _a()), "pages"),
+    ("big_pages with a mergeable buffer", lambda: vnetlab.rx.page_to_skb(1042, 2048, big_pages=5), "big_pages"),
+    ("get_mergeable_buf_len with a 2-byte header", lambda: vnetlab.rxbuf.get_mergeable_buf_len(
+        1500, min_buf_len=1536, hdr_len=2, room=0, a=_a()), "hdr_len"),
+    ("an skb head of -1 bytes", lambda: vnetlab.skbuff.alloc_skb_head(-1, _k(), _a()), "size"),
+    ("build_skb of a buffer smaller than its shinfo", lambda: vnetlab.skbuff.build_skb_truesize(100, _a()),
+     "frag_size"),
+]
+
+
+@pytest.mark.parametrize(("what", "call", "param"), _ROUND2_CASES, ids=[c[0] for c in _ROUND2_CASES])
+def test_round2_bad_inputs_name_their_parameter(what, call, param):
+    for module in ("rxbuf", "skbuff", "tables"):  # not among vnetlab's lazy attributes: imported for the calls
+        importlib.import_module(f"vnetlab.{module}")
+    err = pytest.raises(ArgumentError, call).value
+    assert err.param == param, f"{what}: {err.param!r}: {err}"
+
+
+def test_round2_values_that_stay_valid():
+    # What the new bounds must keep: a frag smaller than PAGE_SIZE is one page (skb_page_frag_refill), the XDP
+    # headroom is VIRTIO_XDP_HEADROOM (drivers/net/virtio_net.c), an empty feature set is GRO off.
+    assert vnetlab.rx.receive(1000, frag_size=1536).path == vnetlab.rx.receive(1000, frag_size=4096).path
+    assert vnetlab.rx.build_skb_tailroom(1042, 4096, mode="mergeable", hdr_len=12,
+                                         headroom=vnetlab.rx.VIRTIO_XDP_HEADROOM, k=_k(), a=_a()) is not None
+    flow = vnetlab.gro.receive_flow(1000, 4, l4="udp")
+    assert len(vnetlab.gro.aggregate(flow, l4="udp", features=set())) == 4
+
+
+# -- the third round: the kernel's refusals of device operations, skbs, lab files and verdicts --------------------
+
+def _ns():
+    return vnetlab.netdev.Namespace(kernel="6.1")
+
+
+_ROUND3_CASES = [
+    # net/core/dev.c dev_valid_name: a veth's second name is refused as b, not as "name"
+    ("a veth peer name with a space", lambda: _ns().veth("v0", "v 1"), "b"),
+    ("a bridge name of IFNAMSIZ bytes", lambda: _ns().bridge("b" * 16), "name"),
+    ("a vlan on a device of another namespace", lambda: _ns().vlan("v0.10", lower=_ns().veth("x0", "x1")[0],
+                                                                   vid=10), "lower"),
+    # dev_validate_mtu and do_setlink's gso_max_size: -EINVAL for the argument
+    ("an MTU below ETH_MIN_MTU", lambda: _ns().veth("m0", "m1")[0].set_mtu(10), "mtu"),
+    ("gso_max_segs past GSO_MAX_SEGS", lambda: _ns().veth("g0", "g1")[0].set_gso_max(segs=1 << 16), "segs"),
+    ("a bridge with no port sends", lambda: vnetlab.netdev.core.port_of(_ns().bridge("br0"), None), "master"),
+    # GRO's input skbs and the stream's buffers
+    ("a None among GRO's skbs", lambda: vnetlab.gro.aggregate([None]), "skbs"),
+    ("buffers smaller than a frame's header",
+     lambda: vnetlab.gro_stream.simulate_stream(64, 1448, buf_lens=1), "buf_lens"),
+    # the lab files: a kernel id by its own parameter, a document that is not a lab file
+    ("a lab pair with an unknown after", lambda: vnetlab.labdata.rate_table(after="6.1-nope"), "after"),
+    ("an empty mapping as a lab file", lambda: vnetlab.labdata.hdr_len({}), "doc"),
+    ("a lab file without its qemu section", lambda: vnetlab.labdata.mtu({"schema": 1}), "doc"),
+    # a device's kernel, a verdict
+    ("the kernel of None", lambda: vnetlab.profiles.device_kernel(None), "dev"),
+    ("an int as a verdict", lambda: vnetlab.room.outcome(1), "verdict"),
+]
+
+
+@pytest.mark.parametrize(("what", "call", "param"), _ROUND3_CASES, ids=[c[0] for c in _ROUND3_CASES])
+def test_round3_bad_inputs_name_their_parameter(what, call, param):
+    for module in ("netdev.core", "gro_stream", "labdata", "room"):  # not among vnetlab's lazy attributes
+        importlib.import_module(f"vnetlab.{module}")
+    err = pytest.raises(ArgumentError, call).value
+    assert err.param == param, f"{what}: {err.param!r}: {err}"
+
+
+# -- the fourth round: what a device is handed, feature bits of another kernel, GRO trace indexes -----------------
+
+def _veth():
+    return vnetlab.netdev.Namespace(kernel="6.1").veth("f0", "f1")[0]
+
+
+_ROUND4_CASES = [
+    ("a None handed to a veth's ndo_start_xmit", lambda: _veth().start_xmit([None]), "skbs"),
+    ("a str handed to a bond", lambda: _bonded().start_xmit(["skb"]), "skbs"),
+    # include/linux/netdev_features.h: netdev_features_t is a u64
+    ("negative feature bits", lambda: _veth().fix_features(-1), "features"),
+    ("feature bits past 64", lambda: _veth().fix_features(1 << 64), "features"),
+    # 5.10's NETIF_F bit numbers are not 6.1's (data/netdev_features.toml): a set must be of the device's kernel
+    ("a 5.10 FeatureSet on a 6.1 device", lambda: _veth().features_check(
+        vnetlab.segment.gso_skb(segs=2, gso_size=1000),
+        vnetlab.features.FeatureSet.from_names(["SG"], kernel="5.10")), "features"),
+    ("a list of ints as features", lambda: vnetlab.gro.aggregate(vnetlab.gro.receive_flow(1000, 2, l4="udp"),
+                                                                 l4="udp", features=[1]), "features"),
+    ("a GRO skb index past the last", lambda: vnetlab.gro.aggregate_trace(
+        vnetlab.gro.receive_flow(1000, 2, l4="udp"), l4="udp").packets_in_first_skb(5), "gro_skb"),
+    ("a negative GRO skb index", lambda: vnetlab.gro.aggregate_trace(
+        vnetlab.gro.receive_flow(1000, 2, l4="udp"), l4="udp").packets_in_first_skb(-1), "gro_skb"),
+    ("a None among the kernels predicted", lambda: vnetlab.cost.predictions(kernels=[None]), "kernels"),
+    ("a case that is no Traffic", lambda: vnetlab.cost.predictions(cases={"x": True}), "cases"),
+]
+
+
+def _bonded():
+    ns = vnetlab.netdev.Namespace(kernel="6.1")
+    bond = ns.bond("bond0")
+    ns.set_master(ns.veth("b0", "b1")[0], bond)
+    return bond
+
+
+@pytest.mark.parametrize(("what", "call", "param"), _ROUND4_CASES, ids=[c[0] for c in _ROUND4_CASES])
+def test_round4_bad_inputs_name_their_parameter(what, call, param):
+    err = pytest.raises(ArgumentError, call).value
+    assert err.param == param, f"{what}: {err.param!r}: {err}"
+
+
+def test_round4_a_device_still_takes_its_own_kernels_sets():
+    import vnetlab.segment
+    dev = _veth()
+    skb = vnetlab.segment.gso_skb(segs=2, gso_size=1000)
+    own = vnetlab.features.FeatureSet.from_names(["SG"], kernel="6.1")
+    assert dev.features_check(skb, own) == own
+    assert dev.start_xmit([skb]).skbs == (skb,)

@@ -566,23 +566,25 @@ def check_choice(name: str, value: Any, choices: Iterable[Any], meaning: str = "
 @public
 def int_array(name: str, values: object, meaning: str, *, ndim: int | None = None) -> Any:
     """``values`` as an int64 array of byte counts (or one int), refusing what numpy would silently cast: bools,
-    strings, objects, non-whole or non-finite floats. ``ndim``: the number of dimensions it must have."""
+    strings, objects, non-whole or non-finite floats (an ArgumentError naming ``name``). ``ndim``: the number of
+    dimensions it must have."""
     import numpy as np
 
     try:
         arr = np.asarray(values)
     except (ValueError, TypeError) as e:  # ragged nested lists
-        raise ValueError(f"{name} must be an array of ints ({meaning}): {e}") from None
+        raise ArgumentError(f"{name} must be an array of ints ({meaning}): {e}", param=name) from None
     kind = arr.dtype.kind
     if kind == "f" and arr.size:
         whole = np.isfinite(arr).all() and (np.floor(arr) == arr).all()
         if not whole:
-            raise ValueError(f"{name} must hold whole numbers ({meaning}), got {arr.dtype} values such as "
-                             f"{arr.flat[int(np.argmax(~np.isfinite(arr) | (np.floor(arr) != arr)))]!r}")
+            raise ArgumentError(f"{name} must hold whole numbers ({meaning}), got {arr.dtype} values such as "
+                                f"{arr.flat[int(np.argmax(~np.isfinite(arr) | (np.floor(arr) != arr)))]!r}",
+                                param=name)
     elif kind not in "iuf":
-        raise ValueError(f"{name} must be ints ({meaning}), got {arr.dtype} values"
-                         + (f" such as {arr.flat[0]!r}" if arr.size else ""))
+        raise ArgumentError(f"{name} must be ints ({meaning}), got {arr.dtype} values"
+                            + (f" such as {arr.flat[0]!r}" if arr.size else ""), param=name)
     if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-D array ({meaning}), got shape {arr.shape}")
+        raise ArgumentError(f"{name} must be a {ndim}-D array ({meaning}), got shape {arr.shape}", param=name)
     return arr if kind in "iu" else arr.astype(np.int64)
 

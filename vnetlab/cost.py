@@ -14,16 +14,18 @@ Counts depend only on the kernel rules and the traffic, so calibration is exact 
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from vnetlab import gro, rx
-from vnetlab.checks import In, public
+from vnetlab.checks import In, check_choice, int_array, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, Arch, Kernel, known_kernels
 from vnetlab.profiles import arch as _arch
@@ -52,7 +54,8 @@ GROUP_NAMES = {
 }
 STACK_OP = "stack/udp_no_socket"
 MISS_OP = "cache_line_miss"
-DESTINATIONS = ("no_socket", "socket", "udp_gro_socket")
+Destination = Literal["no_socket", "socket", "udp_gro_socket"]
+DESTINATIONS: tuple[str, ...] = typing.get_args(Destination)
 # The kernels the cost figures compare (one column each): every profile but the Debian point releases whose receive
 # path repeats another's (5.10.262 = 5.10.223, 6.12.117 = 6.12 and 7.2.12 = 7.3.4 in every rx rule; lab/probes.py).
 KERNELS = tuple(k for k in known_kernels() if k not in ("5.10.262", "6.12.117", "7.2.12"))
@@ -79,14 +82,15 @@ MAX_PATTERN = MAX_PERIOD // math.lcm(_BUF_PERIOD, rx.NAPI_POLL_WEIGHT)
 def check_costs(values: Mapping[str, Any], *, name: str = "costs") -> dict[str, float]:
     """Validate op -> ns: known op names only, finite numbers >= 0."""
     if not isinstance(values, Mapping):
-        raise ValueError(f"{name} must be a mapping of operation name -> ns, got {type(values).__name__}")
+        raise ArgumentError(f"{name} must be a mapping of operation name -> ns, got {type(values).__name__}",
+                            param=name)
     out: dict[str, float] = {}
     for op, v in values.items():
         if op not in OPS:
-            raise ValueError(f"{name}: unknown operation {op!r}; allowed: {', '.join(OPS)}")
+            raise ArgumentError(f"{name}: unknown operation {op!r}; allowed: {', '.join(OPS)}", param=name)
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) \
                 or v < 0:
-            raise ValueError(f"{name}[{op!r}]={v!r}: must be a finite number of ns in [0, inf)")
+            raise ArgumentError(f"{name}[{op!r}]={v!r}: must be a finite number of ns in [0, inf)", param=name)
         out[op] = float(v)
     return out
 
@@ -170,16 +174,17 @@ def max_payload(l4: rx.L4) -> int:
 
 
 @public
-def mix(weights: Mapping[int, int], *, label: str = "", l4: str = "udp", destination: str = "no_socket") -> Traffic:
+def mix(weights: Mapping[int, int], *, label: str = "", l4: rx.L4 = "udp",
+        destination: Destination = "no_socket") -> Traffic:
     """A size mix {payload: integer weight}, interleaved deterministically (each size spread evenly)."""
     if not isinstance(weights, Mapping) or len(weights) == 0:
-        raise ValueError("weights must be a non-empty mapping {payload_len: integer weight}")
+        raise ArgumentError("weights must be a non-empty mapping {payload_len: integer weight}", param="weights")
     for p, w in weights.items():
         if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
-            raise ValueError(f"weights[{p!r}]={w!r}: must be an int >= 0")
+            raise ArgumentError(f"weights[{p!r}]={w!r}: must be an int >= 0", param="weights")
     total = sum(int(w) for w in weights.values())
     if total == 0:
-        raise ValueError("weights must have a positive sum")
+        raise ArgumentError("weights must have a positive sum", param="weights")
     for p in weights:
         if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
             raise ValueError(f"weights key {p!r}: must be an int L4 payload size in bytes")
@@ -264,15 +269,18 @@ def packet_op_counts(frame_lens: ArrayLike, buf_truesizes: ArrayLike, *, kernel:
     """
     k = _kernel(kernel)
     a = _arch(arch, k)
-    frames = np.asarray(frame_lens, dtype=np.int64)
+    frames = int_array("frame_lens", frame_lens, "Ethernet frame lengths in bytes")
     if frames.ndim != 1 or frames.size == 0:
-        raise ValueError(f"frame_lens must be a non-empty 1-D array of frame lengths, got shape {frames.shape}")
-    codes, _tail, frags, copied = rx.classify(frames, buf_truesizes, hdr_len=hdr_len, kernel=k, arch=a)
+        raise ArgumentError(f"frame_lens must be a non-empty 1-D array of frame lengths, got shape {frames.shape}",
+                            param="frame_lens")
+    truesizes = int_array("buf_truesizes", buf_truesizes, "receive buffer truesizes in bytes, one int or one per frame")
+    codes, _tail, frags, copied = rx.classify(frames, truesizes, hdr_len=hdr_len, kernel=k, arch=a)
     build = codes == rx.PATH_CODES["build_skb"]
     head = rx.napi_alloc_skb(rx.GOOD_COPY_LEN, kernel=k, arch=a)
     merged = np.zeros(frames.shape, bool) if merged is None else np.asarray(merged, bool)
     if merged.shape != frames.shape:
-        raise ValueError(f"merged must have one bool per frame ({frames.size}), got shape {merged.shape}")
+        raise ArgumentError(f"merged must have one bool per frame ({frames.size}), got shape {merged.shape}",
+                            param="merged")
     # Counts that are the same for every packet are read-only broadcasts (no per-packet memory).
     one = np.broadcast_to(np.int64(1), frames.shape)
     zero = np.broadcast_to(np.int64(0), frames.shape)
@@ -343,10 +351,10 @@ def _op_counts(traffic: Traffic, k: Kernel, arch: str, gro_on: bool, napi_budget
     # NAPI poll (napi_complete_done flushes), so the per-packet means of n packets are those of any longer run.
     n = math.lcm(pattern.size, _BUF_PERIOD, napi_budget)
     if n > MAX_PERIOD:
-        raise ValueError(f"napi_budget={napi_budget} with a {pattern.size}-packet pattern needs a period of {n} "
-                         "packets "
-                         f"(lcm with the {_BUF_PERIOD}-buffer carving), above MAX_PERIOD {MAX_PERIOD}: choose a "
-                         f"budget dividing {_BUF_PERIOD * pattern.size}")
+        raise ArgumentError(f"napi_budget={napi_budget} with a {pattern.size}-packet pattern needs a period of {n} "
+                            "packets "
+                            f"(lcm with the {_BUF_PERIOD}-buffer carving), above MAX_PERIOD {MAX_PERIOD}: choose a "
+                            f"budget dividing {_BUF_PERIOD * pattern.size}", param="napi_budget")
     payloads = np.resize(pattern, n)
     bufs = _buffers(n, k, a)
     udp_gro = traffic.destination == "udp_gro_socket"
@@ -414,7 +422,7 @@ class RxCost:
     @public
     def group_ns(self, group: str) -> float:
         if group not in OP_GROUPS:
-            raise ValueError(f"group={group!r} is not one of {list(OP_GROUPS)}")
+            raise ArgumentError(f"group={group!r} is not one of {list(OP_GROUPS)}", param="group")
         per = self.per_op_ns
         return float(sum(per[op] for op in OP_GROUPS[group]))
 
@@ -430,7 +438,8 @@ def _costs(costs: Costs | Mapping[str, Any] | None) -> Costs:
 @public
 def rx_cost(traffic: Traffic, kernel: str | Kernel, costs: Costs | Mapping[str, Any] | None = None, *,
             arch: str = DEFAULT_ARCH, gro_on: bool = True) -> RxCost:
-    """ns per packet of ``traffic`` on ``kernel`` with ``costs`` (default: the table's priors)."""
+    """ns per packet of ``traffic`` on ``kernel`` with ``costs`` (default: the table's priors; a mapping of
+    operation -> ns overrides those it names, so {} overrides none)."""
     return RxCost(op_counts(traffic, kernel, arch, gro_on=gro_on), _costs(costs))
 
 
@@ -538,7 +547,14 @@ def predictions(costs: Costs | Mapping[str, Any] | None = None, *, kernels: Sequ
     c = calibrate().two_param if costs is None else _costs(costs)
     cases = prediction_cases() if cases is None else cases
     if not cases:
-        raise ValueError("cases must not be empty")
+        raise ArgumentError("cases must not be empty", param="cases")
+    for name, t in cases.items():
+        if not isinstance(t, Traffic):
+            raise ArgumentError(f"cases[{name!r}] must be a cost.Traffic (cost.mix), got {t!r}", param="cases")
+    for k in kernels:  # named here: rx_cost would blame its own "kernel"
+        if not isinstance(k, Kernel):
+            check_choice("kernels", k, known_kernels(), "kernel versions (vnetlab.known_kernels())",
+                         function="cost.predictions")
     return {(name, k): rx_cost(t, k, c) for name, t in cases.items() for k in kernels}
 
 
@@ -613,7 +629,13 @@ class Breakdown:
 
 
 @public
-def breakdown(traffic: Traffic, base: str, new: str, costs: Costs | Mapping[str, Any] | None = None) -> Breakdown:
+def breakdown(traffic: Traffic, base: str | Kernel, new: str | Kernel,
+              costs: Costs | Mapping[str, Any] | None = None) -> Breakdown:
+    """What ``new`` saves over ``base`` (two kernels: a version or a Kernel) for ``traffic``, per operation."""
+    for name, value in (("base", base), ("new", new)):
+        if isinstance(value, str):  # named here: rx_cost would blame its own "kernel"
+            check_choice(name, value, known_kernels(), "a kernel version (vnetlab.known_kernels())",
+                         function="cost.breakdown")
     c = calibrate().two_param if costs is None else _costs(costs)
     return Breakdown(traffic, rx_cost(traffic, base, c), rx_cost(traffic, new, c))
 

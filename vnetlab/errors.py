@@ -63,8 +63,9 @@ class FixedFeatureError(ValueError):
         super().__init__(f"{msg} ({detail})" if detail else msg)
 
 
-class DeviceError(ValueError):
-    """A device operation the kernel would refuse (bad name, bad vid, wrong master type, ...)."""
+class DeviceError(ArgumentError):
+    """A device operation the kernel would refuse (bad name, bad vid, wrong master type, ...): an ArgumentError, so
+    ``param`` names the argument the kernel's -EINVAL / -EEXIST / -EBUSY is about."""
 
 
 class LiveError(RuntimeError):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vnetlab.checks import public
-from vnetlab.errors import UnknownFeatureError
+from vnetlab.errors import ArgumentError, UnknownFeatureError
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 
 __all__ = [
@@ -169,7 +169,7 @@ def parse_K_args(args: str | Sequence[str], strings: Iterable[str] | None = None
     for i in range(0, len(words), 2):
         if i + 1 >= len(words) or words[i + 1] not in ("on", "off"):
             got = words[i + 1] if i + 1 < len(words) else "nothing"
-            raise ValueError(f"args: flag {words[i]!r} must be followed by 'on' or 'off', got {got!r}")
+            raise ArgumentError(f"args: flag {words[i]!r} must be followed by 'on' or 'off', got {got!r}", param="args")
         out.extend((name, words[i + 1] == "on") for name in expand(words[i], names))
     return out
 
@@ -224,13 +224,14 @@ class FeatureState:
         """The value part of an ``ethtool -k`` line ("on", "off [fixed]", "off [requested on]", ...)."""
         match = _VALUE.match(text.strip()) if isinstance(text, str) else None
         if match is None:
-            raise ValueError(f"text={text!r} is not an `ethtool -k` value: on|off, optionally followed by "
-                             "[fixed], [requested on] or [requested off] (netlink/features.c dump_feature)")
+            raise ArgumentError(f"text={text!r} is not an `ethtool -k` value: on|off, optionally followed by "
+                                "[fixed], [requested on] or [requested off] (netlink/features.c dump_feature)",
+                                param="text")
         on, note = match["on"] == "on", match["note"]
         if note in ("requested on", "requested off") and (note == "requested on") == on:
             # dump_feature prints [requested ...] only when wanted and active differ
-            raise ValueError(f"text={text!r}: ethtool prints [requested on|off] only when the request differs from "
-                             "the state (netlink/features.c dump_feature)")
+            raise ArgumentError(f"text={text!r}: ethtool prints [requested on|off] only when the request differs from "
+                                "the state (netlink/features.c dump_feature)", param="text")
         return cls(on, note == "fixed", None if note in (None, "fixed") else note == "requested on")
 
     @classmethod
@@ -367,17 +368,17 @@ def printed_lines(text: str) -> tuple[str | None, list[PrintedLine]]:
         match = _HEADER.match(raw)
         if match:
             if device is not None or parsed:
-                raise ValueError(f"text: line {number} starts a second device ({match['dev']!r}); "
-                                 "ethtool -k prints one \"Features for DEV:\" header, first")
+                raise ArgumentError(f"text: line {number} starts a second device ({match['dev']!r}); "
+                                    "ethtool -k prints one \"Features for DEV:\" header, first", param="text")
             device = match["dev"]
             continue
         match = _LINE.match(raw)
         if match is None:
-            raise ValueError(f"text: line {number} is not an `ethtool -k` feature line: {raw!r}")
+            raise ArgumentError(f"text: line {number} is not an `ethtool -k` feature line: {raw!r}", param="text")
         try:
             state = FeatureState.parse(match["value"])
         except ValueError:
-            raise ValueError(f"text: line {number} has an unknown value: {raw!r}") from None
+            raise ArgumentError(f"text: line {number} has an unknown value: {raw!r}", param="text") from None
         parsed.append(PrintedLine(match["name"].strip(), bool(match["indent"]), state))
     return device, parsed
 
@@ -397,7 +398,7 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
     header, parsed = printed_lines(text)
     device = device or header
     if not parsed:
-        raise ValueError("text: no feature lines found; is this `ethtool -k` output?")
+        raise ArgumentError("text: no feature lines found; is this `ethtool -k` output?", param="text")
     states: dict[str, FeatureState] = {}
     summary: tuple[LegacyFlag, PrintedLine, list[bool]] | None = None  # the flag whose indented members follow
 
@@ -423,19 +424,22 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
         flag = legacy_flag(name)
         if not line.indented and flag is not None and name == flag.long:
             if kernel_named or (flags_seen and LEGACY_FLAGS.index(flag) <= LEGACY_FLAGS.index(flags_seen[-1])):
-                raise ValueError(f"text: {name!r} is out of place; ethtool -k prints the legacy flags first, once "
-                                 f"each, in this order: {', '.join(f.long for f in LEGACY_FLAGS if f.short != _UFO)}")
+                raise ArgumentError(f"text: {name!r} is out of place; ethtool -k prints the legacy flags first, once "
+                                    f"each, in this order: "
+                                    f"{', '.join(f.long for f in LEGACY_FLAGS if f.short != _UFO)}",
+                                    param="text")
             flags_seen.append(flag)
         elif not line.indented:
             kernel_named = True
         if line.indented:
             # dump_features indents only the members of the multi-feature legacy flag just summarised.
             if summary is None:
-                raise ValueError(f"text: indented line {name!r} does not follow a legacy summary line "
-                                 "(ethtool indents only the members of a legacy flag such as scatter-gather)")
+                raise ArgumentError(f"text: indented line {name!r} does not follow a legacy summary line "
+                                    "(ethtool indents only the members of a legacy flag such as scatter-gather)",
+                                    param="text")
             if not pattern_match(name, summary[0].pattern):
-                raise ValueError(f"text: {name!r} is indented under {summary[0].long!r} but is not one of its "
-                                 f"features (pattern {summary[0].pattern!r})")
+                raise ArgumentError(f"text: {name!r} is indented under {summary[0].long!r} but is not one of its "
+                                    f"features (pattern {summary[0].pattern!r})", param="text")
             summary[2].append(line.state.on)
             put(name, line.state)
             continue
@@ -444,8 +448,8 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
         followed = i + 1 < len(parsed) and parsed[i + 1].indented
         if followed:
             if flag is None or name != flag.long:
-                raise ValueError(f"text: {name!r} is followed by indented lines but is not a legacy long name "
-                                 f"({', '.join(f.long for f in LEGACY_FLAGS)})")
+                raise ArgumentError(f"text: {name!r} is followed by indented lines but is not a legacy long name "
+                                    f"({', '.join(f.long for f in LEGACY_FLAGS)})", param="text")
             summary = (flag, line, [])
             continue
         if flag is not None and name == flag.long:
@@ -454,7 +458,8 @@ def parse_k(text: str, *, device: str | None = None) -> EthtoolK:
             if "*" in flag.pattern:
                 if str(line.state) == "off":
                     continue  # n_match == 0: the flag's summary alone, "off", for a kernel with none of its features
-                raise ValueError(f"text: {name!r} stands for several features but has no indented members")
+                raise ArgumentError(f"text: {name!r} stands for several features but has no indented members",
+                                    param="text")
             name = flag.pattern
         put(name, line.state)
     close_summary()

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from vnetlab import rx
 from vnetlab.checks import In, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.groflow import (  # noqa: F401 (gro's names before the split stay importable from here)
     FINAL_FLUSH,
     MAX_GRO_SKBS,
@@ -94,8 +95,8 @@ def head_case_flow(case: str, payload_len: int, n_packets: FlowPackets, *, l4: r
     A combination the kernel cannot produce is a ValueError naming the case, the payload and the kernel.
     """
     if case not in rx.HEAD_CASES:
-        raise ValueError(f"case={case!r} is not a head case (rx.HEAD_CASES, docs/kernel/gro.md#c3); known: "
-                         f"{', '.join(rx.HEAD_CASES)}")
+        raise ArgumentError(f"case={case!r} is not a head case (rx.HEAD_CASES, docs/kernel/gro.md#c3); known: "
+                            f"{', '.join(rx.HEAD_CASES)}", param="case")
     k, a = resolve(rx.HEAD_CASES[case].kernels[0] if kernel is None else kernel, arch)
     # the sizes add_recvbuf_mergeable carves at MTU 1500 from order-3 frags and from single pages
     carved = sorted(set(rx.mergeable_buf_lens(42, kernel=k, arch=a))
@@ -111,10 +112,11 @@ def head_case_flow(case: str, payload_len: int, n_packets: FlowPackets, *, l4: r
     skbs = receive_flow(payload_len, n_packets, l4=l4, ip=ip, vlan=vlan, kernel=k, arch=a, buf_len=buf)
     got = rx.head_case(skbs[0])
     if got != case:
-        raise ValueError(f"case={case!r}: on kernel {k.version} ({a.name}) the receive path builds a {frame}-byte "
-                         "frame "
-                         f"(payload_len={payload_len}) in a {buf}-byte buffer as {got!r}, not {case!r}; the case "
-                         f"arises on kernels {', '.join(rx.HEAD_CASES[case].kernels)} for frames it fits")
+        raise ArgumentError(f"case={case!r}: on kernel {k.version} ({a.name}) the receive path builds a {frame}-byte "
+                            "frame "
+                            f"(payload_len={payload_len}) in a {buf}-byte buffer as {got!r}, not {case!r}; the case "
+                            f"arises on kernels {', '.join(rx.HEAD_CASES[case].kernels)} for frames it fits",
+                            param="case")
     return skbs
 
 
@@ -140,8 +142,11 @@ class GroTrace:
     events: list[GroEvent] = field(default_factory=list)
 
     @public
-    def packets_in_first_skb(self, gro_skb: int = 0) -> int:
+    def packets_in_first_skb(self, gro_skb: Annotated[int, In(0, None, "index of a GRO skb handed up")] = 0) -> int:
         """Packets whose payload sits in the first sk_buff (head + frags) of GRO skb ``gro_skb``."""
+        if gro_skb >= len(self.skbs):
+            raise ArgumentError(f"gro_skb={gro_skb}: GRO handed up {len(self.skbs)} skbs (0..{len(self.skbs) - 1})",
+                                param="gro_skb")
         return sum(e.packets for e in self.events if e.gro_skb == gro_skb and e.skb_index == 0)
 
     def packets_per_skb(self) -> list[int]:
@@ -166,8 +171,8 @@ class _Held:
 
 def _eth_type_trans(skb: Skb, index: int) -> Skb:
     if skb.headlen < ETH_HLEN:
-        raise ValueError(f"skbs[{index}] has headlen {skb.headlen} < ETH_HLEN {ETH_HLEN}: pass skbs as the "
-                         "receive path built them, with the Ethernet header in the linear part")
+        raise ArgumentError(f"skbs[{index}] has headlen {skb.headlen} < ETH_HLEN {ETH_HLEN}: pass skbs as the "
+                            "receive path built them, with the Ethernet header in the linear part", param="skbs")
     s = dataclasses.replace(skb, frags=list(skb.frags), frag_list=list(skb.frag_list))
     # net/ethernet/eth.c eth_type_trans: skb_pull_inline(skb, ETH_HLEN).
     s.headroom += ETH_HLEN
@@ -189,7 +194,7 @@ def _headers_into_head(skb: Skb, offset: int) -> None:
     grow = offset - skb.headlen
     if grow > 0:
         if not skb.frags or skb.frags[0].size < grow:
-            raise ValueError(f"packet shorter than its headers (offset {offset})")
+            raise ArgumentError(f"packet shorter than its headers (offset {offset})", param="skbs")
         _pull_from_frag0(skb, grow)
 
 
@@ -203,8 +208,9 @@ def _check_gso(skb: Skb, i: int, fp: FlowParams) -> None:
         return
     want = ({"TCPV4"} if fp.ip == 4 else {"TCPV6"}) if fp.l4 == "tcp" else {"UDP_L4", "UDP"}
     if not skb.gso_type & want:
-        raise ValueError(f"skbs[{i}] is a GSO skb (gso_size {skb.gso_size}) with gso_type {sorted(skb.gso_type)}: "
-                         f"an IPv{fp.ip} {fp.l4.upper()} flow's GSO skbs carry SKB_GSO_{'/'.join(sorted(want))}")
+        raise ArgumentError(f"skbs[{i}] is a GSO skb (gso_size {skb.gso_size}) with gso_type {sorted(skb.gso_type)}: "
+                            f"an IPv{fp.ip} {fp.l4.upper()} flow's GSO skbs carry SKB_GSO_{'/'.join(sorted(want))}",
+                            param="skbs")
 
 
 def _check_skb(skb: object, i: int, a: Arch) -> None:
@@ -214,30 +220,31 @@ def _check_skb(skb: object, i: int, a: Arch) -> None:
     their own truesize; skb_gro_receive (6.1) takes skb->truesize - SKB_TRUESIZE(end) (case 1) or
     - SKB_DATA_ALIGN(sizeof(struct sk_buff)) (case 2) into p, which is >= 0 only for such skbs."""
     if not isinstance(skb, Skb):
-        raise ValueError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(skb).__name__}")
+        raise ArgumentError(f"skbs[{i}] must be a vnetlab.skb.Skb, got {type(skb).__name__}", param="skbs")
     seen: set[int] = set()
     todo = [(skb, f"skbs[{i}]")]
     while todo:
         s, name = todo.pop()
         if id(s) in seen:
-            raise ValueError(f"{name} is already in skbs[{i}]'s frag_list chain: a frag_list loop no sk_buff can have")
+            raise ArgumentError(f"{name} is already in skbs[{i}]'s frag_list chain: a frag_list loop no sk_buff can "
+                                "have", param="skbs")
         seen.add(id(s))
         for j, f in enumerate(s.frags):
             if not (isinstance(f.size, int) and isinstance(f.offset, int)) or f.size < 0 or f.offset < 0 \
                     or f.offset + f.size > f.page.size:
-                raise ValueError(f"{name}.frags[{j}] (offset {f.offset}, size {f.size}) must lie inside its "
-                                 f"{f.page.size}-byte page (skb_frag_t: page, offset, size)")
+                raise ArgumentError(f"{name}.frags[{j}] (offset {f.offset}, size {f.size}) must lie inside its "
+                                    f"{f.page.size}-byte page (skb_frag_t: page, offset, size)", param="skbs")
         if s.headroom + s.headlen > s.end_offset:
-            raise ValueError(f"{name}: headroom {s.headroom} + headlen {s.headlen} > skb_end_offset {s.end_offset} "
-                             "(skb_over_panic in the kernel)")
+            raise ArgumentError(f"{name}: headroom {s.headroom} + headlen {s.headlen} > skb_end_offset {s.end_offset} "
+                                "(skb_over_panic in the kernel)", param="skbs")
         todo.extend((m, f"{name}.frag_list[{j}]") for j, m in enumerate(s.frag_list))
     for s in skb.walk():
         least = a.skb_truesize(s.end_offset) + s.data_len
         if s.truesize < least:
-            raise ValueError(f"skbs[{i}]{'' if s is skb else ' (a frag_list member)'} has truesize {s.truesize} < "
-                             f"SKB_TRUESIZE(skb_end_offset {s.end_offset}) + data_len {s.data_len} = {least}: "
-                             f"__alloc_skb/build_skb charge SKB_TRUESIZE(end) on {a.name} and every frag or "
-                             "frag_list member adds at least its size (skb_add_rx_frag, skb_segment)")
+            raise ArgumentError(f"skbs[{i}]{'' if s is skb else ' (a frag_list member)'} has truesize {s.truesize} < "
+                                f"SKB_TRUESIZE(skb_end_offset {s.end_offset}) + data_len {s.data_len} = {least}: "
+                                f"__alloc_skb/build_skb charge SKB_TRUESIZE(end) on {a.name} and every frag or "
+                                "frag_list member adds at least its size (skb_add_rx_frag, skb_segment)", param="skbs")
 
 
 def _gro_flush(skb: Skb, fp: FlowParams) -> bool:
@@ -354,9 +361,10 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = F
         _check_gso(s, i, fp)
     if tcp_flags is not None:
         if l4 != "tcp":
-            raise ValueError("tcp_flags is only meaningful with l4='tcp'")
+            raise ArgumentError("tcp_flags is only meaningful with l4='tcp'", param="tcp_flags")
         if len(tcp_flags) != len(skbs):
-            raise ValueError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}")
+            raise ArgumentError(f"tcp_flags must have one entry per skb ({len(skbs)}), got {len(tcp_flags)}",
+                                param="tcp_flags")
     if napi_budget is not None:
         check_int("napi_budget", napi_budget, 1, 1 << 30, "packets per NAPI poll")
     list_checks_flush = bool(fp.rules["receive_list_checks_flush"])
@@ -427,8 +435,8 @@ def aggregate_trace(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = F
         packets = raw.segments(ETH_HLEN + fp.offset)
         skb = _eth_type_trans(raw, i)
         if skb.len < fp.offset:
-            raise ValueError(f"skbs[{i}] is shorter ({skb.len + ETH_HLEN}) than its headers "
-                             f"({ETH_HLEN + fp.offset})")
+            raise ArgumentError(f"skbs[{i}] is shorter ({skb.len + ETH_HLEN}) than its headers "
+                                f"({ETH_HLEN + fp.offset})", param="skbs")
         if not fp.gro_on:
             # net/core/gro.c dev_gro_receive: netif_elide_gro -> normal before any header is parsed.
             deliver_alone(i, skb, 0, packets)
@@ -515,6 +523,10 @@ def aggregate(skbs: Sequence[Skb], *, l4: rx.L4 = "tcp", udp_gro: bool = False, 
     it (6.1+: TCP, not DODGY, no frag_list); otherwise it completes the held skb of its flow and goes up
     untouched. Extra keywords: ``ip``, ``vlan``, ``tcp_hdr_len``, ``tcp_flags``, ``local_socket``,
     ``udp_encap_needed``, ``napi_budget``.
+
+    ``features``: the receiving device's FeatureSet or a set of NETIF_F names (None: GRO on); an empty set is
+    NETIF_F_GRO off, so every packet goes up alone. ``gro_max_size`` 0 (``ip link set DEV gro_max_size 0``, 5.19+)
+    makes skb_gro_receive's ``p->len + len >= gro_max_size`` true for every packet: nothing merges.
     """
     return aggregate_trace(skbs, l4=l4, udp_gro=udp_gro, features=features, kernel=kernel, arch=arch,
                            gro_max_size=gro_max_size, **flow).skbs

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from vnetlab.checks import check_int, int_array, public
+from vnetlab.errors import ArgumentError
 from vnetlab.groflow import FINAL_FLUSH, TCP_FLAG_BIT, FlowParams, cmp_mask, cwr_flush_mask, flow_params
 from vnetlab.headers import (
     ETH_HLEN,
@@ -104,8 +105,9 @@ def _shapes(frames: np.ndarray, bufs: np.ndarray, fp: FlowParams, hdr_len: int) 
     # receive_mergeable: len > truesize is a length error; a table entry no packet has may be such a pair, so it
     # is classified as a stand-in frame and refused only if a packet uses it (_check_fit).
     unfit = frames + hdr_len > bufs
-    if unfit.any():
+    if unfit.any():  # the stand-in must fit a buffer too (one shorter than ETH_HLEN + header is no buffer at all)
         frames = np.where(unfit, ETH_HLEN, frames)
+        bufs = np.where(unfit, np.maximum(bufs, ETH_HLEN + hdr_len), bufs)
     else:
         unfit = None
     cls = classify(frames, bufs, hdr_len=hdr_len, kernel=k, arch=a)
@@ -137,9 +139,9 @@ def _check_fit(sh: _Shapes, flat: np.ndarray, first: int, payload: Callable[[int
     bad = sh.unfit[flat]
     if bad.any():
         i = first + int(np.argmax(bad))
-        raise ValueError(f"packet {i}: payload_len {payload(i)} with its headers and the {hdr_len}-byte virtio-net "
-                         f"header does not fit its {buf(i)}-byte buffer (buf_lens): a length error in "
-                         "receive_mergeable; simulate_stream takes single-buffer packets only")
+        raise ArgumentError(f"packet {i}: payload_len {payload(i)} with its headers and the {hdr_len}-byte "
+                            f"virtio-net header does not fit its {buf(i)}-byte buffer (buf_lens): a length error in "
+                            "receive_mergeable; simulate_stream takes single-buffer packets only", param="buf_lens")
 
 
 def _few_values(x: np.ndarray, block: int, lo: int, hi: int, most: int = 16
@@ -213,16 +215,18 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     if isinstance(payload_len, dict):
         n = check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
         if not payload_len:
-            raise ValueError("payload_len must not be an empty dict: give {payload bytes: weight}")
+            raise ArgumentError("payload_len must not be an empty dict: give {payload bytes: weight}",
+                                param="payload_len")
         for p, wt in payload_len.items():
             check_int("payload_len key", p, 0, 65535, "L4 payload bytes")
             if isinstance(wt, bool) or not isinstance(wt, (int, float, np.integer, np.floating)) \
                     or not np.isfinite(wt) or wt < 0:
-                raise ValueError(f"payload_len[{p}]={wt!r}: a weight must be a finite number >= 0")
+                raise ArgumentError(f"payload_len[{p}]={wt!r}: a weight must be a finite number >= 0",
+                                    param="payload_len")
         cols = np.fromiter(payload_len.keys(), dtype=np.int64)
         weights = np.asarray(list(payload_len.values()), dtype=float)
         if weights.sum() <= 0:
-            raise ValueError("payload_len weights must be non-negative with a positive sum")
+            raise ArgumentError("payload_len weights must be non-negative with a positive sum", param="payload_len")
         cdf = np.cumsum(weights / weights.sum())
         cdf /= cdf[-1]  # numpy Generator.choice(p=...): the same draws as before
         draws = np.random.default_rng(seed).random(n)
@@ -244,14 +248,14 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
                                                                                                        copy=False)
         n = payloads.size
         if n_packets is not None and n_packets != n:
-            raise ValueError(f"n_packets ({n_packets}) must match len(payload_len) ({n})")
+            raise ArgumentError(f"n_packets ({n_packets}) must match len(payload_len) ({n})", param="n_packets")
         if n == 0:
-            raise ValueError("payload_len must not be empty")
+            raise ArgumentError("payload_len must not be empty", param="payload_len")
         check_int("len(payload_len)", n, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
     if payloads is not None and cols is None:
         pmin, pmax = int(payloads.min()), int(payloads.max())
         if pmin < 0 or pmax > 65535:
-            raise ValueError("payload_len must be in 0..65535")
+            raise ArgumentError("payload_len must be in 0..65535", param="payload_len")
         cols = np.arange(pmin, pmax + 1, dtype=np.int64)
     if payloads is not None and pmin == pmax:
         const_p, payloads, cols, col = pmin, None, None, None
@@ -261,14 +265,15 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     flags = None
     if tcp_flags is not None:
         if l4 != "tcp":
-            raise ValueError("tcp_flags is only meaningful with l4='tcp'")
+            raise ArgumentError("tcp_flags is only meaningful with l4='tcp'", param="tcp_flags")
         flags = int_array("tcp_flags", tcp_flags, "TCP flag bits per packet (gro.TCP_FLAGS, bit i = TCP_FLAGS[i])")
         if flags.shape != (n,):
-            raise ValueError(f"tcp_flags must be an int array with one entry per packet ({n})")
+            raise ArgumentError(f"tcp_flags must be an int array with one entry per packet ({n})", param="tcp_flags")
         if n and (int(flags.min()) < 0 or int(flags.max()) > 0xFF):
-            raise ValueError(f"tcp_flags has {int(flags.min()) if flags.min() < 0 else int(flags.max())}: the 8 flag "
-                             "bits of "
-                             "the TCP header (FIN..CWR) are 0..255")
+            raise ArgumentError(f"tcp_flags has {int(flags.min()) if flags.min() < 0 else int(flags.max())}: the 8 "
+                                "flag "
+                                "bits of "
+                                "the TCP header (FIN..CWR) are 0..255", param="tcp_flags")
         flags = flags.astype(np.int64, copy=False)
     off = fp.offset
     hdrs = ETH_HLEN + off
@@ -304,10 +309,11 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
     else:
         bufs = int_array("buf_lens", buf_lens, _BUF_MEANING).astype(np.int64, copy=False)
         if bufs.shape != (n,):
-            raise ValueError(f"buf_lens must be one int or one per packet ({n})")
+            raise ArgumentError(f"buf_lens must be one int or one per packet ({n})", param="buf_lens")
         b_lo, b_hi = int(bufs.min()), int(bufs.max())
         if b_lo < 1 or b_hi > 1 << 22:
-            raise ValueError(f"buf_lens has {b_lo if b_lo < 1 else b_hi}, out of range 1..{1 << 22}: {_BUF_MEANING}")
+            raise ArgumentError(f"buf_lens has {b_lo if b_lo < 1 else b_hi}, out of range 1..{1 << 22}: {_BUF_MEANING}",
+                                param="buf_lens")
 
         def buf_of(i: int) -> int:
             return int(bufs[i])

@@ -8,11 +8,13 @@ skb_gro_receive) and the TCP flag rules of tcp_gro_receive. vnetlab.gro (per skb
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vnetlab import features as _features
 from vnetlab.checks import check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import (
     GRO_LEGACY_MAX_SIZE,
     GRO_MAX_SIZE,
@@ -67,13 +69,15 @@ def has_feature(features: Any, name: str) -> bool:
 def check_features(features: Any, rules: Any, k: Kernel) -> Any:
     if features is None:
         return frozenset({"GRO"})
-    try:
-        has_feature(features, "GRO")
-    except TypeError:
-        raise ValueError(f"features must support 'in' (a FeatureSet or a set of names), got {features!r}") from None
+    # a str or a mapping answers 'in' too ("GRO" in "x" is False): it would silently mean "GRO off"
+    if isinstance(features, (str, bytes, Mapping)) or not hasattr(type(features), "__contains__") or (
+            not isinstance(features, _features.FeatureSet) and not all(isinstance(n, str) for n in features)):
+        raise ArgumentError(f"features must be the receiving device's FeatureSet or a set of NETIF_F names such as "
+                            f"{{'GRO', 'GRO_FRAGLIST'}}, got {features!r}", param="features")
     if has_feature(features, "GRO_UDP_FWD") and not rules["gro_udp_fwd"] \
             and "GRO_UDP_FWD" not in _features.table(k).bits:
-        raise ValueError(f"features: GRO_UDP_FWD does not exist in kernel {k.version} (added in 5.12)")
+        raise ArgumentError(f"features: GRO_UDP_FWD does not exist in kernel {k.version} (added in 5.12)",
+                            param="features")
     # A kernel with the bit but no test of it in udp_gro_receive (Debian 5.10.262, 5.10.231's backport): the
     # feature can be on and merges nothing (gro rule gro_udp_fwd false, the flow's `fwd` below).
     return features
@@ -118,7 +122,8 @@ def flow_params(*, l4: L4 = "tcp", ip: IpVersion = 4, vlan: bool = False, tcp_hd
     """Check the flow parameters and decide whether (and how) this flow aggregates."""
     tcp_hdr_len = check_int("tcp_hdr_len", tcp_hdr_len, TCP_HLEN_MIN, TCP_HLEN_MAX, "doff*4, a multiple of 4")
     if tcp_hdr_len % 4:
-        raise ValueError(f"tcp_hdr_len must be a multiple of 4 in 20..60 (doff*4), got {tcp_hdr_len}")
+        raise ArgumentError(f"tcp_hdr_len must be a multiple of 4 in 20..60 (doff*4), got {tcp_hdr_len}",
+                            param="tcp_hdr_len")
     k, a = resolve(kernel, arch)
     rules = gro_rules(k)
     feats = check_features(features, rules, k)
@@ -126,20 +131,22 @@ def flow_params(*, l4: L4 = "tcp", ip: IpVersion = 4, vlan: bool = False, tcp_hd
     if cap_rule == "constant":
         # net/core/skbuff.c skb_gro_receive (5.10): the constant 65536, no dev->gro_max_size yet.
         if gro_max_size != GRO_LEGACY_MAX_SIZE:
-            raise ValueError(f"gro_max_size must be {GRO_LEGACY_MAX_SIZE} for kernel {k.version} "
-                             f"(dev->gro_max_size exists from 5.19), got {gro_max_size!r}")
+            raise ArgumentError(f"gro_max_size must be {GRO_LEGACY_MAX_SIZE} for kernel {k.version} "
+                                f"(dev->gro_max_size exists from 5.19), got {gro_max_size!r}", param="gro_max_size")
     else:
         check_int("gro_max_size", gro_max_size, 0, GRO_MAX_SIZE, "ip link set gro_max_size, GRO_MAX_SIZE = 8*65535")
     if udp_gro and l4 != "udp":
-        raise ValueError("udp_gro=True needs l4='udp'")
+        raise ArgumentError("udp_gro=True needs l4='udp'", param="udp_gro")
     if local_socket is None:
         local_socket = True
     if udp_gro and not local_socket:
-        raise ValueError("udp_gro=True means the flow ends at a local UDP_GRO socket; local_socket must be True")
+        raise ArgumentError("udp_gro=True means the flow ends at a local UDP_GRO socket; local_socket must be True",
+                            param="udp_gro")
     # net/ipv4/udp.c udp_setsockopt UDP_GRO (6.1): enabling UDP_GRO turns udp_encap_needed_key on.
     encap_key = bool(udp_gro) if udp_encap_needed is None else bool(udp_encap_needed)
     if udp_gro and not encap_key:
-        raise ValueError("udp_encap_needed must be True when udp_gro=True (setsockopt(UDP_GRO) enables the key)")
+        raise ArgumentError("udp_encap_needed must be True when udp_gro=True (setsockopt(UDP_GRO) enables the key)",
+                            param="udp_encap_needed")
     gro_on = has_feature(feats, "GRO")
     offset = (VLAN_HLEN if vlan else 0) + IP_HLEN[ip] + (tcp_hdr_len if l4 == "tcp" else UDP_HLEN)
     is_flist = False
@@ -168,7 +175,7 @@ def flow_params(*, l4: L4 = "tcp", ip: IpVersion = 4, vlan: bool = False, tcp_hd
 
 
 @public
-def flag_bits(flags: object, index: int) -> int:
+def flag_bits(flags: str | Iterable[object] | None, index: int) -> int:
     if flags is None:
         return TCP_FLAG_BIT["ACK"]
     if isinstance(flags, str):
@@ -177,6 +184,7 @@ def flag_bits(flags: object, index: int) -> int:
     for name in flags:  # type: ignore[union-attr]
         key = str(name).upper().strip()
         if key not in TCP_FLAG_BIT:
-            raise ValueError(f"tcp_flags[{index}] has unknown flag {name!r}; allowed: {', '.join(TCP_FLAGS)}")
+            raise ArgumentError(f"tcp_flags[{index}] has unknown flag {name!r}; allowed: {', '.join(TCP_FLAGS)}",
+                                param="tcp_flags")
         bits |= TCP_FLAG_BIT[key]
     return bits

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from vnetlab import ethtool
 from vnetlab.checks import In, UdpPayloadLen, check_choice, public
@@ -58,10 +58,21 @@ PROBE_PARAMS = {"csum": "CSUM", "host_tso4": "HOST_TSO4", "host_tso6": "HOST_TSO
 
 #: Every lab kernel and its model (vnetlab.labkernels.KERNELS, the one catalogue).
 LAB_KERNELS: Mapping[str, LabKernel] = KERNELS
+# a lab kernel id as a parameter's annotation (before=/after=): refused by that parameter's own name
+LabKernelId = Literal[tuple(KERNELS)]  # type: ignore[valid-type]
 
 
 def _lab_kernel(kernel: str) -> LabKernel:
     return lab_kernel(kernel)
+
+
+def _section(doc: Mapping[str, Any], key: str) -> Any:
+    """``doc[key]`` of a lab measurement file; a mapping without it is not one (labdata.load gives them)."""
+    if not isinstance(doc, Mapping) or key not in doc:
+        have = sorted(doc)[:8] if isinstance(doc, Mapping) else type(doc).__name__
+        raise ArgumentError(f"doc must be a lab measurement file (labdata.load) with a {key!r} section, got {have}",
+                            param="doc")
+    return doc[key]
 
 
 @public
@@ -124,7 +135,7 @@ def load(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> dict[str, Any]:
 @public
 def kernel_of(doc: Mapping[str, Any]) -> str:
     """The lab kernel id a measurement file belongs to."""
-    return doc["kernel"].get("id", DEFAULT_LAB_KERNEL)
+    return _section(doc, "kernel").get("id", DEFAULT_LAB_KERNEL)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -133,7 +144,7 @@ def kernel_of(doc: Mapping[str, Any]) -> str:
 @public
 def virtio_features(doc: Mapping[str, Any], nic: str = "eth0") -> frozenset[str]:
     """The VIRTIO_NET_F_* names the guest's driver negotiated on ``nic``."""
-    return frozenset(doc["guest"]["virtio_features"][nic]["names"])
+    return frozenset(_section(doc, "guest")["virtio_features"][nic]["names"])
 
 
 @public
@@ -158,7 +169,7 @@ def mode(doc: Mapping[str, Any], nic: str = "eth1") -> str:
 
 @public
 def mtu(doc: Mapping[str, Any]) -> int:
-    props = doc["qemu"]["device_props"]
+    props = _section(doc, "qemu")["device_props"]
     for p in props.split(","):
         if p.startswith("host_mtu="):
             return int(p.split("=", 1)[1])
@@ -245,7 +256,7 @@ def rx_rows(name: str, kernel: str = DEFAULT_LAB_KERNEL) -> list[RxRow]:
     """Every measured packet of a configuration beside vnetlab.rx's answer for the same frame and buffer."""
     doc = load(name, kernel)
     out = []
-    for sent, pkt in zip(doc["rx"]["payload_sizes_sent"], doc["rx"]["packets"]):
+    for sent, pkt in zip(_section(doc, "rx")["payload_sizes_sent"], _section(doc, "rx")["packets"]):
         r = model_for_packet(doc, pkt, kernel)
         out.append(RxRow(sent, pkt["frame_len"], pkt.get("page_to_skb", {}).get("truesize"), pkt["path"],
                          pkt["gro"]["truesize"], pkt["gro"]["nr_frags"], r.path, r.skb.truesize, r.skb.nr_frags))
@@ -288,7 +299,7 @@ class RxPairRow:
 
 @public
 def rx_pair_rows(payloads: Iterable[int] | None = None, *, name: str = "mergeable",
-                 before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> list[RxPairRow]:
+                 before: LabKernelId = "6.1-no-build-skb", after: LabKernelId = "6.1-plain") -> list[RxPairRow]:
     """The same payloads received by both kernels of a pair (first measured packet of each size, in the
     EWMA-floor 1536-byte buffer where mergeable): seed 1 before and after on one base."""
     def first_by_payload(kernel: str) -> dict[int, RxRow]:
@@ -305,7 +316,8 @@ def rx_pair_rows(payloads: Iterable[int] | None = None, *, name: str = "mergeabl
 
 @public
 def rx_pair_table(payloads: Iterable[int] | None = (86, 87, 114, 1014, 1162, 1163, 1472), *,
-                  name: str = "mergeable", before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> str:
+                  name: str = "mergeable", before: LabKernelId = "6.1-no-build-skb",
+                  after: LabKernelId = "6.1-plain") -> str:
     """Text table of :func:`rx_pair_rows`: path / truesize / frags measured (and modelled where different)."""
     def cell(r: RxRow) -> str:
         s = f"{r.real_path} ts {r.real_truesize} fr {r.real_nr_frags}"
@@ -338,7 +350,7 @@ def stored_state(value: str) -> ethtool.FeatureState:
 def requests_recorded(doc: Mapping[str, Any]) -> bool:
     """Whether a file's ``ethtool -k`` records keep ethtool's [requested on|off] (printed values, "[fixed]"
     included); files stored before drop it, so only (on, fixed) of theirs can be compared."""
-    return any("[" in str(v) for rec in doc["features"]["ethtool_k"] for v in rec["ethtool_k"].values())
+    return any("[" in str(v) for rec in _section(doc, "features")["ethtool_k"] for v in rec["ethtool_k"].values())
 
 
 @public
@@ -347,7 +359,7 @@ def ethtool_k(doc: Mapping[str, Any], phase: str, step: Annotated[int, In(0, Non
     """The measured ``ethtool -k`` of one device at one step, {kernel feature string: FeatureState} (legacy names
     mapped and summary lines dropped by vnetlab.ethtool on the lab kernel's model profile), the type of the
     model's ``Device.ethtool_k()``; see :func:`requests_recorded` for what an older file lacks."""
-    for rec in doc["features"]["ethtool_k"]:
+    for rec in _section(doc, "features")["ethtool_k"]:
         if (rec["phase"], rec["step"], rec["dev"]) == (phase, step, dev):
             printed = ethtool.normalize_printed(rec["ethtool_k"], kernel=model_kernel(kernel_of(doc)))
             return ethtool.EthtoolK(dev, {name: stored_state(value) for name, value in printed.items()})
@@ -374,8 +386,9 @@ def gso_model(doc: Mapping[str, Any], route_dev: str, kernel: str | None = None)
     elif route_dev == "br0":
         ns.set_master(eth0, ns.bridge("br0"))
     elif route_dev != "eth0":
-        raise ValueError(f"route_dev={route_dev!r}: the lab sends through eth0, eth0.10, mv0 or br0")
-    gso_size, payload = doc["gso"]["gso_size"], doc["gso"]["payloads"][0]
+        raise ArgumentError(f"route_dev={route_dev!r}: the lab sends through eth0, eth0.10, mv0 or br0",
+                            param="route_dev")
+    gso_size, payload = _section(doc, "gso")["gso_size"], _section(doc, "gso")["payloads"][0]
     skb = xmit.gso_skb(l4="udp", segs=-(-payload // gso_size), gso_size=gso_size)
     return ns, xmit.send(ns[route_dev], skb)
 
@@ -396,7 +409,7 @@ class GsoRow:
 def gso_rows(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> list[GsoRow]:
     doc = load(name, kernel)
     rows = []
-    for case in doc["gso"]["cases"]:
+    for case in _section(doc, "gso")["cases"]:
         failed = any(line.startswith("udptool") and "failed=0" not in line for line in case["sender"])
         real = "send failed (EIO)" if failed else (", ".join(case["segmented_at"]) or "nowhere")
         ns, tx = gso_model(doc, case["route_dev"], kernel)
@@ -418,7 +431,8 @@ def gso_table(name: str = "mergeable", kernel: str = DEFAULT_LAB_KERNEL) -> str:
 
 
 @public
-def gso_pair_table(before: str = "5.10-plain", after: str = "5.10-2e4ef10f5850", name: str = "gso") -> str:
+def gso_pair_table(before: LabKernelId = "5.10-plain", after: LabKernelId = "5.10-2e4ef10f5850",
+                   name: str = "gso") -> str:
     """Where UDP GSO is segmented on both kernels of the 2e4ef10f5850 pair (seed 2 before/after, one base)."""
     b, a = gso_rows(name, before), gso_rows(name, after)
     lines = [f"{'sent through':13} {before + ' (before)':30} {after + ' (after)'}"]
@@ -512,7 +526,7 @@ def router_case_prediction(kernel: str, case: str, packets: Annotated[int, In(1,
     from vnetlab.netdev import Namespace
 
     if case not in ROUTER_CASES:
-        raise ValueError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}")
+        raise ArgumentError(f"case={case!r}: one of {', '.join(ROUTER_CASES)}", param="case")
     egress, gro_list = ROUTER_CASES[case]
     k = model_kernel(kernel)
     fix = bool(k.rule("udp_gso_list_nat_fix"))
@@ -607,7 +621,7 @@ def router_rows(kernels: Iterable[str] | None = None) -> list[RouterRow]:
         doc = load("router", k)
         pred = doc["prediction"]
         by_case = {c["case"]: c for c in pred["cases"]}
-        params = probe_params(doc, "eth2") if "eth2" in doc["guest"]["virtio_features"] else None
+        params = probe_params(doc, "eth2") if "eth2" in _section(doc, "guest")["virtio_features"] else None
         for case in doc["router"]["cases"]:
             segs = gro_skb_segs(case, doc["router"]["payload"])
             pc = router_case_prediction(k, case["case"], pred["packets_per_gro_skb"], params,
@@ -708,7 +722,7 @@ def model_rate_ratio() -> dict[str, float]:
 
 
 @public
-def rate_table(before: str = "6.1-no-build-skb", after: str = "6.1-plain") -> str:
+def rate_table(before: LabKernelId = "6.1-no-build-skb", after: LabKernelId = "6.1-plain") -> str:
     rows = {(r.kernel, r.config): r for r in rate_rows((before, after))}
     lines = [f"{'kernel':18} {'rx pps (TCG)':>13} {'insn/packet':>12}   (medians of the runs)"]
     for k in (before, after):

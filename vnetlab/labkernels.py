@@ -28,6 +28,7 @@ from functools import cache
 from typing import Any
 
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _profile
 
@@ -124,7 +125,7 @@ DEFAULT_LAB_KERNEL = next(k.id for k in KERNELS.values() if k.kind == "stock" an
 def lab_kernel(kernel: str) -> LabKernel:
     """The catalogue entry of lab kernel id ``kernel``; ValueError listing the known ids otherwise."""
     if not isinstance(kernel, str) or kernel not in KERNELS:
-        raise ValueError(f"kernel={kernel!r} is not a lab kernel; known: {', '.join(KERNELS)}")
+        raise ArgumentError(f"kernel={kernel!r} is not a lab kernel; known: {', '.join(KERNELS)}", param="kernel")
     return KERNELS[kernel]
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from vnetlab.checks import In, public
 from vnetlab.errors import ArgumentError, TableError, UnknownArchError, UnknownKernelError
-from vnetlab.tables import Section, load_table
+from vnetlab.tables import Section, TableName, load_table
 
 DEFAULT_KERNEL = "6.1"
 DEFAULT_ARCH = "x86_64"
@@ -26,7 +26,7 @@ def known_kernels() -> tuple[str, ...]:
 
 
 @public
-def kernel_section(table: str, version: str, part: str = "") -> Section | None:
+def kernel_section(table: TableName, version: str, part: str = "") -> Section | None:
     """The section of data/<table>.toml for kernel ``version`` (and ``part``), None if it has none.
 
     The one place a per-kernel table section is found by version: Kernel.table asks it, nothing else does."""
@@ -36,7 +36,7 @@ def kernel_section(table: str, version: str, part: str = "") -> Section | None:
 
 
 @public
-def table_kernels(table: str) -> tuple[str, ...]:
+def table_kernels(table: TableName) -> tuple[str, ...]:
     """The kernel versions data/<table>.toml has sections for, oldest first."""
     versions = {s for s in load_table(table) if s.replace(".", "").isdigit()}
     return tuple(sorted(versions, key=_version_key))
@@ -80,9 +80,10 @@ class Kernel:
 
     @public
     def with_overrides(self, name: str, overrides: Mapping[str, tuple[Any, str]]) -> Kernel:
-        """This profile with ``overrides`` (rule -> (value, source)) replacing its rules, named ``name``."""
+        """This profile with ``overrides`` (rule -> (value, source)) replacing its rules, named ``name`` (any
+        non-empty lab kernel id); no overrides is the same rules under that name."""
         if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty lab kernel id, got {name!r}")
+            raise ArgumentError(f"name must be a non-empty lab kernel id, got {name!r}", param="name")
         values, sources = dict(self.rules.values), dict(self.rules.sources)
         for rule, override in overrides.items():
             if rule not in values:  # an override replaces a rule the profile has; a new name is a typo
@@ -101,7 +102,7 @@ class Kernel:
         return self.rules[name]
 
     @public
-    def table(self, table: str, part: str = "") -> Section:
+    def table(self, table: TableName, part: str = "") -> Section:
         """This kernel's section ``part`` of data/<table>.toml ("gro"; "netdev_features" with part "", "ethtool",
         "masks", "skb_gso"): what modules read instead of looking a version string up themselves."""
         key = f"table:{table}:{part}"
@@ -116,7 +117,7 @@ class Kernel:
         return sec
 
     @public
-    def has_table(self, table: str) -> bool:
+    def has_table(self, table: TableName) -> bool:
         return kernel_section(table, self.version) is not None
 
     @public
@@ -231,6 +232,8 @@ def device_kernel(dev: Any, kernel: str | Kernel | None = None) -> Kernel:
     """The Kernel an operation on ``dev`` runs: ``kernel`` if given, else the device's ``kernel`` (or its
     namespace's), else the default. A version string naming the device's own version means the device's
     Kernel, so a lab kernel's rules (labkernels.model_kernel) are kept."""
+    if not hasattr(dev, "kernel") and not hasattr(getattr(dev, "ns", None), "kernel"):
+        raise ArgumentError(f"dev must be a netdev device (or its namespace), got {dev!r}", param="dev")
     own = None
     for obj in (dev, getattr(dev, "ns", None)):
         k = getattr(obj, "kernel", None)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 
 BOARD_URL_ENV = "VNETLAB_BOARD_URL"
 TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
@@ -35,6 +36,9 @@ OUTCOMES = ("right", "hint", "kind", "unanswered")
 def outcome(verdict: Any) -> str:
     """What a Verdict of exercises.check said: right, hint (a wrong value: the exercise's hint), kind (the wrong
     kind of answer, e.g. text for a number) or unanswered (``answer`` still None)."""
+    if not (hasattr(verdict, "ok") and hasattr(verdict, "answered") and hasattr(verdict, "message")):
+        raise ArgumentError(f"verdict must be what exercises.check returned (a Verdict), got {verdict!r}",
+                            param="verdict")
     if verdict.ok:
         return "right"
     if not verdict.answered:

@@ -125,7 +125,7 @@ def router_stack(*, kernel: str | Kernel, upper: str, nic: str = "router",
     lab's vlan_veth).
     """
     if upper not in UPPERS:
-        raise ValueError(f"upper must be one of {UPPERS}, got {upper!r}")
+        raise ArgumentError(f"upper must be one of {UPPERS}, got {upper!r}", param="upper")
     return build_stack(kernel=kernel, upper="bridge" if upper == "bridge_forward" else upper, nic=nic,
                        nic_params=nic_params, port_nic=port_nic, lower_name="eth0", peer_name=PEER)
 
@@ -409,7 +409,7 @@ def router_gap_requirements(before: RouterResult, after: RouterResult, costs: Ro
     has to be true for a 50x gap" question; compare each answer with what the operation could cost."""
     c = costs or RouterCosts.from_table()
     if not target > 0:
-        raise ValueError(f"target must be a positive ratio, got {target!r}")
+        raise ArgumentError(f"target must be a positive ratio, got {target!r}", param="target")
     out: dict[str, float | None] = {}
     for name in sorted(c.values):
         base = c[name] if c[name] > 0 else 1.0

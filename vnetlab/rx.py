@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from vnetlab.checks import check_choice, check_int, int_array, public  # noqa: F401 (int_array: rx's name)
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_HLEN, IP_MAX_MTU, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, resolve
 from vnetlab.rxbuf import (  # noqa: F401
@@ -64,10 +65,14 @@ from vnetlab.virtio import (  # noqa: F401 (rx's names before the split stay imp
     SKB_FRAG_PAGE_SIZE,
     VIRTIO_XDP_HEADROOM,
     VNET_HDR_STRUCTS,
+    BufBytes,
+    BufSize,
+    HdrLen,
     IpVersion,
     Mode,
     Mtu,
     PayloadLen,
+    XdpHeadroom,
     check_hdr_len,
     check_mergeable_hdr_len,
     check_mtu,
@@ -127,8 +132,8 @@ class RxResult:
 
 
 @public
-def build_skb_tailroom(frame_len: int, truesize: int, *, mode: str, hdr_len: int, headroom: int,
-                       k: Kernel, a: Arch) -> int | None:
+def build_skb_tailroom(frame_len: BufBytes, truesize: BufSize, *, mode: Literal["mergeable", "big"],
+                       hdr_len: HdrLen, headroom: XdpHeadroom, k: Kernel, a: Arch) -> int | None:
     """The tailroom page_to_skb tests against SKB_DATA_ALIGN(sizeof(shinfo)); None where it has no build_skb branch."""
     if k.rule("page_to_skb") != "build_skb":
         return None
@@ -157,6 +162,9 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
     check_choice("headroom", headroom, (0, VIRTIO_XDP_HEADROOM) if mode == "mergeable" else (0,),
                   "0, or VIRTIO_XDP_HEADROOM (256) for a mergeable buffer with an XDP program")
     padded = hdr_padded_len(mode, hdr_len, k)
+    if mode == "mergeable" and big_pages is not None:
+        raise ArgumentError(f"big_pages={big_pages!r} with mode='mergeable': big_pages is the page count of a big-mode "
+                            "chain (add_recvbuf_big); a mergeable buffer is one page frag", param="big_pages")
     if mode == "big":
         check_int("truesize", truesize, a.page_size, a.page_size,
                    f"receive_big passes truesize = PAGE_SIZE ({a.page_size} on {a.name})")
@@ -176,7 +184,8 @@ def page_to_skb(frame_len: int, truesize: int, *, mode: str = "mergeable", hdr_l
                    f"(len {hdr_len} + frame > {limit})")
 
     if page is not None and not isinstance(page, Page):
-        raise ValueError(f"page must be a vnetlab.skb.Page (the page the buffer lies in) or None, got {page!r}")
+        raise ArgumentError(f"page must be a vnetlab.skb.Page (the page the buffer lies in) or None, got {page!r}",
+                            param="page")
     page = page or new_page(a.page_size if mode == "big" else SKB_FRAG_PAGE_SIZE, "rx buffer")
     if mode == "big":
         check_int("offset", offset, 0, 0, "receive_big calls page_to_skb with offset 0: the chain's first page")
@@ -329,7 +338,8 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
     check_mergeable_hdr_len(hdr_len, k)
     for i, buf in enumerate(buffers):
         if not isinstance(buf, RxBuffer):
-            raise ValueError(f"buffers[{i}] must be an rx.RxBuffer (a posted receive buffer), got {buf!r}")
+            raise ArgumentError(f"buffers[{i}] must be an rx.RxBuffer (a posted receive buffer), got {buf!r}",
+                                param="buffers")
     total = hdr_len + frame_len
     fills: list[int] = []
     for buf in buffers:
@@ -339,8 +349,8 @@ def receive_mergeable(frame_len: int, buffers: Sequence[RxBuffer], *, hdr_len: i
         fills.append(take)
         total -= take
     if total > 0:
-        raise ValueError(f"frame_len={frame_len} does not fit the {len(buffers)} buffers given "
-                         f"({sum(b.len for b in buffers)} bytes with the {hdr_len}-byte header)")
+        raise ArgumentError(f"frame_len={frame_len} does not fit the {len(buffers)} buffers given "
+                            f"({sum(b.len for b in buffers)} bytes with the {hdr_len}-byte header)", param="frame_len")
     used_buffers = tuple(buffers[: len(fills)])
     first = used_buffers[0]
     if xdp and len(fills) == 1 and k.rule("xdp_pass_path") == "build_skb_from_xdp_buff":
@@ -382,15 +392,17 @@ def _guest_gso_mss(payload_len: int, *, l4: str, ip: int, vlan: bool, mtu: int, 
     l3 = frame_len_for(payload_len, l4=l4, ip=ip, vlan=vlan) - ETH_HLEN - (VLAN_HLEN if vlan else 0)
     gso_ok = mode != "small" and guest_gso and (l4 == "tcp" or k.rule("guest_uso"))
     if l3 > mtu and not gso_ok:
-        raise ValueError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above mtu={mtu}; only a GSO packet "
-                         f"can be that long (guest_gso=True in big or mergeable mode, TCP, or UDP with guest USO "
-                         f"from 6.2; kernel {k.version} {'has' if k.rule('guest_uso') else 'has no'} guest USO)")
+        raise ArgumentError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above mtu={mtu}; only a GSO "
+                            f"packet can be that long (guest_gso=True in big or mergeable mode, TCP, or UDP with guest "
+                            f"USO from 6.2; kernel {k.version} {'has' if k.rule('guest_uso') else 'has no'} guest USO)",
+                            param="payload_len")
     if l3 > IP_MAX_MTU:
-        raise ValueError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above IP_MAX_MTU {IP_MAX_MTU}")
+        raise ArgumentError(f"payload_len={payload_len} makes a {l3}-byte IP packet, above IP_MAX_MTU {IP_MAX_MTU}",
+                            param="payload_len")
     if l3 <= mtu:
         if gso_size is not None:
-            raise ValueError(f"gso_size={gso_size} given for a {l3}-byte IP packet that fits mtu={mtu}: the host sets "
-                             "a virtio-net gso_size only on packets it did not segment")
+            raise ArgumentError(f"gso_size={gso_size} given for a {l3}-byte IP packet that fits mtu={mtu}: the host "
+                                "sets a virtio-net gso_size only on packets it did not segment", param="gso_size")
         return 0
     mss = mtu - IP_HLEN[ip] - L4_HDR_LEN[l4] if gso_size is None else gso_size
     return check_int("gso_size", mss, 1, max(1, payload_len - 1),
@@ -433,8 +445,8 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
     frag_size = rq_frag_size(k, a) if frag_size is None else frag_size
     if mode == "small":
         if mtu > ETH_DATA_LEN:
-            raise ValueError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
-                             "MTU > 1500, so the driver would be in big mode")
+            raise ArgumentError(f"mtu={mtu} with mode='small': virtnet_set_big_packets turns big packets on for "
+                                "MTU > 1500, so the driver would be in big mode", param="mtu")
         if buf_len is not None:
             raise ValueError("buf_len cannot be pinned in small mode: add_recvbuf_small sizes the buffers "
                              "(receive_small(buflen=...) takes one of small_buf_lens)")
@@ -444,8 +456,8 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
             raise ValueError("buf_len cannot be pinned in big mode: receive_big always passes PAGE_SIZE "
                              f"({a.page_size})")
         if xdp:
-            raise ValueError("xdp=True with mode='big': virtnet_xdp_set refuses XDP while big packets without "
-                             "mergeable buffers are in use")
+            raise ArgumentError("xdp=True with mode='big': virtnet_xdp_set refuses XDP while big packets without "
+                                "mergeable buffers are in use", param="xdp")
         return receive_big(frame, hdr_len=hdr_len, mtu=mtu, guest_gso=guest_gso, kernel=k, arch=a)
     check_mergeable_hdr_len(hdr_len, k)
     if buf_len is not None:
@@ -454,7 +466,7 @@ def _receive(payload_len: int, *, l4: str, ip: int, vlan: bool, mode: str, mtu: 
         check_int("buf_len", buf_len, hdr_len + ETH_HLEN + 1, *mergeable_truesize_max(headroom, k, a))
         sg_len = buf_len if k.rule("mergeable_truesize") == "len" else buf_len - room
         if sg_len < hdr_len + ETH_HLEN:
-            raise ValueError(f"buf_len={buf_len} leaves no room for a frame after XDP room {room}")
+            raise ArgumentError(f"buf_len={buf_len} leaves no room for a frame after XDP room {room}", param="buf_len")
         count = -(-(frame + hdr_len) // sg_len)
         buffers = [RxBuffer(new_page(a.page_size, "pinned buffer"), 0, headroom, sg_len, buf_len, sg_len + room)
                    for _ in range(count)]
@@ -521,8 +533,8 @@ class RxQueue:
             self.end_poll()
             need = self._buffers_needed(frame)
             if need is None:
-                raise ValueError(f"payload_len={payload_len}: the packet needs more than the {self.ring_size} "
-                                 "buffers of the ring (num_buffers larger than the ring)")
+                raise ArgumentError(f"payload_len={payload_len}: the packet needs more than the {self.ring_size} "
+                                    "buffers of the ring (num_buffers larger than the ring)", param="payload_len")
         buffers, self.posted = self.posted[:need], self.posted[need:]
         result = receive_mergeable(frame, buffers, hdr_len=self.hdr_len, xdp=self.xdp, kernel=self.k, arch=self.a)
         _virtio_net_hdr_to_skb(result.skb, mss, l4=l4, ip=ip)

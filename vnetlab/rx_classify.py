@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from vnetlab.checks import check_choice, int_array, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, resolve
 from vnetlab.rxbuf import big_max_frame, big_pages_range, mergeable_truesize_max
@@ -47,7 +48,8 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
     frames = int_array("frame_lens", frame_lens, "frame lengths in bytes", ndim=1)
     trues = int_array("truesizes", truesizes, "buffer truesizes in bytes, one int or one per frame")
     if trues.ndim and trues.shape != frames.shape:
-        raise ValueError(f"truesizes must be one int or one per frame ({frames.size}), got shape {trues.shape}")
+        raise ArgumentError(f"truesizes must be one int or one per frame ({frames.size}), got shape {trues.shape}",
+                            param="truesizes")
     if trues.size:
         if mode == "big":
             t_lo = t_hi = a.page_size
@@ -56,7 +58,9 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
             t_lo, (t_hi, t_why) = 1, mergeable_truesize_max(headroom, k, a)
         t_min, t_max = int(trues.min()), int(trues.max())
         if t_min < t_lo or t_max > t_hi:
-            raise ValueError(f"truesizes has {t_min if t_min < t_lo else t_max}, out of range {t_lo}..{t_hi}: {t_why}")
+            raise ArgumentError(f"truesizes has {t_min if t_min < t_lo else t_max}, out of range {t_lo}..{t_hi}: "
+                                f"{t_why}",
+                                param="truesizes")
     padded = hdr_padded_len(mode, hdr_len, k)
     head = napi_alloc_skb(GOOD_COPY_LEN, kernel=k, arch=a)
     has_build = k.rule("page_to_skb") == "build_skb"
@@ -67,20 +71,22 @@ def classify(frame_lens: ArrayLike, truesizes: ArrayLike, *, mode: str = "mergea
     if frames.size:
         lo = int(frames.min())
         if lo < ETH_HLEN:
-            raise ValueError(f"frame_lens has {lo}: receive_buf drops frames shorter than ETH_HLEN ({ETH_HLEN})")
+            raise ArgumentError(f"frame_lens has {lo}: receive_buf drops frames shorter than ETH_HLEN ({ETH_HLEN})",
+                                param="frame_lens")
         if mode == "mergeable":
             # receive_mergeable: a frame longer than its buffer (len > truesize) is a length error.
             slack = tail if not xdp_page else np.subtract(trues - (headroom + padded), frames)
             if int(slack.min()) < hdr_len - (headroom + padded):
                 i = int(np.argmax(slack < hdr_len - (headroom + padded)))
                 t = int(trues if trues.ndim == 0 else trues[i])
-                raise ValueError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {t} "
-                                 f"with a {hdr_len}-byte header): a length error in receive_mergeable")
+                raise ArgumentError(f"frame_lens[{i}]={int(frames[i])} is longer than its buffer (truesize {t} "
+                                    f"with a {hdr_len}-byte header): a length error in receive_mergeable",
+                                    param="frame_lens")
         else:
             max_frame, why = big_max_frame(big_pages_range(a)[1], hdr_len, k, a)
             if int(frames.max()) > max_frame:
-                raise ValueError(f"frame_lens has {int(frames.max())}: kernel {k.version} on {a.name} makes an skb "
-                                 f"of a big-mode frame up to {max_frame} bytes: {why}")
+                raise ArgumentError(f"frame_lens has {int(frames.max())}: kernel {k.version} on {a.name} makes an skb "
+                                    f"of a big-mode frame up to {max_frame} bytes: {why}", param="frame_lens")
     if has_build and a.net_ip_align == 0:
         # page_to_skb (5.13+): !NET_IP_ALIGN && len > GOOD_COPY_LEN && tailroom >= SKB_DATA_ALIGN(shinfo).
         build = frames > GOOD_COPY_LEN

@@ -11,6 +11,7 @@ import itertools
 from dataclasses import dataclass
 
 from vnetlab.checks import check_choice, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, IP_MAX_MTU, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, resolve
 from vnetlab.skb import Page
@@ -23,7 +24,11 @@ from vnetlab.virtio import (
     RX_QUEUE_SIZE,
     SKB_FRAG_PAGE_SIZE,
     VIRTIO_XDP_HEADROOM,
+    BufBytes,
+    BufSize,
+    HdrLen,
     Mtu,
+    XdpHeadroom,
     check_hdr_len,
     check_mergeable_hdr_len,
     padded_vnet_hdr_len,
@@ -48,18 +53,20 @@ _PAGE_IDS = itertools.count(1)
 
 
 @public
-def new_page(size: int, label: str) -> Page:
+def new_page(size: BufSize, label: str) -> Page:
     return Page(next(_PAGE_IDS), size, label)
 
 
 @public
-def receive_big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> int:
+def receive_big_max_frame(pages: int, hdr_len: HdrLen, k: Kernel, a: Arch) -> int:
     """The longest frame a big-mode chain of ``pages`` pages holds: sg[0] = hdr_len bytes, sg[1] from
     sizeof(padded_vnet_hdr) to the page end, then whole pages (add_recvbuf_big). The kernel's own test differs
     (receive_big_len_check): len > pages * PAGE_SIZE - sizeof(padded_vnet_hdr) + hdr_len ("padded", 6.1.178+ /
     6.12.97+), len > pages * PAGE_SIZE ("pages", 6.1.159..177 / 6.12.58..96), or none in receive_big ("none",
     5.10; page_to_skb drops a remainder over MAX_SKB_FRAGS * PAGE_SIZE); none of them lets through a frame the
     buffer cannot hold."""
+    check_int("pages", pages, *big_pages_range(a), "the pages add_recvbuf_big chains, big_packets_num_skbfrags + 1",
+              function="rxbuf.receive_big_max_frame")
     return pages * a.page_size - padded_vnet_hdr_len(k)
 
 
@@ -71,7 +78,7 @@ def big_pages_range(a: Arch) -> tuple[int, int]:
 
 
 @public
-def big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> tuple[int, str]:
+def big_max_frame(pages: int, hdr_len: HdrLen, k: Kernel, a: Arch) -> tuple[int, str]:
     """The longest frame receive_big turns into an skb on a chain of ``pages`` pages, and why: the least of what
     the chain holds (receive_big_max_frame), the kernel's own drop test, and what MAX_SKB_FRAGS frags hold.
 
@@ -106,8 +113,8 @@ def big_max_frame(pages: int, hdr_len: int, k: Kernel, a: Arch) -> tuple[int, st
 # Mergeable buffers: sizing and carving (add_recvbuf_mergeable, get_mergeable_buf_len)
 
 @public
-def mergeable_min_buf_len(*, mtu: Mtu = ETH_DATA_LEN, hdr_len: int = MRG_RXBUF_HDR_LEN, ring_size: int = RX_QUEUE_SIZE,
-                          big_packets: bool = False,
+def mergeable_min_buf_len(*, mtu: Mtu = ETH_DATA_LEN, hdr_len: HdrLen = MRG_RXBUF_HDR_LEN,
+                          ring_size: int = RX_QUEUE_SIZE, big_packets: bool = False,
                           f_mtu: bool = False) -> int:
     """mergeable_min_buf_len (drivers/net/virtio_net.c): max(DIV_ROUND_UP(buf_len, ring) - hdr_len, GOOD_PACKET_LEN).
 
@@ -124,11 +131,11 @@ class Ewma:
     """DECLARE_EWMA(pkt_len, 0, 64) (include/linux/average.h): precision 0, weight reciprocal 64."""
 
     @public
-    def __init__(self, value: int = 0) -> None:
+    def __init__(self, value: BufBytes = 0) -> None:
         self.internal = value
 
     @public
-    def add(self, sample: int) -> None:
+    def add(self, sample: BufBytes) -> None:
         # ewma_pkt_len_add: internal = internal ? ((internal << 6) - internal + sample) >> 6 : sample.
         self.internal = ((self.internal << 6) - self.internal + sample) >> 6 if self.internal else sample
 
@@ -137,14 +144,14 @@ class Ewma:
 
 
 @public
-def mergeable_room(headroom: int, a: Arch) -> int:
+def mergeable_room(headroom: XdpHeadroom, a: Arch) -> int:
     """add_recvbuf_mergeable's room = SKB_DATA_ALIGN(headroom + tailroom), tailroom = headroom ? sizeof(struct
     skb_shared_info) : 0: what get_mergeable_buf_len takes off PAGE_SIZE with an XDP program (0 without)."""
     return a.skb_data_align(headroom + a.skb_shared_info_size) if headroom else 0
 
 
 @public
-def mergeable_truesize_max(headroom: int, k: Kernel, a: Arch) -> tuple[int, str]:
+def mergeable_truesize_max(headroom: XdpHeadroom, k: Kernel, a: Arch) -> tuple[int, str]:
     """The largest truesize a mergeable buffer's ctx can hold, and why: 22 bits (mergeable_len_to_ctx) without
     XDP; with XDP headroom add_recvbuf_mergeable carves get_mergeable_buf_len = PAGE_SIZE - room, and the ctx
     holds that len (<= 6.2) or len + room = PAGE_SIZE (6.3+, rule mergeable_truesize)."""
@@ -157,7 +164,8 @@ def mergeable_truesize_max(headroom: int, k: Kernel, a: Arch) -> tuple[int, str]
 
 
 @public
-def get_mergeable_buf_len(avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, room: int, a: Arch) -> int:
+def get_mergeable_buf_len(avg_pkt_len: BufBytes, *, min_buf_len: BufSize, hdr_len: HdrLen, room: BufBytes,
+                          a: Arch) -> int:
     """get_mergeable_buf_len: PAGE_SIZE - room with XDP, else
     ALIGN(hdr_len + clamp(ewma, min, PAGE_SIZE - hdr_len), L1_CACHE_BYTES)."""
     if room:
@@ -170,14 +178,14 @@ class PageFrag:
     """rq->alloc_frag refilled by skb_page_frag_refill (net/core/sock.c): 32 KiB compound pages, or order 0."""
 
     @public
-    def __init__(self, frag_size: int, a: Arch) -> None:
+    def __init__(self, frag_size: BufSize, a: Arch) -> None:
         self.size = frag_size
         self.page: Page | None = None
         self.offset = 0
         self.arch = a
 
     @public
-    def refill(self, size: int) -> None:
+    def refill(self, size: BufSize) -> None:
         # skb_page_frag_refill: keep the page while offset + sz <= size, else take a new one from offset 0.
         if self.page is None or self.offset + size > self.size:
             self.page = new_page(self.size, f"{self.size // 1024} KiB rx page frag")
@@ -190,7 +198,7 @@ class PagePool:
     page_pool_alloc_frag_netmem (net/core/page_pool.c), read in Debian linux-source-7.2 (7.2.12) and 7.3 (7.3.4)."""
 
     @public
-    def __init__(self, page_bytes: int, a: Arch, frag_align: int | None = None) -> None:
+    def __init__(self, page_bytes: BufSize, a: Arch, frag_align: BufSize | None = None) -> None:
         self.size = page_bytes
         self.page: Page | None = None
         self.offset = 0  # pool->frag_offset
@@ -199,7 +207,7 @@ class PagePool:
         self.frag_align = a.dma_cache_alignment if frag_align is None else frag_align
 
     @public
-    def alloc(self, size: int) -> tuple[Page, int, int]:
+    def alloc(self, size: BufSize) -> tuple[Page, int, int]:
         """(page, offset, size) for a request of ``size`` bytes; size comes back as the allocation's real size."""
         if size << 1 > self.size:
             # page_pool_alloc_netmem: more than half a page takes a whole page (*size = max_size, *offset = 0).
@@ -261,16 +269,17 @@ def rx_page_allocator(k: Kernel, a: Arch, frag_size: int | None = None) -> PageF
 
 
 @public
-def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: int, *, min_buf_len: int, hdr_len: int, xdp: bool,
-                           k: Kernel, a: Arch) -> RxBuffer:
+def carve_mergeable_buffer(frag: PageFrag | PagePool, avg_pkt_len: BufBytes, *, min_buf_len: BufSize,
+                           hdr_len: HdrLen, xdp: bool, k: Kernel, a: Arch) -> RxBuffer:
     """add_recvbuf_mergeable: one receive buffer carved from the rq page frag (or 7.x page_pool), the hole
     rule included."""
     headroom = VIRTIO_XDP_HEADROOM if xdp else 0
     room = mergeable_room(headroom, a)
     length = get_mergeable_buf_len(avg_pkt_len, min_buf_len=min_buf_len, hdr_len=hdr_len, room=room, a=a)
     if isinstance(frag, PagePool) != bool(k.rule("rx_page_pool")):
-        raise ValueError(f"frag={type(frag).__name__}: kernel {k.version} carves receive buffers from "
-                         f"{'a page_pool' if k.rule('rx_page_pool') else 'rq->alloc_frag'} (rx_page_allocator)")
+        raise ArgumentError(f"frag={type(frag).__name__}: kernel {k.version} carves receive buffers from "
+                            f"{'a page_pool' if k.rule('rx_page_pool') else 'rq->alloc_frag'} (rx_page_allocator)",
+                            param="frag")
     if isinstance(frag, PagePool):
         # add_recvbuf_mergeable (Debian 7.2.12/7.3.4): alloc_len = len + room from page_pool_alloc_va, whose
         # allocation may exceed the request (the page's rest); without XDP len = alloc_len - room.
@@ -311,7 +320,9 @@ def mergeable_buf_lens(count: int, *, avg_pkt_len: int | None = None, mtu: Mtu =
     """The truesize of each successive mergeable buffer as add_recvbuf_mergeable() carves them.
 
     ``frag_size``: the rq page frag, SKB_FRAG_PAGE_SIZE (order 3) or one page (default: order 3, or one page
-    where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes)."""
+    where PAGE_SIZE is larger, as skb_page_frag_refill); on 7.x the page_pool's page (rx_frag_sizes).
+    ``count`` 0 is an empty list; ``avg_pkt_len`` 0 (or None) is the EWMA before any packet, so each buffer is
+    min_buf_len (get_mergeable_buf_len clamps the average to it)."""
     k, a = resolve(kernel, arch)
     check_int("count", count, 0, MAX_BUFFERS, "how many buffers to carve (one Python object each)")
     check_mergeable_hdr_len(hdr_len, k)
@@ -341,7 +352,8 @@ def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = 
 
     Up to 6.18 every buffer is the request (skb_page_frag_refill, buflen computed again in receive_small);
     7.x takes it from a page_pool, whose last fragment of a page gets the page's rest, and receive_small
-    reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom))."""
+    reads that real size from the ctx (add_recvbuf_small: ctx = mergeable_len_to_ctx(alloc_len, xdp_headroom)).
+    ``count`` 0 is an empty list."""
     k, a = resolve(kernel, arch)
     check_int("count", count, 0, MAX_BUFFERS, "how many buffers to post (one Python object each)")
     want = small_buf_len(hdr_len=hdr_len, xdp=xdp, kernel=k, arch=a)
@@ -352,7 +364,7 @@ def small_buf_lens(count: int, *, hdr_len: int = MRG_RXBUF_HDR_LEN, xdp: bool = 
 
 
 @public
-def frag_size_for(frag_size: int | None, k: Kernel, a: Arch) -> int | None:
+def frag_size_for(frag_size: BufSize | None, k: Kernel, a: Arch) -> int | None:
     """receive()/RxQueue's frag_size: None for the kernel's usual allocator page; a page frag smaller than
     PAGE_SIZE is one page (skb_page_frag_refill never takes less)."""
     if frag_size is None or k.rule("rx_page_pool"):

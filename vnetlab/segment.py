@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from vnetlab import skbuff
-from vnetlab.checks import In, VlanTag, check_int, public
+from vnetlab.checks import In, VlanTag, check_choice, check_int, public
 from vnetlab.errors import ArgumentError
 from vnetlab.features import FeatureSet, can_checksum_protocol, net_gso_ok
 from vnetlab.headers import (
@@ -59,14 +59,13 @@ _HEADROOM = 64  # NET_SKB_PAD on x86_64; only skb_cow_head would look at it, whi
 @public
 def check_ip(ip: object) -> int:
     """4 or 6, else a ValueError naming ``ip``."""
-    if ip not in IP_HLEN or isinstance(ip, bool):
-        raise ValueError(f"ip must be 4 (struct iphdr, 20 bytes) or 6 (struct ipv6hdr, 40 bytes), got {ip!r}")
-    return int(ip)  # type: ignore[arg-type]
+    return check_choice("ip", ip, tuple(IP_HLEN), "the IP version: 4 (struct iphdr, 20 bytes) or 6 (struct "
+                        "ipv6hdr, 40 bytes)")
 
 
 def _check_l4(l4: object) -> str:
     if l4 not in L4_HLEN:
-        raise ValueError(f"l4 must be one of {sorted(L4_HLEN)}, got {l4!r}")
+        raise ArgumentError(f"l4 must be one of {sorted(L4_HLEN)}, got {l4!r}", param="l4")
     return str(l4)
 
 
@@ -167,7 +166,7 @@ def gso_skb(
     _check_l4(l4)
     check_ip(ip)
     if not isinstance(fraglist, bool):
-        raise ValueError(f"fraglist must be True or False, got {fraglist!r}")
+        raise ArgumentError(f"fraglist must be True or False, got {fraglist!r}", param="fraglist")
     k = _kernel(kernel)
     a = _arch(arch, k)
     if max_skb_frags is None:
@@ -318,7 +317,7 @@ def skb_segment(skb: Skb, features: FeatureSet, *, inband_vlan_tags: InbandTags 
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
     mss = skb.gso_size
     if not mss:
-        raise ValueError("skb must be a GSO skb (gso_size != 0) to be segmented")
+        raise ArgumentError("skb must be a GSO skb (gso_size != 0) to be segmented", param="skb")
     payload = skb.len - hdr
     sg = "SG" in features
     csum = can_checksum_protocol(features, ip)
@@ -430,10 +429,10 @@ def skb_gso_segment(skb: Skb, features: FeatureSet, *, kernel: str | Kernel = DE
     """
     check_skb(skb)
     if not skb.is_gso():
-        raise ValueError("skb must be a GSO skb (gso_size != 0) to be segmented")
+        raise ArgumentError("skb must be a GSO skb (gso_size != 0) to be segmented", param="skb")
     if not skb.gso_type & {"UDP_L4", "UDP", "TCPV4", "TCPV6"}:
-        raise ValueError(f"skb has gso_size {skb.gso_size} but gso_type {sorted(skb.gso_type)} names no L4 GSO type "
-                         "(inet_gso_segment: -EINVAL)")
+        raise ArgumentError(f"skb has gso_size {skb.gso_size} but gso_type {sorted(skb.gso_type)} names no L4 GSO type "
+                            "(inet_gso_segment: -EINVAL)", param="skb")
     k = _kernel(kernel)
     hdr = _skb_header_len(skb, inband_vlan_tags, ip, outer, link_hlen)
     check_headers(skb, hdr, "segment.skb_gso_segment")

@@ -16,9 +16,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from vnetlab.checks import VLAN_TAG, In, check_int, public
+from vnetlab.checks import VLAN_TAG, In, IpVersion, VxlanVni, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_HLEN, IP_HLEN, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN, VXLAN_N_VID
 
 # How the linear part (skb->head) was obtained; the kernel's allocator decides head_frag and truesize.
@@ -100,7 +101,8 @@ class Skb:
 
     def __post_init__(self) -> None:
         if self.head_kind not in HEAD_KINDS:
-            raise ValueError(f"head_kind must be one of {sorted(HEAD_KINDS)}, got {self.head_kind!r}")
+            raise ArgumentError(f"head_kind must be one of {sorted(HEAD_KINDS)}, got {self.head_kind!r}",
+                                param="head_kind")
         for name in _INT_FIELDS:
             value = getattr(self, name)
             if type(value) is not int or value < 0:  # bool and numpy ints are not sk_buff fields
@@ -114,8 +116,8 @@ class Skb:
                 raise ValueError(f"Skb.{name} must be True or False (a 1-bit sk_buff field), "
                                  f"got {getattr(self, name)!r}")
         if self.ip_summed not in IP_SUMMED:
-            raise ValueError(f"Skb.ip_summed must be one of {IP_SUMMED} (include/linux/skbuff.h), "
-                             f"got {self.ip_summed!r}")
+            raise ArgumentError(f"Skb.ip_summed must be one of {IP_SUMMED} (include/linux/skbuff.h), "
+                                f"got {self.ip_summed!r}", param="ip_summed")
         if self.vlan_tag is not None:
             # the range segment.gso_skb's vlan_tag annotation (checks.VlanTag) gives, with the same error
             self.vlan_tag = check_int("vlan_tag", self.vlan_tag, VLAN_TAG.lo, VLAN_TAG.hi, VLAN_TAG.meaning,
@@ -124,29 +126,32 @@ class Skb:
             self.vlan_inband = tuple(check_int(f"vlan_inband[{i}]", v, VLAN_TAG.lo, VLAN_TAG.hi, VLAN_TAG.meaning,
                                                function="skb.Skb") for i, v in enumerate(self.vlan_inband))
         if self.l4 is not None and self.l4 not in L4_HLEN:
-            raise ValueError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}")
+            raise ArgumentError(f"Skb.l4 must be one of {sorted(L4_HLEN)} or None, got {self.l4!r}", param="l4")
         if self.ipfrag not in IPFRAG_KINDS:
-            raise ValueError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}")
+            raise ArgumentError(f"Skb.ipfrag must be one of {IPFRAG_KINDS}, got {self.ipfrag!r}", param="ipfrag")
         if self.tunnels:
             self.tunnels = tuple(tuple(t) for t in self.tunnels)
             if not all(len(t) == 3 and t[0] in (4, 6) and type(t[1]) is int and 0 <= t[1] < VXLAN_N_VID
                        and type(t[2]) is int and t[2] > 0 for t in self.tunnels) \
                     or sum(t[2] for t in self.tunnels) > self.tunnel_hlen:
-                raise ValueError(f"Skb.tunnels must hold (outer IP 4|6, VNI 0..2^24-1, header bytes > 0) whose bytes "
-                                 f"fit tunnel_hlen {self.tunnel_hlen}, got {self.tunnels!r}")
+                raise ArgumentError(f"Skb.tunnels must hold (outer IP 4|6, VNI 0..2^24-1, header bytes > 0) whose "
+                                    f"bytes fit tunnel_hlen {self.tunnel_hlen}, got {self.tunnels!r}", param="tunnels")
         for i, m in enumerate(self.frag_list):
             if not isinstance(m, Skb):
-                raise ValueError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}")
+                raise ArgumentError(f"Skb.frag_list[{i}] must be an Skb, got {type(m).__name__}", param="frag_list")
         if isinstance(self.gso_type, str) or not isinstance(self.gso_type, frozenset | set | tuple | list):
-            raise ValueError(f"Skb.gso_type must be a set of SKB_GSO names such as {{'UDP_L4'}}, got {self.gso_type!r}")
+            raise ArgumentError(f"Skb.gso_type must be a set of SKB_GSO names such as {{'UDP_L4'}}, "
+                                f"got {self.gso_type!r}",
+                                param="gso_type")
         if self.gso_type:
             self.gso_type = frozenset(self.gso_type)
             unknown = self.gso_type - _GSO_NAME_SET
             if unknown:
-                raise ValueError(f"gso_type has unknown SKB_GSO names {sorted(unknown)}; known: {SKB_GSO_NAMES}")
+                raise ArgumentError(f"gso_type has unknown SKB_GSO names {sorted(unknown)}; known: {SKB_GSO_NAMES}",
+                                    param="gso_type")
             named = {GSO_L4[t] for t in self.gso_type if t in GSO_L4}
             if self.l4 is not None and named and named != {self.l4}:
-                raise ValueError(f"Skb.l4={self.l4!r} disagrees with gso_type {sorted(self.gso_type)}")
+                raise ArgumentError(f"Skb.l4={self.l4!r} disagrees with gso_type {sorted(self.gso_type)}", param="l4")
         elif not isinstance(self.gso_type, frozenset):
             self.gso_type = frozenset(self.gso_type)
         self._check_part()  # the members were checked when they were built; validate() re-checks them all
@@ -274,9 +279,9 @@ class Skb:
         """Bytes in front of the L4 payload: link header, in-band VLAN tags, tunnel headers, the IP header
         (+ the IPv6 fragment header in a fragment) and the L4 header (absent from non-first fragments)."""
         if ip not in IP_HLEN or isinstance(ip, bool):
-            raise ValueError(f"ip must be 4 (struct iphdr) or 6 (struct ipv6hdr), got {ip!r}")
+            raise ArgumentError(f"ip must be 4 (struct iphdr) or 6 (struct ipv6hdr), got {ip!r}", param="ip")
         if "TCPV6" in self.gso_type and ip != 6 or "TCPV4" in self.gso_type and ip != 4:
-            raise ValueError(f"ip={ip} does not match the skb's gso_type {sorted(self.gso_type)}")
+            raise ArgumentError(f"ip={ip} does not match the skb's gso_type {sorted(self.gso_type)}", param="ip")
         hdr = link_hlen + VLAN_HLEN * len(self.vlan_inband) + self.tunnel_hlen + IP_HLEN[ip]
         if self.ipfrag:
             hdr += FRAG_HDR_LEN if ip == 6 else 0
@@ -319,7 +324,10 @@ class Skb:
                          headlen=self.headlen - VLAN_HLEN, headroom=self.headroom + VLAN_HLEN)
 
     @public
-    def encapsulate(self, hlen: int, gso_tunnel: str, *, vni: int | None = None, ip: int = 4) -> Skb:
+    def encapsulate(self, hlen: Annotated[int, In(1, 255, "tunnel header bytes pushed (vxlan: outer IP + UDP + "
+                                                   "VXLAN + inner ETH, 50 or 70)")],
+                    gso_tunnel: Literal["UDP_TUNNEL", "UDP_TUNNEL_CSUM"], *, vni: VxlanVni | None = None,
+                    ip: IpVersion = 4) -> Skb:
         """The tunnel headers (``hlen`` bytes, outer link header excluded) pushed in front; skb->encapsulation set
         and ``gso_tunnel`` (SKB_GSO_UDP_TUNNEL[_CSUM]) added to a GSO skb (iptunnel_handle_offloads). The inner
         frame's in-band tags become part of the tunnel headers' payload. ``vni`` and ``ip`` (the outer IP

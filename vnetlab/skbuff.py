@@ -14,11 +14,14 @@ from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel, resolve
 
 # kmalloc size classes (mm/slab_common.c kmalloc_info): sizes a kmalloc'ed skb head is rounded up to.
 _KMALLOC_SIZES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
+# include/linux/slab.h KMALLOC_MAX_SIZE (4 MiB: 2^(MAX_PAGE_ORDER + PAGE_SHIFT) with 4 KiB pages, order 10)
+KMALLOC_MAX_SIZE = 1 << 22
 
 
 @public
-def kmalloc_size_roundup(size: Annotated[int, In(0, 1 << 22, "a kmalloc request in bytes, up to KMALLOC_MAX_SIZE "
-                                                     "(4 MiB: 2^(MAX_PAGE_ORDER + PAGE_SHIFT))")]) -> int:
+def kmalloc_size_roundup(size: Annotated[int, In(0, KMALLOC_MAX_SIZE, "a kmalloc request in bytes, up to "
+                                                     "KMALLOC_MAX_SIZE (4 MiB: 2^(MAX_PAGE_ORDER + PAGE_SHIFT))")]
+                         ) -> int:
     """kmalloc_size_roundup() / ksize(): the slab object size a kmalloc(size) really gets."""
     for s in _KMALLOC_SIZES:
         if size <= s:
@@ -50,7 +53,8 @@ def small_head_cache_size(k: Kernel, a: Arch) -> int:
 
 
 @public
-def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
+def alloc_skb_head(size: Annotated[int, In(0, KMALLOC_MAX_SIZE, "the __alloc_skb request in bytes")], k: Kernel,
+                   a: Arch, *, reserve: Annotated[int, In(0, KMALLOC_MAX_SIZE, "skb_reserve bytes")] = 0) -> Head:
     """__alloc_skb(size): a kmalloc'ed head (kmalloc_reserve; 6.3+ the skb_small_head_cache)."""
     obj = a.skb_head_align(size)
     if k.rule("napi_head") == "small_head_cache" and obj <= small_head_cache_size(k, a):
@@ -65,7 +69,8 @@ def alloc_skb_head(size: int, k: Kernel, a: Arch, *, reserve: int = 0) -> Head:
 
 @public
 def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: str | Arch = DEFAULT_ARCH) -> Head:
-    """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c)."""
+    """napi_alloc_skb(napi, length) as page_to_skb calls it with GOOD_COPY_LEN (net/core/skbuff.c); ``length`` 0
+    is a head with only its NET_SKB_PAD + NET_IP_ALIGN headroom."""
     k, a = resolve(kernel, arch)
     check_int("length", length, 0, a.page_size, "the napi_alloc_skb() request in bytes")
     reserve = a.net_skb_pad + a.net_ip_align
@@ -108,5 +113,8 @@ def napi_alloc_skb(length: int, *, kernel: str | Kernel = DEFAULT_KERNEL, arch: 
 @public
 def build_skb_truesize(frag_size: int, a: Arch) -> int:
     """build_skb(data, frag_size): truesize = SKB_TRUESIZE(frag_size - SKB_DATA_ALIGN(shinfo)) (__build_skb_around)."""
+    check_int("frag_size", frag_size, a.shinfo_size, KMALLOC_MAX_SIZE,
+              "build_skb's buffer, SKB_DATA_ALIGN(sizeof(struct skb_shared_info)) at its end included",
+              function="skbuff.build_skb_truesize")
     return a.skb_truesize(frag_size - a.shinfo_size)
 

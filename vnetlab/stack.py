@@ -22,6 +22,7 @@ from typing import Annotated, Any
 from vnetlab import features as F
 from vnetlab import netdev, xmit
 from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import IP_HLEN, IP_MAX_MTU, UDP_GRO_CNT_MAX, UDP_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.profiles import kernel as _kernel
@@ -136,7 +137,8 @@ def _lower(net: netdev.Namespace, nic: str, name: str | None, peer: str | None,
     _label, driver, params = NICS[nic]
     if driver == "veth":
         if nic_params:
-            raise ValueError(f"nic_params={dict(nic_params)!r}: a veth pair takes no probe parameters")
+            raise ArgumentError(f"nic_params={dict(nic_params)!r}: a veth pair takes no probe parameters",
+                                param="nic_params")
         i = next(i for i in range(0, 64, 2) if not {f"veth{i}", f"veth{i + 1}"} & set(net.devices))
         return net.veth(name or f"veth{i}", peer or f"veth{i + 1}")[0]
     free = next(f"eth{i}" for i in range(64) if f"eth{i}" not in net.devices)
@@ -145,7 +147,7 @@ def _lower(net: netdev.Namespace, nic: str, name: str | None, peer: str | None,
 
 def _one_of(name: str, value: object, known: Sequence[str], meaning: str) -> None:
     if not isinstance(value, str) or value not in known:
-        raise ValueError(f"{name} must be one of {', '.join(known)} ({meaning}), got {value!r}")
+        raise ArgumentError(f"{name} must be one of {', '.join(known)} ({meaning}), got {value!r}", param=name)
 
 
 @public
@@ -175,7 +177,8 @@ def build_stack(*, kernel: str | Kernel = DEFAULT_KERNEL, upper: str = "vlan", n
         _one_of("port_nic", port_nic, tuple(NICS), "a lower device added as another bridge port or bond slave")
         master = next((d for d in chain if d.kind in MASTERS), None)
         if master is None:
-            raise ValueError(f"port_nic={port_nic!r} needs a bridge or bond in the stack; upper={upper!r} has none")
+            raise ArgumentError(f"port_nic={port_nic!r} needs a bridge or bond in the stack; upper={upper!r} has none",
+                                param="port_nic")
         ports = (_lower(net, port_nic, None, None, None),)
         net.set_master(ports[0], master)
     stack = Stack(net, tuple(reversed(chain)), k, upper, nic, ports)

@@ -12,10 +12,23 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from vnetlab.checks import public
 from vnetlab.errors import TableError
+
+
+def _shipped() -> tuple[str, ...]:
+    try:
+        return tuple(sorted(p.name[:-5] for p in resources.files("vnetlab.data").iterdir()
+                            if p.name.endswith(".toml")))
+    except (FileNotFoundError, ModuleNotFoundError):
+        return ()
+
+
+# The tables data/ ships ("kernels", "gro", ...): a table name is one of these, never a path joined as given.
+TABLES: tuple[str, ...] = _shipped()
+TableName = Literal[TABLES] if TABLES else str  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -172,7 +185,7 @@ def _expand_bases(table: str, sections: dict[str, Section]) -> dict[str, Section
 
 @public
 @cache
-def load_table(name: str) -> Table:
+def load_table(name: TableName) -> Table:
     """Load ``data/<name>.toml`` through importlib.resources (works from a wheel and from a checkout)."""
     try:
         text = resources.files("vnetlab.data").joinpath(f"{name}.toml").read_text(encoding="utf-8")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from vnetlab.checks import In, check_int, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, TCP_HLEN_TS, UDP_HLEN, VLAN_HLEN
 from vnetlab.profiles import Kernel
 
@@ -67,6 +68,19 @@ MTU_MEANING = ("the device MTU: virtnet_probe sets dev->min_mtu = ETH_MIN_MTU (6
 
 Mtu = Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, MTU_MEANING)]
 
+# What the receive-buffer helpers take (rx's entry points check the kernel's own values first; a direct call of a
+# helper meets these bounds). The header sizes any kernel negotiates (which ones a kernel has: check_hdr_len).
+HdrLen = Annotated[int, In(min(VNET_HDR_STRUCTS), max(VNET_HDR_STRUCTS),
+                           "virtio-net header bytes: virtio_net_hdr 10, _mrg_rxbuf 12, _v1_hash 20, "
+                           "_v1_hash_tunnel 24")]
+# drivers/net/virtio_net.c MRG_CTX_HEADER_SHIFT 22: mergeable_len_to_ctx keeps a buffer's truesize in 22 bits.
+MAX_BUF_BYTES = 1 << 22
+_BUF_MEANING = "bytes in one receive buffer: mergeable_len_to_ctx keeps a truesize in 22 bits"
+BufBytes = Annotated[int, In(0, MAX_BUF_BYTES, _BUF_MEANING)]
+BufSize = Annotated[int, In(1, MAX_BUF_BYTES, _BUF_MEANING)]
+# add_recvbuf_mergeable: headroom = virtnet_get_headroom(vi), VIRTIO_XDP_HEADROOM with an XDP program, else 0.
+XdpHeadroom = Literal[0, VIRTIO_XDP_HEADROOM]
+
 
 @public
 def check_mtu(mtu: object) -> int:
@@ -78,9 +92,9 @@ def check_hdr_len(hdr_len: object, k: Kernel) -> int:
     allowed = list(k.rule("vnet_hdr_lens"))
     if not isinstance(hdr_len, int) or isinstance(hdr_len, bool) or hdr_len not in allowed:
         names = "; ".join(f"{n} = {VNET_HDR_STRUCTS[n]}" for n in allowed)
-        raise ValueError(
+        raise ArgumentError(
             f"hdr_len={hdr_len!r} is not a virtio-net header size kernel {k.version} can negotiate "
-            f"(virtnet_probe): allowed {allowed} ({names})"
+            f"(virtnet_probe): allowed {allowed} ({names})", param="hdr_len"
         )
     return hdr_len  # type: ignore[return-value]
 
@@ -93,7 +107,7 @@ def padded_vnet_hdr_len(k: Kernel) -> int:
 
 
 @public
-def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
+def hdr_padded_len(mode: Mode, hdr_len: HdrLen, k: Kernel) -> int:
     """page_to_skb: hdr_padded_len = hdr_len (mergeable; 12 = sizeof(*hdr) before that) or sizeof(padded_vnet_hdr)."""
     if mode == "mergeable":
         return MRG_RXBUF_HDR_LEN if k.rule("mergeable_hdr_padded_len") == "mrg_rxbuf" else hdr_len
@@ -104,8 +118,9 @@ def hdr_padded_len(mode: str, hdr_len: int, k: Kernel) -> int:
 def check_mergeable_hdr_len(hdr_len: object, k: Kernel) -> int:
     check_hdr_len(hdr_len, k)
     if hdr_len == 10:
-        raise ValueError("hdr_len=10 (struct virtio_net_hdr) cannot go with mergeable buffers: VIRTIO_NET_F_MRG_RXBUF "
-                         "makes virtnet_probe use virtio_net_hdr_mrg_rxbuf (12) or a larger header")
+        raise ArgumentError("hdr_len=10 (struct virtio_net_hdr) cannot go with mergeable buffers: "
+                            "VIRTIO_NET_F_MRG_RXBUF makes virtnet_probe use virtio_net_hdr_mrg_rxbuf (12) or a larger "
+                            "header", param="hdr_len")
     return hdr_len  # type: ignore[return-value]
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.ethtool import FeatureState
 from vnetlab.live.device_features import read_features
 from vnetlab.live.lab import LiveDevice
@@ -77,7 +78,7 @@ def compare_k(
     """
     fields = tuple(fields)
     if not fields or any(f not in _FIELDS for f in fields):
-        raise ValueError(f"fields must be a non-empty subset of {_FIELDS!r}, got {fields!r}")
+        raise ArgumentError(f"fields must be a non-empty subset of {_FIELDS!r}, got {fields!r}", param="fields")
     agreed, diffs = [], []
     for name in sorted(set(model_k) | set(kernel_k)):
         m, k = model_k.get(name), kernel_k.get(name)

@@ -12,7 +12,7 @@ from typing import Any
 
 from vnetlab import ethtool
 from vnetlab.checks import public
-from vnetlab.errors import FixedFeatureError, LiveError, LiveUnavailable, UnknownFeatureError
+from vnetlab.errors import ArgumentError, FixedFeatureError, LiveError, LiveUnavailable, UnknownFeatureError
 from vnetlab.ethtool import EthtoolK
 from vnetlab.live.capability import available
 from vnetlab.live.commands import COMMAND_TIMEOUT, check_ifname, check_netns_exists, netns_argv, run
@@ -77,7 +77,7 @@ def set_ethtool(device: str, netns: str | None, wanted: Mapping[str, bool]) -> N
 
 def _backend(backend: str) -> str:
     if backend not in ("auto", "netlink", "ethtool"):
-        raise ValueError(f"backend must be 'auto', 'netlink' or 'ethtool', got {backend!r}")
+        raise ArgumentError(f"backend must be 'auto', 'netlink' or 'ethtool', got {backend!r}", param="backend")
     if backend != "auto":
         return backend
     cap = available(labs=False)
@@ -137,14 +137,14 @@ def set_features(
     would change is fixed, as ethtool's "Could not change any device features").
     """
     if not changes:
-        raise ValueError("changes: give at least one feature to set")
+        raise ArgumentError("changes: give at least one feature to set", param="changes")
     backend = _backend(backend)
     before = read_features(device, netns=netns, backend=backend)
     wanted: dict[str, bool] = {}
     refused: list[str] = []
     for name, on in changes.items():
         if not isinstance(on, bool):
-            raise ValueError(f"changes[{name!r}] must be True or False, got {on!r}")
+            raise ArgumentError(f"changes[{name!r}] must be True or False, got {on!r}", param="changes")
         try:
             members = ethtool.expand(name, before.states)
         except UnknownFeatureError:

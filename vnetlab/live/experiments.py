@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from vnetlab.checks import DeviceMtu, In, IpVersion, UdpPayloadLen, public
+from vnetlab.errors import ArgumentError
 from vnetlab.ethtool import FeatureState
 from vnetlab.headers import SOL_UDP, UDP_GRO, UDP_SEGMENT
 from vnetlab.live.compare import Comparison, compare_k
@@ -287,13 +288,13 @@ def transfer_table(rows: Iterable[TransferRow], *, by: str = "send") -> str:
     (the row's label, as :func:`veth_gro_lab` varies it).
     """
     if by not in _TABLE_BY:
-        raise ValueError(f"by={by!r} must be one of {', '.join(_TABLE_BY)}: name each line by the send (payload "
-                         "and UDP_SEGMENT) or by the receiver's configuration")
+        raise ArgumentError(f"by={by!r} must be one of {', '.join(_TABLE_BY)}: name each line by the send (payload "
+                            "and UDP_SEGMENT) or by the receiver's configuration", param="by")
     lines = [f"{'':6} {by:33} {'kernel':40} model"]
     for r in rows:
         if not isinstance(r, TransferRow):
-            raise ValueError(f"rows must hold live.TransferRow (from udp_segment_lab, veth_gro_lab or vxlan_lab), "
-                             f"got {type(r).__name__}")
+            raise ArgumentError(f"rows must hold live.TransferRow (from udp_segment_lab, veth_gro_lab or vxlan_lab), "
+                                f"got {type(r).__name__}", param="rows")
         case = r.label if by == "receiver" else f"{r.length} B, UDP_SEGMENT {r.gso_size}"
         kernel = _side_text(r.kernel)
         if r.agrees:  # within 100 columns: the model's column repeats nothing

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.live.experiments import (
     MIRROR_DEVICES,
     MIRROR_STEPS,
@@ -71,9 +72,9 @@ def kernel_doc(names: list[str] | tuple[str, ...] = EXPERIMENTS, *, xdp: bool = 
 
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown or not names:
-        raise ValueError(f"names={list(names)!r}: each must be one of {', '.join(EXPERIMENTS)}")
+        raise ArgumentError(f"names={list(names)!r}: each must be one of {', '.join(EXPERIMENTS)}", param="names")
     if privilege not in ("root", "userns"):
-        raise ValueError(f"privilege={privilege!r} must be 'root' or 'userns'")
+        raise ArgumentError(f"privilege={privilege!r} must be 'root' or 'userns'", param="privilege")
     cap = require(labs=True)
     uname = os.uname()
     doc: dict[str, Any] = {

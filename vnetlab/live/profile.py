@@ -52,7 +52,8 @@ class RunningProfile(str):
     def __new__(cls, profile: str, *, release: str, closeness: str, may_differ: tuple[str, ...] = (),
                 why: str = "") -> RunningProfile:
         if closeness not in _CLOSENESS:
-            raise ValueError(f"closeness must be one of {', '.join(_CLOSENESS)}, got {closeness!r}")
+            raise ArgumentError(f"closeness must be one of {', '.join(_CLOSENESS)}, got {closeness!r}",
+                                param="closeness")
         self = super().__new__(cls, profile)
         self.release, self.closeness, self.may_differ, self.why = release, closeness, tuple(may_differ), why
         return self
@@ -198,7 +199,7 @@ def match_profile(release: str, rules: Mapping[str, Mapping[str, Any]], version:
     not its name (the "6.1" profile holds Debian 6.1.192's rules: {"6.1": "6.1.192"}); a release is placed among
     the profiles by those."""
     if not rules:
-        raise ValueError("rules: give at least one profile")
+        raise ArgumentError("rules: give at least one profile", param="rules")
     (major, minor, patch), distro, why, floor = _parse(release, version)
     models = {n: (models or {}).get(n, n) for n in rules}
 

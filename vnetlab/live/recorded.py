@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.ethtool import FeatureState
 from vnetlab.live.device_features import DeviceFeatures
 from vnetlab.live.experiments import (
@@ -112,7 +113,7 @@ class Reference:
     def transfers(self, name: str) -> list[TransferRow]:
         """The recorded rows of one transfer experiment (:data:`TRANSFERS`), the model's side computed now."""
         if name not in TRANSFERS:
-            raise ValueError(f"name={name!r} must be one of {', '.join(TRANSFERS)}")
+            raise ArgumentError(f"name={name!r} must be one of {', '.join(TRANSFERS)}", param="name")
         kernel = self.profile
         rows = []
         for r in self.doc["transfers"][name]:
@@ -152,7 +153,8 @@ def reference(release: str | None = None) -> Reference:
     for r in runs:
         if r.release == release:
             return r
-    raise ValueError(f"release={release!r} has no recorded run; recorded: {', '.join(r.release for r in runs)}")
+    raise ArgumentError(f"release={release!r} has no recorded run; recorded: {', '.join(r.release for r in runs)}",
+                        param="release")
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -352,7 +354,7 @@ class Session:
         """One of :data:`TRANSFERS`, run as notebook 60 runs it (in user namespaces: without the rows that need
         root, :meth:`not_run`), or its recorded rows."""
         if name not in TRANSFERS:
-            raise ValueError(f"name={name!r} must be one of {', '.join(TRANSFERS)}")
+            raise ArgumentError(f"name={name!r} must be one of {', '.join(TRANSFERS)}", param="name")
         if self.mode == "recorded":
             return self._ref().transfers(name)
         if self.mode == "userns":
@@ -374,10 +376,10 @@ class Session:
         for length, gso in cases:
             for what, v in (("length", length), ("gso_size", gso)):
                 if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 65535:
-                    raise ValueError(f"cases: {what} {v!r} must be a whole number of bytes in 0..65535 (a UDP "
-                                     "payload and UDP_SEGMENT's gso_size)")
+                    raise ArgumentError(f"cases: {what} {v!r} must be a whole number of bytes in 0..65535 (a UDP "
+                                        "payload and UDP_SEGMENT's gso_size)", param="cases")
         if not cases:
-            raise ValueError("cases: give at least one (length, gso_size) pair")
+            raise ArgumentError("cases: give at least one (length, gso_size) pair", param="cases")
         if self.mode == "recorded":
             raise LiveUnavailable(f"no live labs here, so nothing can be sent: {self.why}")
         if self.mode == "root":
@@ -421,7 +423,7 @@ class Session:
         devices = (device,) if isinstance(device, str) else tuple(device)
         if step is None:
             if devices != ("lo",):
-                raise ValueError(f"device={device!r}: without a step only the host's lo is read")
+                raise ArgumentError(f"device={device!r}: without a step only the host's lo is read", param="device")
             states: dict[str, Mapping[str, FeatureState]] = {"lo": self.lo()}
             if self.features_here:
                 src = f"[this kernel, Linux {os.uname().release}, read now]"
@@ -429,10 +431,11 @@ class Session:
                 src = f"[{self._ref().recorded_on()}, as root; this machine's features are not readable here]"
         else:
             if step not in dict(MIRROR_STEPS):
-                raise ValueError(f"step={step!r} is not a label of live.MIRROR_STEPS")
+                raise ArgumentError(f"step={step!r} is not a label of live.MIRROR_STEPS", param="step")
             bad = [d for d in devices if d not in MIRROR_DEVICES]
             if bad or not devices:
-                raise ValueError(f"device={device!r}: each must be one of {', '.join(MIRROR_DEVICES)}")
+                raise ArgumentError(f"device={device!r}: each must be one of {', '.join(MIRROR_DEVICES)}",
+                                    param="device")
             rows = {r.device: r.kernel_k for r in self.mirror() if r.step == step}
             states = {d: rows[d] or {} for d in devices}
             src = self.source()
@@ -476,7 +479,8 @@ def session(mode: str | None = None) -> Session:
     from vnetlab.live.userns import userns_error
 
     if mode is not None and mode not in MODES:
-        raise ValueError(f"mode={mode!r} must be one of {', '.join(MODES)} (or None: the best this machine allows)")
+        raise ArgumentError(f"mode={mode!r} must be one of {', '.join(MODES)} (or None: the best this machine allows)",
+                            param="mode")
     linux = sys.platform.startswith("linux")
     running = running_profile() if linux else None
     features_here = bool(available(labs=False))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from vnetlab.checks import public
-from vnetlab.errors import LiveError, LiveUnavailable
+from vnetlab.errors import ArgumentError, LiveError, LiveUnavailable
 from vnetlab.live.commands import COMMAND_TIMEOUT, in_netns
 from vnetlab.live.netlink import pyroute2_error
 
@@ -96,7 +96,7 @@ def attach_xdp_pass(ifname: str, netns: str | None, *, backend: str = "auto") ->
     device does. ``backend``: "pyroute2", "rtnetlink" (the message built here) or "auto" (pyroute2 when it
     imports, else rtnetlink)."""
     if backend not in ("auto", "pyroute2", "rtnetlink"):
-        raise ValueError(f"backend must be 'auto', 'pyroute2' or 'rtnetlink', got {backend!r}")
+        raise ArgumentError(f"backend must be 'auto', 'pyroute2' or 'rtnetlink', got {backend!r}", param="backend")
     if backend == "auto":
         backend = "rtnetlink" if pyroute2_error() else "pyroute2"
     attach = _attach_pyroute2 if backend == "pyroute2" else _attach_rtnetlink

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from vnetlab.checks import public
 from vnetlab.features import add_tso_bits, increment_bits
 from vnetlab.headers import ETH_MAX_MTU
-from vnetlab.netdev.core import Device, Handoff, NetCore, port_of
+from vnetlab.netdev.core import Device, Handoff, NetCore, NetdevFeatures, check_skbs, port_of
 from vnetlab.skb import Skb
 
 
@@ -27,6 +27,7 @@ class Bond(Device):
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         """drivers/net/bonding/bond_main.c bond_start_xmit: with no slave bond_tx_drop; else the slave
         bond_xmit_roundrobin picks (``port``, default the first) gets dev_queue_xmit (bond_dev_queue_xmit)."""
+        check_skbs(skbs)
         if not self.lowers:
             why = "no slave (bond_start_xmit -> bond_tx_drop)"
             return Handoff((), "drop", None, "dropped", "bond_start_xmit", tuple((self.name, why) for _ in skbs))
@@ -75,7 +76,7 @@ class Bond(Device):
         return self.ns.m("HW_ESP", "HW_ESP_TX_CSUM", "GSO_ESP")
 
     @public
-    def fix_features(self, features: int) -> int:
+    def fix_features(self, features: NetdevFeatures) -> int:
         k = self.ns
         # drivers/net/bonding/bond_main.c, bond_fix_features (5.10..6.18): netdev_base_features (clear ONE_FOR_ALL,
         # set ALL_FOR_ALL), fold each slave's features, add TSO. 6.1's BOND_TLS_FEATURES step is not modelled:

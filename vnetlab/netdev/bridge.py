@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from vnetlab.checks import public
 from vnetlab.features import add_tso_bits, increment_bits
 from vnetlab.headers import ETH_MAX_MTU
-from vnetlab.netdev.core import Device, Handoff, NetCore, is_skb_forwardable, port_of
+from vnetlab.netdev.core import Device, Handoff, NetCore, NetdevFeatures, check_skbs, is_skb_forwardable, port_of
 from vnetlab.skb import Skb
 
 
@@ -21,6 +21,7 @@ class Bridge(Device):
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         """net/bridge/br_device.c br_dev_xmit -> br_forward.c br_forward to the port the FDB names (``port``,
         default the first), br_dev_queue_push_xmit: is_skb_forwardable on it; br_flood to no port frees them."""
+        check_skbs(skbs)
         if not self.lowers:
             why = "no port to forward or flood to (br_dev_xmit -> br_flood: kfree_skb)"
             return Handoff((), "drop", None, "dropped", "bridge_start_xmit", tuple((self.name, why) for _ in skbs))
@@ -43,7 +44,7 @@ class Bridge(Device):
         self.mtu_set_by_user = False
 
     @public
-    def fix_features(self, features: int) -> int:
+    def fix_features(self, features: NetdevFeatures) -> int:
         k = self.ns
         ports = self.lowers
         # net/bridge/br_if.c, br_features_recompute, 5.10..6.18: no ports -> features unchanged.

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from vnetlab import ethtool
 from vnetlab import features as F
-from vnetlab.checks import public
-from vnetlab.errors import DeviceError, FixedFeatureError, TableError
+from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError, DeviceError, FixedFeatureError, TableError
 from vnetlab.features import FeatureSet
 from vnetlab.headers import ETH_DATA_LEN, ETH_HLEN, ETH_MIN_MTU, GSO_MAX_SEGS, GSO_MAX_SIZE, VLAN_HLEN
 from vnetlab.profiles import DEFAULT_KERNEL, Kernel
 from vnetlab.skb import Skb
+
+# include/linux/netdev_features.h: netdev_features_t is a u64 of NETIF_F bits (as FeatureSet.from_bits takes it)
+NetdevFeatures = Annotated[int, In(0, 2 ** 64 - 1, "netdev_features_t, a u64 of NETIF_F bits")]
 
 # include/linux/if_vlan.h vlan_features_check: the direct mask for multi-tagged skbs (5.x..6.18)
 VLAN_MULTI_TAG_FEATURES = ("SG", "HIGHDMA", "HW_CSUM", "FRAGLIST", "HW_VLAN_CTAG_TX", "HW_VLAN_STAG_TX")
@@ -99,7 +102,7 @@ class Device:
         """ndo_init: runs inside register_netdevice before the generic feature setup."""
 
     @public
-    def fix_features(self, features: int) -> int:
+    def fix_features(self, features: NetdevFeatures) -> int:
         """ndo_fix_features; the identity for drivers that have none."""
         return features
 
@@ -139,7 +142,7 @@ class Device:
         req_mask = req_on = 0
         for key, on in settings.items():
             if not isinstance(on, bool):
-                raise ValueError(f"settings[{key!r}] must be True or False, got {on!r}")
+                raise ArgumentError(f"settings[{key!r}] must be True or False, got {on!r}", param="settings")
             members = ethtool.expand(key, strings)
             fixed: list[str] = []
             applied = 0
@@ -170,6 +173,9 @@ class Device:
     def features_check(self, skb: Skb, features: FeatureSet, inband_vlan_tags: int = 0) -> FeatureSet:
         """ndo_features_check: passthru_features_check leaves the features; dflt_features_check ->
         include/linux/if_vlan.h vlan_features_check (6.1) keeps only a direct mask for a multi-tagged skb."""
+        if features.table.kernel != F.table(self.ns.kernel).kernel:  # another kernel's bit numbers
+            raise ArgumentError(f"features are of kernel {features.table.kernel}, {self.name} is a kernel "
+                                f"{self.ns.kernel.version} device", param="features")
         tags = len(skb.vlan_inband) + inband_vlan_tags + (1 if skb.vlan_tag is not None else 0)
         if self.passthru_features_check or tags < 2:
             return features
@@ -178,6 +184,7 @@ class Device:
     @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
         """ndo_start_xmit: a device without a lower device is a driver putting the skbs on the wire."""
+        check_skbs(skbs)
         gso = any(s.is_gso() for s in skbs)
         return Handoff(tuple(skbs), "wire", None, "segmented by hardware" if gso else "", "driver_xmit_skbs")
 
@@ -188,7 +195,7 @@ class Device:
         lo, hi = self.min_mtu, self.mtu_limit()
         if isinstance(mtu, bool) or not isinstance(mtu, int) or not lo <= mtu <= hi:
             raise DeviceError(f"mtu={mtu!r} is outside {lo}..{hi} for {self.kind} {self.name} "
-                              "(dev_validate_mtu / ndo_change_mtu: -EINVAL)")
+                              "(dev_validate_mtu / ndo_change_mtu: -EINVAL)", param="mtu")
         if mtu != self.mtu:
             self.mtu = mtu
             for upper in list(self.uppers):
@@ -201,7 +208,7 @@ class Device:
         at most GSO_MAX_SIZE and GSO_MAX_SEGS, else -EINVAL)."""
         for name, value, hi in (("size", size, GSO_MAX_SIZE), ("segs", segs, GSO_MAX_SEGS)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= hi):
-                raise DeviceError(f"{name}={value!r} must be an int in 0..{hi} (gso_max_{name}: -EINVAL)")
+                raise DeviceError(f"{name}={value!r} must be an int in 0..{hi} (gso_max_{name}: -EINVAL)", param=name)
         if size is not None:
             self.gso_max_size = size
         if segs is not None:
@@ -238,12 +245,24 @@ class StackedDevice(Device):
 
 
 @public
+def check_skbs(skbs: Sequence[object], param: str = "skbs") -> None:
+    """Each of ``skbs`` is an Skb (what ndo_start_xmit is handed): the one check every device's start_xmit makes."""
+    for i, s in enumerate(skbs):
+        if not isinstance(s, Skb):
+            raise ArgumentError(f"{param}[{i}] must be a vnetlab.skb.Skb, got {type(s).__name__}", param=param)
+
+
+@public
 def port_of(master: Device, port: Device | None) -> Device:
+    """The port of ``master`` a frame leaves through: ``port``, or the first one when None."""
+    if not master.lowers:  # a bridge or bond with no port has nowhere to send (the kernel drops the frame)
+        raise DeviceError(f"master={master.name!r} has no ports ({master.kind} with nothing enslaved): set_master "
+                          "a port first", param="master")
     if port is None:
         return master.lowers[0]
     if port not in master.lowers:
         raise DeviceError(f"port={getattr(port, 'name', port)!r} is not a port of {master.kind} {master.name} "
-                          f"(ports: {', '.join(p.name for p in master.lowers)})")
+                          f"(ports: {', '.join(p.name for p in master.lowers)})", param="port")
     return port
 
 
@@ -319,7 +338,7 @@ class NetCore:
         return dev
 
     @public
-    def netdev_fix_features(self, dev: Device, features: int) -> int:
+    def netdev_fix_features(self, dev: Device, features: NetdevFeatures) -> int:
         """net/core/dev.c netdev_fix_features of this kernel: every generic rule, in order."""
         m = self.m
         hw, ipc, ip6c, sg = m("HW_CSUM"), m("IP_CSUM"), m("IPV6_CSUM"), m("SG")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from vnetlab.checks import public
 from vnetlab.features import increment_bits
 from vnetlab.headers import ETH_MAX_MTU
-from vnetlab.netdev.core import Device, Handoff, StackedDevice
+from vnetlab.netdev.core import Device, Handoff, NetdevFeatures, StackedDevice, check_skbs
 from vnetlab.skb import Skb
 
 
@@ -19,6 +19,7 @@ class Macvlan(StackedDevice):
 
     @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        check_skbs(skbs)
         # drivers/net/macvlan.c macvlan_start_xmit -> macvlan_queue_xmit: dev_queue_xmit_accel on the lower
         return Handoff(tuple(skbs), "lower", self.lowers[0], "", "macvlan_start_xmit")
 
@@ -45,7 +46,7 @@ class Macvlan(StackedDevice):
         self.mtu = lower.mtu
 
     @public
-    def fix_features(self, features: int) -> int:
+    def fix_features(self, features: NetdevFeatures) -> int:
         k = self.ns
         on_off, on_feat, mv = self._macros()
         lower = self.lowers[0]._features

@@ -29,19 +29,20 @@ class Namespace(NetCore):
     def __getitem__(self, name: str) -> Device:
         return self.devices[name]
 
-    def _new_name(self, name: str) -> None:
+    def _new_name(self, name: str, param: str = "name") -> None:
         # net/core/dev.c dev_valid_name (5.10..6.18): not empty, shorter than IFNAMSIZ bytes, not "." or "..",
         # no '/', ':' or whitespace (isspace, which in lib/ctype.c includes 0xa0)
         if not isinstance(name, str):
-            raise DeviceError(f"name={name!r} must be a str (an interface name)")
+            raise DeviceError(f"{param}={name!r} must be a str (an interface name)", param=param)
         bad = [c for c in name if c in "/:" or c.isspace() or c == "\xa0"]
         size = len(name.encode())
         if not name or size >= IFNAMSIZ or name in (".", "..") or bad:
             why = ("empty" if not name else f"{size} bytes, at most IFNAMSIZ - 1 = {IFNAMSIZ - 1}" if size >= IFNAMSIZ
                    else f"{name!r} is reserved" if name in (".", "..") else f"contains {bad[0]!r}")
-            raise DeviceError(f"name={name!r} is not a valid interface name ({why}; dev_valid_name: -EINVAL)")
+            raise DeviceError(f"{param}={name!r} is not a valid interface name ({why}; dev_valid_name: -EINVAL)",
+                              param=param)
         if name in self.devices:
-            raise DeviceError(f"name={name!r} already exists in this namespace (-EEXIST)")
+            raise DeviceError(f"{param}={name!r} already exists in this namespace (-EEXIST)", param=param)
 
     @staticmethod
     def _link(lower: Device, upper: Device) -> None:
@@ -54,10 +55,10 @@ class Namespace(NetCore):
     @public
     def veth(self, a: str, b: str) -> tuple[Veth, Veth]:
         """ip link add a type veth peer name b (drivers/net/veth.c veth_newlink)."""
-        self._new_name(a)
-        self._new_name(b)
+        self._new_name(a, "a")
+        self._new_name(b, "b")
         if a == b:
-            raise DeviceError(f"b={b!r} must differ from a")
+            raise DeviceError(f"b={b!r} must differ from a", param="b")
         dev_a, dev_b = Veth(self, a), Veth(self, b)
         dev_a.peer, dev_b.peer = dev_b, dev_a
         for d in (dev_b, dev_a):
@@ -88,10 +89,11 @@ class Namespace(NetCore):
         lower = self._device(lower, "lower")
         if any(isinstance(u, Vlan) and u.vid == vid for u in lower.uppers):
             # net/8021q/vlan.c vlan_check_real_dev: vlan_find_dev(real_dev, ETH_P_8021Q, vid) -> -EEXIST
-            raise DeviceError(f"vid={vid} already has a VLAN device on {lower.name} (vlan_check_real_dev: -EEXIST)")
+            raise DeviceError(f"vid={vid} already has a VLAN device on {lower.name} (vlan_check_real_dev: -EEXIST)",
+                              param="vid")
         if lower._features & self.m("VLAN_CHALLENGED"):
             # net/8021q/vlan.c, vlan_check_real_dev: VLAN challenged devices refuse VLANs.
-            raise DeviceError(f"lower={lower.name!r} is VLAN challenged")
+            raise DeviceError(f"lower={lower.name!r} is VLAN challenged", param="lower")
         dev = Vlan(self, name, vid)
         dev.lowers.append(lower)
         self.register_netdevice(dev)
@@ -121,12 +123,13 @@ class Namespace(NetCore):
         """A NIC as its driver's probe leaves it; ``params`` are the driver's negotiated offloads."""
         self._new_name(name)
         if driver not in DRIVERS:
-            raise DeviceError(f"driver={driver!r} is not a modelled driver; valid: {', '.join(DRIVERS)}")
+            raise DeviceError(f"driver={driver!r} is not a modelled driver; valid: {', '.join(DRIVERS)}",
+                              param="driver")
         dev = Nic(self, name, driver, params)
         try:
             DRIVERS[driver](dev, **params)  # type: ignore[arg-type]
         except TypeError as exc:
-            raise DeviceError(f"driver={driver!r}: {exc}") from None
+            raise DeviceError(f"driver={driver!r}: {exc}", param="driver") from None
         return self.register_netdevice(dev)  # type: ignore[return-value]
 
     @public
@@ -135,19 +138,20 @@ class Namespace(NetCore):
         port = self._device(port, "port")
         master = self._device(master, "master")
         if port.master is not None:
-            raise DeviceError(f"port={port.name!r} already has master {port.master.name!r}")
+            raise DeviceError(f"port={port.name!r} already has master {port.master.name!r}", param="port")
         if port is master:
             raise DeviceError("port and master must be different devices")
         if isinstance(master, Bridge) and isinstance(port, Bridge):
             # net/bridge/br_if.c br_add_if (5.10..6.18): "Can not enslave a bridge to a bridge" -> -ELOOP
-            raise DeviceError(f"port={port.name!r} is a bridge: a bridge cannot be a bridge port (br_add_if: -ELOOP)")
+            raise DeviceError(f"port={port.name!r} is a bridge: a bridge cannot be a bridge port (br_add_if: -ELOOP)",
+                              param="port")
         above: list[Device] = list(master.uppers)
         while above:
             d = above.pop()
             if d is port:
                 # net/core/dev.c __netdev_upper_dev_link: the master already sits on the port -> -EBUSY
                 raise DeviceError(f"port={port.name!r} is stacked above master={master.name!r}: linking them "
-                                  "would make a loop (__netdev_upper_dev_link: -EBUSY)")
+                                  "would make a loop (__netdev_upper_dev_link: -EBUSY)", param="port")
             above.extend(d.uppers)
         if isinstance(master, Bridge):
             # net/bridge/br_if.c, br_add_if: link, dev_disable_lro(port), then netdev_update_features(br).
@@ -166,15 +170,17 @@ class Namespace(NetCore):
             port.master = master
             master.compute_features()
         else:
-            raise DeviceError(f"master={master.name!r} is a {master.kind}; only bridge and bond take ports")
+            raise DeviceError(f"master={master.name!r} is a {master.kind}; only bridge and bond take ports",
+                              param="master")
 
     def _device(self, dev: Device | str, param: str) -> Device:
         if isinstance(dev, str):
             if dev not in self.devices:
-                raise DeviceError(f"{param}={dev!r} is not a device of this namespace; have: {', '.join(self.devices)}")
+                raise DeviceError(f"{param}={dev!r} is not a device of this namespace; have: "
+                                  f"{', '.join(self.devices)}", param=param)
             return self.devices[dev]
         if not isinstance(dev, Device) or dev.ns is not self:
-            raise DeviceError(f"{param}={dev!r} is not a device of this namespace")
+            raise DeviceError(f"{param}={dev!r} is not a device of this namespace", param=param)
         return dev
 
     def walk(self) -> Iterable[Device]:

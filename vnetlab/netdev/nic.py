@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import ETH_HLEN, ETH_MAX_MTU
 from vnetlab.netdev.core import Device, NetCore
 
@@ -35,8 +36,8 @@ def _probe_virtio_net(dev: Nic, csum: bool = True, gso: bool = True, host_tso4: 
     dev.max_mtu = ETH_MAX_MTU
     if host_uso and not k.rule("virtio_host_uso"):
         # kernel rule virtio_host_uso: VIRTIO_NET_F_HOST_USO arrived with 418044e1de30 (v6.2)
-        raise ValueError(f"host_uso=True: virtio_net of kernel {k.kernel} has no USO (VIRTIO_NET_F_HOST_USO, "
-                         "418044e1de30, v6.2)")
+        raise ArgumentError(f"host_uso=True: virtio_net of kernel {k.kernel} has no USO (VIRTIO_NET_F_HOST_USO, "
+                            "418044e1de30, v6.2)", param="host_uso")
     # drivers/net/virtio_net.c, virtnet_probe, 6.1 and ≈6.18: HIGHDMA always.
     dev._features = k.m("HIGHDMA")
     if csum:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from vnetlab.checks import public
 from vnetlab.headers import ETH_MAX_MTU
-from vnetlab.netdev.core import Device, Handoff, NetCore
+from vnetlab.netdev.core import Device, Handoff, NetCore, NetdevFeatures, check_skbs
 from vnetlab.skb import Skb
 
 
@@ -18,6 +18,7 @@ class Veth(Device):
 
     @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        check_skbs(skbs)
         # drivers/net/veth.c veth_xmit (5.10..6.18): the peer receives each skb as it is, GSO or not
         return Handoff(tuple(skbs), "peer", self.peer, "handed to peer", "veth_xmit")
 
@@ -41,7 +42,7 @@ class Veth(Device):
         self.max_mtu = ETH_MAX_MTU  # drivers/net/veth.c veth_setup (5.10..6.18)
 
     @public
-    def fix_features(self, features: int) -> int:
+    def fix_features(self, features: NetdevFeatures) -> int:
         # drivers/net/veth.c, veth_fix_features, 5.10..6.18: an XDP program on the peer removes GSO_SOFTWARE.
         if self.peer is not None and self.peer.xdp:
             features &= ~self.ns.mask("GSO_SOFTWARE")

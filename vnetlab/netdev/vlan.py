@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from vnetlab.checks import VlanId, public
 from vnetlab.features import intersect_bits
 from vnetlab.headers import ETH_MAX_MTU
-from vnetlab.netdev.core import Device, Handoff, NetCore, StackedDevice
+from vnetlab.netdev.core import Device, Handoff, NetCore, NetdevFeatures, StackedDevice, check_skbs
 from vnetlab.skb import Skb
 
 
@@ -23,6 +23,7 @@ class Vlan(StackedDevice):
 
     @public
     def start_xmit(self, skbs: Sequence[Skb], *, port: Device | None = None) -> Handoff:
+        check_skbs(skbs)
         # net/8021q/vlan_dev.c vlan_dev_hard_start_xmit (6.1): REORDER_HDR -> __vlan_hwaccel_put_tag, then
         # dev_queue_xmit on the real device; a tag still hwaccel (QinQ below a device with CTAG_TX) goes in-band
         out = tuple((s if s.vlan_tag is None else s.vlan_push_inside()).copy(vlan_tag=self.vid) for s in skbs)
@@ -61,7 +62,7 @@ class Vlan(StackedDevice):
         self.mtu = real.mtu
 
     @public
-    def fix_features(self, features: int) -> int:
+    def fix_features(self, features: NetdevFeatures) -> int:
         k = self.ns
         real = self.lowers[0]
         old = features

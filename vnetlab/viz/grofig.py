@@ -24,6 +24,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from vnetlab import gro, rx
 from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.skb import Skb
@@ -260,7 +261,7 @@ def draw_gro_fill(fills: Sequence[GroFill] | GroFill, *, fig: Figure | None = No
     if isinstance(fills, GroFill):
         fills = [fills]
     if not fills:
-        raise ValueError("fills must not be empty")
+        raise ArgumentError("fills must not be empty", param="fills")
     n = len(fills)
     top = 0.32 if key else 0.0
     rows = [_ROW_IN] * n
@@ -324,7 +325,7 @@ def draw_packets_per_skb(points: Sequence[PerSkbPoint] | None = None, *, fig: Fi
     the packets in the first sk_buff (linear + frags[]), the hatched upper part those on frag_list."""
     points = list(points) if points is not None else packets_per_skb(l4=l4)
     if not points:
-        raise ValueError("points must not be empty")
+        raise ArgumentError("points must not be empty", param="points")
     kernels = list(dict.fromkeys(p.kernel for p in points))
     payloads = list(dict.fromkeys(p.payload_len for p in points))
     fig = target_figure(fig, FIG_WIDTH, 3.6)

@@ -28,6 +28,7 @@ from matplotlib.patches import Rectangle
 
 from vnetlab import labdata, labkernels, rx
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.viz.style import (
     COLORS,
     FIG_WIDTH,
@@ -158,7 +159,7 @@ def draw_rx_measured(kernels: Sequence[str] = SEED1_PAIR, *, name: str = "mergea
     path band (truesize, frags) and, above it, each measured packet (circle: path, truesize and nr_frags as
     modelled; cross: not)."""
     if not kernels:
-        raise ValueError("kernels must name at least one lab kernel (labdata.lab_kernels())")
+        raise ArgumentError("kernels must name at least one lab kernel (labdata.lab_kernels())", param="kernels")
     for k in kernels:
         if name not in labdata.configs(k):
             raise ValueError(f"kernel={k!r} has no {name!r} measurement; it has {', '.join(labdata.configs(k))}")
@@ -270,7 +271,7 @@ def draw_seed1_rate(ratios: Sequence[Ratio] | None = None, *, fig: Figure | None
     line is the seed's hardware measurement."""
     ratios = list(seed1_ratios() if ratios is None else ratios)
     if not ratios:
-        raise ValueError("ratios must not be empty")
+        raise ArgumentError("ratios must not be empty", param="ratios")
     with rc_context(RC):
         bars_h = 0.34 * len(ratios)
         height = 0.45 + bars_h + 0.75
@@ -609,7 +610,8 @@ def seven_x_note(topic: str, *, kernel: str = "7.3.4", before: str = "6.18", wid
     import textwrap
 
     if topic not in SEVEN_X_TOPICS:
-        raise ValueError(f"topic must be one of {', '.join(SEVEN_X_TOPICS)} (notebooks 10, 20, 30); got {topic!r}")
+        raise ArgumentError(f"topic must be one of {', '.join(SEVEN_X_TOPICS)} (notebooks 10, 20, 30); got {topic!r}",
+                            param="topic")
     model, lab = _SEVEN_X[topic]
     text = model(kernel, before)
     if kernel in labdata.lab_kernels():

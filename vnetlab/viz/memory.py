@@ -24,6 +24,7 @@ from matplotlib.patches import ConnectionPatch, Rectangle
 
 from vnetlab import rx
 from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError
 from vnetlab.headers import IP_MAX_MTU
 from vnetlab.profiles import Arch, Kernel
 from vnetlab.profiles import arch as _arch
@@ -116,8 +117,8 @@ def frame_parts(frame_len: Annotated[int, In(0, IP_MAX_MTU + 64, "frame bytes")]
 def rx_buffer_layout(result: rx.RxResult, *, l4: str = "udp", ip: int = 4, vlan: bool = False) -> BufferLayout:
     """The first receive buffer of ``result`` laid out in bytes (drivers/net/virtio_net.c page_to_skb)."""
     if not result.buffers:
-        raise ValueError("result has no receive buffer to draw (RxResult.buffers is empty): draw the result of "
-                         "rx.receive(), which records the buffers the driver posted")
+        raise ArgumentError("result has no receive buffer to draw (RxResult.buffers is empty): draw the result of "
+                            "rx.receive(), which records the buffers the driver posted", param="result")
     k = _kernel(result.kernel)
     a = _arch(result.arch, k)
     buf = result.buffers[0]
@@ -618,7 +619,7 @@ def draw_paths_side_by_side(payload_len: int, *, kernels: tuple[str, str] = ("5.
     ("5.12/linear", "6.1/tailroom"); equal kernels get "0/" and "1/".
     """
     if len(kernels) != 2:
-        raise ValueError(f"kernels must name two kernel versions to compare, got {kernels!r}")
+        raise ArgumentError(f"kernels must name two kernel versions to compare, got {kernels!r}", param="kernels")
     results = [rx.receive(payload_len, l4=l4, kernel=k, **receive_kw) for k in kernels]
     prefixes = [f"{k}/" for k in kernels] if kernels[0] != kernels[1] else ["0/", "1/"]
 

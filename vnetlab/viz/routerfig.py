@@ -31,6 +31,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from vnetlab import router as _router
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.skb import Skb
 from vnetlab.stack import PATCH_KERNELS, GroSegs, GsoSize, Stack
 from vnetlab.viz.stacks import _column, _draw_column
@@ -103,7 +104,8 @@ def router_story(*, kernels: tuple[str, str] = PATCH_KERNELS, nic: str = "router
     cost that resegmenting adds multiplied by ``cost_factor``, and the untranslated-segment delivery ratio for
     every N up to the GRO skb's (max_gro_segs: 64 KiB cap, 44 for 1472-byte datagrams)."""
     if not cost_factor >= 1:
-        raise ValueError(f"cost_factor must be >= 1 (how pessimistic the bound's costs are), got {cost_factor!r}")
+        raise ArgumentError(f"cost_factor must be >= 1 (how pessimistic the bound's costs are), got {cost_factor!r}",
+                            param="cost_factor")
     c = _router.RouterCosts.from_table()
     before, t_before = router_run(kernel=kernels[0], nic=nic, upper=upper, gso_size=gso_size, costs=c)
     after, t_after = router_run(kernel=kernels[1], nic=nic, upper=upper, gso_size=gso_size, costs=c)

@@ -27,6 +27,7 @@ from matplotlib.patches import FancyArrowPatch
 
 from vnetlab import xmit
 from vnetlab.checks import public
+from vnetlab.errors import ArgumentError
 from vnetlab.profiles import kernel as _kernel
 from vnetlab.skb import Skb
 
@@ -271,8 +272,8 @@ def draw_stacks_side_by_side(*, upper: str = "vlan", kernels: Sequence[str] = PA
     """The same stack and skb on each kernel, left to right (before and after the GSO_SOFTWARE change), in one
     figure FIG_WIDTH wide."""
     if not kernels or len(kernels) > 3:
-        raise ValueError(f"kernels must name 1 to 3 kernels (columns of a {FIG_WIDTH * DPI:.0f}-px figure), "
-                         f"got {list(kernels)!r}")
+        raise ArgumentError(f"kernels must name 1 to 3 kernels (columns of a {FIG_WIDTH * DPI:.0f}-px figure), "
+                            f"got {list(kernels)!r}", param="kernels")
     n_k = len(kernels)
     gap = 0.025
     col_w = (0.98 - gap * (n_k - 1)) / n_k

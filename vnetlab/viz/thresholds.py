@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from vnetlab import profiles, rx
 from vnetlab.checks import In, public
+from vnetlab.errors import ArgumentError
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.profiles import arch as _arch
 from vnetlab.profiles import kernel as _kernel
@@ -264,8 +265,8 @@ def payload_sweep(buf_len: int = 1536, *, l4: str = "udp", ip: int = 4, kernel: 
     overhead = rx.frame_len_for(0, l4=l4, ip=ip)
     max_payload = buf_len - hdr_len - overhead
     if max_payload < 0:
-        raise ValueError(f"buf_len={buf_len} cannot hold even an empty {l4} packet ({overhead + hdr_len} B with "
-                         f"the {hdr_len}-byte virtio-net header)")
+        raise ArgumentError(f"buf_len={buf_len} cannot hold even an empty {l4} packet ({overhead + hdr_len} B with "
+                            f"the {hdr_len}-byte virtio-net header)", param="buf_len")
     payloads = np.arange(0, max_payload + 1)
     frames = payloads + overhead
     codes, tailroom, _, _ = rx.classify(frames, buf_len, mode="mergeable", hdr_len=hdr_len, kernel=kernel, arch=arch)
