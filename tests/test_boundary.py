@@ -591,3 +591,25 @@ def test_round4_a_device_still_takes_its_own_kernels_sets():
     own = vnetlab.features.FeatureSet.from_names(["SG"], kernel="6.1")
     assert dev.features_check(skb, own) == own
     assert dev.start_xmit([skb]).skbs == (skb,)
+
+
+def test_the_last_bad_inputs_of_the_probe_round_name_their_parameter():
+    """What tools/probe_inputs.py still found in vxlan, udp, xmit and features: each is now an ArgumentError that
+    names its parameter (before: AttributeError, ValueError, KeyError, a ValueError that was no ArgumentError)."""
+    from vnetlab import features, netdev, udp, xmit
+    from vnetlab.errors import ArgumentError
+
+    net = netdev.Namespace("6.1")
+    v0, _ = net.veth("a0", "b0")
+    vx = net.vxlan("vx0", vni=42, underlay=v0)
+    cases = [
+        (lambda: vx.start_xmit([None]), "skbs"),  # ndo_start_xmit is handed skbs (was AttributeError)
+        (lambda: udp.udp_sendmsg(v0, -1), "length"),
+        (lambda: udp.udp_sendmsg(v0, 100, gso_size="1400"), "gso_size"),
+        (lambda: udp.udp_sendmsg(v0, 100).tx.hop("nope"), "name"),  # no such hop (was KeyError)
+        (lambda: features.bit("NO_SUCH_FEATURE", "6.1"), "name"),  # UnknownFeatureError is an ArgumentError
+    ]
+    for call, param in cases:
+        with pytest.raises(ArgumentError) as err:
+            call()
+        assert err.value.param == param, (param, err.value)

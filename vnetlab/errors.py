@@ -46,8 +46,11 @@ class UnknownArchError(ArgumentError):
         super().__init__(message, function=function, param=param)
 
 
-class UnknownFeatureError(ValueError):
+class UnknownFeatureError(ArgumentError):
     """A feature, mask or ethtool name that the kernel in question does not have (ethtool: "bit name not found")."""
+
+    def __init__(self, message: str, *, function: str | None = None, param: str = "name") -> None:
+        super().__init__(message, function=function, param=param)
 
 
 class FixedFeatureError(ValueError):

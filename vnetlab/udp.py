@@ -171,9 +171,11 @@ def _sendmsg(dev: Device, length: int, kv: Kernel, *, gso_size: int, ip: int, do
              no_check_tx: bool = False, peer_udp_gro: bool = False) -> UdpSend:
     # udp_sendmsg's body, on the kernel its public caller resolved
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
-        raise ValueError(f"length must be a non-negative int (bytes of UDP payload), got {length!r}")
+        raise ArgumentError(f"length must be a non-negative int (bytes of UDP payload), got {length!r}",
+                            function="udp.udp_sendmsg", param="length")
     if isinstance(gso_size, bool) or not isinstance(gso_size, int):
-        raise ValueError(f"gso_size must be an int (UDP_SEGMENT), got {gso_size!r}")
+        raise ArgumentError(f"gso_size must be an int (UDP_SEGMENT), got {gso_size!r}", function="udp.udp_sendmsg",
+                            param="gso_size")
     if not 0 <= gso_size <= 0xFFFF:
         # net/ipv4/udp.c udp_lib_setsockopt UDP_SEGMENT: val < 0 || val > USHRT_MAX -> -EINVAL
         return _fail(length, gso_size, ip, kv, "EINVAL", "udp_lib_setsockopt: UDP_SEGMENT outside 0..65535")

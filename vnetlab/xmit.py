@@ -465,7 +465,8 @@ class TxResult:
         for h in self.hops:
             if h.name == name:
                 return h
-        raise KeyError(f"no hop named {name!r}; hops: {[h.name for h in self.hops]}")
+        raise ArgumentError(f"TxResult.hop: no hop named {name!r} on this path; hops: {[h.name for h in self.hops]}",
+                            param="name")
 
     def describe(self) -> str:
         lines = [str(h) for h in self.hops]

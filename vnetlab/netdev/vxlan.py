@@ -7,7 +7,7 @@ from typing import Literal
 
 from vnetlab.checks import IpVersion, VxlanVni, public
 from vnetlab.headers import ETH_HLEN, ETH_MAX_MTU, ETH_MIN_MTU, IP_HLEN, UDP_HLEN
-from vnetlab.netdev.core import Device, Handoff, NetCore
+from vnetlab.netdev.core import Device, Handoff, NetCore, check_skbs
 from vnetlab.skb import Skb
 
 VXLAN_HLEN = 8  # struct vxlanhdr (include/net/vxlan.h)
@@ -33,6 +33,7 @@ class Vxlan(Device):
         skb->encapsulation set, gso_type |= SKB_GSO_UDP_TUNNEL (UDP_TUNNEL_CSUM when the outer UDP checksum is
         on: the IPv6 default, udp6zerocsumtx off; IPv4 vxlan defaults to no outer checksum); then out of the
         underlay (without one the route's device is not modelled: the frames leave as they are)."""
+        check_skbs(skbs)
         tunnel = "UDP_TUNNEL_CSUM" if self.ip == 6 else "UDP_TUNNEL"
         out = tuple(s.encapsulate(self.headroom(), tunnel, vni=self.vni, ip=self.ip) for s in skbs)
         to = "lower" if self.underlay is not None else "wire"
