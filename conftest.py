@@ -26,7 +26,7 @@ def group_of(nodeid: str) -> str:
     return FILE_GROUPS.get(path.rsplit("/", 1)[-1], path)
 
 
-def pytest_xdist_make_scheduler(config, log):
+def pytest_xdist_make_scheduler(config: object, log: object) -> object:
     from xdist.scheduler import LoadScopeScheduling
 
     class FileGroupScheduling(LoadScopeScheduling):

@@ -596,7 +596,7 @@ def test_round4_a_device_still_takes_its_own_kernels_sets():
 def test_the_last_bad_inputs_of_the_probe_round_name_their_parameter():
     """What tools/probe_inputs.py still found in vxlan, udp, xmit and features: each is now an ArgumentError that
     names its parameter (before: AttributeError, ValueError, KeyError, a ValueError that was no ArgumentError)."""
-    from vnetlab import features, netdev, udp, xmit
+    from vnetlab import features, netdev, udp
     from vnetlab.errors import ArgumentError
 
     net = netdev.Namespace("6.1")
