@@ -61,7 +61,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from vnetlab.errors import ArgumentError
-from vnetlab.headers import ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, UDP_HLEN, VLAN_VID_MASK, VXLAN_N_VID
+from vnetlab.headers import ETH_MAX_MTU, ETH_MIN_MTU, IP_HLEN, IP_MAX_MTU, UDP_HLEN, VLAN_VID_MASK, VXLAN_N_VID
 
 __all__ = ["In", "public", "is_public", "checked_params", "param_annotations", "function_name",
            "check_int", "check_float", "check_bool", "check_choice", "int_array", "IpVersion", "UdpPayloadLen",
@@ -116,7 +116,7 @@ class In:
 IpVersion = typing.Literal[4, 6]
 UdpPayloadLen = typing.Annotated[int, In(1, IP_MAX_MTU - IP_HLEN[4] - UDP_HLEN,
                                          "UDP payload bytes per datagram: IP_MAX_MTU - iphdr - udphdr")]
-DeviceMtu = typing.Annotated[int, In(ETH_MIN_MTU, IP_MAX_MTU, "dev->mtu: ETH_MIN_MTU..ETH_MAX_MTU")]
+DeviceMtu = typing.Annotated[int, In(ETH_MIN_MTU, ETH_MAX_MTU, "dev->mtu: ETH_MIN_MTU..ETH_MAX_MTU")]
 # net/8021q/vlan_netlink.c vlan_validate (5.10..6.18): a VLAN device's id >= VLAN_VID_MASK is -ERANGE
 VlanId = typing.Annotated[int, In(0, VLAN_VID_MASK - 1, "802.1Q VLAN id of a VLAN device (VLAN_VID_MASK - 1)")]
 # include/linux/if_vlan.h: the 12 id bits a tag carries (__vlan_hwaccel_put_tag stores any of them in vlan_tci)

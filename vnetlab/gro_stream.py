@@ -28,7 +28,9 @@ from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, Arch, Kernel
 from vnetlab.rx_classify import classify
 from vnetlab.rxbuf import mergeable_buf_lens
 from vnetlab.skbuff import napi_alloc_skb
-from vnetlab.virtio import GOOD_COPY_LEN, L4, MRG_RXBUF_HDR_LEN, NAPI_POLL_WEIGHT, PATH_CODES, IpVersion
+from vnetlab.virtio import GOOD_COPY_LEN, L4, MRG_RXBUF_HDR_LEN, NAPI_POLL_WEIGHT, PATH_CODES, IpVersion, PayloadLen
+
+_PAYLOAD = PayloadLen.__metadata__[0]  # virtio.PayloadLen: one range for a payload, whichever way it is given
 
 
 @dataclass
@@ -218,7 +220,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
             raise ArgumentError("payload_len must not be an empty dict: give {payload bytes: weight}",
                                 param="payload_len")
         for p, wt in payload_len.items():
-            check_int("payload_len key", p, 0, 65535, "L4 payload bytes")
+            check_int("payload_len key", p, _PAYLOAD.lo, _PAYLOAD.hi, _PAYLOAD.meaning)
             if isinstance(wt, bool) or not isinstance(wt, (int, float, np.integer, np.floating)) \
                     or not np.isfinite(wt) or wt < 0:
                 raise ArgumentError(f"payload_len[{p}]={wt!r}: a weight must be a finite number >= 0",
@@ -241,7 +243,7 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         pmin, pmax = int(cols.min()), int(cols.max())
     elif np.ndim(payload_len) == 0:
         n = check_int("n_packets", n_packets, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
-        const_p = check_int("payload_len", payload_len, 0, 65535, "L4 payload bytes")
+        const_p = check_int("payload_len", payload_len, _PAYLOAD.lo, _PAYLOAD.hi, _PAYLOAD.meaning)
         payloads = None
     else:
         payloads = int_array("payload_len", payload_len, "L4 payload bytes, one per packet", ndim=1).astype(np.int64,
@@ -254,8 +256,9 @@ def simulate_stream(n_packets: int | None = None, payload_len: Any = 1448, *, l4
         check_int("len(payload_len)", n, 1, MAX_STREAM_PACKETS, _STREAM_N_MEANING)
     if payloads is not None and cols is None:
         pmin, pmax = int(payloads.min()), int(payloads.max())
-        if pmin < 0 or pmax > 65535:
-            raise ArgumentError("payload_len must be in 0..65535", param="payload_len")
+        if pmin < _PAYLOAD.lo or pmax > _PAYLOAD.hi:
+            raise ArgumentError(f"payload_len must be in {_PAYLOAD.lo}..{_PAYLOAD.hi} ({_PAYLOAD.meaning})",
+                                param="payload_len")
         cols = np.arange(pmin, pmax + 1, dtype=np.int64)
     if payloads is not None and pmin == pmax:
         const_p, payloads, cols, col = pmin, None, None, None

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from vnetlab import rx
 from vnetlab.checks import In, check_choice, check_int, public
-from vnetlab.headers import IP_MAX_MTU
+from vnetlab.headers import ETH_MIN_MTU, IP_MAX_MTU
 from vnetlab.profiles import DEFAULT_ARCH, DEFAULT_KERNEL, known_arches, known_kernels
 from vnetlab.profiles import arch as arch_profile
 from vnetlab.profiles import kernel as kernel_profile
@@ -38,7 +38,7 @@ __all__ = [
 OLD_KERNEL = "5.12"  # the last kernel whose page_to_skb() always copies (build_skb arrived in 5.13, fb32856b16ad)
 JUMBO_MTU = 9000  # the topic's largest MTU on the slider (virtio-net accepts up to 65535: type it)
 # dev->min_mtu ETH_MIN_MTU (include/uapi/linux/if_ether.h) .. IP_MAX_MTU (include/net/ip.h)
-MTU = In(68, IP_MAX_MTU, "the device MTU, ETH_MIN_MTU..IP_MAX_MTU")
+MTU = In(ETH_MIN_MTU, IP_MAX_MTU, "the device MTU, ETH_MIN_MTU..IP_MAX_MTU")
 Mtu = Annotated[int, MTU]
 # rq->mrg_avg_pkt_len, the EWMA of received lengths get_mergeable_buf_len reads (it clamps it to the page)
 AvgPktLen = Annotated[int, In(0, None, "EWMA of received packet lengths in bytes (rq->mrg_avg_pkt_len), 0 = none "
